@@ -1,0 +1,24 @@
+//===- TileOps.h - Tile dialect operations ----------------------*- C++ -*-===//
+
+#ifndef HISA_DIALECT_TILE_IR_TILEOPS_H
+#define HISA_DIALECT_TILE_IR_TILEOPS_H
+
+#include "hisa/Dialect/Tile/IR/TileDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace hisa::tile {
+class LaunchOp;
+} // namespace hisa::tile
+
+#define GET_OP_CLASSES
+#include "hisa/Dialect/Tile/IR/TileOps.h.inc"
+
+#endif // HISA_DIALECT_TILE_IR_TILEOPS_H

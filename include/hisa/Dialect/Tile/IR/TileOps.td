@@ -1,0 +1,375 @@
+//===- TileOps.td - Tile dialect operations ----------------*- tablegen -*-===//
+
+#ifndef HISA_DIALECT_TILE_IR_TILEOPS_TD
+#define HISA_DIALECT_TILE_IR_TILEOPS_TD
+
+include "hisa/Dialect/Tile/IR/TileBase.td"
+include "hisa/Dialect/Tile/IR/TileAttrs.td"
+include "hisa/Dialect/Tile/IR/TileTypes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/FunctionInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/LoopLikeInterface.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Kernel structure
+//===----------------------------------------------------------------------===//
+
+def Tile_KernelOp : Tile_Op<"kernel", [
+    IsolatedFromAbove, FunctionOpInterface, Symbol,
+    SingleBlockImplicitTerminator<"ReturnOp">]> {
+  let summary = "A GPU kernel: signature, specialization parameters and body";
+  let description = [{
+    The body computes the launch grid from the arguments and parameters
+    (integer arithmetic, `tile.param`, `tile.dim`) and holds exactly one
+    `tile.launch`, the code every block runs. Arguments are global tensors
+    and scalars. `params` lists the specialization parameters with their
+    default values; shapes inside the kernel may name them.
+
+    ```mlir
+    tile.kernel @fp8_block_mean_pooling(%k: !tile.global<[?, dim], f8E4M3FN>,
+                                        ...)
+        params {dim = 128, kb = 128} {
+      %n = tile.dim %k, 0 : !tile.global<[?, dim], f8E4M3FN>
+      %kb = tile.param "kb" : index
+      %nb = arith.ceildivui %n, %kb : index
+      tile.launch (%bx) in (%nb) threads 128 {
+        ...
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<FunctionType>:$function_type,
+                       DictionaryAttr:$params,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name,
+                                 "::mlir::FunctionType":$type,
+                                 "::mlir::DictionaryAttr":$params)>];
+  let extraClassDeclaration = [{
+    /// FunctionOpInterface hooks.
+    ::mlir::Region *getCallableRegion() { return &getBody(); }
+    ::llvm::ArrayRef<::mlir::Type> getArgumentTypes() {
+      return getFunctionType().getInputs();
+    }
+    ::llvm::ArrayRef<::mlir::Type> getResultTypes() {
+      return getFunctionType().getResults();
+    }
+    /// The launch this kernel holds (null only in invalid IR).
+    LaunchOp getLaunch();
+    /// The integer value of parameter `name`, if declared.
+    std::optional<int64_t> getParamValue(::llvm::StringRef name);
+  }];
+}
+
+def Tile_ReturnOp : Tile_Op<"return", [Pure, HasParent<"KernelOp">, Terminator,
+                                       ReturnLike]> {
+  let summary = "Terminates a tile.kernel";
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_ParamOp : Tile_Op<"param", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "The value of a specialization parameter";
+  let description = [{
+    ```mlir
+    %heads = tile.param "heads" : index
+    ```
+    `tile-bind-params` replaces it by a constant.
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnySignlessIntegerOrIndex:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_DimOp : Tile_Op<"dim", [Pure]> {
+  let summary = "The size of a dimension of a global tensor, at run time";
+  let arguments = (ins Tile_GlobalType:$source, I64Attr:$index);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$source `,` $index attr-dict `:` qualified(type($source))";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_LaunchOp : Tile_Op<"launch", [
+    HasParent<"KernelOp">, SingleBlockImplicitTerminator<"YieldOp">,
+    RecursiveMemoryEffects,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "The code each block of the grid runs";
+  let description = [{
+    Launches a grid of 1 to 3 dimensions with `threads` threads per block.
+    The region's arguments are the block indices.
+
+    ```mlir
+    tile.launch (%bx, %by) in (%nb, %heads) threads 256 {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$gridSizes, I64Attr:$threads);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block::BlockArgListType getBlockIndices() {
+      return getBody().getArguments();
+    }
+  }];
+}
+
+def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["LaunchOp", "ParallelOp", "PipelinedOp"]>]> {
+  let summary = "Terminates the body of launch, parallel and pipelined";
+  let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+def Tile_AllocOp : Tile_Op<"alloc", [HasParent<"LaunchOp">]> {
+  let summary = "Allocates a shared, fragment or local tile";
+  let description = [{
+    Tiles live for the whole block, so they are allocated at the top level of
+    `tile.launch`; shared-memory planning decides their addresses and reuse.
+
+    ```mlir
+    %k_s = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>
+    %acc = tile.alloc : !tile.frag<[block_n, heads], f32>
+    ```
+  }];
+  let results = (outs Tile_AnyOnChip:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Tile_ViewOp : Tile_Op<"view", [Pure,
+    DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
+  let summary = "Reinterprets a tile with another shape of the same size";
+  let description = [{
+    ```mlir
+    %v = tile.view %logits : !tile.frag<[block_n, block_q*heads], f32>
+                          to !tile.frag<[block_n, block_q, heads], f32>
+    ```
+  }];
+  let arguments = (ins Tile_AnyOnChip:$source);
+  let results = (outs Tile_AnyOnChip:$result);
+  let assemblyFormat =
+      "$source attr-dict `:` qualified(type($source)) `to` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Whole-tile operations
+//===----------------------------------------------------------------------===//
+
+def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
+  let summary = "Copies a tile between global memory, shared memory and registers";
+  let description = [{
+    One side may take a window offset (one index per dimension); the window
+    has the shape of the other side. A window may have more dimensions than
+    the tile: the extra leading dimensions have extent 1. Window reads outside
+    a global tensor give 0 and writes outside it are dropped. Element types
+    must match (`tile.cast` converts).
+
+    ```mlir
+    tile.copy %k[%row, %c0] to %k_s
+        : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_n, dim], f8E4M3FN>
+    tile.copy %acc to %out[%row, %col]
+        : !tile.frag<[64, 64], f32> to !tile.global<[?, ?], f32>
+    ```
+  }];
+  let arguments = (ins Tile_AnyBuffer:$source, Variadic<Index>:$sourceOffsets,
+                       Tile_AnyBuffer:$dest, Variadic<Index>:$destOffsets);
+  let assemblyFormat = [{
+    $source (`[` $sourceOffsets^ `]`)? `to` $dest (`[` $destOffsets^ `]`)?
+    attr-dict `:` qualified(type($source)) `to` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_FillOp : Tile_Op<"fill"> {
+  let summary = "Sets every element of a tile to a value";
+  let arguments = (ins Tile_AnyOnChip:$dest, AnyType:$value);
+  let assemblyFormat =
+      "$dest `,` $value attr-dict `:` qualified(type($dest)) `,` type($value)";
+  let hasVerifier = 1;
+}
+
+def Tile_ClearOp : Tile_Op<"clear"> {
+  let summary = "Sets every element of a tile to zero";
+  let arguments = (ins Tile_AnyOnChip:$dest);
+  let assemblyFormat = "$dest attr-dict `:` qualified(type($dest))";
+  let hasVerifier = 1;
+}
+
+def Tile_CastOp : Tile_Op<"cast"> {
+  let summary = "Converts the elements of a tile into another tile";
+  let description = [{
+    Element-wise conversion between tiles of the same shape, rounding to
+    nearest even; float to fp8 saturates to the largest finite value.
+
+    ```mlir
+    tile.cast %mean to %mean_fp8 : !tile.frag<[dim], f32> to !tile.shared<[dim], f8E4M3FN>
+    ```
+  }];
+  let arguments = (ins Tile_AnyOnChip:$source, Tile_AnyOnChip:$dest);
+  let assemblyFormat =
+      "$source `to` $dest attr-dict `:` qualified(type($source)) `to` qualified(type($dest))";
+  let hasVerifier = 1;
+}
+
+def Tile_GemmOp : Tile_Op<"gemm"> {
+  let summary = "C (+)= op(A) * op(B) on tensor cores";
+  let description = [{
+    `A` is `[M, K]` (`[K, M]` with `transpose_a`), `B` is `[K, N]` (`[N, K]`
+    with `transpose_b`), `C` is `[M, N]`. A is in shared memory or a
+    fragment, B in shared memory, C a fragment. With `clear_accum` C is
+    overwritten, otherwise accumulated into. `policy` says how the output is
+    split across warps. Supported element types (A x B -> C): f8E4M3FN x
+    f8E4M3FN -> f32, bf16 x bf16 -> f32, f16 x f16 -> f32 or f16. fp8 needs
+    K-major operands (`transpose_b`, no `transpose_a`), as wgmma does.
+
+    ```mlir
+    tile.gemm %k_s, %q_s, %acc transpose_b clear_accum policy(full_row)
+        : !tile.shared<[block_n, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
+          -> !tile.frag<[block_n, heads], f32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[Tile_SharedType, Tile_FragmentType]>:$a,
+                       Tile_SharedType:$b, Tile_FragmentType:$c,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       UnitAttr:$clear_accum,
+                       DefaultValuedAttr<Tile_GemmWarpPolicy,
+                                         "::hisa::tile::GemmWarpPolicy::Square">:$policy);
+  let assemblyFormat = [{
+    $a `,` $b `,` $c (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
+    (`clear_accum` $clear_accum^)? (`policy` `(` $policy^ `)`)? attr-dict
+    `:` qualified(type($a)) `,` qualified(type($b)) `->` qualified(type($c))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ReduceOp : Tile_Op<"reduce"> {
+  let summary = "Reduces a tile along one dimension";
+  let description = [{
+    `dest` has the shape of `source` without dimension `dim` (`[1]` when the
+    source has rank 1). By default `dest` is overwritten; with `accumulate`
+    the result is combined with what `dest` holds.
+
+    ```mlir
+    tile.reduce sum %scores to %logits dim = 2
+        : !tile.frag<[block_n, block_q, heads], f32> to !tile.frag<[block_n, block_q], f32>
+    ```
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind,
+                       AnyTypeOf<[Tile_SharedType, Tile_FragmentType]>:$source,
+                       Tile_AnyOnChip:$dest, I64Attr:$dim, UnitAttr:$accumulate);
+  let assemblyFormat = [{
+    $kind $source `to` $dest `dim` `=` $dim (`accumulate` $accumulate^)? attr-dict
+    `:` qualified(type($source)) `to` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loops and element access
+//===----------------------------------------------------------------------===//
+
+def Tile_ParallelOp : Tile_Op<"parallel", [
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "A loop over the elements of a tile, spread over the threads";
+  let description = [{
+    Iterates over every index of a tile-shaped domain; the iterations are
+    independent and the compiler distributes them over the block's threads
+    (following the layout of the fragments the body touches). Extents are
+    integers or parameter names.
+
+    ```mlir
+    tile.parallel (%i, %h) in [block_n, heads] {
+      %x = tile.load %acc[%i, %h] : !tile.frag<[block_n, heads], f32>
+      %r = arith.maximumf %x, %zero : f32
+      tile.store %r, %acc[%i, %h] : !tile.frag<[block_n, heads], f32>
+    }
+    ```
+  }];
+  let arguments = (ins ArrayAttr:$extents);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::hisa::tile::TileShape getDomain() {
+      return ::hisa::tile::TileShape(getExtents());
+    }
+    ::mlir::Block::BlockArgListType getInductionVars() {
+      return getBody().getArguments();
+    }
+  }];
+}
+
+def Tile_PipelinedOp : Tile_Op<"pipelined", [
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "A serial loop whose copies run num_stages iterations ahead";
+  let description = [{
+    A loop from `lowerBound` to `upperBound` by `step` whose global-to-shared
+    copies are overlapped with the computation of earlier iterations, with
+    `num_stages` buffers in flight (1 means no overlap).
+
+    ```mlir
+    tile.pipelined %t = %c0 to %ntiles step %c1 num_stages = 2 {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
+                       I64Attr:$numStages);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Value getInductionVar() { return getBody().getArgument(0); }
+  }];
+}
+
+def Tile_LoadOp : Tile_Op<"load", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Reads one element of a tile or global tensor";
+  let description = [{
+    Used in `tile.parallel` bodies and serial code. A read outside a global
+    tensor gives 0.
+  }];
+  let arguments = (ins Tile_AnyBuffer:$source, Variadic<Index>:$indices);
+  let results = (outs AnyType:$result);
+  let assemblyFormat =
+      "$source `[` $indices `]` attr-dict `:` qualified(type($source))";
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store", [
+    TypesMatchWith<"value has the element type of dest", "dest", "value",
+                   "::hisa::tile::getTileShapeAndElementType($_self)->second">]> {
+  let summary = "Writes one element of a tile or global tensor";
+  let description = "A write outside a global tensor is dropped.";
+  let arguments = (ins AnyType:$value, Tile_AnyBuffer:$dest,
+                       Variadic<Index>:$indices);
+  let assemblyFormat =
+      "$value `,` $dest `[` $indices `]` attr-dict `:` qualified(type($dest))";
+  let hasVerifier = 1;
+}
+
+#endif // HISA_DIALECT_TILE_IR_TILEOPS_TD

@@ -1,0 +1,21 @@
+//===- Passes.h - Tile dialect passes ---------------------------*- C++ -*-===//
+
+#ifndef HISA_DIALECT_TILE_TRANSFORMS_PASSES_H
+#define HISA_DIALECT_TILE_TRANSFORMS_PASSES_H
+
+#include "hisa/Dialect/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace hisa::tile {
+
+#define GEN_PASS_DECL
+#include "hisa/Dialect/Tile/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "hisa/Dialect/Tile/Transforms/Passes.h.inc"
+
+} // namespace hisa::tile
+
+#endif // HISA_DIALECT_TILE_TRANSFORMS_PASSES_H

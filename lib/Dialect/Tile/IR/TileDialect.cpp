@@ -1,0 +1,176 @@
+//===- TileDialect.cpp - Tile dialect, attributes and types ---------------===//
+
+#include "hisa/Dialect/Tile/IR/TileDialect.h"
+#include "hisa/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace hisa::tile;
+
+#include "hisa/Dialect/Tile/IR/TileOpsDialect.cpp.inc"
+#include "hisa/Dialect/Tile/IR/TileEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "hisa/Dialect/Tile/IR/TileAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "hisa/Dialect/Tile/IR/TileTypes.cpp.inc"
+
+void TileDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "hisa/Dialect/Tile/IR/TileOps.cpp.inc"
+      >();
+}
+
+void TileDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "hisa/Dialect/Tile/IR/TileAttrs.cpp.inc"
+      >();
+}
+
+void TileDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "hisa/Dialect/Tile/IR/TileTypes.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+FragmentLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           int64_t threads, int64_t values, AffineMap map) {
+  if (threads <= 0 || values <= 0)
+    return emitError() << "fragment layout needs a positive thread and value "
+                          "count, got threads = "
+                       << threads << ", values = " << values;
+  if (map.getNumDims() != 2 || map.getNumSymbols() != 0)
+    return emitError() << "fragment layout map must be (thread, value) -> "
+                          "(coordinates) with no symbols, got "
+                       << AffineMapAttr::get(map);
+  if (map.getNumResults() == 0)
+    return emitError() << "fragment layout map must have at least one result";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyTileDims(function_ref<InFlightDiagnostic()> emitError,
+                                    ArrayAttr dims, StringRef kind,
+                                    bool allowRuntimeSizes) {
+  if (dims.empty())
+    return emitError() << "a " << kind << " needs at least one dimension";
+  for (Attribute dim : dims) {
+    if (auto size = dyn_cast<IntegerAttr>(dim)) {
+      if (size.getInt() == TileShape::kRuntimeSize) {
+        if (!allowRuntimeSizes)
+          return emitError()
+                 << "a " << kind
+                 << " needs sizes known at compile time; '?' is only allowed "
+                    "in global tensors";
+        continue;
+      }
+      if (size.getInt() <= 0)
+        return emitError() << "dimension sizes must be positive, got "
+                           << size.getInt();
+      continue;
+    }
+    auto text = dyn_cast<StringAttr>(dim);
+    if (!text)
+      return emitError() << "a dimension must be an integer or a parameter "
+                            "expression, got "
+                         << dim;
+    std::optional<DimMonomial> monomial = DimMonomial::parse(text.getValue());
+    if (!monomial || monomial->str() != text.getValue())
+      return emitError() << "malformed dimension '" << text.getValue() << "'";
+  }
+  return success();
+}
+
+static LogicalResult
+verifyElementType(function_ref<InFlightDiagnostic()> emitError, Type type) {
+  if (isa<IntegerType, FloatType, IndexType>(type))
+    return success();
+  return emitError() << "tile elements must be integers, floats or index, got "
+                     << type;
+}
+
+LogicalResult GlobalType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayAttr dims, Type elementType) {
+  if (failed(verifyTileDims(emitError, dims, "global tensor",
+                            /*allowRuntimeSizes=*/true)))
+    return failure();
+  return verifyElementType(emitError, elementType);
+}
+
+LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayAttr dims, Type elementType) {
+  if (failed(verifyTileDims(emitError, dims, "shared tile",
+                            /*allowRuntimeSizes=*/false)))
+    return failure();
+  return verifyElementType(emitError, elementType);
+}
+
+LogicalResult LocalType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                ArrayAttr dims, Type elementType) {
+  if (failed(verifyTileDims(emitError, dims, "local tile",
+                            /*allowRuntimeSizes=*/false)))
+    return failure();
+  return verifyElementType(emitError, elementType);
+}
+
+LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayAttr dims, Type elementType,
+                                   FragmentLayoutAttr layout) {
+  if (failed(verifyTileDims(emitError, dims, "fragment",
+                            /*allowRuntimeSizes=*/false)) ||
+      failed(verifyElementType(emitError, elementType)))
+    return failure();
+  if (!layout)
+    return success();
+  if (layout.getMap().getNumResults() != static_cast<unsigned>(dims.size()))
+    return emitError() << "fragment layout map has "
+                       << layout.getMap().getNumResults()
+                       << " results but the fragment has rank " << dims.size();
+  std::optional<SmallVector<int64_t>> sizes = TileShape(dims).getStaticSizes();
+  if (sizes) {
+    int64_t elements = 1;
+    for (int64_t size : *sizes)
+      elements *= size;
+    if (layout.getThreads() * layout.getValues() < elements)
+      return emitError() << "fragment layout holds "
+                         << layout.getThreads() * layout.getValues()
+                         << " values but the fragment has " << elements
+                         << " elements";
+  }
+  return success();
+}
+
+std::optional<std::pair<TileShape, Type>>
+hisa::tile::getTileShapeAndElementType(Type type) {
+  return llvm::TypeSwitch<Type, std::optional<std::pair<TileShape, Type>>>(type)
+      .Case<GlobalType, SharedType, FragmentType, LocalType>([](auto tile) {
+        return std::make_pair(tile.getTileShape(), tile.getElementType());
+      })
+      .Default([](Type) { return std::nullopt; });
+}
+
+StringRef hisa::tile::getTileMemoryKindName(Type type) {
+  return llvm::TypeSwitch<Type, StringRef>(type)
+      .Case<GlobalType>([](auto) { return "global"; })
+      .Case<SharedType>([](auto) { return "shared"; })
+      .Case<FragmentType>([](auto) { return "fragment"; })
+      .Case<LocalType>([](auto) { return "local"; })
+      .Default([](Type) { return "non-tile"; });
+}

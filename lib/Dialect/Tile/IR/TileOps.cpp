@@ -1,0 +1,716 @@
+//===- TileOps.cpp - Tile dialect operations ------------------------------===//
+
+#include "hisa/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace hisa::tile;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static TileShape shapeOf(Type type) {
+  return getTileShapeAndElementType(type)->first;
+}
+
+static Type elementTypeOf(Type type) {
+  return getTileShapeAndElementType(type)->second;
+}
+
+/// Tile operations only have a meaning inside the code a block runs.
+static LogicalResult verifyInsideLaunch(Operation *op) {
+  if (!op->getParentOfType<LaunchOp>())
+    return op->emitOpError("must be nested in a tile.launch");
+  return success();
+}
+
+static std::string describe(Type type) {
+  return (getTileMemoryKindName(type) + " tile " +
+          formatDims(shapeOf(type).getDims()))
+      .str();
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+void KernelOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                     FunctionType type, DictionaryAttr params) {
+  state.addAttribute(SymbolTable::getSymbolAttrName(),
+                     builder.getStringAttr(name));
+  state.addAttribute(getFunctionTypeAttrName(state.name), TypeAttr::get(type));
+  state.addAttribute(getParamsAttrName(state.name), params);
+  Region *body = state.addRegion();
+  Block *entry = new Block();
+  body->push_back(entry);
+  for (Type input : type.getInputs())
+    entry->addArgument(input, state.location);
+  ensureTerminator(*body, builder, state.location);
+}
+
+ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
+  Builder &builder = parser.getBuilder();
+  StringAttr name;
+  if (parser.parseSymbolName(name, SymbolTable::getSymbolAttrName(),
+                             result.attributes))
+    return failure();
+
+  SmallVector<OpAsmParser::Argument> arguments;
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  bool isVariadic = false;
+  if (function_interface_impl::parseFunctionSignatureWithArguments(
+          parser, /*allowVariadic=*/false, arguments, isVariadic, resultTypes,
+          resultAttrs))
+    return failure();
+  SmallVector<Type> argumentTypes =
+      llvm::map_to_vector(arguments, [](auto &arg) { return arg.type; });
+  result.addAttribute(
+      getFunctionTypeAttrName(result.name),
+      TypeAttr::get(builder.getFunctionType(argumentTypes, resultTypes)));
+
+  DictionaryAttr params = builder.getDictionaryAttr({});
+  if (succeeded(parser.parseOptionalKeyword("params")) &&
+      parser.parseAttribute(params))
+    return failure();
+  result.addAttribute(getParamsAttrName(result.name), params);
+
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  call_interface_impl::addArgAndResultAttrs(
+      builder, result, arguments, resultAttrs,
+      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, arguments))
+    return failure();
+  ensureTerminator(*body, builder, result.location);
+  return success();
+}
+
+void KernelOp::print(OpAsmPrinter &p) {
+  p << ' ';
+  p.printSymbolName(getSymName());
+  function_interface_impl::printFunctionSignature(
+      p, *this, getArgumentTypes(), /*isVariadic=*/false, getResultTypes());
+  if (!getParams().empty()) {
+    // Parameter values are integers: print them without the `: i64` suffix.
+    p << " params {";
+    llvm::interleaveComma(getParams(), p, [&](NamedAttribute param) {
+      p.printKeywordOrString(param.getName().getValue());
+      p << " = " << cast<IntegerAttr>(param.getValue()).getValue();
+    });
+    p << "}";
+  }
+  function_interface_impl::printFunctionAttributes(
+      p, *this,
+      {getFunctionTypeAttrName(), getParamsAttrName(), getArgAttrsAttrName(),
+       getResAttrsAttrName()});
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+}
+
+LaunchOp KernelOp::getLaunch() {
+  auto launches = getBody().front().getOps<LaunchOp>();
+  return launches.empty() ? LaunchOp() : *launches.begin();
+}
+
+std::optional<int64_t> KernelOp::getParamValue(StringRef name) {
+  auto value = dyn_cast_or_null<IntegerAttr>(getParams().get(name));
+  if (!value)
+    return std::nullopt;
+  return value.getInt();
+}
+
+LogicalResult KernelOp::verify() {
+  if (!getResultTypes().empty())
+    return emitOpError("cannot return values; write results to global tensor "
+                       "arguments");
+  for (NamedAttribute param : getParams()) {
+    auto value = dyn_cast<IntegerAttr>(param.getValue());
+    if (!value || !value.getType().isSignlessInteger())
+      return emitOpError("parameter '")
+             << param.getName().getValue()
+             << "' must have an integer value, got " << param.getValue();
+  }
+  for (auto [index, type] : llvm::enumerate(getArgumentTypes()))
+    if (!isa<GlobalType, IntegerType, IndexType, FloatType>(type))
+      return emitOpError("argument #")
+             << index << " must be a global tensor or a scalar, got " << type;
+  return success();
+}
+
+/// Every parameter name a shape mentions must be declared by the kernel.
+static LogicalResult verifyShapeSymbols(KernelOp kernel, Operation *where,
+                                        TileShape shape) {
+  SmallVector<std::string> names;
+  shape.collectSymbols(names);
+  for (const std::string &name : names) {
+    if (kernel.getParams().get(name))
+      continue;
+    std::string declared;
+    llvm::raw_string_ostream os(declared);
+    llvm::interleaveComma(kernel.getParams(), os, [&](NamedAttribute param) {
+      os << param.getName().getValue();
+    });
+    return where->emitOpError("shape ")
+           << formatDims(shape.getDims()) << " names '" << name
+           << "', which is not a parameter of kernel @" << kernel.getSymName()
+           << " (parameters: " << (declared.empty() ? "none" : declared)
+           << ")";
+  }
+  return success();
+}
+
+static LogicalResult verifyTypeSymbols(KernelOp kernel, Operation *where,
+                                       Type type) {
+  if (auto tile = getTileShapeAndElementType(type))
+    return verifyShapeSymbols(kernel, where, tile->first);
+  return success();
+}
+
+/// The host side of a kernel only computes the launch grid.
+static bool isHostSideOp(Operation *op) {
+  if (isa<ParamOp, DimOp, LaunchOp, ReturnOp>(op))
+    return true;
+  return op->getDialect() &&
+         op->getDialect()->getNamespace() ==
+             arith::ArithDialect::getDialectNamespace() &&
+         llvm::all_of(op->getResultTypes(),
+                      [](Type type) { return type.isIntOrIndex(); });
+}
+
+LogicalResult KernelOp::verifyRegions() {
+  Block &entry = getBody().front();
+  for (auto [argument, type] :
+       llvm::zip_equal(entry.getArguments(), getArgumentTypes()))
+    if (argument.getType() != type)
+      return emitOpError("entry block argument types do not match the "
+                         "signature");
+  for (Type type : getArgumentTypes())
+    if (failed(verifyTypeSymbols(*this, *this, type)))
+      return failure();
+
+  unsigned numLaunches = 0;
+  for (Operation &op : entry) {
+    if (isa<LaunchOp>(op))
+      ++numLaunches;
+    else if (!isHostSideOp(&op))
+      return op.emitOpError("cannot appear on the host side of tile.kernel: "
+                            "only integer arith ops, tile.param and tile.dim "
+                            "may compute the launch grid");
+  }
+  if (numLaunches != 1)
+    return emitOpError("expects exactly one tile.launch in its body, found ")
+           << numLaunches;
+
+  WalkResult walk = getBody().walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (failed(verifyTypeSymbols(*this, op, type)))
+        return WalkResult::interrupt();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument argument : block.getArguments())
+          if (failed(verifyTypeSymbols(*this, op, argument.getType())))
+            return WalkResult::interrupt();
+    if (auto parallel = dyn_cast<ParallelOp>(op))
+      if (failed(verifyShapeSymbols(*this, op, parallel.getDomain())))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp, DimOp
+//===----------------------------------------------------------------------===//
+
+void ParamOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), getName());
+}
+
+LogicalResult ParamOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (!kernel)
+    return emitOpError("must be nested in a tile.kernel");
+  if (!kernel.getParams().get(getName()))
+    return emitOpError("'") << getName()
+                            << "' is not a parameter of kernel @"
+                            << kernel.getSymName();
+  return success();
+}
+
+LogicalResult DimOp::verify() {
+  int64_t rank = getSource().getType().getRank();
+  if (getIndex() < 0 || getIndex() >= rank)
+    return emitOpError("dimension ")
+           << getIndex() << " is out of range for a tensor of rank " << rank;
+  return success();
+}
+
+OpFoldResult DimOp::fold(FoldAdaptor) {
+  TileShape shape = getSource().getType().getTileShape();
+  if (getIndex() < 0 || getIndex() >= shape.getRank())
+    return {};
+  if (std::optional<int64_t> size = shape.getStaticSize(getIndex()))
+    return IntegerAttr::get(IndexType::get(getContext()), *size);
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// LaunchOp
+//===----------------------------------------------------------------------===//
+
+ParseResult LaunchOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> blockIndices;
+  SmallVector<OpAsmParser::UnresolvedOperand> gridSizes;
+  int64_t threads;
+  Type indexType = parser.getBuilder().getIndexType();
+  if (parser.parseArgumentList(blockIndices, OpAsmParser::Delimiter::Paren) ||
+      parser.parseKeyword("in") ||
+      parser.parseOperandList(gridSizes, OpAsmParser::Delimiter::Paren) ||
+      parser.resolveOperands(gridSizes, indexType, result.operands) ||
+      parser.parseKeyword("threads") || parser.parseInteger(threads))
+    return failure();
+  result.addAttribute(getThreadsAttrName(result.name),
+                      parser.getBuilder().getI64IntegerAttr(threads));
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  for (OpAsmParser::Argument &index : blockIndices)
+    index.type = indexType;
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, blockIndices))
+    return failure();
+  ensureTerminator(*body, parser.getBuilder(), result.location);
+  return success();
+}
+
+void LaunchOp::print(OpAsmPrinter &p) {
+  p << " (";
+  llvm::interleaveComma(getBlockIndices(), p,
+                        [&](BlockArgument index) { p.printOperand(index); });
+  p << ") in (" << getGridSizes() << ") threads " << getThreads();
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getThreadsAttrName()});
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+}
+
+void LaunchOp::getAsmBlockArgumentNames(Region &region,
+                                        OpAsmSetValueNameFn setNameFn) {
+  static constexpr const char *names[] = {"bx", "by", "bz"};
+  for (auto [index, argument] : llvm::enumerate(region.getArguments()))
+    if (index < 3)
+      setNameFn(argument, names[index]);
+}
+
+LogicalResult LaunchOp::verify() {
+  size_t rank = getGridSizes().size();
+  if (rank < 1 || rank > 3)
+    return emitOpError("expects 1 to 3 grid dimensions, got ") << rank;
+  int64_t threads = getThreads();
+  if (threads <= 0 || threads % 32 != 0 || threads > 1024)
+    return emitOpError("thread count must be a multiple of 32 between 32 and "
+                       "1024, got ")
+           << threads;
+  return success();
+}
+
+LogicalResult LaunchOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getGridSizes().size())
+    return emitOpError("has ")
+           << getGridSizes().size() << " grid dimensions but "
+           << body.getNumArguments() << " block indices";
+  if (!llvm::all_of(body.getArgumentTypes(),
+                    [](Type type) { return type.isIndex(); }))
+    return emitOpError("block indices must have index type");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AllocOp, ViewOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllocOp::verify() {
+  auto fragment = dyn_cast<FragmentType>(getResult().getType());
+  if (!fragment || !fragment.getLayout())
+    return success();
+  int64_t threads = (*this)->getParentOfType<LaunchOp>().getThreads();
+  if (fragment.getLayout().getThreads() != threads)
+    return emitOpError("fragment layout is for ")
+           << fragment.getLayout().getThreads()
+           << " threads but the launch has " << threads;
+  return success();
+}
+
+Value ViewOp::getViewSource() { return getSource(); }
+
+LogicalResult ViewOp::verify() {
+  Type sourceType = getSource().getType(), resultType = getResult().getType();
+  if (sourceType.getTypeID() != resultType.getTypeID())
+    return emitOpError("cannot view a ")
+           << getTileMemoryKindName(sourceType) << " tile as a "
+           << getTileMemoryKindName(resultType) << " tile";
+  if (elementTypeOf(sourceType) != elementTypeOf(resultType))
+    return emitOpError("element type changes from ")
+           << elementTypeOf(sourceType) << " to " << elementTypeOf(resultType)
+           << "; use tile.cast to convert elements";
+  Attribute sourceCount = shapeOf(sourceType).getNumElements(getContext());
+  Attribute resultCount = shapeOf(resultType).getNumElements(getContext());
+  if (sourceCount != resultCount)
+    return emitOpError("views ")
+           << formatDims(shapeOf(sourceType).getDims()) << " ("
+           << formatDim(sourceCount) << " elements) as "
+           << formatDims(shapeOf(resultType).getDims()) << " ("
+           << formatDim(resultCount) << " elements)";
+  return verifyInsideLaunch(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// CopyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyOp::verify() {
+  Type sourceType = getSource().getType(), destType = getDest().getType();
+  bool sourceGlobal = isa<GlobalType>(sourceType);
+  bool destGlobal = isa<GlobalType>(destType);
+  if (sourceGlobal && destGlobal)
+    return emitOpError("cannot copy from global memory to global memory; "
+                       "stage the data through a shared or fragment tile");
+  if (elementTypeOf(sourceType) != elementTypeOf(destType))
+    return emitOpError("element types differ (")
+           << elementTypeOf(sourceType) << " to " << elementTypeOf(destType)
+           << "); convert with tile.cast";
+  bool sourceWindow = !getSourceOffsets().empty();
+  bool destWindow = !getDestOffsets().empty();
+  if (sourceWindow && destWindow)
+    return emitOpError("only one side of a copy may take a window offset");
+
+  // The window side is the one with offsets, else a global side at offset 0.
+  bool windowIsSource = sourceWindow || (!destWindow && sourceGlobal);
+  bool windowIsDest = destWindow || (!sourceWindow && destGlobal);
+  if (!windowIsSource && !windowIsDest) {
+    if (shapeOf(sourceType).getDims() != shapeOf(destType).getDims())
+      return emitOpError("copies a ")
+             << describe(sourceType) << " to a " << describe(destType)
+             << " of another shape";
+    return verifyInsideLaunch(*this);
+  }
+
+  Type windowType = windowIsSource ? sourceType : destType;
+  Type tileType = windowIsSource ? destType : sourceType;
+  StringRef windowName = windowIsSource ? "source" : "destination";
+  TileShape window = shapeOf(windowType), tile = shapeOf(tileType);
+  OperandRange offsets = windowIsSource ? getSourceOffsets() : getDestOffsets();
+  if (!offsets.empty() &&
+      static_cast<int64_t>(offsets.size()) != window.getRank())
+    return emitOpError("expects ")
+           << window.getRank() << " offsets for the " << windowName
+           << " window (one per dimension), got " << offsets.size();
+  if (window.getRank() < tile.getRank())
+    return emitOpError("the ")
+           << windowName << " has rank " << window.getRank()
+           << ", less than the rank " << tile.getRank() << " of the "
+           << describe(tileType);
+  // A window into an on-chip tile must fit in it (global windows may run past
+  // the end: those elements read 0 or are dropped).
+  if (!isa<GlobalType>(windowType)) {
+    int64_t lead = window.getRank() - tile.getRank();
+    for (int64_t i = 0; i < tile.getRank(); ++i) {
+      std::optional<int64_t> windowSize = window.getStaticSize(lead + i);
+      std::optional<int64_t> tileSize = tile.getStaticSize(i);
+      if (windowSize && tileSize && *tileSize > *windowSize)
+        return emitOpError("a ")
+               << describe(tileType) << " does not fit in the "
+               << windowName << " " << describe(windowType);
+    }
+  }
+  return verifyInsideLaunch(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// FillOp, ClearOp, CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FillOp::verify() {
+  Type elementType = elementTypeOf(getDest().getType());
+  if (getValue().getType() != elementType)
+    return emitOpError("fill value has type ")
+           << getValue().getType() << " but the tile holds " << elementType;
+  return verifyInsideLaunch(*this);
+}
+
+LogicalResult ClearOp::verify() { return verifyInsideLaunch(*this); }
+
+LogicalResult CastOp::verify() {
+  Type sourceType = getSource().getType(), destType = getDest().getType();
+  if (shapeOf(sourceType).getDims() != shapeOf(destType).getDims())
+    return emitOpError("casts a ")
+           << describe(sourceType) << " to a " << describe(destType)
+           << " of another shape";
+  Type from = elementTypeOf(sourceType), to = elementTypeOf(destType);
+  if (from == to)
+    return emitOpError("source and destination both hold ")
+           << from << "; use tile.copy";
+  if (!isa<IntegerType, FloatType>(from) || !isa<IntegerType, FloatType>(to))
+    return emitOpError("converts only between integer and float elements, "
+                       "got ")
+           << from << " to " << to;
+  return verifyInsideLaunch(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// GemmOp
+//===----------------------------------------------------------------------===//
+
+static bool isSupportedGemmTypes(Type a, Type b, Type c) {
+  if (a != b)
+    return false;
+  if (isa<Float8E4M3FNType>(a) || a.isBF16())
+    return c.isF32();
+  if (a.isF16())
+    return c.isF32() || c.isF16();
+  return false;
+}
+
+LogicalResult GemmOp::verify() {
+  Type aType = getA().getType(), bType = getB().getType(),
+       cType = getC().getType();
+  TileShape a = shapeOf(aType), b = shapeOf(bType), c = shapeOf(cType);
+  for (auto [name, shape] : {std::make_pair("A", a), std::make_pair("B", b),
+                             std::make_pair("C", c)})
+    if (shape.getRank() != 2)
+      return emitOpError("operand ")
+             << name << " must be a rank-2 tile, got rank " << shape.getRank();
+
+  Type aElement = elementTypeOf(aType), bElement = elementTypeOf(bType),
+       cElement = elementTypeOf(cType);
+  if (!isSupportedGemmTypes(aElement, bElement, cElement))
+    return emitOpError("unsupported element types ")
+           << aElement << " x " << bElement << " -> " << cElement
+           << "; supported: f8E4M3FN x f8E4M3FN -> f32, bf16 x bf16 -> f32, "
+              "f16 x f16 -> f32 or f16";
+  if (isa<Float8E4M3FNType>(aElement) && (getTransposeA() || !getTransposeB()))
+    return emitOpError("fp8 (f8E4M3FN) gemm needs K-major operands: A as "
+                       "[M, K] without transpose_a and B as [N, K] with "
+                       "transpose_b");
+
+  Attribute m = a.getDim(getTransposeA() ? 1 : 0);
+  Attribute kOfA = a.getDim(getTransposeA() ? 0 : 1);
+  Attribute kOfB = b.getDim(getTransposeB() ? 1 : 0);
+  Attribute n = b.getDim(getTransposeB() ? 0 : 1);
+  if (kOfA != kOfB)
+    return emitOpError("reduction size K of A (")
+           << formatDim(kOfA) << ") differs from K of B (" << formatDim(kOfB)
+           << ")";
+  if (c.getDim(0) != m || c.getDim(1) != n)
+    return emitOpError("C has shape ")
+           << formatDims(c.getDims()) << " but A and B give [" << formatDim(m)
+           << ", " << formatDim(n) << "]";
+  return verifyInsideLaunch(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  Type sourceType = getSource().getType(), destType = getDest().getType();
+  TileShape source = shapeOf(sourceType), dest = shapeOf(destType);
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= source.getRank())
+    return emitOpError("dimension ")
+           << dim << " is out of range for a source of rank "
+           << source.getRank();
+  Type elementType = elementTypeOf(sourceType);
+  if (elementTypeOf(destType) != elementType)
+    return emitOpError("destination holds ")
+           << elementTypeOf(destType) << " but the source holds "
+           << elementType;
+  if (!isa<IntegerType, FloatType>(elementType))
+    return emitOpError("reduces only integer or float elements, got ")
+           << elementType;
+
+  SmallVector<Attribute> expected;
+  for (int64_t i = 0; i < source.getRank(); ++i)
+    if (i != dim)
+      expected.push_back(source.getDim(i));
+  if (expected.empty())
+    expected.push_back(Builder(getContext()).getI64IntegerAttr(1));
+  ArrayAttr expectedDims = ArrayAttr::get(getContext(), expected);
+  if (dest.getDims() != expectedDims)
+    return emitOpError("destination must have shape ")
+           << formatDims(expectedDims) << " (the source "
+           << formatDims(source.getDims()) << " without dimension " << dim
+           << "), got " << formatDims(dest.getDims());
+  return verifyInsideLaunch(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// ParallelOp
+//===----------------------------------------------------------------------===//
+
+ParseResult ParallelOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> indices;
+  ArrayAttr extents;
+  if (parser.parseArgumentList(indices, OpAsmParser::Delimiter::Paren) ||
+      parser.parseKeyword("in") || parseTileDims(parser, extents))
+    return failure();
+  result.addAttribute(getExtentsAttrName(result.name), extents);
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  for (OpAsmParser::Argument &index : indices)
+    index.type = parser.getBuilder().getIndexType();
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, indices))
+    return failure();
+  ensureTerminator(*body, parser.getBuilder(), result.location);
+  return success();
+}
+
+void ParallelOp::print(OpAsmPrinter &p) {
+  p << " (";
+  llvm::interleaveComma(getInductionVars(), p,
+                        [&](BlockArgument index) { p.printOperand(index); });
+  p << ") in ";
+  printTileDims(p, getExtents());
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getExtentsAttrName()});
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+}
+
+LogicalResult ParallelOp::verify() {
+  TileShape domain = getDomain();
+  if (domain.getRank() == 0)
+    return emitOpError("needs at least one dimension");
+  for (int64_t i = 0; i < domain.getRank(); ++i) {
+    Attribute extent = domain.getDim(i);
+    if (domain.isRuntime(i) ||
+        !(isa<StringAttr>(extent) ||
+          (isa<IntegerAttr>(extent) && cast<IntegerAttr>(extent).getInt() > 0)))
+      return emitOpError("extents must be positive integers or parameter "
+                         "expressions known at compile time, got ")
+             << formatDims(getExtents());
+  }
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("cannot be nested in another tile.parallel; use one "
+                       "multi-dimensional tile.parallel");
+  return verifyInsideLaunch(*this);
+}
+
+LogicalResult ParallelOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (static_cast<int64_t>(body.getNumArguments()) != getDomain().getRank())
+    return emitOpError("has ")
+           << getDomain().getRank() << " extents but "
+           << body.getNumArguments() << " induction variables";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PipelinedOp
+//===----------------------------------------------------------------------===//
+
+ParseResult PipelinedOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::Argument inductionVar;
+  OpAsmParser::UnresolvedOperand lowerBound, upperBound, step;
+  int64_t numStages;
+  Type indexType = parser.getBuilder().getIndexType();
+  if (parser.parseArgument(inductionVar) || parser.parseEqual() ||
+      parser.parseOperand(lowerBound) || parser.parseKeyword("to") ||
+      parser.parseOperand(upperBound) || parser.parseKeyword("step") ||
+      parser.parseOperand(step) || parser.parseKeyword("num_stages") ||
+      parser.parseEqual() || parser.parseInteger(numStages) ||
+      parser.resolveOperand(lowerBound, indexType, result.operands) ||
+      parser.resolveOperand(upperBound, indexType, result.operands) ||
+      parser.resolveOperand(step, indexType, result.operands))
+    return failure();
+  result.addAttribute(getNumStagesAttrName(result.name),
+                      parser.getBuilder().getI64IntegerAttr(numStages));
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  inductionVar.type = indexType;
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, {inductionVar}))
+    return failure();
+  ensureTerminator(*body, parser.getBuilder(), result.location);
+  return success();
+}
+
+void PipelinedOp::print(OpAsmPrinter &p) {
+  p << ' ';
+  p.printOperand(getInductionVar());
+  p << " = " << getLowerBound() << " to " << getUpperBound() << " step "
+    << getStep() << " num_stages = " << getNumStages();
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getNumStagesAttrName()});
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+}
+
+LogicalResult PipelinedOp::verify() {
+  if (getNumStages() < 1)
+    return emitOpError("num_stages must be at least 1, got ")
+           << getNumStages();
+  return verifyInsideLaunch(*this);
+}
+
+LogicalResult PipelinedOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 1 || !body.getArgument(0).getType().isIndex())
+    return emitOpError("body must have one index induction variable");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LoadOp, StoreOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  if (operands.empty())
+    return failure();
+  auto tile = getTileShapeAndElementType(operands.front().getType());
+  if (!tile)
+    return emitOptionalError(location, "tile.load source must be a tile or "
+                                       "global tensor");
+  inferredReturnTypes.push_back(tile->second);
+  return success();
+}
+
+static LogicalResult verifyElementAccess(Operation *op, Type bufferType,
+                                         OperandRange indices) {
+  int64_t rank = shapeOf(bufferType).getRank();
+  if (static_cast<int64_t>(indices.size()) != rank)
+    return op->emitOpError("expects ")
+           << rank << " indices for a " << describe(bufferType) << ", got "
+           << indices.size();
+  return verifyInsideLaunch(op);
+}
+
+LogicalResult LoadOp::verify() {
+  return verifyElementAccess(*this, getSource().getType(), getIndices());
+}
+
+LogicalResult StoreOp::verify() {
+  Type elementType = elementTypeOf(getDest().getType());
+  if (getValue().getType() != elementType)
+    return emitOpError("stores a value of type ")
+           << getValue().getType() << " into a tile of " << elementType;
+  return verifyElementAccess(*this, getDest().getType(), getIndices());
+}
+
+#define GET_OP_CLASSES
+#include "hisa/Dialect/Tile/IR/TileOps.cpp.inc"

@@ -1,0 +1,147 @@
+//===- BindParams.cpp - Bind tile kernel specialization parameters --------===//
+
+#include "hisa/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace hisa::tile {
+#define GEN_PASS_DEF_TILEBINDPARAMS
+#include "hisa/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace hisa::tile
+
+using namespace mlir;
+using namespace hisa::tile;
+
+namespace {
+
+/// Gives every parameter of `kernel` its value and removes parameter names
+/// from the kernel's shapes.
+LogicalResult bindKernel(KernelOp kernel,
+                         const llvm::StringMap<int64_t> &overrides) {
+  Builder builder(kernel.getContext());
+  llvm::StringMap<int64_t> values;
+  SmallVector<NamedAttribute> boundParams;
+  for (NamedAttribute param : kernel.getParams()) {
+    StringRef name = param.getName().getValue();
+    auto it = overrides.find(name);
+    int64_t value = it != overrides.end()
+                        ? it->second
+                        : cast<IntegerAttr>(param.getValue()).getInt();
+    values[name] = value;
+    boundParams.push_back(
+        builder.getNamedAttr(name, builder.getI64IntegerAttr(value)));
+  }
+  auto lookup = [&](StringRef name) -> std::optional<int64_t> {
+    auto it = values.find(name);
+    if (it == values.end())
+      return std::nullopt;
+    return it->second;
+  };
+
+  bool failed = false;
+  auto emitError = [&]() -> InFlightDiagnostic {
+    failed = true;
+    return kernel.emitOpError("cannot bind parameters: ");
+  };
+  auto bind = [&](ArrayAttr dims) -> ArrayAttr {
+    FailureOr<ArrayAttr> bound = bindDims(dims, lookup, emitError);
+    return mlir::failed(bound) ? dims : *bound;
+  };
+
+  AttrTypeReplacer replacer;
+  replacer.addReplacement([&](Type type) -> std::optional<Type> {
+    if (auto global = dyn_cast<GlobalType>(type))
+      return GlobalType::get(type.getContext(), bind(global.getDims()),
+                             global.getElementType());
+    if (auto shared = dyn_cast<SharedType>(type))
+      return SharedType::get(type.getContext(), bind(shared.getDims()),
+                             shared.getElementType());
+    if (auto fragment = dyn_cast<FragmentType>(type))
+      return FragmentType::get(type.getContext(), bind(fragment.getDims()),
+                               fragment.getElementType(), fragment.getLayout());
+    if (auto local = dyn_cast<LocalType>(type))
+      return LocalType::get(type.getContext(), bind(local.getDims()),
+                            local.getElementType());
+    return std::nullopt;
+  });
+  replacer.recursivelyReplaceElementsIn(kernel, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+  kernel.walk([&](ParallelOp parallel) {
+    parallel.setExtentsAttr(bind(parallel.getExtents()));
+  });
+  if (failed)
+    return failure();
+
+  OpBuilder rewriter(kernel.getContext());
+  kernel.walk([&](ParamOp param) {
+    rewriter.setInsertionPoint(param);
+    Type type = param.getType();
+    Value constant = arith::ConstantOp::create(
+        rewriter, param.getLoc(), type,
+        rewriter.getIntegerAttr(type, values.lookup(param.getName())));
+    param.replaceAllUsesWith(constant);
+    param.erase();
+  });
+  kernel.walk([&](DimOp dim) {
+    std::optional<int64_t> size =
+        dim.getSource().getType().getTileShape().getStaticSize(dim.getIndex());
+    if (!size)
+      return;
+    rewriter.setInsertionPoint(dim);
+    Value constant =
+        arith::ConstantIndexOp::create(rewriter, dim.getLoc(), *size);
+    dim.replaceAllUsesWith(constant);
+    dim.erase();
+  });
+  kernel.setParamsAttr(builder.getDictionaryAttr(boundParams));
+  return success();
+}
+
+struct TileBindParamsPass
+    : public hisa::tile::impl::TileBindParamsBase<TileBindParamsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<int64_t> overrides;
+    for (const std::string &entry : params) {
+      auto [name, text] = StringRef(entry).split('=');
+      name = name.trim();
+      int64_t value;
+      if (name.empty() || text.trim().getAsInteger(10, value)) {
+        module.emitError("malformed parameter binding '")
+            << entry << "': expected name=integer";
+        return signalPassFailure();
+      }
+      overrides[name] = value;
+    }
+
+    SmallVector<KernelOp> kernels;
+    for (KernelOp kernel : module.getOps<KernelOp>())
+      if (this->kernel.empty() || kernel.getSymName() == StringRef(this->kernel))
+        kernels.push_back(kernel);
+    if (!this->kernel.empty() && kernels.empty()) {
+      module.emitError("no tile.kernel named @") << this->kernel;
+      return signalPassFailure();
+    }
+    for (const auto &entry : overrides) {
+      bool declared = llvm::any_of(kernels, [&](KernelOp kernel) {
+        return static_cast<bool>(kernel.getParams().get(entry.getKey()));
+      });
+      if (!declared) {
+        module.emitError("parameter '")
+            << entry.getKey() << "' is not declared by any bound kernel";
+        return signalPassFailure();
+      }
+    }
+    for (KernelOp kernel : kernels)
+      if (failed(bindKernel(kernel, overrides)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,108 @@
+//===- PTXTranslation.cpp - GPU modules to LLVM IR, PTX and cubin ---------===//
+
+#include "hisa/Target/PTXTranslation.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+static void registerGPUDialects(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
+
+/// The module's gpu.modules that carry an #nvvm.target, or an error.
+static FailureOr<SmallVector<gpu::GPUModuleOp>> getNVVMModules(ModuleOp module) {
+  SmallVector<gpu::GPUModuleOp> gpuModules;
+  for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
+    ArrayAttr targets = gpuModule.getTargetsAttr();
+    if (!targets || !llvm::any_of(targets, llvm::IsaPred<NVVM::NVVMTargetAttr>))
+      return gpuModule.emitError("gpu.module @")
+             << gpuModule.getName()
+             << " has no #nvvm.target; attach one (e.g. with "
+                "--nvvm-attach-target=\"chip=sm_90a\") before translating";
+    gpuModules.push_back(gpuModule);
+  }
+  if (gpuModules.empty())
+    return module.emitError("no gpu.module to translate; lower the input to "
+                            "the GPU/NVVM dialects first");
+  return gpuModules;
+}
+
+/// Serializes every gpu.module with gpu-module-to-binary and writes the
+/// objects (PTX text or cubin bytes) to `output`.
+static LogicalResult serializeGPUModules(ModuleOp module, raw_ostream &output,
+                                         StringRef format) {
+  if (failed(getNVVMModules(module)))
+    return failure();
+  PassManager pm(module.getContext());
+  GpuModuleToBinaryPassOptions options;
+  options.compilationTarget = format.str();
+  if (const char *cudaHome = std::getenv("CUDA_HOME"))
+    options.toolkitPath = cudaHome;
+  else
+    options.toolkitPath = "/usr/local/cuda";
+  pm.addPass(createGpuModuleToBinaryPass(options));
+  if (failed(pm.run(module)))
+    return failure();
+  for (auto binary : module.getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects())
+      output << cast<gpu::ObjectAttr>(object).getObject().getValue();
+  return success();
+}
+
+static LogicalResult translateGPUModulesToLLVMIR(ModuleOp module,
+                                                 raw_ostream &output) {
+  FailureOr<SmallVector<gpu::GPUModuleOp>> gpuModules = getNVVMModules(module);
+  if (failed(gpuModules))
+    return failure();
+  for (gpu::GPUModuleOp gpuModule : *gpuModules) {
+    llvm::LLVMContext context;
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateModuleToLLVMIR(gpuModule, context, gpuModule.getName());
+    if (!llvmModule)
+      return gpuModule.emitError("failed to translate to LLVM IR");
+    llvmModule->print(output, nullptr);
+  }
+  return success();
+}
+
+void hisa::registerGPUTranslations() {
+  static TranslateFromMLIRRegistration toLLVMIR(
+      "gpu-to-llvmir", "Translate the gpu.modules (NVVM form) to LLVM IR",
+      translateGPUModulesToLLVMIR, registerGPUDialects);
+  static TranslateFromMLIRRegistration toPTX(
+      "gpu-to-ptx", "Translate the gpu.modules (NVVM form) to PTX",
+      [](ModuleOp module, raw_ostream &output) {
+        return serializeGPUModules(module, output, "isa");
+      },
+      registerGPUDialects);
+  static TranslateFromMLIRRegistration toCubin(
+      "gpu-to-cubin",
+      "Translate the gpu.modules (NVVM form) to cubin (needs ptxas)",
+      [](ModuleOp module, raw_ostream &output) {
+        return serializeGPUModules(module, output, "bin");
+      },
+      registerGPUDialects);
+}

@@ -1,0 +1,11 @@
+//===- hisa-translate.cpp - Translate hisa GPU modules --------------------===//
+
+#include "hisa/Target/PTXTranslation.h"
+
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  hisa::registerGPUTranslations();
+  return mlir::failed(
+      mlir::mlirTranslateMain(argc, argv, "hisa translation driver\n"));
+}
