@@ -11,7 +11,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.hisa_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope --dump-input=fail"
 
@@ -21,6 +21,8 @@ config.substitutions.append(("%kernels", os.path.join(config.hisa_src_root, "ker
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "CUDA_HOME"])
 llvm_config.use_default_substitutions()
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.hisa_tools_dir, config.llvm_tools_dir]
 tools = ["hisa-opt", "hisa-translate"]

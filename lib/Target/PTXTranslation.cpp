@@ -88,21 +88,26 @@ static LogicalResult translateGPUModulesToLLVMIR(ModuleOp module,
   return success();
 }
 
-void hisa::registerGPUTranslations() {
+void hisa::registerGPUTranslations(
+    std::function<void(DialectRegistry &)> registerDialects) {
+  auto registerAll = [registerDialects](DialectRegistry &registry) {
+    registerGPUDialects(registry);
+    registerDialects(registry);
+  };
   static TranslateFromMLIRRegistration toLLVMIR(
       "gpu-to-llvmir", "Translate the gpu.modules (NVVM form) to LLVM IR",
-      translateGPUModulesToLLVMIR, registerGPUDialects);
+      translateGPUModulesToLLVMIR, registerAll);
   static TranslateFromMLIRRegistration toPTX(
       "gpu-to-ptx", "Translate the gpu.modules (NVVM form) to PTX",
       [](ModuleOp module, raw_ostream &output) {
         return serializeGPUModules(module, output, "isa");
       },
-      registerGPUDialects);
+      registerAll);
   static TranslateFromMLIRRegistration toCubin(
       "gpu-to-cubin",
       "Translate the gpu.modules (NVVM form) to cubin (needs ptxas)",
       [](ModuleOp module, raw_ostream &output) {
         return serializeGPUModules(module, output, "bin");
       },
-      registerGPUDialects);
+      registerAll);
 }

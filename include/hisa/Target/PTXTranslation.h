@@ -3,12 +3,23 @@
 #ifndef HISA_TARGET_PTXTRANSLATION_H
 #define HISA_TARGET_PTXTRANSLATION_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <functional>
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
 namespace hisa {
 /// Registers the hisa-translate translations of modules in GPU/NVVM form:
 ///   --gpu-to-llvmir  device LLVM IR of the module's gpu.module
 ///   --gpu-to-ptx     PTX (needs no CUDA toolkit)
 ///   --gpu-to-cubin   cubin (needs ptxas)
-void registerGPUTranslations();
+/// `registerDialects` adds the dialects the input may hold besides the GPU,
+/// LLVM and NVVM ones (e.g. host code in func/memref).
+void registerGPUTranslations(
+    std::function<void(mlir::DialectRegistry &)> registerDialects);
 } // namespace hisa
 
 #endif // HISA_TARGET_PTXTRANSLATION_H

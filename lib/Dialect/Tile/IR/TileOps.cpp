@@ -705,10 +705,6 @@ LogicalResult LoadOp::verify() {
 }
 
 LogicalResult StoreOp::verify() {
-  Type elementType = elementTypeOf(getDest().getType());
-  if (getValue().getType() != elementType)
-    return emitOpError("stores a value of type ")
-           << getValue().getType() << " into a tile of " << elementType;
   return verifyElementAccess(*this, getDest().getType(), getIndices());
 }
 

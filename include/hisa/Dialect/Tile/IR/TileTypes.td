@@ -64,7 +64,7 @@ def Tile_FragmentType : Tile_ShapedType<"Fragment", "frag"> {
   let parameters = (ins "::mlir::ArrayAttr":$dims, "::mlir::Type":$elementType,
                         OptionalParameter<"::hisa::tile::FragmentLayoutAttr">:$layout);
   let assemblyFormat =
-      "`<` custom<TileDims>($dims) `,` $elementType (`,` $layout^)? `>`";
+      "`<` custom<TileDims>($dims) `,` $elementType (`,` qualified($layout)^)? `>`";
   let builders = [
     TypeBuilderWithInferredContext<(ins "::mlir::ArrayAttr":$dims,
                                         "::mlir::Type":$elementType), [{

@@ -1,0 +1,84 @@
+// HISA step 2.1: block-sparse MQA logits (KERNELS.md 2.1).
+//
+// For query m, slot t*kb + i reads key row j = topk_block_index[m, t]*kb + i:
+//   out[m, t*kb + i] = sum_h ReLU(dot(q[m, h], k[j]) * k_scale[j]) * weights[m, h]
+// and -inf when j is outside [ks[m], ke[m]) or past N, or the block index
+// is -1 (its rows are then out of range: they read as zero and are masked).
+// One block of threads per query; the gemm is [heads, dim] x [kb, dim]^T.
+
+tile.kernel @block_sparse_mqa_logits(
+    %q: !tile.global<[?, heads, dim], f8E4M3FN>,
+    %k: !tile.global<[?, dim], f8E4M3FN>,
+    %k_scale: !tile.global<[?], f32>,
+    %topk_block_index: !tile.global<[?, ?], i32>,
+    %weights: !tile.global<[?, heads], f32>,
+    %ks: !tile.global<[?], i32>,
+    %ke: !tile.global<[?], i32>,
+    %out: !tile.global<[?, ?], f32>)
+    params {heads = 64, dim = 128, kb = 128} {
+  %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
+  tile.launch (%bx) in (%m) threads 128 {
+    %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
+    %k_tile = tile.alloc : !tile.shared<[kb, dim], f8E4M3FN>
+    %scale = tile.alloc : !tile.frag<[kb], f32>
+    %w = tile.alloc : !tile.frag<[heads], f32>
+    %scores = tile.alloc : !tile.frag<[heads, kb], f32>
+    %row_logits = tile.alloc : !tile.frag<[kb], f32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %neg_inf = arith.constant 0xFF800000 : f32
+    %c0_i32 = arith.constant 0 : i32
+    %kb = tile.param "kb" : index
+    %n = tile.dim %k, 0 : !tile.global<[?, dim], f8E4M3FN>
+    %num_slots = tile.dim %topk_block_index, 1 : !tile.global<[?, ?], i32>
+
+    tile.copy %q[%bx, %c0, %c0] to %q_tile
+        : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[heads, dim], f8E4M3FN>
+    tile.copy %weights[%bx, %c0] to %w
+        : !tile.global<[?, heads], f32> to !tile.frag<[heads], f32>
+    %start_i32 = tile.load %ks[%bx] : !tile.global<[?], i32>
+    %end_i32 = tile.load %ke[%bx] : !tile.global<[?], i32>
+    %start = arith.index_cast %start_i32 : i32 to index
+    %end_window = arith.index_cast %end_i32 : i32 to index
+    %end = arith.minsi %end_window, %n : index
+
+    tile.pipelined %t = %c0 to %num_slots step %c1 num_stages = 2 {
+      %block_i32 = tile.load %topk_block_index[%bx, %t] : !tile.global<[?, ?], i32>
+      %block = arith.index_cast %block_i32 : i32 to index
+      %row0 = arith.muli %block, %kb : index
+      tile.copy %k[%row0, %c0] to %k_tile
+          : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[kb, dim], f8E4M3FN>
+      tile.copy %k_scale[%row0] to %scale
+          : !tile.global<[?], f32> to !tile.frag<[kb], f32>
+      tile.gemm %q_tile, %k_tile, %scores transpose_b clear_accum
+          : !tile.shared<[heads, dim], f8E4M3FN>, !tile.shared<[kb, dim], f8E4M3FN>
+            -> !tile.frag<[heads, kb], f32>
+      tile.parallel (%h, %i) in [heads, kb] {
+        %x = tile.load %scores[%h, %i] : !tile.frag<[heads, kb], f32>
+        %s = tile.load %scale[%i] : !tile.frag<[kb], f32>
+        %wt = tile.load %w[%h] : !tile.frag<[heads], f32>
+        %scaled = arith.mulf %x, %s : f32
+        %relu = arith.maximumf %scaled, %zero : f32
+        %weighted = arith.mulf %relu, %wt : f32
+        tile.store %weighted, %scores[%h, %i] : !tile.frag<[heads, kb], f32>
+      }
+      tile.reduce sum %scores to %row_logits dim = 0
+          : !tile.frag<[heads, kb], f32> to !tile.frag<[kb], f32>
+      tile.parallel (%i) in [kb] {
+        %j = arith.addi %row0, %i : index
+        %valid_block = arith.cmpi sge, %block_i32, %c0_i32 : i32
+        %after_start = arith.cmpi sge, %j, %start : index
+        %before_end = arith.cmpi slt, %j, %end : index
+        %in_window = arith.andi %after_start, %before_end : i1
+        %valid = arith.andi %in_window, %valid_block : i1
+        %x = tile.load %row_logits[%i] : !tile.frag<[kb], f32>
+        %masked = arith.select %valid, %x, %neg_inf : f32
+        tile.store %masked, %row_logits[%i] : !tile.frag<[kb], f32>
+      }
+      %slot0 = arith.muli %t, %kb : index
+      tile.copy %row_logits to %out[%bx, %slot0]
+          : !tile.frag<[kb], f32> to !tile.global<[?, ?], f32>
+    }
+  }
+}

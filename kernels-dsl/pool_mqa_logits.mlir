@@ -1,0 +1,92 @@
+// HISA step 1.2: pooled-key MQA logits (KERNELS.md 1.2).
+//
+//   logits[m, n] = sum_h ReLU(dot(q[m, h], blocked_k[n]) * blocked_scale[n]) * weights[m, h]
+//
+// for n in [bks[m], bke[m]). A block of threads takes block_q queries and
+// walks the union of their windows in tiles of block_n pooled keys; values
+// outside a query's own window are left for step 1.3 to mask. With
+// blocked_k = k and blocked_scale = k_scale this is the flat (V3.2) indexer.
+// The gemm computes all block_q*heads query rows against a key tile at once:
+// [block_q*heads, dim] x [block_n, dim]^T on fp8 tensor cores (K-major).
+
+tile.kernel @pool_mqa_logits(
+    %q: !tile.global<[?, heads, dim], f8E4M3FN>,
+    %blocked_k: !tile.global<[?, dim], f8E4M3FN>,
+    %blocked_scale: !tile.global<[?], f32>,
+    %weights: !tile.global<[?, heads], f32>,
+    %bks: !tile.global<[?], i32>,
+    %bke: !tile.global<[?], i32>,
+    %logits: !tile.global<[?, ?], f32>)
+    params {heads = 64, dim = 128, block_q = 2, block_n = 128} {
+  %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
+  %block_q = tile.param "block_q" : index
+  %num_q_blocks = arith.ceildivui %m, %block_q : index
+  tile.launch (%bx) in (%num_q_blocks) threads 256 {
+    %q_tile = tile.alloc : !tile.shared<[block_q, heads, dim], f8E4M3FN>
+    %k_tile = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>
+    %k_scale = tile.alloc : !tile.frag<[block_n], f32>
+    %w = tile.alloc : !tile.frag<[block_q, heads], f32>
+    %scores = tile.alloc : !tile.frag<[block_q*heads, block_n], f32>
+    %out = tile.alloc : !tile.frag<[block_q, block_n], f32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %block_n = tile.param "block_n" : index
+    %num_blocks = tile.dim %blocked_k, 0 : !tile.global<[?, dim], f8E4M3FN>
+
+    %q0 = arith.muli %bx, %block_q : index
+    tile.copy %q[%q0, %c0, %c0] to %q_tile
+        : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[block_q, heads, dim], f8E4M3FN>
+    tile.copy %weights[%q0, %c0] to %w
+        : !tile.global<[?, heads], f32> to !tile.frag<[block_q, heads], f32>
+    %q_rows = tile.view %q_tile
+        : !tile.shared<[block_q, heads, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
+
+    // Union of the windows of this block's queries (queries past M are skipped).
+    %q_end_unclamped = arith.addi %q0, %block_q : index
+    %q_end = arith.minui %q_end_unclamped, %m : index
+    %max_i32 = arith.constant 2147483647 : i32
+    %min_i32 = arith.constant 0 : i32
+    %lo, %hi = scf.for %i = %q0 to %q_end step %c1
+        iter_args(%lo_acc = %max_i32, %hi_acc = %min_i32) -> (i32, i32) {
+      %s = tile.load %bks[%i] : !tile.global<[?], i32>
+      %e = tile.load %bke[%i] : !tile.global<[?], i32>
+      %lo_next = arith.minsi %lo_acc, %s : i32
+      %hi_next = arith.maxsi %hi_acc, %e : i32
+      scf.yield %lo_next, %hi_next : i32, i32
+    }
+    %lo_index = arith.index_cast %lo : i32 to index
+    %hi_index = arith.index_cast %hi : i32 to index
+    %hi_clamped = arith.minsi %hi_index, %num_blocks : index
+    %span = arith.subi %hi_clamped, %lo_index : index
+    %span_pos = arith.maxsi %span, %c0 : index
+    %num_tiles = arith.ceildivui %span_pos, %block_n : index
+
+    tile.pipelined %t = %c0 to %num_tiles step %c1 num_stages = 2 {
+      %tile_offset = arith.muli %t, %block_n : index
+      %n0 = arith.addi %lo_index, %tile_offset : index
+      tile.copy %blocked_k[%n0, %c0] to %k_tile
+          : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_n, dim], f8E4M3FN>
+      tile.copy %blocked_scale[%n0] to %k_scale
+          : !tile.global<[?], f32> to !tile.frag<[block_n], f32>
+      tile.gemm %q_rows, %k_tile, %scores transpose_b clear_accum policy(full_row)
+          : !tile.shared<[block_q*heads, dim], f8E4M3FN>, !tile.shared<[block_n, dim], f8E4M3FN>
+            -> !tile.frag<[block_q*heads, block_n], f32>
+      %per_query = tile.view %scores
+          : !tile.frag<[block_q*heads, block_n], f32> to !tile.frag<[block_q, heads, block_n], f32>
+      tile.parallel (%qi, %h, %n) in [block_q, heads, block_n] {
+        %x = tile.load %per_query[%qi, %h, %n] : !tile.frag<[block_q, heads, block_n], f32>
+        %s = tile.load %k_scale[%n] : !tile.frag<[block_n], f32>
+        %wt = tile.load %w[%qi, %h] : !tile.frag<[block_q, heads], f32>
+        %scaled = arith.mulf %x, %s : f32
+        %relu = arith.maximumf %scaled, %zero : f32
+        %weighted = arith.mulf %relu, %wt : f32
+        tile.store %weighted, %per_query[%qi, %h, %n] : !tile.frag<[block_q, heads, block_n], f32>
+      }
+      tile.reduce sum %per_query to %out dim = 1
+          : !tile.frag<[block_q, heads, block_n], f32> to !tile.frag<[block_q, block_n], f32>
+      tile.copy %out to %logits[%q0, %n0]
+          : !tile.frag<[block_q, block_n], f32> to !tile.global<[?, ?], f32>
+    }
+  }
+}

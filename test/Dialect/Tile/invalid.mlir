@@ -1,0 +1,629 @@
+// Every verifier error of the tile dialect, one case each.
+// RUN: hisa-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{'tile.kernel' op cannot return values; write results to global tensor arguments}}
+tile.kernel @returns_value() -> i32 {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op parameter 'heads' must have an integer value, got 6.400000e+01 : f64}}
+tile.kernel @float_param() params {heads = 64.0} {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0 must be a global tensor or a scalar, got 'memref<?xf32>'}}
+tile.kernel @memref_arg(%a: memref<?xf32>) {
+}
+
+// -----
+
+tile.kernel @host_float_math() {
+  // expected-error @+1 {{'arith.constant' op cannot appear on the host side of tile.kernel: only integer arith ops, tile.param and tile.dim may compute the launch grid}}
+  %x = arith.constant 1.0 : f32
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op expects exactly one tile.launch in its body, found 0}}
+tile.kernel @no_launch() {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op expects exactly one tile.launch in its body, found 2}}
+tile.kernel @two_launches() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op shape [?, hedas] names 'hedas', which is not a parameter of kernel @typo_in_arg (parameters: heads)}}
+tile.kernel @typo_in_arg(%q: !tile.global<[?, hedas], f32>) params {heads = 64} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
+tile.kernel @typo_in_alloc() params {dim = 64} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.alloc' op shape [2*dims] names 'dims', which is not a parameter of kernel @typo_in_alloc (parameters: dim)}}
+    %s = tile.alloc : !tile.shared<[2*dims], f32>
+  }
+}
+
+// -----
+
+tile.kernel @typo_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.parallel' op shape [n] names 'n', which is not a parameter of kernel @typo_in_parallel (parameters: none)}}
+    tile.parallel (%i) in [n] {
+    }
+  }
+}
+
+// -----
+
+tile.kernel @return_in_launch() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.return' op expects parent op 'tile.kernel'}}
+    tile.return
+  }
+}
+
+// -----
+
+tile.kernel @unknown_param() params {heads = 64} {
+  // expected-error @+1 {{'tile.param' op 'dim' is not a parameter of kernel @unknown_param}}
+  %d = tile.param "dim" : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
+func.func @param_outside_kernel() {
+  // expected-error @+1 {{'tile.param' op must be nested in a tile.kernel}}
+  %d = tile.param "dim" : index
+  return
+}
+
+// -----
+
+tile.kernel @dim_out_of_range(%a: !tile.global<[?, 4], f32>) {
+  // expected-error @+1 {{'tile.dim' op dimension 2 is out of range for a tensor of rank 2}}
+  %n = tile.dim %a, 2 : !tile.global<[?, 4], f32>
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
+tile.kernel @grid_rank_4() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op expects 1 to 3 grid dimensions, got 4}}
+  tile.launch (%a, %b, %c, %d) in (%c1, %c1, %c1, %c1) threads 32 {
+  }
+}
+
+// -----
+
+tile.kernel @threads_not_warp_multiple() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op thread count must be a multiple of 32 between 32 and 1024, got 100}}
+  tile.launch (%bx) in (%c1) threads 100 {
+  }
+}
+
+// -----
+
+tile.kernel @too_many_threads() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op thread count must be a multiple of 32 between 32 and 1024, got 2048}}
+  tile.launch (%bx) in (%c1) threads 2048 {
+  }
+}
+
+// -----
+
+tile.kernel @indices_vs_grid() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op has 1 grid dimensions but 2 block indices}}
+  tile.launch (%bx, %by) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
+func.func @launch_outside_kernel(%n: index) {
+  // expected-error @+1 {{'tile.launch' op expects parent op 'tile.kernel'}}
+  tile.launch (%bx) in (%n) threads 32 {
+  }
+  return
+}
+
+// -----
+
+tile.kernel @yield_in_kernel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.launch, tile.parallel, tile.pipelined'}}
+  tile.yield
+}
+
+// -----
+
+tile.kernel @alloc_in_loop() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [4] {
+      // expected-error @+1 {{'tile.alloc' op expects parent op 'tile.launch'}}
+      %s = tile.alloc : !tile.shared<[4], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @alloc_global() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.alloc' op result #0 must be shared, fragment or local tile}}
+    %s = tile.alloc : !tile.global<[4], f32>
+  }
+}
+
+// -----
+
+tile.kernel @layout_thread_mismatch() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    // expected-error @+1 {{'tile.alloc' op fragment layout is for 64 threads but the launch has 128}}
+    %f = tile.alloc : !tile.frag<[64], f32, #tile.frag_layout<threads = 64, values = 1, map = (t, v) -> (t)>>
+  }
+}
+
+// -----
+
+tile.kernel @view_changes_kind() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[4, 4], f32>
+    // expected-error @+1 {{'tile.view' op cannot view a shared tile as a fragment tile}}
+    %v = tile.view %s : !tile.shared<[4, 4], f32> to !tile.frag<[16], f32>
+  }
+}
+
+// -----
+
+tile.kernel @view_changes_element_type() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[4, 4], f32>
+    // expected-error @+1 {{'tile.view' op element type changes from 'f32' to 'i32'; use tile.cast to convert elements}}
+    %v = tile.view %s : !tile.shared<[4, 4], f32> to !tile.shared<[16], i32>
+  }
+}
+
+// -----
+
+tile.kernel @view_changes_size() params {n = 8} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[4, n], f32>
+    // expected-error @+1 {{'tile.view' op views [4, n] (4*n elements) as [2, n] (2*n elements)}}
+    %v = tile.view %s : !tile.shared<[4, n], f32> to !tile.shared<[2, n], f32>
+  }
+}
+
+// -----
+
+func.func @view_outside_launch(%s: !tile.shared<[4, 4], f32>) {
+  // expected-error @+1 {{'tile.view' op must be nested in a tile.launch}}
+  %v = tile.view %s : !tile.shared<[4, 4], f32> to !tile.shared<[16], f32>
+  return
+}
+
+// -----
+
+tile.kernel @copy_global_to_global(%a: !tile.global<[?], f32>, %b: !tile.global<[?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.copy' op cannot copy from global memory to global memory; stage the data through a shared or fragment tile}}
+    tile.copy %a to %b : !tile.global<[?], f32> to !tile.global<[?], f32>
+  }
+}
+
+// -----
+
+tile.kernel @copy_element_types(%a: !tile.global<[?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[32], bf16>
+    // expected-error @+1 {{'tile.copy' op element types differ ('f32' to 'bf16'); convert with tile.cast}}
+    tile.copy %a[%bx] to %s : !tile.global<[?], f32> to !tile.shared<[32], bf16>
+  }
+}
+
+// -----
+
+tile.kernel @copy_two_windows() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64], f32>
+    %t = tile.alloc : !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.copy' op only one side of a copy may take a window offset}}
+    tile.copy %s[%bx] to %t[%bx] : !tile.shared<[64], f32> to !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @copy_shape_mismatch() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64, 8], f32>
+    %f = tile.alloc : !tile.frag<[64, 16], f32>
+    // expected-error @+1 {{'tile.copy' op copies a shared tile [64, 8] to a fragment tile [64, 16] of another shape}}
+    tile.copy %s to %f : !tile.shared<[64, 8], f32> to !tile.frag<[64, 16], f32>
+  }
+}
+
+// -----
+
+tile.kernel @copy_offset_count(%a: !tile.global<[?, ?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.copy' op expects 2 offsets for the source window (one per dimension), got 1}}
+    tile.copy %a[%bx] to %s : !tile.global<[?, ?], f32> to !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @copy_window_rank(%a: !tile.global<[?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[8, 8], f32>
+    // expected-error @+1 {{'tile.copy' op the source has rank 1, less than the rank 2 of the shared tile [8, 8]}}
+    tile.copy %a[%bx] to %s : !tile.global<[?], f32> to !tile.shared<[8, 8], f32>
+  }
+}
+
+// -----
+
+tile.kernel @copy_window_too_large() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[4, 32], f32>
+    %f = tile.alloc : !tile.frag<[64], f32>
+    // expected-error @+1 {{'tile.copy' op a fragment tile [64] does not fit in the source shared tile [4, 32]}}
+    tile.copy %s[%bx, %bx] to %f : !tile.shared<[4, 32], f32> to !tile.frag<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @fill_type() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %f = tile.alloc : !tile.frag<[64], f32>
+    %zero = arith.constant 0 : i32
+    // expected-error @+1 {{'tile.fill' op fill value has type 'i32' but the tile holds 'f32'}}
+    tile.fill %f, %zero : !tile.frag<[64], f32>, i32
+  }
+}
+
+// -----
+
+func.func @clear_outside_launch(%f: !tile.frag<[64], f32>) {
+  // expected-error @+1 {{'tile.clear' op must be nested in a tile.launch}}
+  tile.clear %f : !tile.frag<[64], f32>
+  return
+}
+
+// -----
+
+tile.kernel @cast_shape() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %f = tile.alloc : !tile.frag<[64], f32>
+    %h = tile.alloc : !tile.frag<[32], f16>
+    // expected-error @+1 {{'tile.cast' op casts a fragment tile [64] to a fragment tile [32] of another shape}}
+    tile.cast %f to %h : !tile.frag<[64], f32> to !tile.frag<[32], f16>
+  }
+}
+
+// -----
+
+tile.kernel @cast_same_type() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %f = tile.alloc : !tile.frag<[64], f32>
+    %s = tile.alloc : !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.cast' op source and destination both hold 'f32'; use tile.copy}}
+    tile.cast %f to %s : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @cast_index() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %f = tile.alloc : !tile.frag<[64], index>
+    %s = tile.alloc : !tile.frag<[64], f32>
+    // expected-error @+1 {{'tile.cast' op converts only between integer and float elements, got 'index' to 'f32'}}
+    tile.cast %f to %s : !tile.frag<[64], index> to !tile.frag<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_rank() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[2, 64, 32], bf16>
+    %b = tile.alloc : !tile.shared<[32, 64], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op operand A must be a rank-2 tile, got rank 3}}
+    tile.gemm %a, %b, %c : !tile.shared<[2, 64, 32], bf16>, !tile.shared<[32, 64], bf16> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_types() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 32], f32>
+    %b = tile.alloc : !tile.shared<[32, 64], f32>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op unsupported element types 'f32' x 'f32' -> 'f32'; supported: f8E4M3FN x f8E4M3FN -> f32, bf16 x bf16 -> f32, f16 x f16 -> f32 or f16}}
+    tile.gemm %a, %b, %c : !tile.shared<[64, 32], f32>, !tile.shared<[32, 64], f32> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_bf16_to_bf16() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 32], bf16>
+    %b = tile.alloc : !tile.shared<[32, 64], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], bf16>
+    // expected-error @+1 {{'tile.gemm' op unsupported element types 'bf16' x 'bf16' -> 'bf16'}}
+    tile.gemm %a, %b, %c : !tile.shared<[64, 32], bf16>, !tile.shared<[32, 64], bf16> -> !tile.frag<[64, 64], bf16>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_fp8_mn_major() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 32], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[32, 64], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op fp8 (f8E4M3FN) gemm needs K-major operands: A as [M, K] without transpose_a and B as [N, K] with transpose_b}}
+    tile.gemm %a, %b, %c : !tile.shared<[64, 32], f8E4M3FN>, !tile.shared<[32, 64], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_k_mismatch() params {dim = 128} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, dim], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op reduction size K of A (dim) differs from K of B (64)}}
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, dim], f8E4M3FN>, !tile.shared<[64, 64], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_c_shape() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 32], f16>
+    %b = tile.alloc : !tile.shared<[32, 128], f16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op C has shape [64, 64] but A and B give [64, 128]}}
+    tile.gemm %a, %b, %c : !tile.shared<[64, 32], f16>, !tile.shared<[32, 128], f16> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_b_in_registers() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 32], f16>
+    %b = tile.alloc : !tile.frag<[32, 64], f16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op operand #1 must be A tile in shared memory}}
+    tile.gemm %a, %b, %c : !tile.shared<[64, 32], f16>, !tile.frag<[32, 64], f16> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @reduce_dim_range() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.frag<[8, 8], f32>
+    %d = tile.alloc : !tile.frag<[8], f32>
+    // expected-error @+1 {{'tile.reduce' op dimension 2 is out of range for a source of rank 2}}
+    tile.reduce sum %s to %d dim = 2 : !tile.frag<[8, 8], f32> to !tile.frag<[8], f32>
+  }
+}
+
+// -----
+
+tile.kernel @reduce_element_type() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.frag<[8, 8], f32>
+    %d = tile.alloc : !tile.frag<[8], f16>
+    // expected-error @+1 {{'tile.reduce' op destination holds 'f16' but the source holds 'f32'}}
+    tile.reduce max %s to %d dim = 1 : !tile.frag<[8, 8], f32> to !tile.frag<[8], f16>
+  }
+}
+
+// -----
+
+tile.kernel @reduce_index() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.frag<[8, 8], index>
+    %d = tile.alloc : !tile.frag<[8], index>
+    // expected-error @+1 {{'tile.reduce' op reduces only integer or float elements, got 'index'}}
+    tile.reduce max %s to %d dim = 1 : !tile.frag<[8, 8], index> to !tile.frag<[8], index>
+  }
+}
+
+// -----
+
+tile.kernel @reduce_shape() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.frag<[8, 16], f32>
+    %d = tile.alloc : !tile.frag<[16], f32>
+    // expected-error @+1 {{'tile.reduce' op destination must have shape [8] (the source [8, 16] without dimension 1), got [16]}}
+    tile.reduce sum %s to %d dim = 1 : !tile.frag<[8, 16], f32> to !tile.frag<[16], f32>
+  }
+}
+
+// -----
+
+tile.kernel @reduce_unknown_kind() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.frag<[8, 16], f32>
+    %d = tile.alloc : !tile.frag<[8], f32>
+    // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [sum, max, min, absmax, abssum]}}
+    tile.reduce mean %s to %d dim = 1 : !tile.frag<[8, 16], f32> to !tile.frag<[8], f32>
+  }
+}
+
+// -----
+
+tile.kernel @parallel_runtime_extent() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.parallel' op extents must be positive integers or parameter expressions known at compile time, got [?, 4]}}
+    tile.parallel (%i, %j) in [?, 4] {
+    }
+  }
+}
+
+// -----
+
+tile.kernel @parallel_nested() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [4] {
+      // expected-error @+1 {{'tile.parallel' op cannot be nested in another tile.parallel; use one multi-dimensional tile.parallel}}
+      tile.parallel (%j) in [4] {
+      }
+    }
+  }
+}
+
+// -----
+
+tile.kernel @parallel_arity() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.parallel' op has 2 extents but 1 induction variables}}
+    tile.parallel (%i) in [4, 4] {
+    }
+  }
+}
+
+// -----
+
+func.func @parallel_outside_launch() {
+  // expected-error @+1 {{'tile.parallel' op must be nested in a tile.launch}}
+  tile.parallel (%i) in [4] {
+  }
+  return
+}
+
+// -----
+
+tile.kernel @pipelined_zero_stages(%n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.pipelined' op num_stages must be at least 1, got 0}}
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 0 {
+    }
+  }
+}
+
+// -----
+
+func.func @pipelined_outside_launch(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.pipelined' op must be nested in a tile.launch}}
+  tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 {
+  }
+  return
+}
+
+// -----
+
+tile.kernel @load_index_count(%a: !tile.global<[?, ?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{'tile.load' op expects 2 indices for a global tile [?, ?], got 1}}
+    %x = tile.load %a[%bx] : !tile.global<[?, ?], f32>
+  }
+}
+
+// -----
+
+tile.kernel @store_index_count() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %l = tile.alloc : !tile.local<[2, 2], f32>
+    %v = arith.constant 1.0 : f32
+    // expected-error @+1 {{'tile.store' op expects 2 indices for a local tile [2, 2], got 3}}
+    tile.store %v, %l[%bx, %bx, %bx] : !tile.local<[2, 2], f32>
+  }
+}
+
+// -----
+
+tile.kernel @store_value_type() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %l = tile.alloc : !tile.local<[2], f32>
+    // expected-note @+1 {{prior use here}}
+    %v = arith.constant 1 : i32
+    // expected-error @+1 {{use of value '%v' expects different type than prior uses: 'f32' vs 'i32'}}
+    tile.store %v, %l[%bx] : !tile.local<[2], f32>
+  }
+}

@@ -1,0 +1,126 @@
+// Round trip of every tile op and type: print, re-parse, and the generic form.
+// RUN: hisa-opt %s -split-input-file | hisa-opt -split-input-file | FileCheck %s
+// RUN: hisa-opt %s -split-input-file --mlir-print-op-generic | hisa-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: tile.kernel @all_ops
+// CHECK-SAME: (%{{.*}}: !tile.global<[?, heads, dim], f8E4M3FN>, %{{.*}}: !tile.global<[?, ?], f32>, %{{.*}}: !tile.global<[?], i32>, %{{.*}}: index)
+// CHECK-SAME: params {block_q = 2, dim = 128, heads = 64}
+tile.kernel @all_ops(%q: !tile.global<[?, heads, dim], f8E4M3FN>,
+                     %out: !tile.global<[?, ?], f32>,
+                     %idx: !tile.global<[?], i32>,
+                     %n: index)
+    params {heads = 64, dim = 128, block_q = 2} {
+  // CHECK: %[[M:.*]] = tile.dim %{{.*}}, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
+  %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
+  // CHECK: %[[BQ:.*]] = tile.param "block_q" : index
+  %block_q = tile.param "block_q" : index
+  // CHECK: %[[G:.*]] = arith.ceildivui %[[M]], %[[BQ]]
+  %grid = arith.ceildivui %m, %block_q : index
+  // CHECK: tile.launch (%[[BX:.*]], %[[BY:.*]]) in (%[[G]], %{{.*}}) threads 256 {
+  tile.launch (%bx, %by) in (%grid, %n) threads 256 {
+    // CHECK: %[[QS:.*]] = tile.alloc : !tile.shared<[block_q, heads, dim], f8E4M3FN>
+    %q_s = tile.alloc : !tile.shared<[block_q, heads, dim], f8E4M3FN>
+    // CHECK: %[[KS:.*]] = tile.alloc : !tile.shared<[64, dim], f8E4M3FN>
+    %k_s = tile.alloc : !tile.shared<[64, dim], f8E4M3FN>
+    // CHECK: %[[ACC:.*]] = tile.alloc : !tile.frag<[block_q*heads, 64], f32>
+    %acc = tile.alloc : !tile.frag<[heads*block_q, 64], f32>
+    // CHECK: %[[ROW:.*]] = tile.alloc : !tile.frag<[block_q, 64], f32>
+    %row = tile.alloc : !tile.frag<[block_q, 64], f32>
+    // CHECK: %[[LOC:.*]] = tile.alloc : !tile.local<[2], i32>
+    %loc = tile.alloc : !tile.local<[2], i32>
+    // CHECK: %[[H16:.*]] = tile.alloc : !tile.shared<[64, 32], f16>
+    %h16 = tile.alloc : !tile.shared<[64, 32], f16>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+
+    // CHECK: tile.copy %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] to %[[QS]] : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[block_q, heads, dim], f8E4M3FN>
+    tile.copy %q[%bx, %c0, %c0] to %q_s
+        : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[block_q, heads, dim], f8E4M3FN>
+    // CHECK: tile.copy %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] to %[[KS]] : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[64, dim], f8E4M3FN>
+    tile.copy %q[%by, %c0, %c0] to %k_s
+        : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[64, dim], f8E4M3FN>
+    // CHECK: %[[QV:.*]] = tile.view %[[QS]] : !tile.shared<[block_q, heads, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
+    %q_rows = tile.view %q_s
+        : !tile.shared<[block_q, heads, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
+    // CHECK: tile.clear %[[ACC]] : !tile.frag<[block_q*heads, 64], f32>
+    tile.clear %acc : !tile.frag<[block_q*heads, 64], f32>
+    // CHECK: tile.fill %[[ROW]], %{{.*}} : !tile.frag<[block_q, 64], f32>, f32
+    tile.fill %row, %zero : !tile.frag<[block_q, 64], f32>, f32
+
+    // CHECK: tile.pipelined %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} num_stages = 3 {
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 3 {
+      // CHECK: tile.gemm %[[QV]], %[[KS]], %[[ACC]] transpose_b policy(full_row) : !tile.shared<[block_q*heads, dim], f8E4M3FN>, !tile.shared<[64, dim], f8E4M3FN> -> !tile.frag<[block_q*heads, 64], f32>
+      tile.gemm %q_rows, %k_s, %acc transpose_b policy(full_row)
+          : !tile.shared<[block_q*heads, dim], f8E4M3FN>, !tile.shared<[64, dim], f8E4M3FN>
+            -> !tile.frag<[block_q*heads, 64], f32>
+      // CHECK: tile.parallel (%[[I:.*]], %[[J:.*]]) in [block_q*heads, 64] {
+      tile.parallel (%i, %j) in [block_q*heads, 64] {
+        // CHECK: %[[X:.*]] = tile.load %[[ACC]][%[[I]], %[[J]]] : !tile.frag<[block_q*heads, 64], f32>
+        %x = tile.load %acc[%i, %j] : !tile.frag<[block_q*heads, 64], f32>
+        %r = arith.maximumf %x, %zero : f32
+        // CHECK: tile.store %{{.*}}, %[[ACC]][%[[I]], %[[J]]] : !tile.frag<[block_q*heads, 64], f32>
+        tile.store %r, %acc[%i, %j] : !tile.frag<[block_q*heads, 64], f32>
+      }
+    }
+    %acc3 = tile.view %acc
+        : !tile.frag<[block_q*heads, 64], f32> to !tile.frag<[block_q, heads, 64], f32>
+    // CHECK: tile.reduce sum %{{.*}} to %[[ROW]] dim = 1 : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
+    tile.reduce sum %acc3 to %row dim = 1
+        : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
+    // CHECK: tile.reduce max %{{.*}} to %[[ROW]] dim = 1 accumulate
+    tile.reduce max %acc3 to %row dim = 1 accumulate
+        : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
+    // CHECK: tile.reduce min
+    tile.reduce min %acc3 to %row dim = 1
+        : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
+    // CHECK: tile.reduce absmax
+    tile.reduce absmax %acc3 to %row dim = 1
+        : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
+    // CHECK: tile.reduce abssum
+    tile.reduce abssum %acc3 to %row dim = 1
+        : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
+    // CHECK: tile.copy %[[ROW]] to %{{.*}}[%{{.*}}, %{{.*}}] : !tile.frag<[block_q, 64], f32> to !tile.global<[?, ?], f32>
+    tile.copy %row to %out[%bx, %c0] : !tile.frag<[block_q, 64], f32> to !tile.global<[?, ?], f32>
+
+    // CHECK: tile.cast %[[ROW]] to %{{.*}} : !tile.frag<[block_q, 64], f32> to !tile.frag<[block_q, 64], bf16>
+    %row_bf16 = tile.alloc : !tile.frag<[block_q, 64], bf16>
+    tile.cast %row to %row_bf16 : !tile.frag<[block_q, 64], f32> to !tile.frag<[block_q, 64], bf16>
+
+    // CHECK: tile.gemm %[[H16]], %[[H16]], %{{.*}} transpose_a clear_accum :
+    %hc = tile.alloc : !tile.frag<[32, 32], f16>
+    tile.gemm %h16, %h16, %hc transpose_a clear_accum
+        : !tile.shared<[64, 32], f16>, !tile.shared<[64, 32], f16> -> !tile.frag<[32, 32], f16>
+
+    // CHECK: %{{.*}} = tile.load %{{.*}}[%{{.*}}] : !tile.global<[?], i32>
+    %v = tile.load %idx[%bx] : !tile.global<[?], i32>
+    // CHECK: tile.store %{{.*}}, %[[LOC]][%{{.*}}] : !tile.local<[2], i32>
+    tile.store %v, %loc[%c1] : !tile.local<[2], i32>
+    // CHECK: tile.store %{{.*}}, %{{.*}}[%{{.*}}] : !tile.global<[?], i32>
+    tile.store %v, %idx[%by] : !tile.global<[?], i32>
+  }
+}
+
+// -----
+
+// A fragment whose layout has been assigned prints it as an attribute.
+// CHECK-LABEL: tile.kernel @fragment_layout
+// CHECK: tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 128, values = 32, map = (d0, d1) -> ((d0 floordiv 32) * 16 + (d0 mod 32) floordiv 4 + ((d1 floordiv 2) mod 2) * 8, (d1 floordiv 4) * 8 + (d0 mod 4) * 2 + d1 mod 2)>>
+tile.kernel @fragment_layout() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %acc = tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 128, values = 32,
+        map = (t, v) -> ((t floordiv 32) * 16 + (t mod 32) floordiv 4 + ((v floordiv 2) mod 2) * 8,
+                         (v floordiv 4) * 8 + (t mod 4) * 2 + v mod 2)>>
+  }
+}
+
+// -----
+
+// Three-dimensional grids, scalar arguments, no parameters.
+// CHECK-LABEL: tile.kernel @grid3
+// CHECK: tile.launch (%[[X:.*]], %[[Y:.*]], %[[Z:.*]]) in (%{{.*}}, %{{.*}}, %{{.*}}) threads 32 {
+tile.kernel @grid3(%a: index, %b: i32, %alpha: f32) {
+  tile.launch (%x, %y, %z) in (%a, %a, %a) threads 32 {
+  }
+}
