@@ -32,4 +32,19 @@ def TileBindParams : Pass<"tile-bind-params", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
+  let summary = "Prints the on-chip memory each tile kernel allocates";
+  let description = [{
+    For every `tile.kernel` whose shapes are bound (run `tile-bind-params`
+    first), prints one line to standard output: the launch's thread count,
+    the shared memory of its shared tiles (before reuse and alignment
+    padding), and the register bytes per thread its fragments and local
+    tiles need (before layout assignment). The IR is not changed.
+
+    ```
+    kernel @pool_mqa_logits threads=256 shared=49152B fragment=... local=...
+    ```
+  }];
+}
+
 #endif // HISA_DIALECT_TILE_TRANSFORMS_PASSES_TD
