@@ -1,0 +1,97 @@
+/*===- hisa_runtime.h - C ABI of the hisa JIT runtime -----------*- C -*-===*\
+|*                                                                          *|
+|* The stable boundary between the C++ runtime (lib/Runtime) and bindings   *|
+|* (python/). Every function that can fail returns 0 on success and a       *|
+|* nonzero status otherwise; hisa_last_error() then describes the failure   *|
+|* (naming the kernel, the argument or the CUDA call). Thread-safe.         *|
+|*                                                                          *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef HISA_RUNTIME_HISA_RUNTIME_H
+#define HISA_RUNTIME_HISA_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HISA_EXPORT __attribute__((visibility("default")))
+
+/* Status codes. */
+enum {
+  HISA_OK = 0,
+  HISA_ERROR_INVALID_ARGUMENT = 1, /* bad shape, pointer, parameter... */
+  HISA_ERROR_COMPILE = 2,          /* the DSL kernel failed to compile   */
+  HISA_ERROR_CUDA = 3,             /* a CUDA driver call failed          */
+  HISA_ERROR_NO_DEVICE = 4,        /* libcuda.so.1 or a GPU is missing   */
+};
+
+/* Message of the last failure on this thread ("" if none). */
+HISA_EXPORT const char *hisa_last_error(void);
+
+/* Version of the compiler; part of every cache key. */
+HISA_EXPORT const char *hisa_version(void);
+
+/* Source text of a kernel shipped in kernels-dsl/ (e.g.
+ * "fp8_block_mean_pooling"), or NULL if there is none by that name. */
+HISA_EXPORT const char *hisa_builtin_kernel_source(const char *name);
+
+/* ---- JIT ---------------------------------------------------------------- */
+
+typedef struct hisa_kernel hisa_kernel; /* compiled and loaded; owned by the runtime cache */
+
+/* Compiles `kernel_name` from `source` (DSL text; NULL = the built-in source
+ * of that name) with parameters `params` ("heads=32,dim=64"; NULL or "" =
+ * defaults) for `target` (e.g. "sm_90a"), or fetches it from the in-memory or
+ * on-disk cache, and loads it into the current CUDA context. */
+HISA_EXPORT int hisa_kernel_get(const char *source, const char *kernel_name,
+                                const char *params, const char *target,
+                                hisa_kernel **out);
+
+/* Same, without loading: only produces (or finds) the cubin/PTX in the disk
+ * cache. Works with no GPU. `out_path` (may be NULL) receives the cached
+ * binary's path, up to `path_capacity` bytes. */
+HISA_EXPORT int hisa_kernel_compile(const char *source, const char *kernel_name,
+                                    const char *params, const char *target,
+                                    char *out_path, int64_t path_capacity);
+
+/* One kernel argument, in the order of the tile.kernel signature. */
+typedef struct hisa_arg {
+  int32_t kind;      /* 0: tensor, 1: integer scalar, 2: float scalar */
+  int32_t rank;      /* tensors: number of dimensions (<= 8)            */
+  void *data;        /* tensors: device pointer                          */
+  int64_t sizes[8];  /* tensors: sizes, row-major contiguous             */
+  int64_t int_value; /* kind 1                                           */
+  double float_value;/* kind 2                                           */
+} hisa_arg;
+
+/* Launches on `stream` (a CUstream; NULL = default stream). Checks ranks and
+ * the static sizes of every tensor argument against the kernel signature. */
+HISA_EXPORT int hisa_kernel_launch(hisa_kernel *kernel, const hisa_arg *args,
+                                   int32_t num_args, void *stream);
+
+/* Cache statistics for this process (compiles, disk hits, memory hits). */
+HISA_EXPORT void hisa_cache_stats(int64_t *compiles, int64_t *disk_hits,
+                                  int64_t *memory_hits);
+
+/* ---- Operators on raw device pointers ------------------------------------ */
+
+/* KERNELS.md 1.1. k: [n, dim] fp8 e4m3; k_scale: [n] f32; blocked_k:
+ * [ceil(n/kb), dim] fp8; blocked_scale: [ceil(n/kb)] f32. */
+HISA_EXPORT int hisa_fp8_block_mean_pooling(const void *k, const float *k_scale,
+                                            void *blocked_k,
+                                            float *blocked_scale, int64_t n,
+                                            int64_t dim, int64_t kb,
+                                            void *stream);
+
+/* KERNELS.md 1.3, in place. logits: [m, n] f32 row-major; s, e: [m] int32. */
+HISA_EXPORT int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
+                                               const int32_t *e, int64_t m,
+                                               int64_t n, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HISA_RUNTIME_HISA_RUNTIME_H */
