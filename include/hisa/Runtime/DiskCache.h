@@ -1,0 +1,90 @@
+//===- DiskCache.h - Compiled kernel binaries on disk -----------*- C++ -*-===//
+//
+// Compiling a kernel takes long enough that every process should not redo
+// it: binaries are kept in a directory shared by all processes of the user,
+//   $HISA_CACHE_DIR, else $XDG_CACHE_HOME/hisa, else $HOME/.cache/hisa,
+// under a key that hashes everything the binary depends on (computeKey).
+//
+// An entry is two files:
+//   <key>.bin   the binary itself (cubin or PTX), usable by other tools;
+//   <key>.meta  a header and the entry's metadata:
+//                 0  magic "HISAMETA"
+//                 8  format version (u32 little-endian), then 4 zero bytes
+//                16  size of <key>.bin (u64 little-endian)
+//                24  SHA-256 of <key>.bin (32 bytes)
+//                56  size of the metadata (u64 little-endian)
+//                64  the metadata
+//
+// Each file is written to a unique temporary file in the directory and then
+// renamed over its final name, so a file is always either absent or
+// complete, whatever other threads and processes do at the same time. The
+// binary is stored first and the .meta last; lookup() reads the .meta first
+// and accepts the binary only if its size and hash match. An entry stored
+// concurrently with different contents under the same key can therefore
+// never be returned mixed: lookup() sees one writer's entry or a miss. Any
+// corrupt, truncated or half-present entry is a miss.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_RUNTIME_DISKCACHE_H
+#define HISA_RUNTIME_DISKCACHE_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace hisa::runtime {
+
+class DiskCache {
+public:
+  /// What is cached under one key.
+  struct Entry {
+    std::string binary;   // cubin or PTX
+    std::string metadata; // whatever the runtime needs to launch it
+  };
+
+  /// A cache in getDefaultDirectory(), as the environment says now.
+  DiskCache();
+  /// A cache in `directory`, created on the first store().
+  explicit DiskCache(std::string directory);
+
+  /// $HISA_CACHE_DIR, else $XDG_CACHE_HOME/hisa, else $HOME/.cache/hisa
+  /// (empty variables count as unset; without HOME, the home directory of
+  /// the user). Empty if none of them can be determined.
+  static std::string getDefaultDirectory();
+
+  const std::string &getDirectory() const { return directory; }
+
+  /// The key of an entry: the lowercase hex SHA-256 of `parts` (source text,
+  /// kernel name, parameters, target, compiler version...). Each part is
+  /// length-prefixed, so ("ab", "c") and ("a", "bc") have different keys.
+  static std::string computeKey(llvm::ArrayRef<llvm::StringRef> parts);
+
+  /// Whether `key` can name an entry: 1 to 128 characters from [0-9A-Za-z_-]
+  /// (keys become file names).
+  static bool isValidKey(llvm::StringRef key);
+
+  /// The entry stored under `key`, or std::nullopt if there is none or it is
+  /// damaged.
+  std::optional<Entry> lookup(llvm::StringRef key) const;
+
+  /// Stores `entry` under `key`, replacing any previous entry. Creates the
+  /// directory if needed. Safe to call from several threads and processes at
+  /// once.
+  llvm::Error store(llvm::StringRef key, const Entry &entry) const;
+
+  /// Where the binary of `key` lives (it may not exist).
+  std::string getBinaryPath(llvm::StringRef key) const;
+  /// Where the header and metadata of `key` live (it may not exist).
+  std::string getMetadataPath(llvm::StringRef key) const;
+
+private:
+  std::string directory;
+};
+
+} // namespace hisa::runtime
+
+#endif // HISA_RUNTIME_DISKCACHE_H
