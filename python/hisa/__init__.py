@@ -1,0 +1,68 @@
+"""hisa: Python bindings of the hisa kernel compiler's runtime (torch tensors).
+
+    import hisa
+    blocked_k, blocked_scale = hisa.fp8_block_mean_pooling(k, k_scale, k_block_size=128)
+    hisa.clean_and_maintain_logits_(logits, s, e)
+    kernel = hisa.jit.get_kernel("fp8_block_mean_pooling", {"dim": 128, "kb": 128})
+
+The runtime library (libhisa_runtime.so) is loaded on first use from
+$HISA_RUNTIME_LIB or <repo>/build/lib. The torch operators are imported on
+first access, so ``hisa.jit`` (e.g. ``hisa.jit.compile``) works without torch.
+"""
+
+from __future__ import annotations
+
+from . import jit
+from ._lib import (
+    ArgumentTypeError,
+    CompileError,
+    CudaError,
+    HisaError,
+    InvalidArgumentError,
+    LibraryNotFoundError,
+    NoDeviceError,
+    is_available,
+    lib_path,
+    version,
+)
+
+__version__ = "0.1.0"
+
+_OPS = ("fp8_block_mean_pooling", "clean_and_maintain_logits_")
+
+__all__ = [
+    "ArgumentTypeError",
+    "CompileError",
+    "CudaError",
+    "HisaError",
+    "InvalidArgumentError",
+    "LibraryNotFoundError",
+    "NoDeviceError",
+    "is_available",
+    "jit",
+    "lib_path",
+    "ops",
+    "version",
+    *_OPS,
+]
+
+
+def __getattr__(name: str):
+    # PEP 562: import the torch-dependent operators lazily.
+    if name == "ops" or name in _OPS:
+        import importlib
+
+        try:
+            ops = importlib.import_module(__name__ + ".ops")
+        except ModuleNotFoundError as exc:
+            if exc.name != "torch":
+                raise
+            raise ImportError(
+                f"hisa.{name} needs PyTorch (torch is not installed); hisa.jit works without it"
+            ) from exc
+        return ops if name == "ops" else getattr(ops, name)
+    raise AttributeError(f"module 'hisa' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

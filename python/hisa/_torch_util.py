@@ -1,0 +1,121 @@
+"""Argument checking and CUDA-context/stream helpers shared by the torch ops."""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable, Optional, Sequence
+
+import torch
+
+from ._lib import ArgumentTypeError, InvalidArgumentError
+
+_ctx = threading.local()
+
+
+def shape_str(shape: Iterable[int]) -> str:
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+def check_tensor(name: str, value) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise ArgumentTypeError(
+            f"{name} must be a torch.Tensor, got {type(value).__module__}.{type(value).__qualname__}"
+        )
+    return value
+
+
+def check_cuda(name: str, t: torch.Tensor) -> None:
+    if t.device.type != "cuda":
+        raise InvalidArgumentError(
+            f"{name} must be a CUDA tensor, got a tensor on device '{t.device}'"
+        )
+
+
+def check_same_device(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    if t.device != ref.device:
+        raise InvalidArgumentError(
+            f"{name} must be on the same device as {ref_name} ({ref.device}), got '{t.device}'"
+        )
+
+
+def check_dtype(name: str, t: torch.Tensor, dtype: torch.dtype) -> None:
+    if t.dtype != dtype:
+        raise InvalidArgumentError(f"{name} must have dtype {dtype}, got {t.dtype}")
+
+
+def check_rank(name: str, t: torch.Tensor, rank: int, what: str) -> None:
+    if t.dim() != rank:
+        raise InvalidArgumentError(
+            f"{name} must be {rank}-D {what}, got {t.dim()}-D shape {shape_str(t.shape)}"
+        )
+
+
+def check_shape(name: str, t: torch.Tensor, expected: Sequence[int], symbolic: str) -> None:
+    """Exact shape; `symbolic` names the dimensions, e.g. "[N]"."""
+    if tuple(t.shape) != tuple(expected):
+        raise InvalidArgumentError(
+            f"{name} must have shape {symbolic}={shape_str(expected)}, got {shape_str(t.shape)}"
+        )
+
+
+def check_contiguous(name: str, t: torch.Tensor) -> None:
+    if not t.is_contiguous():
+        raise InvalidArgumentError(
+            f"{name} must be contiguous (row-major), got strides {tuple(t.stride())} "
+            f"for shape {shape_str(t.shape)}; call .contiguous() first"
+        )
+
+
+def check_aligned(name: str, t: torch.Tensor, alignment: int) -> None:
+    if t.numel() > 0 and t.data_ptr() % alignment != 0:
+        raise InvalidArgumentError(
+            f"{name} data pointer 0x{t.data_ptr():x} must be {alignment}-byte aligned "
+            f"(the kernel uses {alignment}-byte vector accesses); it is a view at storage "
+            f"offset {t.storage_offset()}: pass a tensor that starts at an aligned address "
+            "(e.g. .clone())"
+        )
+
+
+def check_int(name: str, value, allowed: Optional[Sequence[int]] = None) -> int:
+    if isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be an int, got bool {value!r}")
+    if not isinstance(value, int):
+        # numpy / torch integer scalars convert through __index__.
+        index = getattr(type(value), "__index__", None)
+        try:
+            if index is None:
+                raise TypeError
+            value = index(value)
+        except (TypeError, RuntimeError):
+            raise ArgumentTypeError(
+                f"{name} must be an int, got {type(value).__qualname__} {value!r}"
+            ) from None
+    if allowed is not None and value not in allowed:
+        raise InvalidArgumentError(
+            f"{name}={value} is not supported (supported: {', '.join(map(str, allowed))})"
+        )
+    return int(value)
+
+
+def ensure_context(device: torch.device) -> None:
+    """Make the primary CUDA context of `device` current on this thread.
+
+    The runtime launches through the driver API on the thread's current
+    context. torch binds the primary context to a thread lazily; one runtime
+    call per (thread, device) does it. Call inside torch.cuda.device(device).
+    """
+    done = getattr(_ctx, "devices", None)
+    if done is None:
+        done = _ctx.devices = set()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index in done:
+        return
+    if torch.cuda.is_current_stream_capturing():
+        return  # capturing implies a current context; a sync is illegal now
+    torch.cuda.synchronize(index)
+    done.add(index)
+
+
+def stream_handle(device: torch.device) -> int:
+    """The CUstream of torch's current stream on `device` (0 = legacy default)."""
+    return int(torch.cuda.current_stream(device).cuda_stream)

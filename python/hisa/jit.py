@@ -1,0 +1,236 @@
+"""Thin wrappers over the JIT part of the C ABI (hisa_kernel_get & co.).
+
+    k = hisa.jit.get_kernel("fp8_block_mean_pooling", {"dim": 128, "kb": 128})
+    k.launch(k_fp8, k_scale, blocked_k, blocked_scale)   # torch tensors / ints / floats
+    hisa.jit.cache_stats()  # CacheStats(compiles=1, disk_hits=0, memory_hits=0)
+
+torch is not needed by this module: ``compile`` works on a machine with no
+GPU and no torch. When torch is imported, ``get_kernel`` and ``launch`` make
+torch's CUDA context current and launch on torch's current stream.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from typing import Any, Mapping, NamedTuple, Optional
+
+from . import _lib
+from ._lib import (
+    ARG_FLOAT,
+    ARG_INT,
+    ARG_TENSOR,
+    MAX_RANK,
+    ArgumentTypeError,
+    HisaArg,
+    InvalidArgumentError,
+)
+
+__all__ = [
+    "CacheStats",
+    "Kernel",
+    "builtin_kernel_source",
+    "cache_stats",
+    "compile",
+    "format_params",
+    "get_kernel",
+    "version",
+]
+
+DEFAULT_TARGET = "sm_90a"
+_PATH_CAPACITY = 4096
+
+
+class CacheStats(NamedTuple):
+    """hisa_cache_stats() for this process."""
+
+    compiles: int
+    disk_hits: int
+    memory_hits: int
+
+
+def version() -> str:
+    return _lib.version()
+
+
+def builtin_kernel_source(name: str) -> Optional[str]:
+    """DSL text of a kernel shipped in kernels-dsl/, or None."""
+    raw = _lib.lib().hisa_builtin_kernel_source(_encode("name", name))
+    return None if raw is None else raw.decode("utf-8")
+
+
+def format_params(params: Optional[Mapping[str, int]]) -> str:
+    """{"heads": 32, "dim": 64} -> "dim=64,heads=32" (sorted, so equal dicts give equal keys)."""
+    if params is None:
+        return ""
+    if not isinstance(params, Mapping):
+        raise ArgumentTypeError(
+            f"params must be a dict of name -> int, got {type(params).__qualname__}"
+        )
+    items = []
+    for key, value in params.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise InvalidArgumentError(f"params: parameter name {key!r} is not an identifier")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ArgumentTypeError(
+                f"params[{key!r}] must be an int, got {type(value).__qualname__} {value!r}"
+            )
+        items.append(f"{key}={value}")
+    return ",".join(sorted(items))
+
+
+def _encode(name: str, value: Optional[str]) -> Optional[bytes]:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be a str, got {type(value).__qualname__}")
+    if "\0" in value:
+        raise InvalidArgumentError(f"{name} must not contain NUL characters")
+    return value.encode("utf-8")
+
+
+def _torch():
+    """torch if the caller has imported it (this module never imports it itself)."""
+    return sys.modules.get("torch")
+
+
+def _ensure_torch_context(device=None) -> None:
+    torch = _torch()
+    if torch is None or not torch.cuda.is_available():
+        return
+    from ._torch_util import ensure_context
+
+    dev = torch.device("cuda", torch.cuda.current_device()) if device is None else device
+    with torch.cuda.device(dev):
+        ensure_context(dev)
+
+
+def _describe(name: str, params: str, target: str) -> str:
+    return f"kernel '{name}', params '{params}', target '{target}'"
+
+
+class Kernel:
+    """A compiled and loaded kernel (owned by the runtime cache; never freed)."""
+
+    __slots__ = ("handle", "name", "params", "target")
+
+    def __init__(self, handle: int, name: str, params: str, target: str):
+        self.handle = handle
+        self.name = name
+        self.params = params
+        self.target = target
+
+    def __repr__(self) -> str:
+        return f"hisa.jit.Kernel({self.name!r}, params={self.params!r}, target={self.target!r})"
+
+    def launch(self, *args: Any, stream: Optional[int] = None) -> None:
+        """Launch with args in the order of the tile.kernel signature.
+
+        Tensor arguments are torch CUDA tensors (contiguous; rank <= 8);
+        Python ints become integer scalars, floats float scalars. `stream`
+        is a CUstream handle; default: torch's current stream of the first
+        tensor's device (or the default stream without torch).
+        """
+        c_args = (HisaArg * max(len(args), 1))()
+        device = None
+        for i, value in enumerate(args):
+            arg = c_args[i]
+            what = f"argument {i} of kernel '{self.name}'"
+            torch = _torch()
+            if torch is not None and isinstance(value, torch.Tensor):
+                if value.device.type != "cuda":
+                    raise InvalidArgumentError(f"{what} must be a CUDA tensor, got device '{value.device}'")
+                if device is None:
+                    device = value.device
+                elif value.device != device:
+                    raise InvalidArgumentError(
+                        f"{what} is on {value.device}, but earlier tensors are on {device}"
+                    )
+                if not value.is_contiguous():
+                    raise InvalidArgumentError(f"{what} must be contiguous, got strides {tuple(value.stride())}")
+                if value.dim() > MAX_RANK:
+                    raise InvalidArgumentError(f"{what} has rank {value.dim()} > {MAX_RANK}")
+                arg.kind = ARG_TENSOR
+                arg.rank = value.dim()
+                arg.data = value.data_ptr()
+                for d, size in enumerate(value.shape):
+                    arg.sizes[d] = int(size)
+            elif isinstance(value, bool):
+                raise ArgumentTypeError(f"{what} is a bool; pass an int")
+            elif isinstance(value, int):
+                arg.kind = ARG_INT
+                arg.int_value = value
+            elif isinstance(value, float):
+                arg.kind = ARG_FLOAT
+                arg.float_value = value
+            else:
+                raise ArgumentTypeError(
+                    f"{what} must be a torch.Tensor, int or float, got {type(value).__qualname__}"
+                )
+        runtime = _lib.lib()
+        torch = _torch()
+        if device is not None:
+            with torch.cuda.device(device):
+                from ._torch_util import ensure_context, stream_handle
+
+                ensure_context(device)
+                handle = stream_handle(device) if stream is None else int(stream)
+                status = runtime.hisa_kernel_launch(self.handle, c_args, len(args), handle)
+        else:
+            status = runtime.hisa_kernel_launch(self.handle, c_args, len(args), stream or 0)
+        _lib.check(status, "hisa_kernel_launch", f"kernel '{self.name}'")
+
+
+def get_kernel(
+    name: str,
+    params: Optional[Mapping[str, int]] = None,
+    target: str = DEFAULT_TARGET,
+    source: Optional[str] = None,
+) -> Kernel:
+    """hisa_kernel_get: compile (or fetch from the memory/disk cache) and load.
+
+    `name` is the tile.kernel name (a built-in kernel when `source` is None),
+    `params` the specialization ({} or None = the kernel's defaults).
+    An unknown parameter name or a bad value raises HisaError naming it.
+    """
+    c_name = _encode("name", name)
+    c_params = _encode("params", format_params(params))
+    c_target = _encode("target", target)
+    c_source = _encode("source", source)
+    runtime = _lib.lib()
+    _ensure_torch_context()
+    out = ctypes.c_void_p()
+    status = runtime.hisa_kernel_get(c_source, c_name, c_params, c_target, ctypes.byref(out))
+    _lib.check(status, "hisa_kernel_get", _describe(name, c_params.decode(), target))
+    if not out.value:
+        raise _lib.HisaError(
+            f"hisa_kernel_get({_describe(name, c_params.decode(), target)}) returned success "
+            "but no kernel", function="hisa_kernel_get"
+        )
+    return Kernel(out.value, name, c_params.decode(), target)
+
+
+def compile(
+    name: str,
+    params: Optional[Mapping[str, int]] = None,
+    target: str = DEFAULT_TARGET,
+    source: Optional[str] = None,
+) -> str:
+    """hisa_kernel_compile: compile into the disk cache without loading (no GPU
+    needed). Returns the cached binary's path."""
+    c_name = _encode("name", name)
+    c_params = _encode("params", format_params(params))
+    c_target = _encode("target", target)
+    c_source = _encode("source", source)
+    runtime = _lib.lib()
+    buf = ctypes.create_string_buffer(_PATH_CAPACITY)
+    status = runtime.hisa_kernel_compile(c_source, c_name, c_params, c_target, buf, _PATH_CAPACITY)
+    _lib.check(status, "hisa_kernel_compile", _describe(name, c_params.decode(), target))
+    return buf.value.decode("utf-8")
+
+
+def cache_stats() -> CacheStats:
+    """Compiles, disk hits and memory hits of this process's runtime cache."""
+    compiles, disk, memory = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+    _lib.lib().hisa_cache_stats(ctypes.byref(compiles), ctypes.byref(disk), ctypes.byref(memory))
+    return CacheStats(compiles.value, disk.value, memory.value)

@@ -1,0 +1,130 @@
+"""hisa.jit: hisa_kernel_get / compile / launch and the runtime cache."""
+
+import os
+import time
+
+import pytest
+
+from hisa_testutil import (
+    assert_bitwise_equal,
+    fresh_seed,
+    random_fp8,
+    random_k_scale,
+    ref_block_mean,
+    ref_block_scale,
+    ref_clean_and_maintain,
+    require_gpu,
+)
+
+torch, hisa = require_gpu()
+jit = hisa.jit
+
+POOLING = "fp8_block_mean_pooling"
+CLEAN = "clean_and_maintain_logits"
+
+
+def test_version_and_builtin_sources():
+    assert hisa.version()
+    src = jit.builtin_kernel_source(POOLING)
+    assert src is not None and f"@{POOLING}" in src
+    assert jit.builtin_kernel_source("no_such_kernel_xyz") is None
+
+
+def test_get_kernel_twice_is_a_memory_hit():
+    params = {"dim": 64, "kb": 256}
+    first = jit.get_kernel(POOLING, params)
+    before = jit.cache_stats()
+    t0 = time.perf_counter()
+    second = jit.get_kernel(POOLING, params)
+    elapsed = time.perf_counter() - t0
+    after = jit.cache_stats()
+    assert after.memory_hits == before.memory_hits + 1, (before, after)
+    assert after.compiles == before.compiles and after.disk_hits == before.disk_hits
+    assert second.handle == first.handle
+    assert elapsed < 0.05, f"second hisa_kernel_get took {elapsed * 1e3:.2f} ms"
+
+
+def test_params_order_does_not_matter():
+    a = jit.get_kernel(POOLING, {"dim": 128, "kb": 64})
+    b = jit.get_kernel(POOLING, {"kb": 64, "dim": 128})
+    assert a.handle == b.handle
+
+
+def test_defaults_and_explicit_defaults():
+    # Only checks both resolve; whether they share a cache entry is the runtime's choice.
+    assert jit.get_kernel(CLEAN).handle
+    assert jit.get_kernel(CLEAN, {"block_m": 4, "block_n": 1024}).handle
+
+
+def test_bad_param_name_is_named():
+    with pytest.raises(hisa.HisaError) as info:
+        jit.get_kernel(POOLING, {"hedas": 3})
+    assert "hedas" in str(info.value)
+    assert info.value.status != 0
+
+
+def test_unknown_kernel_is_named():
+    with pytest.raises(hisa.HisaError) as info:
+        jit.get_kernel("no_such_kernel_xyz", {})
+    assert "no_such_kernel_xyz" in str(info.value)
+
+
+def test_compile_returns_cached_binary(tmp_path):
+    path = jit.compile(POOLING, {"dim": 64, "kb": 64})
+    assert path and os.path.isfile(path), path
+
+
+def test_cache_stats_shape():
+    stats = jit.cache_stats()
+    assert all(isinstance(v, int) and v >= 0 for v in stats)
+    assert set(stats._asdict()) == {"compiles", "disk_hits", "memory_hits"}
+
+
+def test_launch_clean_through_jit():
+    seed = fresh_seed(torch)
+    m, nn = 5000, 77
+    s = torch.randint(0, nn + 1, (m,), device="cuda", dtype=torch.int32)
+    e = torch.randint(0, nn + 1, (m,), device="cuda", dtype=torch.int32)
+    logits = torch.randn(m, nn, device="cuda")
+    expected = ref_clean_and_maintain(torch, logits, s, e)
+    kernel = jit.get_kernel(CLEAN, {})
+    kernel.launch(logits, s, e)
+    torch.cuda.synchronize()
+    assert_bitwise_equal(torch, logits, expected, "clean via hisa_kernel_launch", f"(seed {seed})")
+
+
+@pytest.mark.parametrize("d,kb", [(64, 64), (128, 128), (128, 256)])
+def test_launch_pooling_through_jit(d, kb):
+    seed = fresh_seed(torch)
+    n = 3 * kb + 7
+    nb = (n + kb - 1) // kb
+    k = random_fp8(torch, n, d)
+    k_scale = random_k_scale(torch, n)
+    blocked_k = torch.empty((nb, d), dtype=torch.float8_e4m3fn, device="cuda")
+    blocked_scale = torch.full((nb,), float("nan"), device="cuda")
+    kernel = jit.get_kernel(POOLING, {"dim": d, "kb": kb})
+    kernel.launch(k, k_scale, blocked_k, blocked_scale)
+    torch.cuda.synchronize()
+    mean = ref_block_mean(torch, k, k_scale, kb)
+    torch.testing.assert_close(blocked_scale.double(), ref_block_scale(torch, mean), rtol=1e-5, atol=0.0)
+    torch.testing.assert_close(
+        blocked_k.float() * blocked_scale[:, None], mean.float(), rtol=5e-2, atol=5e-3,
+        msg=lambda msg: f"seed {seed}: {msg}",
+    )
+
+
+def test_launch_checks_signature():
+    kernel = jit.get_kernel(CLEAN, {})
+    logits = torch.randn(16, 8, device="cuda")
+    s = torch.zeros(16, dtype=torch.int32, device="cuda")
+    # Wrong rank of the first tensor: the runtime checks ranks against the signature.
+    with pytest.raises(hisa.InvalidArgumentError):
+        kernel.launch(logits.view(-1), s, s)
+    # Wrong number of arguments.
+    with pytest.raises(hisa.InvalidArgumentError):
+        kernel.launch(logits, s)
+    # Python-side: CPU tensors and unsupported argument types.
+    with pytest.raises(ValueError, match="CUDA"):
+        kernel.launch(logits.cpu(), s, s)
+    with pytest.raises(ValueError, match="argument 1"):
+        kernel.launch(logits, "s", s)
