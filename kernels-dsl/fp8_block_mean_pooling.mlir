@@ -18,7 +18,6 @@ tile.kernel @fp8_block_mean_pooling(
   tile.launch (%bx) in (%num_blocks) threads 128 {
     %k_frag = tile.alloc : !tile.frag<[kb, dim], f8E4M3FN>
     %values = tile.alloc : !tile.frag<[kb, dim], f32>
-    %scales = tile.alloc : !tile.frag<[kb], f32>
     %mean = tile.alloc : !tile.frag<[dim], f32>
     %amax = tile.alloc : !tile.local<[1], f32>
     %quantized = tile.alloc : !tile.frag<[dim], f8E4M3FN>
@@ -27,13 +26,14 @@ tile.kernel @fp8_block_mean_pooling(
     %row0 = arith.muli %bx, %kb : index
     tile.copy %k[%row0, %c0] to %k_frag
         : !tile.global<[?, dim], f8E4M3FN> to !tile.frag<[kb, dim], f8E4M3FN>
-    tile.copy %k_scale[%row0] to %scales
-        : !tile.global<[?], f32> to !tile.frag<[kb], f32>
     tile.cast %k_frag to %values
         : !tile.frag<[kb, dim], f8E4M3FN> to !tile.frag<[kb, dim], f32>
     tile.parallel (%i, %d) in [kb, dim] {
       %x = tile.load %values[%i, %d] : !tile.frag<[kb, dim], f32>
-      %s = tile.load %scales[%i] : !tile.frag<[kb], f32>
+      // Each thread's rows: the scale is read from global (L1-cached); rows
+      // past N read 0.
+      %row = arith.addi %row0, %i : index
+      %s = tile.load %k_scale[%row] : !tile.global<[?], f32>
       %xs = arith.mulf %x, %s : f32
       tile.store %xs, %values[%i, %d] : !tile.frag<[kb, dim], f32>
     }

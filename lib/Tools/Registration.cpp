@@ -3,7 +3,9 @@
 #include "hisa/Tools/Registration.h"
 
 #include "hisa/Dialect/Tile/IR/TileOps.h"
+#include "hisa/Conversion/Passes.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
+#include "hisa/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -73,9 +75,12 @@ void hisa::registerAllHisaDialects(mlir::DialectRegistry &registry) {
 
 void hisa::registerAllHisaPasses() {
   tile::registerTilePasses();
+  registerHisaConversionPasses();
+  registerTileToNVVMPipeline();
 
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  mlir::registerMem2RegPass();
   mlir::registerSymbolDCEPass();
   mlir::registerLoopInvariantCodeMotionPass();
 

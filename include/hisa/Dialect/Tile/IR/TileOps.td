@@ -295,8 +295,10 @@ def Tile_ParallelOp : Tile_Op<"parallel", [
   let description = [{
     Iterates over every index of a tile-shaped domain; the iterations are
     independent and the compiler distributes them over the block's threads
-    (following the layout of the fragments the body touches). Extents are
-    integers or parameter names.
+    (following the layout of the fragments the body touches; the layout pass
+    records the distribution in `layout`). Extents are integers or parameter
+    names. Fragments are accessed at exactly the induction variables; global,
+    shared and local tiles at any index.
 
     ```mlir
     tile.parallel (%i, %h) in [block_n, heads] {
@@ -306,7 +308,8 @@ def Tile_ParallelOp : Tile_Op<"parallel", [
     }
     ```
   }];
-  let arguments = (ins ArrayAttr:$extents);
+  let arguments = (ins ArrayAttr:$extents,
+                       OptionalAttr<Tile_FragmentLayoutAttr>:$layout);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;

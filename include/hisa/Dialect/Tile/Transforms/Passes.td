@@ -47,4 +47,47 @@ def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
   }];
 }
 
+def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
+  let summary = "Decides which thread holds which element of every fragment";
+  let description = [{
+    Gives every fragment type a `#tile.frag_layout` and records the
+    distribution of every `tile.parallel` in its `layout` attribute. Layouts
+    are vector row-major (see TileLayouts.h): runs of `vector` contiguous
+    elements of the innermost dimension are dealt to consecutive threads, so
+    global and shared accesses are 16-byte vectors and coalesced. Fragments of
+    one shape, the domains of `tile.parallel` loops over that shape and the
+    two sides of a `tile.view` share one layout; its run length is the
+    largest that gives every member 16-byte (or narrower) accesses.
+
+    Fragments are distributed, so the pass also checks that they are accessed
+    where their elements live: inside a `tile.parallel` of the same shape, at
+    exactly its induction variables. Anything else is an error naming the
+    access (stage such data through shared memory or read it from global).
+    Requires bound parameters (run `tile-bind-params` first).
+  }];
+  let options = [
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
+           "Widest access per thread, in bytes">,
+  ];
+}
+
+def TilePlanSharedMemory : Pass<"tile-plan-shared-memory", "::mlir::ModuleOp"> {
+  let summary = "Assigns shared-memory offsets to shared tiles";
+  let description = [{
+    Places the shared tiles of each launch in one dynamic shared-memory
+    buffer. Tiles whose live ranges (first to last use in the launch body)
+    do not overlap share bytes. Offsets are aligned to `alignment` bytes and
+    recorded as `tile.offset` on each `tile.alloc`; the launch gets
+    `tile.shared_bytes` (the buffer size, including a scratch area for
+    cross-warp reductions at `tile.scratch_offset`). A launch that needs more
+    than `max-bytes` is an error.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"128",
+           "Byte alignment of every shared tile">,
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"232448",
+           "Most shared memory a block may use (sm_90: 227 KiB)">,
+  ];
+}
+
 #endif // HISA_DIALECT_TILE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,37 @@
+//===- Passes.td - Conversion passes of hisa ---------------*- tablegen -*-===//
+
+#ifndef HISA_CONVERSION_PASSES_TD
+#define HISA_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lowers tile kernels to gpu.module/gpu.func";
+  let description = [{
+    Turns every `tile.kernel` (with bound parameters, assigned layouts and
+    planned shared memory) into a `gpu.module` holding one `gpu.func` kernel.
+
+    Kernel ABI: the arguments in signature order; a global tensor becomes a
+    memref (allocated pointer, aligned pointer, offset, sizes, strides, each
+    64-bit), an index scalar an i64. The block is one-dimensional with the
+    launch's thread count; the grid is computed by the host from the kernel's
+    grid arithmetic; the dynamic shared-memory size is `tile.shared_bytes`.
+
+    Tiles become: shared tiles views of the dynamic shared-memory buffer,
+    fragments one register per value of the thread's layout, local tiles
+    per-thread arrays. Copies move 16-byte vectors where the layout and the
+    global shape allow (else element by element) and predicate the tails:
+    reads past a global tensor give 0, writes past it are dropped. Reductions
+    combine registers, then lanes with warp shuffles, then warps through
+    shared memory. Barriers separate shared-memory writes from later reads
+    and writes.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+#endif // HISA_CONVERSION_PASSES_TD

@@ -1,0 +1,40 @@
+//===- Pipelines.h - Named pass pipelines of hisa ---------------*- C++ -*-===//
+
+#ifndef HISA_PIPELINES_PIPELINES_H
+#define HISA_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace hisa {
+
+struct TileToNVVMOptions : public mlir::PassPipelineOptions<TileToNVVMOptions> {
+  ListOption<std::string> params{
+      *this, "params",
+      llvm::cl::desc("Kernel parameters as name=value (default: each "
+                     "kernel's defaults)")};
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("Target SM"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features"),
+                               llvm::cl::init("+ptx80")};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("LLVM optimization level"),
+                       llvm::cl::init(3)};
+};
+
+/// tile kernels -> gpu.module in NVVM form with an #nvvm.target: bind
+/// parameters, assign fragment layouts, plan shared memory, lower to
+/// gpu/vector/memref/scf, then to the LLVM/NVVM dialects.
+void buildTileToNVVMPipeline(mlir::OpPassManager &pm,
+                             const TileToNVVMOptions &options);
+
+/// Registers `tile-to-nvvm` with the pass registry.
+void registerTileToNVVMPipeline();
+
+} // namespace hisa
+
+#endif // HISA_PIPELINES_PIPELINES_H

@@ -1,0 +1,121 @@
+//===- KernelLowering.h - Lowering one tile kernel to gpu.func --*- C++ -*-===//
+//
+// State shared by the per-op-family lowerings of convert-tile-to-gpu. The
+// body of a tile.launch has been moved into a gpu.func; KernelLowering then
+// replaces every tile op in place. Implementations live in one file per op
+// family (MemoryOps.cpp, ParallelOp.cpp, ReduceOp.cpp, Conversions.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_LIB_CONVERSION_TILETOGPU_KERNELLOWERING_H
+#define HISA_LIB_CONVERSION_TILETOGPU_KERNELLOWERING_H
+
+#include "hisa/Dialect/Tile/IR/TileLayouts.h"
+#include "hisa/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace hisa::tile {
+
+/// Lowering a tile.parallel body for one register index of its layout.
+struct ElementContext {
+  ParallelOp parallel;
+  int64_t value;
+};
+
+class KernelLowering {
+public:
+  KernelLowering(LaunchOp launch, mlir::gpu::GPUFuncOp func)
+      : launch(launch), func(func), threads(launch.getThreads()) {}
+
+  /// Lowers every tile op of the function body (moved from the launch).
+  mlir::LogicalResult run();
+
+  // Per-op-family entry points; the builder is placed before `op`.
+  mlir::LogicalResult lowerAlloc(AllocOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerView(ViewOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerCopy(CopyOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerFill(mlir::Operation *op, mlir::Value dest,
+                                mlir::Value value, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerCast(CastOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerLoad(LoadOp op, mlir::OpBuilder &b,
+                                const ElementContext *context);
+  mlir::LogicalResult lowerStore(StoreOp op, mlir::OpBuilder &b,
+                                 const ElementContext *context);
+  mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerPipelined(PipelinedOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerReduce(ReduceOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerGemm(GemmOp op, mlir::OpBuilder &b);
+
+  /// Lowers the tile ops nested in `root` (root included), in order.
+  mlir::LogicalResult lowerNested(mlir::Operation *root,
+                                  const ElementContext *context);
+
+  //===--------------------------------------------------------------------===//
+  // Helpers shared by the op families.
+  //===--------------------------------------------------------------------===//
+
+  mlir::Value index(mlir::OpBuilder &b, int64_t value);
+  mlir::Value zero(mlir::OpBuilder &b, mlir::Type type);
+  /// Coordinates of value `v` of this thread in a layout.
+  llvm::SmallVector<mlir::Value> coordinates(mlir::OpBuilder &b,
+                                             const VectorLayout &layout,
+                                             int64_t v);
+  /// Whether value `v` of this thread lies inside the tile (null: always).
+  mlir::Value isInside(mlir::OpBuilder &b, const VectorLayout &layout,
+                       int64_t v);
+  /// The layout of a fragment type (assigned by tile-assign-layouts).
+  mlir::FailureOr<VectorLayout> getLayout(mlir::Operation *op,
+                                          FragmentType type);
+  /// A cooperative layout for moving a whole shared tile with all threads.
+  VectorLayout getCooperativeLayout(llvm::ArrayRef<int64_t> shape,
+                                    mlir::Type elementType);
+  /// All-true if every index is inside `memref` (unsigned compare, so
+  /// negative indices are outside); `vector` elements along the innermost.
+  mlir::Value inBounds(mlir::OpBuilder &b, mlir::Value memref,
+                       mlir::ValueRange indices, int64_t vector = 1);
+  /// Loads `vector` elements (1: a scalar); out-of-bounds reads give zero
+  /// when `checkBounds`.
+  mlir::Value loadElements(mlir::OpBuilder &b, mlir::Value memref,
+                           mlir::ValueRange indices, int64_t vector,
+                           bool checkBounds);
+  /// Stores `value` (scalar or vector); out-of-bounds writes are dropped
+  /// when `checkBounds`. `predicate` (may be null) guards the store too.
+  void storeElements(mlir::OpBuilder &b, mlir::Value value, mlir::Value memref,
+                     mlir::ValueRange indices, bool checkBounds,
+                     mlir::Value predicate);
+  /// Runs `body` under `condition` (or unconditionally when null).
+  void emitIf(mlir::OpBuilder &b, mlir::Value condition,
+              llvm::function_ref<void(mlir::OpBuilder &)> body);
+  void barrier(mlir::OpBuilder &b);
+  mlir::Value isThreadZero(mlir::OpBuilder &b);
+  /// Element conversion, with fp8 through PTX cvt.
+  mlir::Value convertElement(mlir::OpBuilder &b, mlir::Value value,
+                             mlir::Type to);
+  /// Converts a pair of elements (faster for fp8, which packs two).
+  std::pair<mlir::Value, mlir::Value>
+  convertPair(mlir::OpBuilder &b, mlir::Value first, mlir::Value second,
+              mlir::Type to);
+
+  LaunchOp launch;
+  mlir::gpu::GPUFuncOp func;
+  int64_t threads;
+  mlir::Value threadId;
+  mlir::Value sharedBase; // memref<?xi8, workgroup>
+  /// Lowered storage of global, shared and local tiles.
+  llvm::DenseMap<mlir::Value, mlir::Value> memrefs;
+  /// Byte offset of each shared tile in the shared buffer.
+  llvm::DenseMap<mlir::Value, int64_t> sharedOffsets;
+  /// One rank-0 memref (a register after mem2reg) per fragment value.
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Value>> registers;
+  /// Tile ops lowered so far, erased at the end.
+  llvm::SmallVector<mlir::Operation *> lowered;
+};
+
+/// Whether a type is a float8 type (stored as bytes, converted with cvt).
+bool isFloat8(mlir::Type type);
+
+} // namespace hisa::tile
+
+#endif // HISA_LIB_CONVERSION_TILETOGPU_KERNELLOWERING_H

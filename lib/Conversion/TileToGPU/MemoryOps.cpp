@@ -1,0 +1,391 @@
+//===- MemoryOps.cpp - Lower tile allocations, copies and accesses --------===//
+
+#include "KernelLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace hisa::tile;
+
+namespace {
+
+SmallVector<int64_t> staticShape(Type tileType) {
+  return *getTileShapeAndElementType(tileType)->first.getStaticSizes();
+}
+
+Type elementTypeOf(Type tileType) {
+  return getTileShapeAndElementType(tileType)->second;
+}
+
+/// Indices into a window of rank R for tile coordinates of rank r <= R:
+/// leading window dimensions are squeezed (extent 1).
+SmallVector<Value> windowIndices(OpBuilder &b, Location loc,
+                                 ValueRange offsets, int64_t windowRank,
+                                 ArrayRef<Value> coords) {
+  int64_t lead = windowRank - coords.size();
+  SmallVector<Value> indices;
+  for (int64_t i = 0; i < windowRank; ++i) {
+    Value offset = offsets.empty()
+                       ? Value()
+                       : offsets[i];
+    if (i < lead) {
+      indices.push_back(offset ? offset
+                               : arith::ConstantIndexOp::create(b, loc, 0));
+      continue;
+    }
+    Value coord = coords[i - lead];
+    indices.push_back(offset ? arith::AddIOp::create(b, loc, offset, coord)
+                                   .getResult()
+                             : coord);
+  }
+  return indices;
+}
+
+/// Whether runs of `vector` elements along the innermost window dimension are
+/// whole vectors in memory: the innermost extent of the memref is a static
+/// multiple of `vector` and the innermost offset a constant multiple of it.
+bool isVectorizable(Value memref, ValueRange offsets, int64_t vector) {
+  if (vector == 1)
+    return true;
+  auto type = cast<MemRefType>(memref.getType());
+  if (type.isDynamicDim(type.getRank() - 1) ||
+      type.getDimSize(type.getRank() - 1) % vector != 0)
+    return false;
+  if (offsets.empty())
+    return true;
+  std::optional<int64_t> innermost = getConstantIntValue(offsets.back());
+  return innermost && *innermost % vector == 0;
+}
+
+} // namespace
+
+LogicalResult KernelLowering::lowerAlloc(AllocOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  Type type = op.getResult().getType();
+  Type elementType = elementTypeOf(type);
+  SmallVector<int64_t> shape = staticShape(type);
+  if (auto fragment = dyn_cast<FragmentType>(type)) {
+    FailureOr<VectorLayout> layout = getLayout(op, fragment);
+    if (failed(layout))
+      return failure();
+    SmallVector<Value> values;
+    for (int64_t v = 0; v < layout->getValuesPerThread(); ++v)
+      values.push_back(memref::AllocaOp::create(
+          b, loc, MemRefType::get({}, elementType)));
+    registers[op.getResult()] = std::move(values);
+    return success();
+  }
+  if (isa<LocalType>(type)) {
+    memrefs[op.getResult()] =
+        memref::AllocaOp::create(b, loc, MemRefType::get(shape, elementType));
+    return success();
+  }
+  auto offset = op->getAttrOfType<IntegerAttr>("tile.offset");
+  if (!offset || !sharedBase)
+    return op.emitOpError("shared tile has no offset; run "
+                          "tile-plan-shared-memory first");
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  memrefs[op.getResult()] = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get(shape, elementType, MemRefLayoutAttrInterface(),
+                      workgroup),
+      sharedBase, index(b, offset.getInt()), ValueRange());
+  sharedOffsets[op.getResult()] = offset.getInt();
+  return success();
+}
+
+LogicalResult KernelLowering::lowerView(ViewOp op, OpBuilder &b) {
+  Type type = op.getResult().getType();
+  if (isa<FragmentType>(type)) {
+    // Vector row-major layouts of two shapes with the same run length put
+    // element k of the row-major order in the same register.
+    registers[op.getResult()] = registers.lookup(op.getSource());
+    return success();
+  }
+  if (!isa<SharedType>(type))
+    return op.emitOpError("views of local tiles are not supported");
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  int64_t offset = sharedOffsets.lookup(op.getSource());
+  memrefs[op.getResult()] = memref::ViewOp::create(
+      b, op.getLoc(),
+      MemRefType::get(staticShape(type), elementTypeOf(type),
+                      MemRefLayoutAttrInterface(), workgroup),
+      sharedBase, index(b, offset), ValueRange());
+  sharedOffsets[op.getResult()] = offset;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Copy
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  Type sourceType = op.getSource().getType();
+  Type destType = op.getDest().getType();
+  Type elementType = elementTypeOf(sourceType);
+  bool toShared = isa<SharedType>(destType);
+
+  // Register <-> register: fragments of one shape share one layout.
+  if (isa<FragmentType>(sourceType) && isa<FragmentType>(destType)) {
+    for (auto [from, to] : llvm::zip(registers.lookup(op.getSource()),
+                                     registers.lookup(op.getDest())))
+      memref::StoreOp::create(b, loc, memref::LoadOp::create(b, loc, from), to);
+    return success();
+  }
+  if (isa<FragmentType>(sourceType) && isa<LocalType>(destType))
+    return op.emitOpError("cannot copy a fragment into a local tile (every "
+                          "thread would need every element); go through "
+                          "shared memory");
+
+  // The side without offsets is the tile whose shape is the window's.
+  bool windowIsSource = !op.getSourceOffsets().empty() ||
+                        (op.getDestOffsets().empty() && isa<GlobalType>(sourceType));
+  Value tile = windowIsSource ? op.getDest() : op.getSource();
+  Value window = windowIsSource ? op.getSource() : op.getDest();
+  ValueRange offsets =
+      windowIsSource ? op.getSourceOffsets() : op.getDestOffsets();
+  if (isa<FragmentType>(window.getType()))
+    return op.emitOpError("windows into fragments are not supported; copy the "
+                          "whole fragment");
+  Value windowMemref = memrefs.lookup(window);
+  bool windowIsGlobal = isa<GlobalType>(window.getType());
+  int64_t windowRank = cast<MemRefType>(windowMemref.getType()).getRank();
+  SmallVector<int64_t> tileShape = staticShape(tile.getType());
+
+  if (toShared)
+    barrier(b); // earlier readers of the destination are done
+
+  if (auto fragment = dyn_cast<FragmentType>(tile.getType())) {
+    FailureOr<VectorLayout> layout = getLayout(op, fragment);
+    if (failed(layout))
+      return failure();
+    int64_t vector = isVectorizable(windowMemref, offsets, layout->vector)
+                         ? layout->vector
+                         : 1;
+    SmallVector<Value> &regs = registers[tile];
+    for (int64_t v = 0; v < layout->getValuesPerThread(); v += vector) {
+      SmallVector<Value> coords = coordinates(b, *layout, v);
+      Value inside = isInside(b, *layout, v);
+      SmallVector<Value> indices =
+          windowIndices(b, loc, offsets, windowRank, coords);
+      if (windowIsSource) {
+        // Reads outside the tile's own coverage are harmless: those
+        // registers are never stored.
+        Value loaded =
+            loadElements(b, windowMemref, indices, vector, windowIsGlobal);
+        for (int64_t k = 0; k < vector; ++k) {
+          Value element =
+              vector == 1 ? loaded
+                          : vector::ExtractOp::create(b, loc, loaded, k)
+                                .getResult();
+          memref::StoreOp::create(b, loc, element, regs[v + k]);
+        }
+        continue;
+      }
+      Value value;
+      if (vector == 1) {
+        value = memref::LoadOp::create(b, loc, regs[v]);
+      } else {
+        SmallVector<Value> elements;
+        for (int64_t k = 0; k < vector; ++k)
+          elements.push_back(memref::LoadOp::create(b, loc, regs[v + k]));
+        value = vector::FromElementsOp::create(
+            b, loc, VectorType::get({vector}, elementType), elements);
+      }
+      storeElements(b, value, windowMemref, indices, windowIsGlobal, inside);
+    }
+    if (toShared)
+      barrier(b);
+    return success();
+  }
+
+  Value tileMemref = memrefs.lookup(tile);
+  if (isa<LocalType>(tile.getType())) {
+    // Every thread holds the whole local tile; global writes come from
+    // thread 0 only.
+    VectorLayout all{tileShape, 1, 1};
+    Value writer = (!windowIsSource && windowIsGlobal) ? isThreadZero(b)
+                                                       : Value();
+    for (int64_t e = 0; e < all.getNumElements(); ++e) {
+      SmallVector<Value> coords;
+      int64_t stride = all.getNumElements();
+      for (int64_t size : tileShape) {
+        stride /= size;
+        coords.push_back(index(b, e / stride % size));
+      }
+      SmallVector<Value> indices =
+          windowIndices(b, loc, offsets, windowRank, coords);
+      if (windowIsSource) {
+        Value value = loadElements(b, windowMemref, indices, 1, windowIsGlobal);
+        memref::StoreOp::create(b, loc, value, tileMemref, coords);
+      } else {
+        Value value = memref::LoadOp::create(b, loc, tileMemref, coords);
+        storeElements(b, value, windowMemref, indices, windowIsGlobal, writer);
+      }
+    }
+    if (toShared)
+      barrier(b);
+    return success();
+  }
+
+  // A whole shared tile moved cooperatively by every thread.
+  VectorLayout layout = getCooperativeLayout(tileShape, elementType);
+  int64_t vector =
+      isVectorizable(windowMemref, offsets, layout.vector) ? layout.vector : 1;
+  if (vector != layout.vector)
+    layout.vector = vector;
+  for (int64_t v = 0; v < layout.getValuesPerThread(); v += vector) {
+    SmallVector<Value> coords = coordinates(b, layout, v);
+    Value inside = isInside(b, layout, v);
+    SmallVector<Value> indices =
+        windowIndices(b, loc, offsets, windowRank, coords);
+    emitIf(b, inside, [&](OpBuilder &nested) {
+      if (windowIsSource) {
+        Value value = loadElements(nested, windowMemref, indices, vector,
+                                   windowIsGlobal);
+        storeElements(nested, value, tileMemref, coords, false, Value());
+      } else {
+        Value value = loadElements(nested, tileMemref, coords, vector, false);
+        storeElements(nested, value, windowMemref, indices, windowIsGlobal,
+                      Value());
+      }
+    });
+  }
+  if (toShared)
+    barrier(b);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Fill, cast
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelLowering::lowerFill(Operation *op, Value dest, Value value,
+                                        OpBuilder &b) {
+  Location loc = op->getLoc();
+  Type type = dest.getType();
+  if (isa<FragmentType>(type)) {
+    for (Value reg : registers.lookup(dest))
+      memref::StoreOp::create(b, loc, value, reg);
+    return success();
+  }
+  SmallVector<int64_t> shape = staticShape(type);
+  Value memref = memrefs.lookup(dest);
+  if (isa<LocalType>(type)) {
+    VectorLayout all{shape, 1, 1};
+    for (int64_t e = 0; e < all.getNumElements(); ++e) {
+      SmallVector<Value> coords;
+      int64_t stride = all.getNumElements();
+      for (int64_t size : shape) {
+        stride /= size;
+        coords.push_back(index(b, e / stride % size));
+      }
+      memref::StoreOp::create(b, loc, value, memref, coords);
+    }
+    return success();
+  }
+  barrier(b);
+  VectorLayout layout = getCooperativeLayout(shape, value.getType());
+  Value splat =
+      layout.vector == 1
+          ? value
+          : vector::BroadcastOp::create(
+                b, loc, VectorType::get({layout.vector}, value.getType()), value)
+                .getResult();
+  for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector)
+    storeElements(b, splat, memref, coordinates(b, layout, v), false,
+                  isInside(b, layout, v));
+  barrier(b);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerCast(CastOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  Type sourceType = op.getSource().getType(), destType = op.getDest().getType();
+  Type to = elementTypeOf(destType);
+  if (!isa<FragmentType>(sourceType))
+    return op.emitOpError("casts from ") << getTileMemoryKindName(sourceType)
+                                         << " tiles are not supported yet; "
+                                            "cast a fragment";
+  SmallVector<Value> &from = registers[op.getSource()];
+  if (auto fragment = dyn_cast<FragmentType>(destType)) {
+    SmallVector<Value> &into = registers[op.getDest()];
+    for (size_t v = 0; v + 1 < from.size(); v += 2) {
+      auto [first, second] =
+          convertPair(b, memref::LoadOp::create(b, loc, from[v]),
+                      memref::LoadOp::create(b, loc, from[v + 1]), to);
+      memref::StoreOp::create(b, loc, first, into[v]);
+      memref::StoreOp::create(b, loc, second, into[v + 1]);
+    }
+    if (from.size() % 2)
+      memref::StoreOp::create(
+          b, loc,
+          convertElement(b, memref::LoadOp::create(b, loc, from.back()), to),
+          into.back());
+    return success();
+  }
+  if (!isa<SharedType>(destType))
+    return op.emitOpError("casts into local tiles are not supported yet");
+  FailureOr<VectorLayout> layout =
+      getLayout(op, cast<FragmentType>(sourceType));
+  if (failed(layout))
+    return failure();
+  barrier(b);
+  Value memref = memrefs.lookup(op.getDest());
+  for (int64_t v = 0; v < layout->getValuesPerThread(); ++v) {
+    Value converted =
+        convertElement(b, memref::LoadOp::create(b, loc, from[v]), to);
+    storeElements(b, converted, memref, coordinates(b, *layout, v), false,
+                  isInside(b, *layout, v));
+  }
+  barrier(b);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Element access
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
+                                        const ElementContext *context) {
+  Location loc = op.getLoc();
+  Type type = op.getSource().getType();
+  Value result;
+  if (isa<FragmentType>(type)) {
+    if (!context)
+      return op.emitOpError("fragment element read outside tile.parallel");
+    result = memref::LoadOp::create(
+        b, loc, registers.lookup(op.getSource())[context->value]);
+  } else {
+    result = loadElements(b, memrefs.lookup(op.getSource()), op.getIndices(),
+                          1, isa<GlobalType>(type));
+  }
+  op.getResult().replaceAllUsesWith(result);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerStore(StoreOp op, OpBuilder &b,
+                                         const ElementContext *context) {
+  Location loc = op.getLoc();
+  Type type = op.getDest().getType();
+  if (isa<FragmentType>(type)) {
+    if (!context)
+      return op.emitOpError("fragment element written outside tile.parallel");
+    memref::StoreOp::create(b, loc, op.getValue(),
+                            registers.lookup(op.getDest())[context->value]);
+    return success();
+  }
+  // Serial code runs in every thread; one of them performs the write.
+  Value writer = (!context && !isa<LocalType>(type)) ? isThreadZero(b) : Value();
+  storeElements(b, op.getValue(), memrefs.lookup(op.getDest()),
+                op.getIndices(), isa<GlobalType>(type), writer);
+  if (!context && isa<SharedType>(type))
+    barrier(b);
+  return success();
+}

@@ -1,0 +1,295 @@
+//===- ReduceOp.cpp - Lower tile.reduce: registers, shuffles, shared ------===//
+//
+// With vector row-major layouts of power-of-two shapes, every bit of an
+// element's linear index comes from a bit of the value index (registers of
+// one thread), of the lane, or of the warp. Reducing a dimension means
+// combining over the linear-index bits of that dimension: value bits inside
+// the thread, lane bits with xor warp shuffles, warp bits through a shared
+// scratch area read back by the threads that own each output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace hisa::tile;
+
+namespace {
+
+struct Combiner {
+  ReduceKind kind;
+  Type type;
+
+  bool isFloat() const { return isa<FloatType>(type); }
+
+  Value identity(OpBuilder &b, Location loc) const {
+    if (isFloat()) {
+      auto floatType = cast<FloatType>(type);
+      const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+      APFloat value = APFloat::getZero(semantics);
+      if (kind == ReduceKind::Max)
+        value = APFloat::getInf(semantics, /*Negative=*/true);
+      if (kind == ReduceKind::Min)
+        value = APFloat::getInf(semantics, /*Negative=*/false);
+      return arith::ConstantOp::create(b, loc, floatType,
+                                       b.getFloatAttr(floatType, value));
+    }
+    unsigned width = type.getIntOrFloatBitWidth();
+    APInt value = APInt::getZero(width);
+    if (kind == ReduceKind::Max)
+      value = APInt::getSignedMinValue(width);
+    if (kind == ReduceKind::Min)
+      value = APInt::getSignedMaxValue(width);
+    return arith::ConstantOp::create(b, loc, type,
+                                     b.getIntegerAttr(type, value));
+  }
+
+  /// The value an element contributes (its magnitude for abs kinds).
+  Value leaf(OpBuilder &b, Location loc, Value value) const {
+    if (kind != ReduceKind::AbsMax && kind != ReduceKind::AbsSum)
+      return value;
+    if (isFloat())
+      return math::AbsFOp::create(b, loc, value);
+    return math::AbsIOp::create(b, loc, value);
+  }
+
+  Value combine(OpBuilder &b, Location loc, Value lhs, Value rhs) const {
+    switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::AbsSum:
+      return isFloat() ? arith::AddFOp::create(b, loc, lhs, rhs).getResult()
+                       : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
+    case ReduceKind::Max:
+    case ReduceKind::AbsMax:
+      return isFloat()
+                 ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
+                 : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
+    case ReduceKind::Min:
+      return isFloat()
+                 ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
+                 : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
+    }
+    llvm_unreachable("unknown reduce kind");
+  }
+};
+
+bool isPowerOfTwo(int64_t value) {
+  return value > 0 && llvm::isPowerOf2_64(value);
+}
+
+} // namespace
+
+LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto sourceType = dyn_cast<FragmentType>(op.getSource().getType());
+  if (!sourceType)
+    return op.emitOpError("reductions of shared tiles are not supported yet; "
+                          "copy the tile to a fragment first");
+  FailureOr<VectorLayout> layout = getLayout(op, sourceType);
+  if (failed(layout))
+    return failure();
+  Type elementType = sourceType.getElementType();
+  if (!elementType.isF32() && !elementType.isInteger(32))
+    return op.emitOpError("reduces f32 or i32 fragments only, got ")
+           << elementType << "; cast the fragment first";
+  if (!llvm::all_of(layout->shape, isPowerOfTwo) || !isPowerOfTwo(threads))
+    return op.emitOpError("reductions need power-of-two fragment shapes, got ")
+           << formatDims(sourceType.getDims());
+
+  Combiner combiner{op.getKind(), elementType};
+  int64_t dim = op.getDim();
+  int64_t lo = 0;
+  for (int64_t i = dim + 1; i < static_cast<int64_t>(layout->shape.size()); ++i)
+    lo += llvm::Log2_64(layout->shape[i]);
+  int64_t hi = lo + llvm::Log2_64(layout->shape[dim]);
+  auto reduced = [&](int64_t linearBit) {
+    return linearBit >= lo && linearBit < hi;
+  };
+  int64_t logVector = llvm::Log2_64(layout->vector);
+  int64_t logThreads = llvm::Log2_64(threads);
+  int64_t values = layout->getValuesPerThread();
+
+  // 1. Registers: value-index bits that belong to the reduced dimension.
+  int64_t valueMask = 0;
+  for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
+    int64_t linearBit = bit < logVector ? bit : bit + logThreads;
+    if (reduced(linearBit))
+      valueMask |= int64_t(1) << bit;
+  }
+  SmallVector<Value> &regs = registers[op.getSource()];
+  llvm::MapVector<int64_t, Value> partial;
+  for (int64_t v = 0; v < values; ++v) {
+    Value element = combiner.leaf(b, loc, memref::LoadOp::create(b, loc, regs[v]));
+    if (Value inside = isInside(b, *layout, v))
+      element = arith::SelectOp::create(b, loc, inside, element,
+                                        combiner.identity(b, loc));
+    int64_t key = v & ~valueMask;
+    auto [it, inserted] = partial.insert({key, element});
+    if (!inserted)
+      it->second = combiner.combine(b, loc, it->second, element);
+  }
+
+  // 2. Lanes: xor shuffles over the reduced lane bits.
+  int64_t laneMask = 0;
+  SmallVector<int64_t> warpBits;
+  for (int64_t bit = 0; bit < logThreads; ++bit) {
+    if (!reduced(logVector + bit))
+      continue;
+    if (bit < 5)
+      laneMask |= int64_t(1) << bit;
+    else
+      warpBits.push_back(bit);
+  }
+  Type i32 = b.getI32Type();
+  Value width = arith::ConstantIntOp::create(b, loc, i32, 32);
+  for (int64_t bit = 0; bit < 5; ++bit) {
+    if (!(laneMask & (int64_t(1) << bit)))
+      continue;
+    Value offset = arith::ConstantIntOp::create(b, loc, i32, 1 << bit);
+    for (auto &[key, value] : partial) {
+      Value other = gpu::ShuffleOp::create(b, loc, value, offset, width,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      value = combiner.combine(b, loc, value, other);
+    }
+  }
+
+  // 3. Warps: each lane-reduced thread writes its partial results to the
+  //    scratch slice of its warp group.
+  int64_t outputs = layout->getNumElements() / layout->shape[dim];
+  int64_t slices = int64_t(1) << warpBits.size();
+  auto scratchOffset = launch->getAttrOfType<IntegerAttr>("tile.scratch_offset");
+  if (!scratchOffset || !sharedBase)
+    return op.emitOpError("has no reduction scratch; run "
+                          "tile-plan-shared-memory first");
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value scratch = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({slices * outputs}, elementType,
+                      MemRefLayoutAttrInterface(), workgroup),
+      sharedBase, index(b, scratchOffset.getInt()), ValueRange());
+  barrier(b);
+  Value laneBits = arith::AndIOp::create(b, loc, threadId, index(b, laneMask));
+  Value writer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       laneBits, index(b, 0));
+  Value slice = index(b, 0);
+  for (auto [j, bit] : llvm::enumerate(warpBits)) {
+    Value bitValue = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, threadId, index(b, bit)),
+        index(b, 1));
+    slice = arith::AddIOp::create(
+        b, loc, slice,
+        arith::ShLIOp::create(b, loc, bitValue, index(b, j)));
+  }
+  Value sliceBase = arith::MulIOp::create(b, loc, slice, index(b, outputs));
+  for (auto &[key, value] : partial) {
+    // Linear index of (thread, key); dropping the reduced bits gives the
+    // output's row-major index.
+    Value linear = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, threadId, index(b, layout->vector)),
+        index(b, layout->getLinearIndex(0, key)));
+    Value low = arith::AndIOp::create(b, loc, linear,
+                                      index(b, (int64_t(1) << lo) - 1));
+    Value high = arith::ShLIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, linear, index(b, hi)),
+        index(b, lo));
+    Value output = arith::OrIOp::create(b, loc, low, high);
+    Value predicate = writer;
+    if (Value inside = isInside(b, *layout, key))
+      predicate = arith::AndIOp::create(b, loc, predicate, inside);
+    storeElements(b, value, scratch,
+                  {arith::AddIOp::create(b, loc, sliceBase, output).getResult()},
+                  false, predicate);
+  }
+  barrier(b);
+
+  // 4. The owners of the outputs combine the slices.
+  auto combineSlices = [&](Value output) {
+    Value result = memref::LoadOp::create(b, loc, scratch, output);
+    for (int64_t s = 1; s < slices; ++s) {
+      Value at = arith::AddIOp::create(b, loc, output, index(b, s * outputs));
+      result = combiner.combine(b, loc, result,
+                                memref::LoadOp::create(b, loc, scratch, at));
+    }
+    return result;
+  };
+  Type destType = op.getDest().getType();
+  if (auto destFragment = dyn_cast<FragmentType>(destType)) {
+    FailureOr<VectorLayout> destLayout = getLayout(op, destFragment);
+    if (failed(destLayout))
+      return failure();
+    SmallVector<Value> &destRegs = registers[op.getDest()];
+    for (int64_t v = 0; v < destLayout->getValuesPerThread(); ++v) {
+      Value linear = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, threadId, index(b, destLayout->vector)),
+          index(b, destLayout->getLinearIndex(0, v)));
+      if (Value inside = isInside(b, *destLayout, v))
+        linear = arith::SelectOp::create(b, loc, inside, linear, index(b, 0));
+      Value result = combineSlices(linear);
+      if (op.getAccumulate())
+        result = combiner.combine(
+            b, loc,
+            combiner.leaf(b, loc, memref::LoadOp::create(b, loc, destRegs[v])),
+            result);
+      memref::StoreOp::create(b, loc, result, destRegs[v]);
+    }
+    return success();
+  }
+  Value destMemref = memrefs.lookup(op.getDest());
+  SmallVector<int64_t> destShape =
+      *getTileShapeAndElementType(destType)->first.getStaticSizes();
+  auto delinearize = [&](int64_t output) {
+    SmallVector<Value> coords;
+    int64_t stride = outputs;
+    for (int64_t size : destShape) {
+      stride /= size;
+      coords.push_back(index(b, output / stride % size));
+    }
+    return coords;
+  };
+  if (isa<LocalType>(destType)) {
+    for (int64_t o = 0; o < outputs; ++o) {
+      SmallVector<Value> coords = delinearize(o);
+      Value result = combineSlices(index(b, o));
+      if (op.getAccumulate())
+        result = combiner.combine(
+            b, loc,
+            combiner.leaf(b, loc,
+                          memref::LoadOp::create(b, loc, destMemref, coords)),
+            result);
+      memref::StoreOp::create(b, loc, result, destMemref, coords);
+    }
+    return success();
+  }
+  // Shared destination: every thread writes some outputs.
+  VectorLayout destLayout{destShape, threads, 1};
+  for (int64_t v = 0; v < destLayout.getValuesPerThread(); ++v) {
+    SmallVector<Value> coords = coordinates(b, destLayout, v);
+    Value linear =
+        arith::AddIOp::create(b, loc, threadId,
+                              index(b, destLayout.getLinearIndex(0, v)));
+    emitIf(b, isInside(b, destLayout, v), [&](OpBuilder &nested) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(nested.getInsertionBlock(),
+                          nested.getInsertionPoint());
+      Value result = combineSlices(linear);
+      if (op.getAccumulate())
+        result = combiner.combine(
+            b, loc,
+            combiner.leaf(b, loc,
+                          memref::LoadOp::create(b, loc, destMemref, coords)),
+            result);
+      memref::StoreOp::create(b, loc, result, destMemref, coords);
+    });
+  }
+  barrier(b);
+  return success();
+}

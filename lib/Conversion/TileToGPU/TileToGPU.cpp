@@ -1,0 +1,432 @@
+//===- TileToGPU.cpp - Lower tile kernels to gpu.func ---------------------===//
+
+#include "KernelLowering.h"
+
+#include "hisa/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace hisa {
+#define GEN_PASS_DEF_CONVERTTILETOGPU
+#include "hisa/Conversion/Passes.h.inc"
+} // namespace hisa
+
+using namespace mlir;
+using namespace hisa::tile;
+
+bool hisa::tile::isFloat8(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+Value KernelLowering::index(OpBuilder &b, int64_t value) {
+  return arith::ConstantIndexOp::create(b, func.getLoc(), value);
+}
+
+Value KernelLowering::zero(OpBuilder &b, Type type) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(
+        b, func.getLoc(), type,
+        DenseElementsAttr::get(vector, b.getZeroAttr(vector.getElementType())));
+  return arith::ConstantOp::create(b, func.getLoc(), type,
+                                   cast<TypedAttr>(b.getZeroAttr(type)));
+}
+
+SmallVector<Value> KernelLowering::coordinates(OpBuilder &b,
+                                               const VectorLayout &layout,
+                                               int64_t v) {
+  Location loc = func.getLoc();
+  int64_t base = layout.getLinearIndex(0, v);
+  Value linear = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, threadId, index(b, layout.vector)),
+      index(b, base));
+  SmallVector<Value> coords;
+  int64_t stride = layout.getNumElements();
+  for (auto [i, size] : llvm::enumerate(layout.shape)) {
+    stride /= size;
+    Value coord = arith::DivUIOp::create(b, loc, linear, index(b, stride));
+    if (i != 0)
+      coord = arith::RemUIOp::create(b, loc, coord, index(b, size));
+    coords.push_back(coord);
+  }
+  return coords;
+}
+
+Value KernelLowering::isInside(OpBuilder &b, const VectorLayout &layout,
+                               int64_t v) {
+  if (!layout.hasPartialCoverage())
+    return Value();
+  Location loc = func.getLoc();
+  Value linear = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, threadId, index(b, layout.vector)),
+      index(b, layout.getLinearIndex(0, v)));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
+                               index(b, layout.getNumElements()));
+}
+
+FailureOr<VectorLayout> KernelLowering::getLayout(Operation *op,
+                                                  FragmentType type) {
+  std::optional<SmallVector<int64_t>> shape =
+      type.getTileShape().getStaticSizes();
+  if (!type.getLayout() || !shape)
+    return op->emitOpError("fragment ")
+           << type << " has no layout; run tile-assign-layouts first";
+  std::optional<VectorLayout> layout =
+      VectorLayout::fromAttr(type.getLayout(), *shape);
+  if (!layout)
+    return op->emitOpError("cannot lower fragment layout ")
+           << type.getLayout()
+           << ": only the vector row-major layouts of tile-assign-layouts are "
+              "supported";
+  return *layout;
+}
+
+VectorLayout KernelLowering::getCooperativeLayout(ArrayRef<int64_t> shape,
+                                                  Type elementType) {
+  int64_t bytes = std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    elements *= size;
+  int64_t vector = std::max<int64_t>(1, 16 / bytes);
+  while (vector > 1 &&
+         (shape.back() % vector != 0 || elements < threads * vector))
+    vector /= 2;
+  return VectorLayout{SmallVector<int64_t>(shape), threads, vector};
+}
+
+Value KernelLowering::inBounds(OpBuilder &b, Value memref, ValueRange indices,
+                               int64_t vector) {
+  Location loc = func.getLoc();
+  auto type = cast<MemRefType>(memref.getType());
+  Value all;
+  for (auto [i, idx] : llvm::enumerate(indices)) {
+    Value size = type.isDynamicDim(i)
+                     ? memref::DimOp::create(b, loc, memref, i).getResult()
+                     : index(b, type.getDimSize(i));
+    Value last = idx;
+    if (i + 1 == indices.size() && vector > 1)
+      last = arith::AddIOp::create(b, loc, idx, index(b, vector - 1));
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, last, size);
+    if (i + 1 == indices.size() && vector > 1) {
+      // Guard the wrap-around of a negative start too.
+      Value startInside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, idx, size);
+      inside = arith::AndIOp::create(b, loc, inside, startInside);
+    }
+    all = all ? arith::AndIOp::create(b, loc, all, inside).getResult() : inside;
+  }
+  return all;
+}
+
+Value KernelLowering::loadElements(OpBuilder &b, Value memref,
+                                   ValueRange indices, int64_t vector,
+                                   bool checkBounds) {
+  Location loc = func.getLoc();
+  Type elementType = cast<MemRefType>(memref.getType()).getElementType();
+  Type resultType = vector == 1 ? elementType
+                                : VectorType::get({vector}, elementType);
+  auto emitLoad = [&](OpBuilder &nested) -> Value {
+    if (vector == 1)
+      return memref::LoadOp::create(nested, loc, memref, indices);
+    int64_t bytes = vector * elementType.getIntOrFloatBitWidth() / 8;
+    return vector::LoadOp::create(nested, loc, cast<VectorType>(resultType),
+                                  memref, indices,
+                                  /*nontemporal=*/false,
+                                  llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+  };
+  if (!checkBounds)
+    return emitLoad(b);
+  Value inside = inBounds(b, memref, indices, vector);
+  if (vector == 1) {
+    // A masked load has no region, so CSE can merge the copies that the
+    // unrolled tile.parallel bodies repeat (a per-row scale, say).
+    auto oneElement = VectorType::get({1}, elementType);
+    auto maskType = VectorType::get({1}, b.getI1Type());
+    Value mask = vector::BroadcastOp::create(b, loc, maskType, inside);
+    Value loaded = vector::MaskedLoadOp::create(b, loc, oneElement, memref,
+                                                indices, mask,
+                                                zero(b, oneElement));
+    return vector::ExtractOp::create(b, loc, loaded, 0);
+  }
+  auto ifOp = scf::IfOp::create(
+      b, loc, inside,
+      [&](OpBuilder &nested, Location) {
+        scf::YieldOp::create(nested, loc, emitLoad(nested));
+      },
+      [&](OpBuilder &nested, Location) {
+        scf::YieldOp::create(nested, loc, zero(nested, resultType));
+      });
+  return ifOp.getResult(0);
+}
+
+void KernelLowering::storeElements(OpBuilder &b, Value value, Value memref,
+                                   ValueRange indices, bool checkBounds,
+                                   Value predicate) {
+  Location loc = func.getLoc();
+  int64_t vector = 1;
+  if (auto vectorType = dyn_cast<VectorType>(value.getType()))
+    vector = vectorType.getNumElements();
+  Value condition = predicate;
+  if (checkBounds) {
+    Value inside = inBounds(b, memref, indices, vector);
+    condition = condition
+                    ? arith::AndIOp::create(b, loc, condition, inside).getResult()
+                    : inside;
+  }
+  emitIf(b, condition, [&](OpBuilder &nested) {
+    if (vector == 1) {
+      memref::StoreOp::create(nested, loc, value, memref, indices);
+      return;
+    }
+    Type elementType = cast<MemRefType>(memref.getType()).getElementType();
+    int64_t bytes = vector * elementType.getIntOrFloatBitWidth() / 8;
+    vector::StoreOp::create(nested, loc, value, memref, indices,
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+  });
+}
+
+void KernelLowering::emitIf(OpBuilder &b, Value condition,
+                            function_ref<void(OpBuilder &)> body) {
+  if (!condition) {
+    body(b);
+    return;
+  }
+  auto ifOp = scf::IfOp::create(b, func.getLoc(), condition,
+                                /*withElseRegion=*/false);
+  OpBuilder nested = ifOp.getThenBodyBuilder();
+  body(nested);
+}
+
+void KernelLowering::barrier(OpBuilder &b) {
+  // Adjacent barriers are redundant.
+  Block *block = b.getInsertionBlock();
+  Block::iterator point = b.getInsertionPoint();
+  if (point != block->begin() && isa<gpu::BarrierOp>(*std::prev(point)))
+    return;
+  gpu::BarrierOp::create(b, func.getLoc());
+}
+
+Value KernelLowering::isThreadZero(OpBuilder &b) {
+  return arith::CmpIOp::create(b, func.getLoc(), arith::CmpIPredicate::eq,
+                               threadId, index(b, 0));
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelLowering::lowerNested(Operation *root,
+                                          const ElementContext *context) {
+  SmallVector<Operation *> tileOps;
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (!isa<TileDialect>(op->getDialect()))
+      return WalkResult::advance();
+    tileOps.push_back(op);
+    // These lower their own bodies.
+    if (isa<ParallelOp, PipelinedOp>(op))
+      return WalkResult::skip();
+    return WalkResult::advance();
+  });
+  for (Operation *op : tileOps) {
+    OpBuilder b(op);
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(op)
+            .Case([&](AllocOp alloc) { return lowerAlloc(alloc, b); })
+            .Case([&](ViewOp view) { return lowerView(view, b); })
+            .Case([&](CopyOp copy) { return lowerCopy(copy, b); })
+            .Case([&](FillOp fill) {
+              return lowerFill(fill, fill.getDest(), fill.getValue(), b);
+            })
+            .Case([&](ClearOp clear) {
+              Type element = getTileShapeAndElementType(
+                                 clear.getDest().getType())->second;
+              return lowerFill(clear, clear.getDest(), zero(b, element), b);
+            })
+            .Case([&](CastOp cast) { return lowerCast(cast, b); })
+            .Case([&](LoadOp load) { return lowerLoad(load, b, context); })
+            .Case([&](StoreOp store) { return lowerStore(store, b, context); })
+            .Case([&](ParallelOp parallel) { return lowerParallel(parallel, b); })
+            .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })
+            .Case([&](ReduceOp reduce) { return lowerReduce(reduce, b); })
+            .Case([&](GemmOp gemm) { return lowerGemm(gemm, b); })
+            .Case([&](DimOp dim) {
+              Value memref = memrefs.lookup(dim.getSource());
+              dim.replaceAllUsesWith(
+                  memref::DimOp::create(b, dim.getLoc(), memref, dim.getIndex())
+                      .getResult());
+              return success();
+            })
+            .Case([&](YieldOp) { return success(); })
+            .Default([&](Operation *other) {
+              return other->emitOpError("cannot be lowered inside tile.launch");
+            });
+    if (failed(result))
+      return failure();
+    lowered.push_back(op);
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &) {
+  return op.emitOpError("has no lowering yet: tensor-core gemm (wgmma) is "
+                        "the next milestone; refusing rather than emitting a "
+                        "slow path");
+}
+
+LogicalResult KernelLowering::run() {
+  Block &entry = func.getBody().front();
+  OpBuilder b(&entry, entry.begin());
+  Location loc = func.getLoc();
+  threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  auto sharedBytes = launch->getAttrOfType<IntegerAttr>("tile.shared_bytes");
+  if (!sharedBytes)
+    return launch.emitOpError("has no shared-memory plan; run "
+                              "tile-plan-shared-memory first");
+  if (sharedBytes.getInt() > 0) {
+    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    sharedBase = gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                        MemRefLayoutAttrInterface(), workgroup));
+  }
+  // Allocations first: their storage goes to the entry block, where LLVM
+  // promotes the per-value allocas to registers.
+  SmallVector<Operation *> roots;
+  for (Operation &op : entry)
+    roots.push_back(&op);
+  for (Operation *root : roots)
+    if (failed(lowerNested(root, nullptr)))
+      return failure();
+  for (Operation *op : llvm::reverse(lowered)) {
+    op->dropAllUses();
+    op->erase();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The memref a global tensor argument becomes.
+MemRefType getGlobalMemRefType(GlobalType type) {
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    shape.push_back(type.getTileShape().getStaticSize(i).value_or(
+        ShapedType::kDynamic));
+  return MemRefType::get(shape, type.getElementType());
+}
+
+LogicalResult convertKernel(KernelOp kernel) {
+  LaunchOp launch = kernel.getLaunch();
+  Location loc = kernel.getLoc();
+  for (Type type : kernel.getArgumentTypes())
+    if (auto global = dyn_cast<GlobalType>(type))
+      for (int64_t i = 0; i < global.getRank(); ++i)
+        if (global.getTileShape().isSymbolic(i))
+          return kernel.emitOpError("has unbound parameters; run "
+                                    "tile-bind-params first");
+
+  OpBuilder b(kernel);
+  auto gpuModule = gpu::GPUModuleOp::create(
+      b, loc, (kernel.getSymName() + "_module").str());
+  b.setInsertionPointToStart(gpuModule.getBody());
+  SmallVector<Type> argumentTypes;
+  for (Type type : kernel.getArgumentTypes())
+    argumentTypes.push_back(isa<GlobalType>(type)
+                                ? getGlobalMemRefType(cast<GlobalType>(type))
+                                : type);
+  auto func = gpu::GPUFuncOp::create(b, loc, kernel.getSymName(),
+                                     b.getFunctionType(argumentTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(launch.getThreads()), 1, 1}));
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+
+  // Global arguments keep their tile type inside the body (the tile ops still
+  // need it) through a cast from the memref argument; the lowering then uses
+  // the memref.
+  KernelLowering lowering(launch, func);
+  IRMapping mapping;
+  SmallVector<Operation *> argumentCasts;
+  for (auto [from, to] :
+       llvm::zip(kernel.getBody().getArguments(), entry.getArguments())) {
+    if (!isa<GlobalType>(from.getType())) {
+      mapping.map(from, to);
+      continue;
+    }
+    auto cast = UnrealizedConversionCastOp::create(b, loc, from.getType(), to);
+    mapping.map(from, cast.getResult(0));
+    lowering.memrefs[cast.getResult(0)] = to;
+    argumentCasts.push_back(cast);
+  }
+  // The host side (grid arithmetic) is recomputed where the device needs it.
+  for (Operation &op : kernel.getBody().front()) {
+    if (isa<LaunchOp, ReturnOp>(op))
+      continue;
+    if (auto dim = dyn_cast<DimOp>(op)) {
+      Value memref = lowering.memrefs.lookup(mapping.lookup(dim.getSource()));
+      mapping.map(dim.getResult(),
+                  memref::DimOp::create(b, loc, memref, dim.getIndex())
+                      .getResult());
+      continue;
+    }
+    b.clone(op, mapping);
+  }
+  static constexpr gpu::Dimension dims[] = {
+      gpu::Dimension::x, gpu::Dimension::y, gpu::Dimension::z};
+  for (auto [i, blockIndex] : llvm::enumerate(launch.getBlockIndices()))
+    mapping.map(blockIndex,
+                gpu::BlockIdOp::create(b, loc, dims[i]).getResult());
+  auto ret = gpu::ReturnOp::create(b, loc);
+
+  Block &body = launch.getBody().front();
+  body.getTerminator()->erase();
+  entry.getOperations().splice(Block::iterator(ret), body.getOperations());
+  for (auto [from, to] : mapping.getValueMap())
+    from.replaceUsesWithIf(to, [&](OpOperand &use) {
+      return func->isProperAncestor(use.getOwner());
+    });
+
+  if (failed(lowering.run()))
+    return failure();
+  for (Operation *cast : argumentCasts)
+    cast->erase();
+  // Record what the host needs to launch.
+  func->setAttr("tile.shared_bytes", launch->getAttr("tile.shared_bytes"));
+  kernel.erase();
+  return success();
+}
+
+struct ConvertTileToGPUPass
+    : public hisa::impl::ConvertTileToGPUBase<ConvertTileToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
+    if (kernels.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(module.getContext()));
+    for (KernelOp kernel : kernels)
+      if (failed(convertKernel(kernel)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,184 @@
+//===- AssignLayouts.cpp - Give every fragment a thread layout ------------===//
+
+#include "hisa/Dialect/Tile/IR/TileLayouts.h"
+#include "hisa/Dialect/Tile/Transforms/Passes.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace hisa::tile {
+#define GEN_PASS_DEF_TILEASSIGNLAYOUTS
+#include "hisa/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace hisa::tile
+
+using namespace mlir;
+using namespace hisa::tile;
+
+namespace {
+
+using Shape = SmallVector<int64_t>;
+
+/// A set of shapes that must share one layout, with what constrains it.
+struct LayoutGroup {
+  int64_t minElementBytes = 0; // 0: no fragment in the group
+  int64_t innermostGcd = 0;
+  int64_t minElements = 0;
+};
+
+struct TileAssignLayoutsPass
+    : public hisa::tile::impl::TileAssignLayoutsBase<TileAssignLayoutsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
+      LaunchOp launch = kernel.getLaunch();
+      if (launch && failed(assignLaunch(launch)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult assignLaunch(LaunchOp launch) {
+    int64_t threads = launch.getThreads();
+    // Shapes are grouped: fragments of one shape, parallel domains of that
+    // shape, and both sides of a view share a layout.
+    SmallVector<Shape> shapes;
+    llvm::EquivalenceClasses<unsigned> classes;
+    auto shapeId = [&](ArrayRef<int64_t> shape) -> unsigned {
+      for (auto [i, known] : llvm::enumerate(shapes))
+        if (ArrayRef<int64_t>(known) == shape)
+          return i;
+      shapes.push_back(Shape(shape));
+      classes.insert(shapes.size() - 1);
+      return shapes.size() - 1;
+    };
+    llvm::MapVector<unsigned, int64_t> elementBytes; // shape -> min bytes
+
+    SmallVector<Value> fragments;
+    SmallVector<ParallelOp> parallels;
+    WalkResult walk = launch.walk([&](Operation *op) -> WalkResult {
+      for (Value result : op->getResults()) {
+        auto fragment = dyn_cast<FragmentType>(result.getType());
+        if (!fragment)
+          continue;
+        std::optional<SmallVector<int64_t>> sizes =
+            fragment.getTileShape().getStaticSizes();
+        if (!sizes)
+          return op->emitOpError("fragment shape ")
+                 << formatDims(fragment.getDims())
+                 << " is not bound; run tile-bind-params first";
+        unsigned id = shapeId(*sizes);
+        int64_t bytes =
+            std::max<int64_t>(1, fragment.getElementType().getIntOrFloatBitWidth() / 8);
+        auto [it, inserted] = elementBytes.insert({id, bytes});
+        if (!inserted)
+          it->second = std::min(it->second, bytes);
+        fragments.push_back(result);
+        if (auto view = dyn_cast<ViewOp>(op)) {
+          auto sourceSizes = cast<FragmentType>(view.getSource().getType())
+                                 .getTileShape()
+                                 .getStaticSizes();
+          if (sourceSizes)
+            classes.unionSets(id, shapeId(*sourceSizes));
+        }
+      }
+      if (auto parallel = dyn_cast<ParallelOp>(op)) {
+        std::optional<SmallVector<int64_t>> sizes =
+            parallel.getDomain().getStaticSizes();
+        if (!sizes)
+          return parallel.emitOpError("domain ")
+                 << formatDims(parallel.getExtents())
+                 << " is not bound; run tile-bind-params first";
+        shapeId(*sizes);
+        parallels.push_back(parallel);
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+
+    // One vector length per group.
+    DenseMap<unsigned, int64_t> vectorOfLeader;
+    for (auto it = classes.begin(); it != classes.end(); ++it) {
+      if (!(*it)->isLeader())
+        continue;
+      int64_t minBytes = 0, gcd = 0, minElements = INT64_MAX;
+      for (auto member = classes.member_begin(**it);
+           member != classes.member_end(); ++member) {
+        const Shape &shape = shapes[*member];
+        gcd = std::gcd(gcd, shape.back());
+        int64_t elements = 1;
+        for (int64_t size : shape)
+          elements *= size;
+        minElements = std::min(minElements, elements);
+        auto bytes = elementBytes.find(*member);
+        if (bytes != elementBytes.end())
+          minBytes = minBytes ? std::min(minBytes, bytes->second) : bytes->second;
+      }
+      // Domains with no fragment move f32-sized data.
+      int64_t vector = vectorBytes / (minBytes ? minBytes : 4);
+      vector = std::min(vector, gcd);
+      vector = std::min(vector, std::max<int64_t>(1, minElements / threads));
+      vector = std::max<int64_t>(1, llvm::bit_floor(static_cast<uint64_t>(vector)));
+      while (gcd % vector != 0)
+        vector /= 2;
+      vectorOfLeader[(*it)->getData()] = vector;
+    }
+    auto layoutFor = [&](ArrayRef<int64_t> shape) {
+      unsigned id = shapeId(shape);
+      VectorLayout layout{Shape(shape), threads,
+                          vectorOfLeader.lookup(classes.getLeaderValue(id))};
+      return layout.toAttr(launch.getContext());
+    };
+
+    for (Value fragment : fragments) {
+      auto type = cast<FragmentType>(fragment.getType());
+      auto sizes = *type.getTileShape().getStaticSizes();
+      fragment.setType(FragmentType::get(type.getContext(), type.getDims(),
+                                         type.getElementType(),
+                                         layoutFor(sizes)));
+    }
+    for (ParallelOp parallel : parallels)
+      parallel.setLayoutAttr(layoutFor(*parallel.getDomain().getStaticSizes()));
+    return verifyFragmentAccesses(launch);
+  }
+
+  /// Fragment elements live in the registers of the thread that owns them.
+  LogicalResult verifyFragmentAccesses(LaunchOp launch) {
+    WalkResult walk = launch.walk([&](Operation *op) -> WalkResult {
+      Value buffer;
+      OperandRange indices = op->getOperands();
+      if (auto load = dyn_cast<LoadOp>(op)) {
+        buffer = load.getSource();
+        indices = load.getIndices();
+      } else if (auto store = dyn_cast<StoreOp>(op)) {
+        buffer = store.getDest();
+        indices = store.getIndices();
+      } else {
+        return WalkResult::advance();
+      }
+      auto fragment = dyn_cast<FragmentType>(buffer.getType());
+      if (!fragment)
+        return WalkResult::advance();
+      auto parallel = op->getParentOfType<ParallelOp>();
+      if (!parallel)
+        return op->emitOpError("accesses a fragment outside tile.parallel; "
+                               "fragment elements are spread over the "
+                               "threads, so copy the fragment to shared "
+                               "memory or a local tile first");
+      if (parallel.getExtents() != fragment.getDims() ||
+          !llvm::equal(indices, parallel.getInductionVars()))
+        return op->emitOpError("accesses fragment ")
+               << formatDims(fragment.getDims())
+               << " at indices other than the induction variables of the "
+                  "enclosing tile.parallel over "
+               << formatDims(parallel.getExtents())
+               << "; the element may live in another thread (read it from "
+                  "shared or global memory instead)";
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+};
+
+} // namespace

@@ -1,0 +1,132 @@
+//===- PlanSharedMemory.cpp - Place shared tiles in one buffer ------------===//
+
+#include "hisa/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace hisa::tile {
+#define GEN_PASS_DEF_TILEPLANSHAREDMEMORY
+#include "hisa/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace hisa::tile
+
+using namespace mlir;
+using namespace hisa::tile;
+
+namespace {
+
+struct SharedTile {
+  AllocOp alloc;
+  int64_t bytes;
+  unsigned firstUse, lastUse; // positions in the launch body
+  int64_t offset = -1;
+};
+
+/// Bytes a tile of static shape needs.
+int64_t getStaticBytes(Type type) {
+  auto [shape, elementType] = *getTileShapeAndElementType(type);
+  int64_t elements = 1;
+  for (int64_t size : *shape.getStaticSizes())
+    elements *= size;
+  return (elements * elementType.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+struct TilePlanSharedMemoryPass
+    : public hisa::tile::impl::TilePlanSharedMemoryBase<
+          TilePlanSharedMemoryPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (KernelOp kernel : getOperation().getOps<KernelOp>())
+      if (LaunchOp launch = kernel.getLaunch())
+        if (failed(planLaunch(launch)))
+          return signalPassFailure();
+  }
+
+  LogicalResult planLaunch(LaunchOp launch) {
+    Block &body = launch.getBody().front();
+    DenseMap<Operation *, unsigned> position;
+    for (auto [i, op] : llvm::enumerate(body))
+      position[&op] = i;
+    auto topLevelPosition = [&](Operation *user) {
+      while (user->getBlock() != &body)
+        user = user->getParentOp();
+      return position.lookup(user);
+    };
+
+    SmallVector<SharedTile> tiles;
+    for (auto alloc : body.getOps<AllocOp>()) {
+      if (!isa<SharedType>(alloc.getType()))
+        continue;
+      if (!getTileShapeAndElementType(alloc.getType())
+               ->first.isFullyStatic())
+        return alloc.emitOpError("shared tile shape is not bound; run "
+                                 "tile-bind-params first");
+      SharedTile tile{alloc, getStaticBytes(alloc.getType()),
+                      position.lookup(alloc), position.lookup(alloc)};
+      // Uses through views keep the tile alive too.
+      SmallVector<Value> worklist{alloc.getResult()};
+      while (!worklist.empty()) {
+        Value value = worklist.pop_back_val();
+        for (Operation *user : value.getUsers()) {
+          unsigned at = topLevelPosition(user);
+          tile.lastUse = std::max(tile.lastUse, at);
+          if (auto view = dyn_cast<ViewOp>(user))
+            worklist.push_back(view.getResult());
+        }
+      }
+      tiles.push_back(tile);
+    }
+
+    // First fit in order of first use, against tiles whose ranges overlap.
+    int64_t end = 0;
+    for (SharedTile &tile : tiles) {
+      int64_t offset = 0;
+      bool moved = true;
+      while (moved) {
+        moved = false;
+        for (SharedTile &other : tiles) {
+          if (&other == &tile || other.offset < 0)
+            continue;
+          bool liveTogether = !(other.lastUse < tile.firstUse ||
+                                tile.lastUse < other.firstUse);
+          bool bytesOverlap = offset < other.offset + other.bytes &&
+                              other.offset < offset + tile.bytes;
+          if (liveTogether && bytesOverlap) {
+            offset = llvm::alignTo(other.offset + other.bytes, alignment);
+            moved = true;
+          }
+        }
+      }
+      tile.offset = offset;
+      end = std::max(end, offset + tile.bytes);
+      tile.alloc->setAttr("tile.offset",
+                          Builder(launch).getI64IntegerAttr(offset));
+    }
+
+    // Cross-warp reductions combine per-warp partial results in shared
+    // memory: at most one f32 per output element per warp.
+    int64_t scratch = 0;
+    int64_t warps = launch.getThreads() / 32;
+    launch.walk([&](ReduceOp reduce) {
+      int64_t outputs = getStaticBytes(reduce.getDest().getType()) * 8 /
+                        getTileShapeAndElementType(reduce.getDest().getType())
+                            ->second.getIntOrFloatBitWidth();
+      scratch = std::max(scratch, outputs * warps * 4);
+    });
+    int64_t scratchOffset = llvm::alignTo(end, alignment);
+    int64_t total = scratch ? scratchOffset + scratch : end;
+    if (total > maxBytes)
+      return launch.emitOpError("needs ")
+             << total << " bytes of shared memory (" << end
+             << " for tiles, " << scratch
+             << " for reductions); a block may use at most " << maxBytes;
+    Builder builder(launch);
+    launch->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(total));
+    launch->setAttr("tile.scratch_offset",
+                    builder.getI64IntegerAttr(scratchOffset));
+    return success();
+  }
+};
+
+} // namespace
