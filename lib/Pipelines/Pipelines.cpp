@@ -18,13 +18,22 @@
 
 using namespace mlir;
 
+void hisa::buildTilePlanningPipeline(OpPassManager &pm) {
+  pm.addPass(tile::createTileAssignLayouts());
+  pm.addPass(tile::createTilePlanSharedMemory());
+}
+
 void hisa::buildTileToNVVMPipeline(OpPassManager &pm,
                                    const TileToNVVMOptions &options) {
   tile::TileBindParamsOptions bind;
   bind.params.assign(options.params.begin(), options.params.end());
   pm.addPass(tile::createTileBindParams(bind));
-  pm.addPass(tile::createTileAssignLayouts());
-  pm.addPass(tile::createTilePlanSharedMemory());
+  buildTilePlanningPipeline(pm);
+  buildTileLoweringPipeline(pm, options);
+}
+
+void hisa::buildTileLoweringPipeline(OpPassManager &pm,
+                                     const TileToNVVMOptions &options) {
   pm.addPass(createConvertTileToGPU());
   // Fragment registers become SSA values; then CSE merges the loads that the
   // unrolled tile.parallel bodies repeat (e.g. a per-row scale).

@@ -32,6 +32,12 @@ struct TileToNVVMOptions : public mlir::PassPipelineOptions<TileToNVVMOptions> {
 void buildTileToNVVMPipeline(mlir::OpPassManager &pm,
                              const TileToNVVMOptions &options);
 
+/// The stages of the above after binding, for clients (the JIT) that read
+/// the IR in between: layouts and shared memory, then the lowering.
+void buildTilePlanningPipeline(mlir::OpPassManager &pm);
+void buildTileLoweringPipeline(mlir::OpPassManager &pm,
+                               const TileToNVVMOptions &options);
+
 /// Registers `tile-to-nvvm` with the pass registry.
 void registerTileToNVVMPipeline();
 

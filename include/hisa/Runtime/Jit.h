@@ -1,0 +1,128 @@
+//===- Jit.h - Compile, cache, load and launch tile kernels -----*- C++ -*-===//
+//
+// The C++ side of the JIT driver: DSL source + kernel name + parameters +
+// target -> PTX -> cubin (ptxas), cached on disk and in memory, loaded with
+// the CUDA driver and launched with arguments packed for the kernel ABI of
+// convert-tile-to-gpu. hisa_runtime.h is the C ABI over it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_RUNTIME_JIT_H
+#define HISA_RUNTIME_JIT_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hisa::runtime {
+
+/// What the host must know about a compiled kernel, stored next to its
+/// binary in the disk cache (see KernelMetadata::serialize for the format).
+struct KernelMetadata {
+  struct Argument {
+    enum Kind { Tensor, Int, Float } kind = Tensor;
+    std::string name;         // "arg3" when the source gives none
+    std::string elementType;  // tensors: f32, f8E4M3FN, i32...
+    unsigned elementBytes = 0;
+    std::vector<int64_t> shape; // -1 for sizes given at launch
+    unsigned alignment = 1;     // bytes the data pointer must be aligned to
+    unsigned scalarBits = 64;   // Int/Float scalars
+  };
+  /// Integer grid arithmetic: each instruction defines one value.
+  struct Instruction {
+    std::string op; // const, dim, or an arith op name (addi, ceildivui...)
+    int64_t a = 0, b = 0; // operand value ids, or (arg, dim) for dim
+    int64_t immediate = 0;
+    unsigned bits = 64;
+  };
+
+  std::string kernelName;
+  std::string binaryKind; // "cubin" or "ptx"
+  int64_t threads = 0;
+  int64_t sharedBytes = 0;
+  std::vector<Argument> arguments;
+  std::vector<Instruction> program;
+  std::vector<int64_t> gridValues; // value ids of the grid extents
+
+  std::string serialize() const;
+  static llvm::Expected<KernelMetadata> parse(llvm::StringRef text);
+
+  /// Evaluates the grid for the runtime sizes of the tensor arguments.
+  llvm::Expected<std::array<int64_t, 3>>
+  evaluateGrid(llvm::ArrayRef<llvm::SmallVector<int64_t, 8>> sizes) const;
+};
+
+/// One launch argument as the caller gives it.
+struct LaunchArgument {
+  KernelMetadata::Argument::Kind kind;
+  void *data = nullptr;
+  llvm::SmallVector<int64_t, 8> sizes;
+  int64_t intValue = 0;
+  double floatValue = 0;
+};
+
+struct CompiledKernel {
+  KernelMetadata metadata;
+  std::string binary;
+  std::string binaryPath; // in the disk cache
+};
+
+struct CacheStatistics {
+  int64_t compiles = 0, diskHits = 0, memoryHits = 0;
+};
+
+class LoadedKernel;
+
+/// Process-wide JIT with an in-memory cache in front of the disk cache.
+/// Thread-safe; several processes may share one cache directory.
+class Jit {
+public:
+  static Jit &get();
+
+  /// Compiles or finds in a cache; no GPU needed.
+  llvm::Expected<std::shared_ptr<CompiledKernel>>
+  compile(llvm::StringRef source, llvm::StringRef kernelName,
+          llvm::StringRef params, llvm::StringRef target);
+
+  /// Compiles or finds, then loads into the current CUDA context.
+  llvm::Expected<LoadedKernel *> getKernel(llvm::StringRef source,
+                                           llvm::StringRef kernelName,
+                                           llvm::StringRef params,
+                                           llvm::StringRef target);
+
+  CacheStatistics getStatistics() const;
+
+  /// Identifies this compiler build; part of every cache key.
+  static llvm::StringRef getVersion();
+
+private:
+  struct State;
+  Jit();
+  std::unique_ptr<State> state;
+};
+
+class LoadedKernel {
+public:
+  virtual ~LoadedKernel();
+  virtual const KernelMetadata &getMetadata() const = 0;
+  /// Checks the arguments against the signature, computes the grid and
+  /// launches on `stream` (a CUstream).
+  virtual llvm::Error launch(llvm::ArrayRef<LaunchArgument> arguments,
+                             void *stream) = 0;
+};
+
+/// Source text of a kernel shipped in kernels-dsl/, or empty.
+llvm::StringRef getBuiltinKernelSource(llvm::StringRef name);
+
+/// Parses "a=1,b=2" into sorted "name=value" entries; rejects malformed text.
+llvm::Expected<std::vector<std::string>> parseParams(llvm::StringRef params);
+
+} // namespace hisa::runtime
+
+#endif // HISA_RUNTIME_JIT_H

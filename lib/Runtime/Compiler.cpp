@@ -1,0 +1,313 @@
+//===- Compiler.cpp - DSL source to PTX and cubin -------------------------===//
+
+#include "Compiler.h"
+
+#include "hisa/Dialect/Tile/IR/TileOps.h"
+#include "hisa/Dialect/Tile/Transforms/Passes.h"
+#include "hisa/Pipelines/Pipelines.h"
+#include "hisa/Tools/Registration.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/AsmParser/AsmParserState.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace hisa;
+using namespace hisa::runtime;
+using llvm::Expected;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Reads the grid arithmetic of a bound kernel into instructions.
+llvm::Error recordGridProgram(tile::KernelOp kernel, KernelMetadata &metadata) {
+  llvm::DenseMap<Value, int64_t> ids;
+  auto emit = [&](KernelMetadata::Instruction inst, Value defines) {
+    ids[defines] = metadata.program.size();
+    metadata.program.push_back(std::move(inst));
+  };
+  auto bitsOf = [](Type type) -> unsigned {
+    return type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  };
+  for (auto [i, arg] : llvm::enumerate(kernel.getArguments()))
+    if (arg.getType().isIntOrIndex()) {
+      KernelMetadata::Instruction inst{"arg", int64_t(i), 0, 0,
+                                       bitsOf(arg.getType())};
+      emit(inst, arg);
+    }
+  for (Operation &op : kernel.getBody().front()) {
+    if (isa<tile::LaunchOp, tile::ReturnOp>(op))
+      continue;
+    Value result = op.getResult(0);
+    KernelMetadata::Instruction inst;
+    inst.bits = bitsOf(result.getType());
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      inst.op = "const";
+      inst.immediate = cast<IntegerAttr>(constant.getValue()).getInt();
+    } else if (auto dim = dyn_cast<tile::DimOp>(op)) {
+      inst.op = "dim";
+      inst.a = cast<BlockArgument>(dim.getSource()).getArgNumber();
+      inst.b = dim.getIndex();
+    } else if (isa<arith::IndexCastOp, arith::ExtSIOp, arith::TruncIOp>(op)) {
+      inst.op = "cast";
+      inst.a = ids.lookup(op.getOperand(0));
+    } else if (isa<arith::IndexCastUIOp, arith::ExtUIOp>(op)) {
+      inst.op = "castui";
+      inst.a = ids.lookup(op.getOperand(0));
+      inst.immediate = bitsOf(op.getOperand(0).getType());
+    } else if (op.getNumOperands() == 2 &&
+               llvm::is_contained(
+                   {"addi", "subi", "muli", "divsi", "divui", "ceildivui",
+                    "ceildivsi", "floordivsi", "remsi", "remui", "minsi",
+                    "maxsi", "minui", "maxui", "andi", "ori", "xori", "shli",
+                    "shrui", "shrsi"},
+                   op.getName().stripDialect())) {
+      inst.op = op.getName().stripDialect().str();
+      inst.a = ids.lookup(op.getOperand(0));
+      inst.b = ids.lookup(op.getOperand(1));
+    } else {
+      return makeError("kernel '" + metadata.kernelName +
+                       "': the JIT cannot evaluate '" +
+                       op.getName().getStringRef() +
+                       "' in the grid arithmetic");
+    }
+    emit(inst, result);
+  }
+  for (Value extent : kernel.getLaunch().getGridSizes())
+    metadata.gridValues.push_back(ids.lookup(extent));
+  return llvm::Error::success();
+}
+
+std::string findPtxas() {
+  if (const char *explicitPath = std::getenv("HISA_PTXAS"))
+    return explicitPath;
+  SmallVector<std::string> candidates;
+  if (const char *cudaHome = std::getenv("CUDA_HOME"))
+    candidates.push_back((llvm::Twine(cudaHome) + "/bin/ptxas").str());
+  candidates.push_back("/usr/local/cuda/bin/ptxas");
+  for (const std::string &candidate : candidates)
+    if (llvm::sys::fs::can_execute(candidate))
+      return candidate;
+  if (auto found = llvm::sys::findProgramByName("ptxas"))
+    return *found;
+  return "";
+}
+
+std::string getToolkitPath() {
+  if (const char *cudaHome = std::getenv("CUDA_HOME"))
+    return cudaHome;
+  return "/usr/local/cuda";
+}
+
+Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
+  SmallString<128> ptxPath, cubinPath, logPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("hisa", "ptx", ptxPath))
+    return makeError("cannot create a temporary file: " + ec.message());
+  llvm::sys::fs::createTemporaryFile("hisa", "cubin", cubinPath);
+  llvm::sys::fs::createTemporaryFile("hisa", "log", logPath);
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(ptxPath);
+    llvm::sys::fs::remove(cubinPath);
+    llvm::sys::fs::remove(logPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ptxPath, ec);
+    if (ec)
+      return makeError("cannot write " + ptxPath + ": " + ec.message());
+    os << ptx;
+  }
+  std::string arch = ("-arch=" + chip).str();
+  SmallVector<StringRef> argv = {ptxas, arch, "-O3", ptxPath, "-o", cubinPath};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
+                                          StringRef(logPath)};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(ptxas, argv, std::nullopt, redirects,
+                                         /*SecondsToWait=*/120, 0, &message);
+  if (status != 0) {
+    auto log = llvm::MemoryBuffer::getFile(logPath);
+    return makeError("ptxas failed (" + (message.empty() ? "exit " + std::to_string(status) : message) +
+                     "): " + (log ? (*log)->getBuffer().str() : ""));
+  }
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!cubin)
+    return makeError("ptxas produced no cubin");
+  return (*cubin)->getBuffer().str();
+}
+
+} // namespace
+
+Expected<CompiledKernel> hisa::runtime::compileKernel(StringRef source,
+                                                      StringRef kernelName,
+                                                      ArrayRef<std::string> params,
+                                                      StringRef target) {
+  if (!target.starts_with("sm_") || target.size() < 5)
+    return makeError("invalid target '" + target + "' (expected e.g. sm_90a)");
+  DialectRegistry registry;
+  registerAllHisaDialects(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  context.loadAllAvailableDialects();
+
+  // Diagnostics go into the error message, with source locations.
+  llvm::SourceMgr sourceMgr;
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticStream(diagnostics);
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, (kernelName + ".mlir").str()),
+      llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnosticStream);
+  auto failure = [&](const llvm::Twine &what) {
+    return makeError("kernel '" + kernelName + "': " + what + "\n" +
+                     diagnostics);
+  };
+
+  Block block;
+  AsmParserState asmState;
+  ParserConfig config(&context);
+  if (failed(parseAsmSourceFile(sourceMgr, &block, config, &asmState)))
+    return failure("cannot parse the source");
+  OwningOpRef<ModuleOp> module;
+  if (block.getOperations().size() == 1 && isa<ModuleOp>(block.front())) {
+    module = cast<ModuleOp>(block.front());
+    module.get()->remove();
+  } else {
+    module = ModuleOp::create(UnknownLoc::get(&context));
+    module->getBody()->getOperations().splice(
+        module->getBody()->begin(), block.getOperations());
+  }
+
+  // Keep only the requested kernel.
+  tile::KernelOp kernel;
+  std::string available;
+  for (auto candidate :
+       llvm::make_early_inc_range(module->getOps<tile::KernelOp>())) {
+    if (candidate.getSymName() == kernelName) {
+      kernel = candidate;
+      continue;
+    }
+    available += (available.empty() ? "" : ", ") + candidate.getSymName().str();
+  }
+  if (!kernel)
+    return makeError("no tile.kernel named '" + kernelName +
+                     "' in the source (kernels: " +
+                     (available.empty() ? "none" : available) + ")");
+  for (auto other : llvm::make_early_inc_range(module->getOps<tile::KernelOp>()))
+    if (other != kernel)
+      other.erase();
+
+  CompiledKernel compiled;
+  KernelMetadata &metadata = compiled.metadata;
+  metadata.kernelName = kernelName.str();
+  // Argument names as the source spells them.
+  if (const AsmParserState::BlockDefinition *definition =
+          asmState.getBlockDef(&kernel.getBody().front()))
+    for (const auto &argument : definition->arguments) {
+      StringRef text(argument.loc.Start.getPointer(),
+                     argument.loc.End.getPointer() -
+                         argument.loc.Start.getPointer());
+      metadata.arguments.emplace_back();
+      metadata.arguments.back().name = text.ltrim('%').str();
+    }
+  metadata.arguments.resize(kernel.getNumArguments());
+
+  PassManager bind(&context);
+  tile::TileBindParamsOptions bindOptions;
+  bindOptions.params.assign(params.begin(), params.end());
+  bind.addPass(tile::createTileBindParams(bindOptions));
+  if (failed(bind.run(*module)))
+    return failure("cannot bind parameters");
+
+  for (auto [i, type] : llvm::enumerate(kernel.getArgumentTypes())) {
+    KernelMetadata::Argument &arg = metadata.arguments[i];
+    if (arg.name.empty())
+      arg.name = "arg" + std::to_string(i);
+    if (auto global = dyn_cast<tile::GlobalType>(type)) {
+      arg.kind = KernelMetadata::Argument::Tensor;
+      llvm::raw_string_ostream(arg.elementType) << global.getElementType();
+      arg.elementBytes =
+          std::max(1u, global.getElementType().getIntOrFloatBitWidth() / 8);
+      for (int64_t d = 0; d < global.getRank(); ++d)
+        arg.shape.push_back(global.getTileShape().getStaticSize(d).value_or(-1));
+      // Rows whose bytes are a multiple of 16 may be accessed as vectors.
+      int64_t innermost = arg.shape.back();
+      arg.alignment =
+          innermost > 0 && innermost * arg.elementBytes % 16 == 0
+              ? 16
+              : arg.elementBytes;
+      continue;
+    }
+    arg.kind = isa<FloatType>(type) ? KernelMetadata::Argument::Float
+                                    : KernelMetadata::Argument::Int;
+    arg.scalarBits = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  }
+  if (llvm::Error error = recordGridProgram(kernel, metadata))
+    return std::move(error);
+  metadata.threads = kernel.getLaunch().getThreads();
+
+  PassManager plan(&context);
+  buildTilePlanningPipeline(plan);
+  if (failed(plan.run(*module)))
+    return failure("cannot assign layouts or plan shared memory");
+  metadata.sharedBytes =
+      kernel.getLaunch()
+          ->getAttrOfType<IntegerAttr>("tile.shared_bytes")
+          .getInt();
+
+  TileToNVVMOptions options;
+  options.chip = target.str();
+  PassManager lower(&context);
+  buildTileLoweringPipeline(lower, options);
+  GpuModuleToBinaryPassOptions binaryOptions;
+  binaryOptions.compilationTarget = "isa";
+  binaryOptions.toolkitPath = getToolkitPath();
+  lower.addPass(createGpuModuleToBinaryPass(binaryOptions));
+  if (failed(lower.run(*module)))
+    return failure("cannot lower to PTX");
+  std::string ptx;
+  for (auto binary : module->getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects())
+      ptx = cast<gpu::ObjectAttr>(object).getObject().getValue().str();
+  if (ptx.empty())
+    return failure("produced no PTX");
+
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) {
+    // Say so: the driver's JIT compiles the PTX at load time instead.
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      llvm::errs() << "hisa: ptxas not found (set HISA_PTXAS or CUDA_HOME); "
+                      "kernels are stored as PTX and compiled by the CUDA "
+                      "driver when loaded\n";
+    });
+    metadata.binaryKind = "ptx";
+    compiled.binary = std::move(ptx);
+    return compiled;
+  }
+  Expected<std::string> cubin = runPtxas(ptxas, ptx, target);
+  if (!cubin)
+    return cubin.takeError();
+  metadata.binaryKind = "cubin";
+  compiled.binary = std::move(*cubin);
+  return compiled;
+}

@@ -1,0 +1,319 @@
+//===- Jit.cpp - Caches, loading and launching of tile kernels ------------===//
+
+#include "hisa/Runtime/Jit.h"
+
+#include "Compiler.h"
+
+#include "hisa/Runtime/CudaDriver.h"
+#include "hisa/Runtime/DiskCache.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <dlfcn.h>
+#include <mutex>
+#include <sys/stat.h>
+
+using namespace llvm;
+using namespace hisa::runtime;
+
+namespace {
+
+Error makeError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::invalid_argument), message);
+}
+
+struct BuiltinKernel {
+  const char *name;
+  const char *source;
+};
+
+const BuiltinKernel builtinKernels[] = {
+#include "BuiltinKernels.inc"
+};
+
+class LoadedKernelImpl : public LoadedKernel {
+public:
+  LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled, LoadedModule module,
+                   CUfunction function)
+      : compiled(std::move(compiled)), module(std::move(module)),
+        function(function) {}
+
+  const KernelMetadata &getMetadata() const override {
+    return compiled->metadata;
+  }
+
+  Error launch(ArrayRef<LaunchArgument> arguments, void *stream) override;
+
+private:
+  std::shared_ptr<CompiledKernel> compiled;
+  LoadedModule module;
+  CUfunction function;
+};
+
+Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
+                               void *stream) {
+  const KernelMetadata &metadata = getMetadata();
+  const std::string &kernel = metadata.kernelName;
+  if (arguments.size() != metadata.arguments.size())
+    return makeError(formatv("kernel '{0}' takes {1} arguments, got {2}", kernel,
+                             metadata.arguments.size(), arguments.size()));
+  Expected<CudaDriver &> driver = CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+
+  // Kernel parameters: one 8-byte slot per scalar and per memref field.
+  SmallVector<uint64_t, 64> slots;
+  SmallVector<SmallVector<int64_t, 8>> sizes;
+  for (auto [i, given] : llvm::enumerate(arguments)) {
+    const KernelMetadata::Argument &expected = metadata.arguments[i];
+    std::string what = formatv("kernel '{0}' argument '{1}' (#{2})", kernel,
+                               expected.name, i);
+    if (given.kind != expected.kind)
+      return makeError(what + ": expected a " +
+                       (expected.kind == KernelMetadata::Argument::Tensor
+                            ? "tensor"
+                            : "scalar"));
+    if (expected.kind != KernelMetadata::Argument::Tensor) {
+      sizes.push_back({given.intValue});
+      uint64_t slot = 0;
+      if (expected.kind == KernelMetadata::Argument::Int) {
+        slot = static_cast<uint64_t>(given.intValue);
+      } else if (expected.scalarBits == 32) {
+        float value = static_cast<float>(given.floatValue);
+        std::memcpy(&slot, &value, sizeof(value));
+      } else {
+        std::memcpy(&slot, &given.floatValue, sizeof(double));
+      }
+      slots.push_back(slot);
+      continue;
+    }
+    if (given.sizes.size() != expected.shape.size())
+      return makeError(formatv("{0}: expected rank {1}, got {2}", what,
+                               expected.shape.size(), given.sizes.size()));
+    int64_t elements = 1;
+    for (auto [d, size] : llvm::enumerate(given.sizes)) {
+      if (size < 0)
+        return makeError(formatv("{0}: negative size {1} in dimension {2}",
+                                 what, size, d));
+      if (expected.shape[d] >= 0 && expected.shape[d] != size)
+        return makeError(formatv(
+            "{0}: dimension {1} is {2} but the kernel was specialized for {3}",
+            what, d, size, expected.shape[d]));
+      elements *= size;
+    }
+    if (elements > 0) {
+      if (!given.data)
+        return makeError(what + ": null data pointer");
+      if (reinterpret_cast<uintptr_t>(given.data) % expected.alignment != 0)
+        return makeError(formatv("{0}: data pointer must be {1}-byte aligned",
+                                 what, expected.alignment));
+      if (Error error =
+              driver->checkDevicePointer(given.data, expected.name, kernel))
+        return error;
+    }
+    sizes.push_back(given.sizes);
+    // Memref descriptor: allocated, aligned, offset, sizes, strides.
+    uint64_t pointer = reinterpret_cast<uint64_t>(given.data);
+    slots.push_back(pointer);
+    slots.push_back(pointer);
+    slots.push_back(0);
+    for (int64_t size : given.sizes)
+      slots.push_back(static_cast<uint64_t>(size));
+    // Row-major contiguous strides.
+    SmallVector<int64_t, 8> strides(given.sizes.size(), 1);
+    for (int64_t d = static_cast<int64_t>(given.sizes.size()) - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * given.sizes[d + 1];
+    for (int64_t stride : strides)
+      slots.push_back(static_cast<uint64_t>(stride));
+  }
+  Expected<std::array<int64_t, 3>> grid = metadata.evaluateGrid(sizes);
+  if (!grid)
+    return grid.takeError();
+  std::array<unsigned, 3> blocks;
+  static constexpr int64_t limits[] = {2147483647, 65535, 65535};
+  for (int d = 0; d < 3; ++d) {
+    if ((*grid)[d] <= 0)
+      return Error::success(); // nothing to do
+    if ((*grid)[d] > limits[d])
+      return makeError(formatv("kernel '{0}': grid dimension {1} is {2}, over "
+                               "the limit {3}",
+                               kernel, d, (*grid)[d], limits[d]));
+    blocks[d] = static_cast<unsigned>((*grid)[d]);
+  }
+  SmallVector<void *, 64> params;
+  for (uint64_t &slot : slots)
+    params.push_back(&slot);
+  return driver->launch(function, blocks,
+                        {static_cast<unsigned>(metadata.threads), 1, 1},
+                        static_cast<unsigned>(metadata.sharedBytes),
+                        static_cast<CUstream>(stream), params.data(), kernel);
+}
+
+} // namespace
+
+LoadedKernel::~LoadedKernel() = default;
+
+StringRef hisa::runtime::getBuiltinKernelSource(StringRef name) {
+  for (const BuiltinKernel &kernel : builtinKernels)
+    if (name == kernel.name)
+      return kernel.source;
+  return "";
+}
+
+Expected<std::vector<std::string>>
+hisa::runtime::parseParams(StringRef params) {
+  std::vector<std::string> entries;
+  SmallVector<StringRef> parts;
+  params.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    auto [name, value] = part.split('=');
+    name = name.trim();
+    value = value.trim();
+    int64_t number;
+    if (name.empty() || value.getAsInteger(10, number))
+      return makeError("malformed parameter '" + part +
+                       "': expected name=integer");
+    entries.push_back((name + "=" + Twine(number)).str());
+  }
+  llvm::sort(entries);
+  return entries;
+}
+
+StringRef Jit::getVersion() {
+  // A rebuilt runtime must not reuse binaries of an older compiler: the
+  // library's size and modification time identify the build.
+  static std::string version = [] {
+    std::string text = "hisa-0.1 llvm-22";
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&Jit::getVersion), &info) &&
+        info.dli_fname) {
+      struct stat status;
+      if (::stat(info.dli_fname, &status) == 0)
+        text += formatv(" {0}-{1}", static_cast<int64_t>(status.st_size),
+                        static_cast<int64_t>(status.st_mtime))
+                    .str();
+    }
+    return text;
+  }();
+  return version;
+}
+
+struct Jit::State {
+  std::mutex mutex;
+  DiskCache disk;
+  StringMap<std::shared_ptr<CompiledKernel>> compiled;
+  StringMap<std::unique_ptr<LoadedKernelImpl>> loaded;
+  CacheStatistics statistics;
+};
+
+Jit::Jit() : state(std::make_unique<State>()) {}
+
+Jit &Jit::get() {
+  static Jit *jit = new Jit(); // never destroyed: kernels outlive static dtors
+  return *jit;
+}
+
+CacheStatistics Jit::getStatistics() const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  return state->statistics;
+}
+
+static Expected<std::string> computeCacheKey(StringRef source,
+                                             StringRef kernelName,
+                                             ArrayRef<std::string> params,
+                                             StringRef target) {
+  std::string joined = llvm::join(params, ",");
+  return DiskCache::computeKey(
+      {source, kernelName, joined, target, Jit::getVersion()});
+}
+
+Expected<std::shared_ptr<CompiledKernel>>
+Jit::compile(StringRef source, StringRef kernelName, StringRef params,
+             StringRef target) {
+  Expected<std::vector<std::string>> parsed = parseParams(params);
+  if (!parsed)
+    return parsed.takeError();
+  Expected<std::string> key =
+      computeCacheKey(source, kernelName, *parsed, target);
+  if (!key)
+    return key.takeError();
+  std::lock_guard<std::mutex> lock(state->mutex);
+  auto found = state->compiled.find(*key);
+  if (found != state->compiled.end())
+    return found->second;
+
+  auto kernel = std::make_shared<CompiledKernel>();
+  if (std::optional<DiskCache::Entry> entry = state->disk.lookup(*key)) {
+    Expected<KernelMetadata> metadata = KernelMetadata::parse(entry->metadata);
+    if (metadata) {
+      kernel->metadata = std::move(*metadata);
+      kernel->binary = std::move(entry->binary);
+      kernel->binaryPath = state->disk.getBinaryPath(*key);
+      ++state->statistics.diskHits;
+      state->compiled[*key] = kernel;
+      return kernel;
+    }
+    consumeError(metadata.takeError()); // an unreadable entry is a miss
+  }
+  Expected<CompiledKernel> fresh =
+      compileKernel(source, kernelName, *parsed, target);
+  if (!fresh)
+    return fresh.takeError();
+  *kernel = std::move(*fresh);
+  ++state->statistics.compiles;
+  if (Error error = state->disk.store(
+          *key, {kernel->binary, kernel->metadata.serialize()}))
+    // The kernel still works; only the next process recompiles.
+    errs() << "hisa: cannot write the kernel cache: " << toString(std::move(error))
+           << "\n";
+  kernel->binaryPath = state->disk.getBinaryPath(*key);
+  state->compiled[*key] = kernel;
+  return kernel;
+}
+
+Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
+                                        StringRef params, StringRef target) {
+  Expected<std::vector<std::string>> parsed = parseParams(params);
+  if (!parsed)
+    return parsed.takeError();
+  Expected<std::string> key =
+      computeCacheKey(source, kernelName, *parsed, target);
+  if (!key)
+    return key.takeError();
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    auto found = state->loaded.find(*key);
+    if (found != state->loaded.end()) {
+      ++state->statistics.memoryHits;
+      return found->second.get();
+    }
+  }
+  Expected<std::shared_ptr<CompiledKernel>> compiled =
+      compile(source, kernelName, params, target);
+  if (!compiled)
+    return compiled.takeError();
+  Expected<CudaDriver &> driver = CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+  if (Expected<CUcontext> context = driver->ensureContext(); !context)
+    return context.takeError();
+  std::lock_guard<std::mutex> lock(state->mutex);
+  auto found = state->loaded.find(*key);
+  if (found != state->loaded.end())
+    return found->second.get();
+  Expected<LoadedModule> module =
+      LoadedModule::load(*driver, (*compiled)->binary, kernelName);
+  if (!module)
+    return module.takeError();
+  Expected<CUfunction> function = module->getFunction(
+      kernelName, static_cast<unsigned>((*compiled)->metadata.sharedBytes));
+  if (!function)
+    return function.takeError();
+  auto kernel = std::make_unique<LoadedKernelImpl>(*compiled, std::move(*module),
+                                                   *function);
+  LoadedKernel *result = kernel.get();
+  state->loaded[*key] = std::move(kernel);
+  return result;
+}

@@ -1,0 +1,226 @@
+//===- KernelMetadata.cpp - What the host needs to launch a kernel --------===//
+//
+// Text format, one record per line (fields separated by spaces):
+//   hisa-kernel-metadata 1
+//   kernel <name> <cubin|ptx> <threads> <shared bytes>
+//   arg tensor <name> <element type> <element bytes> <alignment> <rank> <dims...>
+//   arg int|float <name> <bits>
+//   inst <op> <a> <b> <immediate> <bits>
+//   grid <value id>...
+//
+//===----------------------------------------------------------------------===//
+
+#include "hisa/Runtime/Jit.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace hisa::runtime;
+
+std::string KernelMetadata::serialize() const {
+  std::string text;
+  raw_string_ostream os(text);
+  os << "hisa-kernel-metadata 1\n";
+  os << "kernel " << kernelName << " " << binaryKind << " " << threads << " "
+     << sharedBytes << "\n";
+  for (const Argument &arg : arguments) {
+    if (arg.kind == Argument::Tensor) {
+      os << "arg tensor " << arg.name << " " << arg.elementType << " "
+         << arg.elementBytes << " " << arg.alignment << " " << arg.shape.size();
+      for (int64_t size : arg.shape)
+        os << " " << size;
+      os << "\n";
+      continue;
+    }
+    os << "arg " << (arg.kind == Argument::Int ? "int" : "float") << " "
+       << arg.name << " " << arg.scalarBits << "\n";
+  }
+  for (const Instruction &inst : program)
+    os << "inst " << inst.op << " " << inst.a << " " << inst.b << " "
+       << inst.immediate << " " << inst.bits << "\n";
+  os << "grid";
+  for (int64_t value : gridValues)
+    os << " " << value;
+  os << "\n";
+  return text;
+}
+
+Expected<KernelMetadata> KernelMetadata::parse(StringRef text) {
+  auto malformed = [&](StringRef line) {
+    return createStringError(inconvertibleErrorCode(),
+                             "malformed kernel metadata line: '" + line + "'");
+  };
+  KernelMetadata metadata;
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  if (lines.empty() || lines.front() != "hisa-kernel-metadata 1")
+    return createStringError(inconvertibleErrorCode(),
+                             "not hisa kernel metadata (version 1)");
+  for (StringRef line : ArrayRef<StringRef>(lines).drop_front()) {
+    SmallVector<StringRef> fields;
+    line.split(fields, ' ', -1, /*KeepEmpty=*/false);
+    auto number = [&](size_t i, int64_t &value) {
+      return i < fields.size() && !fields[i].getAsInteger(10, value);
+    };
+    if (fields.empty())
+      continue;
+    if (fields[0] == "kernel") {
+      if (fields.size() != 5 || !number(3, metadata.threads) ||
+          !number(4, metadata.sharedBytes))
+        return malformed(line);
+      metadata.kernelName = fields[1].str();
+      metadata.binaryKind = fields[2].str();
+    } else if (fields[0] == "arg" && fields.size() >= 4) {
+      Argument arg;
+      arg.name = fields[2].str();
+      int64_t value;
+      if (fields[1] == "tensor") {
+        int64_t bytes, alignment, rank;
+        if (fields.size() < 7 || !number(4, bytes) || !number(5, alignment) ||
+            !number(6, rank) || fields.size() != 7 + size_t(rank))
+          return malformed(line);
+        arg.elementType = fields[3].str();
+        arg.elementBytes = bytes;
+        arg.alignment = alignment;
+        for (int64_t i = 0; i < rank; ++i) {
+          if (!number(7 + i, value))
+            return malformed(line);
+          arg.shape.push_back(value);
+        }
+      } else {
+        if (!number(3, value))
+          return malformed(line);
+        arg.kind = fields[1] == "int" ? Argument::Int : Argument::Float;
+        arg.scalarBits = value;
+      }
+      metadata.arguments.push_back(std::move(arg));
+    } else if (fields[0] == "inst" && fields.size() == 6) {
+      Instruction inst;
+      int64_t bits;
+      inst.op = fields[1].str();
+      if (!number(2, inst.a) || !number(3, inst.b) ||
+          !number(4, inst.immediate) || !number(5, bits))
+        return malformed(line);
+      inst.bits = bits;
+      metadata.program.push_back(inst);
+    } else if (fields[0] == "grid") {
+      for (size_t i = 1; i < fields.size(); ++i) {
+        int64_t value;
+        if (!number(i, value) || value < 0 ||
+            value >= static_cast<int64_t>(metadata.program.size()))
+          return malformed(line);
+        metadata.gridValues.push_back(value);
+      }
+    } else {
+      return malformed(line);
+    }
+  }
+  if (metadata.kernelName.empty() || metadata.gridValues.empty() ||
+      metadata.gridValues.size() > 3)
+    return createStringError(inconvertibleErrorCode(),
+                             "incomplete kernel metadata");
+  return metadata;
+}
+
+/// Wraps `value` to a `bits`-wide signed integer, as the IR would.
+static int64_t wrap(int64_t value, unsigned bits) {
+  return bits >= 64 ? value : SignExtend64(static_cast<uint64_t>(value), bits);
+}
+
+Expected<std::array<int64_t, 3>> KernelMetadata::evaluateGrid(
+    ArrayRef<SmallVector<int64_t, 8>> sizes) const {
+  std::vector<int64_t> values(program.size());
+  auto fail = [&](const Twine &message) {
+    return createStringError(inconvertibleErrorCode(),
+                             "kernel '" + kernelName + "' grid: " + message);
+  };
+  for (auto [i, inst] : llvm::enumerate(program)) {
+    auto operand = [&](int64_t id) { return values[id]; };
+    if (inst.op != "const" && inst.op != "dim" && inst.op != "arg" &&
+        (inst.a < 0 || inst.a >= static_cast<int64_t>(i) || inst.b < 0 ||
+         inst.b >= static_cast<int64_t>(std::max<size_t>(i, 1))))
+      return fail("instruction " + Twine(i) + " uses a later value");
+    int64_t a = 0, b = 0, result = 0;
+    uint64_t ua = 0, ub = 0;
+    if (inst.op != "const" && inst.op != "dim" && inst.op != "arg") {
+      a = operand(inst.a);
+      b = operand(inst.b);
+      ua = static_cast<uint64_t>(a);
+      ub = static_cast<uint64_t>(b);
+      if (inst.bits < 64) {
+        ua &= maskTrailingOnes<uint64_t>(inst.bits);
+        ub &= maskTrailingOnes<uint64_t>(inst.bits);
+      }
+    }
+    bool divides = StringRef(inst.op).contains("div") ||
+                   StringRef(inst.op).starts_with("rem");
+    if (divides && b == 0)
+      return fail("division by zero in '" + inst.op + "'");
+    StringRef op = inst.op;
+    if (op == "const")
+      result = inst.immediate;
+    else if (op == "arg" || op == "dim") {
+      if (inst.a < 0 || inst.a >= static_cast<int64_t>(sizes.size()) ||
+          inst.b < 0 ||
+          (op == "dim" && inst.b >= static_cast<int64_t>(sizes[inst.a].size())))
+        return fail("size of an argument it does not have");
+      result = op == "dim" ? sizes[inst.a][inst.b] : sizes[inst.a][0];
+    } else if (op == "addi")
+      result = a + b;
+    else if (op == "subi")
+      result = a - b;
+    else if (op == "muli")
+      result = a * b;
+    else if (op == "divsi")
+      result = a / b;
+    else if (op == "divui")
+      result = static_cast<int64_t>(ua / ub);
+    else if (op == "ceildivui")
+      result = static_cast<int64_t>((ua + ub - 1) / ub);
+    else if (op == "ceildivsi")
+      result = divideCeilSigned(a, b);
+    else if (op == "floordivsi")
+      result = divideFloorSigned(a, b);
+    else if (op == "remsi")
+      result = a % b;
+    else if (op == "remui")
+      result = static_cast<int64_t>(ua % ub);
+    else if (op == "minsi")
+      result = std::min(a, b);
+    else if (op == "maxsi")
+      result = std::max(a, b);
+    else if (op == "minui")
+      result = static_cast<int64_t>(std::min(ua, ub));
+    else if (op == "maxui")
+      result = static_cast<int64_t>(std::max(ua, ub));
+    else if (op == "andi")
+      result = a & b;
+    else if (op == "ori")
+      result = a | b;
+    else if (op == "xori")
+      result = a ^ b;
+    else if (op == "shli")
+      result = static_cast<int64_t>(ua << (ub & 63));
+    else if (op == "shrui")
+      result = static_cast<int64_t>(ua >> (ub & 63));
+    else if (op == "shrsi")
+      result = a >> (b & 63);
+    else if (op == "cast")
+      result = a;
+    else if (op == "castui") // immediate: the source width
+      result = static_cast<int64_t>(
+          static_cast<uint64_t>(a) &
+          maskTrailingOnes<uint64_t>(std::clamp<int64_t>(inst.immediate, 1, 64)));
+    else
+      return fail("unknown instruction '" + op + "'");
+    values[i] = wrap(result, inst.bits);
+  }
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  for (auto [i, id] : llvm::enumerate(gridValues))
+    grid[i] = values[id];
+  return grid;
+}
