@@ -7,7 +7,10 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <cstring>
+#include <mutex>
 #include <string>
 
 using namespace llvm;
@@ -78,11 +81,26 @@ LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {
 
 int runOperator(const char *kernelName, const std::string &params,
                 ArrayRef<LaunchArgument> arguments, void *stream) {
-  Expected<LoadedKernel *> kernel = Jit::get().getKernel(
-      getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
-  if (!kernel)
-    return fail(kernel.takeError());
-  if (Error error = (*kernel)->launch(arguments, stream))
+  // Operators call the same few specializations over and over: skip hashing
+  // the source for the cache key after the first call.
+  static std::mutex mutex;
+  static StringMap<LoadedKernel *> operators;
+  std::string key = (Twine(kernelName) + "/" + params).str();
+  LoadedKernel *kernel;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    kernel = operators.lookup(key);
+  }
+  if (!kernel) {
+    Expected<LoadedKernel *> loaded = Jit::get().getKernel(
+        getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
+    if (!loaded)
+      return fail(loaded.takeError());
+    kernel = *loaded;
+    std::lock_guard<std::mutex> lock(mutex);
+    operators[key] = kernel;
+  }
+  if (Error error = kernel->launch(arguments, stream))
     return fail(std::move(error));
   return succeed();
 }

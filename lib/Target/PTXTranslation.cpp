@@ -52,8 +52,8 @@ static FailureOr<SmallVector<gpu::GPUModuleOp>> getNVVMModules(ModuleOp module) 
 
 /// Serializes every gpu.module with gpu-module-to-binary and writes the
 /// objects (PTX text or cubin bytes) to `output`.
-static LogicalResult serializeGPUModules(ModuleOp module, raw_ostream &output,
-                                         StringRef format) {
+LogicalResult hisa::serializeGPUModules(ModuleOp module, raw_ostream &output,
+                                        StringRef format) {
   if (failed(getNVVMModules(module)))
     return failure();
   PassManager pm(module.getContext());
@@ -100,14 +100,14 @@ void hisa::registerGPUTranslations(
   static TranslateFromMLIRRegistration toPTX(
       "gpu-to-ptx", "Translate the gpu.modules (NVVM form) to PTX",
       [](ModuleOp module, raw_ostream &output) {
-        return serializeGPUModules(module, output, "isa");
+        return hisa::serializeGPUModules(module, output, "isa");
       },
       registerAll);
   static TranslateFromMLIRRegistration toCubin(
       "gpu-to-cubin",
       "Translate the gpu.modules (NVVM form) to cubin (needs ptxas)",
       [](ModuleOp module, raw_ostream &output) {
-        return serializeGPUModules(module, output, "bin");
+        return hisa::serializeGPUModules(module, output, "bin");
       },
       registerAll);
 }

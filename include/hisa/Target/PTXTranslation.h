@@ -7,6 +7,9 @@
 
 #include <functional>
 
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
 namespace mlir {
 class DialectRegistry;
 } // namespace mlir
@@ -20,6 +23,11 @@ namespace hisa {
 /// LLVM and NVVM ones (e.g. host code in func/memref).
 void registerGPUTranslations(
     std::function<void(mlir::DialectRegistry &)> registerDialects);
+/// Serializes the module's gpu.modules (NVVM form) with gpu-module-to-binary
+/// and writes the objects: `format` is "isa" (PTX) or "bin" (cubin).
+mlir::LogicalResult serializeGPUModules(mlir::ModuleOp module,
+                                        llvm::raw_ostream &output,
+                                        llvm::StringRef format);
 } // namespace hisa
 
 #endif // HISA_TARGET_PTXTRANSLATION_H

@@ -43,16 +43,32 @@ Value KernelLowering::zero(OpBuilder &b, Type type) {
 SmallVector<Value> KernelLowering::coordinates(OpBuilder &b,
                                                const VectorLayout &layout,
                                                int64_t v) {
+  // linear = (v / V) * T * V + t * V + v % V with t * V + v % V < T * V.
+  // A coordinate whose stride is a multiple of T * V depends on v / V only,
+  // one that lives inside a run (stride * size divides V) on v % V only:
+  // those are constants, which CSE and register promotion rely on.
   Location loc = func.getLoc();
-  int64_t base = layout.getLinearIndex(0, v);
-  Value linear = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, threadId, index(b, layout.vector)),
-      index(b, base));
+  int64_t sweep = layout.threads * layout.vector;
+  Value linear;
   SmallVector<Value> coords;
   int64_t stride = layout.getNumElements();
   for (auto [i, size] : llvm::enumerate(layout.shape)) {
     stride /= size;
+    int64_t span = stride * size;
+    if (stride % sweep == 0) {
+      int64_t coord = (v / layout.vector) * sweep / stride;
+      coords.push_back(index(b, i == 0 ? coord : coord % size));
+      continue;
+    }
+    if (layout.vector % span == 0) {
+      coords.push_back(index(b, (v % layout.vector) / stride % size));
+      continue;
+    }
+    if (!linear)
+      linear = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, threadId, index(b, layout.vector)),
+          index(b, layout.getLinearIndex(0, v)));
     Value coord = arith::DivUIOp::create(b, loc, linear, index(b, stride));
     if (i != 0)
       coord = arith::RemUIOp::create(b, loc, coord, index(b, size));

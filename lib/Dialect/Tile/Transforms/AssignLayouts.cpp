@@ -19,13 +19,6 @@ namespace {
 
 using Shape = SmallVector<int64_t>;
 
-/// A set of shapes that must share one layout, with what constrains it.
-struct LayoutGroup {
-  int64_t minElementBytes = 0; // 0: no fragment in the group
-  int64_t innermostGcd = 0;
-  int64_t minElements = 0;
-};
-
 struct TileAssignLayoutsPass
     : public hisa::tile::impl::TileAssignLayoutsBase<TileAssignLayoutsPass> {
   using Base::Base;
@@ -115,8 +108,9 @@ struct TileAssignLayoutsPass
         if (bytes != elementBytes.end())
           minBytes = minBytes ? std::min(minBytes, bytes->second) : bytes->second;
       }
-      // Domains with no fragment move f32-sized data.
-      int64_t vector = vectorBytes / (minBytes ? minBytes : 4);
+      // Domains with no fragment access memory element by element: one
+      // element per thread per step makes each warp-wide access contiguous.
+      int64_t vector = minBytes ? vectorBytes / minBytes : 1;
       vector = std::min(vector, gcd);
       vector = std::min(vector, std::max<int64_t>(1, minElements / threads));
       vector = std::max<int64_t>(1, llvm::bit_floor(static_cast<uint64_t>(vector)));

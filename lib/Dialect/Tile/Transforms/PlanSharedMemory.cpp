@@ -5,6 +5,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <climits>
+
 namespace hisa::tile {
 #define GEN_PASS_DEF_TILEPLANSHAREDMEMORY
 #include "hisa/Dialect/Tile/Transforms/Passes.h.inc"
@@ -62,19 +64,24 @@ struct TilePlanSharedMemoryPass
                ->first.isFullyStatic())
         return alloc.emitOpError("shared tile shape is not bound; run "
                                  "tile-bind-params first");
-      SharedTile tile{alloc, getStaticBytes(alloc.getType()),
-                      position.lookup(alloc), position.lookup(alloc)};
+      // Live from the first use to the last (the alloc itself reserves
+      // nothing: tiles allocated up front can still share bytes).
+      unsigned at = position.lookup(alloc);
+      SharedTile tile{alloc, getStaticBytes(alloc.getType()), UINT_MAX, at};
       // Uses through views keep the tile alive too.
       SmallVector<Value> worklist{alloc.getResult()};
       while (!worklist.empty()) {
         Value value = worklist.pop_back_val();
         for (Operation *user : value.getUsers()) {
-          unsigned at = topLevelPosition(user);
-          tile.lastUse = std::max(tile.lastUse, at);
+          unsigned use = topLevelPosition(user);
+          tile.firstUse = std::min(tile.firstUse, use);
+          tile.lastUse = std::max(tile.lastUse, use);
           if (auto view = dyn_cast<ViewOp>(user))
             worklist.push_back(view.getResult());
         }
       }
+      if (tile.firstUse == UINT_MAX)
+        tile.firstUse = at;
       tiles.push_back(tile);
     }
 
@@ -120,7 +127,8 @@ struct TilePlanSharedMemoryPass
       return launch.emitOpError("needs ")
              << total << " bytes of shared memory (" << end
              << " for tiles, " << scratch
-             << " for reductions); a block may use at most " << maxBytes;
+             << " for reductions); a block may use at most "
+             << static_cast<int64_t>(maxBytes);
     Builder builder(launch);
     launch->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(total));
     launch->setAttr("tile.scratch_offset",

@@ -1,0 +1,76 @@
+// RUN: hisa-opt %s -split-input-file --tile-assign-layouts -verify-diagnostics | FileCheck %s
+
+// fp8 and f32 fragments of one shape share one layout: 16-element runs (16
+// bytes of fp8) dealt to consecutive threads. The parallel over that shape
+// gets it too; a rank-1 fragment of 128 elements over 128 threads gets one
+// element per thread.
+// CHECK-LABEL: tile.kernel @shared_layout
+// CHECK: tile.alloc : !tile.frag<[64, 128], f8E4M3FN, #tile.frag_layout<threads = 128, values = 64, map = (d0, d1) -> (((d1 floordiv 16) * 2048 + d0 * 16 + d1 mod 16) floordiv 128, ((d1 floordiv 16) * 2048 + d0 * 16 + d1 mod 16) mod 128)>>
+// CHECK: tile.alloc : !tile.frag<[64, 128], f32, #tile.frag_layout<threads = 128, values = 64, map = (d0, d1) -> (((d1 floordiv 16) * 2048 + d0 * 16 + d1 mod 16) floordiv 128
+// CHECK: tile.alloc : !tile.frag<[128], f32, #tile.frag_layout<threads = 128, values = 1, map = (d0, d1) -> (d1 * 128 + d0)>>
+// CHECK: tile.parallel (%{{.*}}, %{{.*}}) in [64, 128] attributes {layout = #tile.frag_layout<threads = 128, values = 64, map = (d0, d1) -> (((d1 floordiv 16) * 2048
+tile.kernel @shared_layout() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[64, 128], f8E4M3FN>
+    %b = tile.alloc : !tile.frag<[64, 128], f32>
+    %c = tile.alloc : !tile.frag<[128], f32>
+    tile.parallel (%i, %j) in [64, 128] {
+      %x = tile.load %b[%i, %j] : !tile.frag<[64, 128], f32>
+      tile.store %x, %b[%i, %j] : !tile.frag<[64, 128], f32>
+    }
+  }
+}
+
+// -----
+
+// A domain with no fragment walks one element per thread per step, so that a
+// warp's global accesses are contiguous.
+// CHECK-LABEL: tile.kernel @no_fragments
+// CHECK: tile.parallel (%{{.*}}, %{{.*}}) in [4, 1024] attributes {layout = #tile.frag_layout<threads = 256, values = 16, map = (d0, d1) -> ((d1 * 256 + d0) floordiv 1024, (d1 * 256 + d0) mod 1024)>}
+tile.kernel @no_fragments(%out: !tile.global<[?, ?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %zero = arith.constant 0.0 : f32
+    tile.parallel (%i, %j) in [4, 1024] {
+      tile.store %zero, %out[%i, %j] : !tile.global<[?, ?], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @broadcast_read() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.frag<[64], f32>
+    %tile = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.parallel (%i, %j) in [64, 64] {
+      // expected-error @+1 {{'tile.load' op accesses fragment [64] at indices other than the induction variables of the enclosing tile.parallel over [64, 64]; the element may live in another thread (read it from shared or global memory instead)}}
+      %x = tile.load %rows[%i] : !tile.frag<[64], f32>
+      tile.store %x, %tile[%i, %j] : !tile.frag<[64, 64], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @serial_fragment_read() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    %f = tile.alloc : !tile.frag<[64], f32>
+    // expected-error @+1 {{'tile.load' op accesses a fragment outside tile.parallel; fragment elements are spread over the threads, so copy the fragment to shared memory or a local tile first}}
+    %x = tile.load %f[%c0] : !tile.frag<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @unbound() params {n = 64} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    // expected-error @+1 {{'tile.alloc' op fragment shape [n] is not bound; run tile-bind-params first}}
+    %f = tile.alloc : !tile.frag<[n], f32>
+  }
+}

@@ -1,0 +1,39 @@
+// RUN: hisa-opt %s -split-input-file --tile-assign-layouts --tile-plan-shared-memory -verify-diagnostics | FileCheck %s
+
+// %a is dead once %b is written, so %c reuses its bytes; %b stays live.
+// Reductions get scratch after the tiles: 64 outputs x 4 warps x 4 bytes.
+// CHECK-LABEL: tile.kernel @reuse
+// CHECK: tile.launch {{.*}} attributes {tile.scratch_offset = 8192 : i64, tile.shared_bytes = 9216 : i64}
+// CHECK: %[[A:.*]] = tile.alloc {tile.offset = 0 : i64} : !tile.shared<[64, 64], f8E4M3FN>
+// CHECK: %[[B:.*]] = tile.alloc {tile.offset = 4096 : i64} : !tile.shared<[64, 64], f8E4M3FN>
+// CHECK: %[[C:.*]] = tile.alloc {tile.offset = 0 : i64} : !tile.shared<[64, 64], f8E4M3FN>
+tile.kernel @reuse(%g: !tile.global<[?, 64], f8E4M3FN>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
+    %c = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
+    %f = tile.alloc : !tile.frag<[64, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    tile.copy %g[%c0, %c0] to %a : !tile.global<[?, 64], f8E4M3FN> to !tile.shared<[64, 64], f8E4M3FN>
+    tile.copy %a to %b : !tile.shared<[64, 64], f8E4M3FN> to !tile.shared<[64, 64], f8E4M3FN>
+    tile.copy %g[%c0, %c0] to %c : !tile.global<[?, 64], f8E4M3FN> to !tile.shared<[64, 64], f8E4M3FN>
+    tile.copy %b to %g[%c0, %c0] : !tile.shared<[64, 64], f8E4M3FN> to !tile.global<[?, 64], f8E4M3FN>
+    tile.copy %c to %g[%c0, %c0] : !tile.shared<[64, 64], f8E4M3FN> to !tile.global<[?, 64], f8E4M3FN>
+    tile.reduce sum %f to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @too_large() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op needs 262144 bytes of shared memory (262144 for tiles, 0 for reductions); a block may use at most 232448}}
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[256, 256], f32>
+    %c0 = arith.constant 0 : index
+    %zero = arith.constant 0.0 : f32
+    tile.fill %a, %zero : !tile.shared<[256, 256], f32>, f32
+  }
+}

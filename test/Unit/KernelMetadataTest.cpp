@@ -1,0 +1,100 @@
+//===- KernelMetadataTest.cpp - Launch metadata and grid arithmetic -------===//
+
+#include "hisa/Runtime/Jit.h"
+
+#include <gtest/gtest.h>
+
+using namespace hisa::runtime;
+
+namespace {
+
+KernelMetadata makePooling() {
+  KernelMetadata metadata;
+  metadata.kernelName = "pool";
+  metadata.binaryKind = "cubin";
+  metadata.threads = 128;
+  metadata.sharedBytes = 2048;
+  KernelMetadata::Argument k;
+  k.name = "k";
+  k.elementType = "f8E4M3FN";
+  k.elementBytes = 1;
+  k.alignment = 16;
+  k.shape = {-1, 128};
+  metadata.arguments.push_back(k);
+  // grid = ceildiv(ceildiv(dim(k, 0), 128), 2)
+  metadata.program = {{"dim", 0, 0, 0, 64},
+                      {"const", 0, 0, 128, 64},
+                      {"ceildivui", 0, 1, 0, 64},
+                      {"const", 0, 0, 2, 64},
+                      {"ceildivui", 2, 3, 0, 64}};
+  metadata.gridValues = {4};
+  return metadata;
+}
+
+TEST(KernelMetadata, RoundTrips) {
+  KernelMetadata metadata = makePooling();
+  llvm::Expected<KernelMetadata> parsed =
+      KernelMetadata::parse(metadata.serialize());
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(parsed->serialize(), metadata.serialize());
+  EXPECT_EQ(parsed->arguments[0].shape, (std::vector<int64_t>{-1, 128}));
+}
+
+TEST(KernelMetadata, RejectsMalformedText) {
+  for (const char *text :
+       {"", "hisa-kernel-metadata 2\n", "hisa-kernel-metadata 1\nkernel x\n",
+        "hisa-kernel-metadata 1\nkernel k cubin 128 0\ngrid 7\n",
+        "hisa-kernel-metadata 1\nkernel k cubin 128 0\nbogus\n"}) {
+    llvm::Expected<KernelMetadata> parsed = KernelMetadata::parse(text);
+    EXPECT_FALSE(static_cast<bool>(parsed)) << text;
+    llvm::consumeError(parsed.takeError());
+  }
+}
+
+TEST(KernelMetadata, EvaluatesTheGrid) {
+  KernelMetadata metadata = makePooling();
+  for (auto [n, blocks] : {std::pair<int64_t, int64_t>{1, 1},
+                           {256, 1},
+                           {257, 2},
+                           {1048576, 4096},
+                           {0, 0}}) {
+    llvm::SmallVector<llvm::SmallVector<int64_t, 8>> sizes = {{n, 128}};
+    auto grid = metadata.evaluateGrid(sizes);
+    ASSERT_TRUE(static_cast<bool>(grid));
+    EXPECT_EQ((*grid)[0], blocks) << "n = " << n;
+    EXPECT_EQ((*grid)[1], 1);
+  }
+}
+
+TEST(KernelMetadata, ReportsDivisionByZero) {
+  KernelMetadata metadata = makePooling();
+  metadata.program[1].immediate = 0;
+  llvm::SmallVector<llvm::SmallVector<int64_t, 8>> sizes = {{10, 128}};
+  auto grid = metadata.evaluateGrid(sizes);
+  ASSERT_FALSE(static_cast<bool>(grid));
+  EXPECT_NE(llvm::toString(grid.takeError()).find("division by zero"),
+            std::string::npos);
+}
+
+TEST(KernelMetadata, WrapsNarrowIntegers) {
+  KernelMetadata metadata;
+  metadata.kernelName = "k";
+  metadata.program = {{"const", 0, 0, 2147483647, 32},
+                      {"const", 0, 0, 1, 32},
+                      {"addi", 0, 1, 0, 32}};
+  metadata.gridValues = {2};
+  auto grid = metadata.evaluateGrid({});
+  ASSERT_TRUE(static_cast<bool>(grid));
+  EXPECT_EQ((*grid)[0], -2147483648LL);
+}
+
+TEST(Params, ParsesAndSorts) {
+  auto params = parseParams("kb=64, dim=128");
+  ASSERT_TRUE(static_cast<bool>(params));
+  EXPECT_EQ(*params, (std::vector<std::string>{"dim=128", "kb=64"}));
+  auto bad = parseParams("dim");
+  EXPECT_FALSE(static_cast<bool>(bad));
+  llvm::consumeError(bad.takeError());
+}
+
+} // namespace
