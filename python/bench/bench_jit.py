@@ -40,9 +40,9 @@ DEFAULT_KERNELS = [
     "fp8_block_mean_pooling:dim=128,kb=128",
     "fp8_block_mean_pooling:dim=64,kb=64",
     "clean_and_maintain_logits",
-    "pool_mqa_logits",
-    "block_sparse_mqa_logits",
 ]
+# pool_mqa_logits and block_sparse_mqa_logits need the tensor-core gemm
+# lowering (the next milestone); pass them with --kernels to see the refusal.
 
 
 def parse_spec(spec: str):

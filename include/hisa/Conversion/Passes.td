@@ -25,11 +25,19 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     combine registers, then lanes with warp shuffles, then warps through
     shared memory. Barriers separate shared-memory writes from later reads
     and writes.
+
+    A `tile.pipelined` loop with `num_stages` = S > 1 turns its top-level
+    global-to-shared copies into cp.async (16-byte pieces, zero-filled past
+    the tensor) into S rotating buffers: a prologue issues iterations
+    0..S-2, iteration k issues k+S-1, waits for its own group
+    (cp.async.wait_group S-1) and a barrier, runs the body, then a barrier
+    protects the buffer that the next iteration refills.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
 }

@@ -45,6 +45,13 @@ public:
                                  const ElementContext *context);
   mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerPipelined(PipelinedOp op, mlir::OpBuilder &b);
+  /// cp.async of `copy`'s window (at `offsets`) into buffer `stage`.
+  mlir::LogicalResult emitAsyncCopy(CopyOp copy, mlir::OpBuilder &b,
+                                    mlir::ValueRange offsets,
+                                    mlir::Value stage);
+  /// The buffer of pipeline stage `stage` of a multi-buffered shared tile.
+  mlir::Value getStageView(mlir::OpBuilder &b, mlir::Value tile,
+                           mlir::Value stage);
   mlir::LogicalResult lowerReduce(ReduceOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerGemm(GemmOp op, mlir::OpBuilder &b);
 

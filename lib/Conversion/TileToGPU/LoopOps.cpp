@@ -4,7 +4,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace hisa::tile;
@@ -59,25 +64,230 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
   return success();
 }
 
+/// Clones into `b` the ops of `body` that `value` depends on, with the
+/// induction variable `inductionVar` replaced by `iteration`.
+static Value cloneSlice(OpBuilder &b, Value value, Block &body,
+                        Value inductionVar, Value iteration,
+                        IRMapping &mapping) {
+  if (Value mapped = mapping.lookupOrNull(value))
+    return mapped;
+  if (value == inductionVar)
+    return iteration;
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != &body)
+    return value; // defined before the loop
+  for (Value operand : def->getOperands())
+    mapping.map(operand,
+                cloneSlice(b, operand, body, inductionVar, iteration, mapping));
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
+}
+
 LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
-  if (op.getNumStages() > 1)
-    return op.emitOpError("num_stages = ")
-           << op.getNumStages()
-           << " is not implemented yet (multi-stage cp.async/TMA pipelining "
-              "comes with the tensor-core kernels); use num_stages = 1 for a "
-              "serial loop";
-  auto loop = scf::ForOp::create(b, op.getLoc(), op.getLowerBound(),
-                                 op.getUpperBound(), op.getStep());
+  Location loc = op.getLoc();
   Block &body = op.getBody().front();
+  int64_t stages = op.getNumStages();
+  Value inductionVar = body.getArgument(0);
+
+  // Producers: global-to-shared copies at the top level of the body.
+  SmallVector<CopyOp> producers;
+  for (auto copy : body.getOps<CopyOp>())
+    if (stages > 1 && isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType()))
+      producers.push_back(copy);
+  for (CopyOp copy : producers) {
+    auto alloc = copy.getDest().getDefiningOp<AllocOp>();
+    auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
+                         : IntegerAttr();
+    if (!planned || planned.getInt() < stages)
+      return copy.emitOpError("is not planned for ")
+             << stages << " stages; run tile-plan-shared-memory first";
+  }
+
+  // Issues the producers of iteration `iteration` into buffer `stage`.
+  auto issue = [&](OpBuilder &nested, Value iteration,
+                   Value stage) -> LogicalResult {
+    IRMapping mapping;
+    for (CopyOp copy : producers) {
+      SmallVector<Value> offsets;
+      for (Value offset : copy.getSourceOffsets())
+        offsets.push_back(cloneSlice(nested, offset, body, inductionVar,
+                                     iteration, mapping));
+      // The slice may hold tile ops (e.g. a block index read from global):
+      // lower them, keeping the offsets as operands of a placeholder so that
+      // their replacements show up there.
+      auto holder = UnrealizedConversionCastOp::create(
+          nested, copy.getLoc(), TypeRange(), offsets);
+      SmallVector<Operation *> clones;
+      for (auto [from, to] : mapping.getValueMap())
+        if (Operation *def = to.getDefiningOp())
+          if (isa<TileDialect>(def->getDialect()) &&
+              !llvm::is_contained(clones, def))
+            clones.push_back(def);
+      llvm::sort(clones, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      for (Operation *clone : clones)
+        if (failed(lowerNested(clone, nullptr)))
+          return failure();
+      offsets.assign(holder->operand_begin(), holder->operand_end());
+      holder->erase();
+      if (failed(emitAsyncCopy(copy, nested, offsets, stage)))
+        return failure();
+    }
+    return success();
+  };
+  auto commit = [&](OpBuilder &nested) {
+    NVVM::CpAsyncCommitGroupOp::create(nested, loc);
+  };
+
+  Value lower = op.getLowerBound(), upper = op.getUpperBound(),
+        step = op.getStep();
+  // Prologue: the first stages - 1 iterations' copies.
+  for (int64_t s = 0; s + 1 < stages; ++s) {
+    Value iteration = arith::AddIOp::create(
+        b, loc, lower, arith::MulIOp::create(b, loc, step, index(b, s)));
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                          iteration, upper);
+    LogicalResult result = success();
+    emitIf(b, inRange, [&](OpBuilder &nested) {
+      result = issue(nested, iteration, index(nested, s));
+    });
+    if (failed(result))
+      return failure();
+    commit(b);
+  }
+
+  auto loop = scf::ForOp::create(b, loc, lower, upper, step);
+  OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
+  Value iv = loop.getInductionVar();
+  SmallVector<std::pair<Value, Value>> savedViews;
+  if (stages > 1) {
+    // Iteration k fills buffer (k + stages - 1) % stages, then waits for
+    // its own buffer k % stages.
+    Value k = arith::DivSIOp::create(
+        inner, loc, arith::SubIOp::create(inner, loc, iv, lower), step);
+    Value ahead = arith::AddIOp::create(
+        inner, loc, iv,
+        arith::MulIOp::create(inner, loc, step, index(inner, stages - 1)));
+    Value aheadStage = arith::RemSIOp::create(
+        inner, loc, arith::AddIOp::create(inner, loc, k, index(inner, stages - 1)),
+        index(inner, stages));
+    Value inRange = arith::CmpIOp::create(inner, loc, arith::CmpIPredicate::slt,
+                                          ahead, upper);
+    LogicalResult result = success();
+    emitIf(inner, inRange, [&](OpBuilder &nested) {
+      result = issue(nested, ahead, aheadStage);
+    });
+    if (failed(result))
+      return failure();
+    commit(inner);
+    NVVM::CpAsyncWaitGroupOp::create(inner, loc, stages - 1);
+    gpu::BarrierOp::create(inner, loc);
+    Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
+    for (CopyOp copy : producers) {
+      Value tile = copy.getDest();
+      savedViews.push_back({tile, memrefs.lookup(tile)});
+      memrefs[tile] = getStageView(inner, tile, stage);
+    }
+  }
+
+  // The body, minus the producers, reading this iteration's buffers.
   body.getTerminator()->erase();
+  for (CopyOp copy : producers)
+    copy.erase();
   Block *loopBody = loop.getBody();
-  loopBody->getOperations().splice(loopBody->begin(), body.getOperations());
-  body.getArgument(0).replaceAllUsesWith(loop.getInductionVar());
+  loopBody->getOperations().splice(std::prev(loopBody->end()),
+                                   body.getOperations());
+  inductionVar.replaceAllUsesWith(iv);
   SmallVector<Operation *> roots;
-  for (Operation &inner : loopBody->without_terminator())
-    roots.push_back(&inner);
+  for (Operation &innerOp : loopBody->without_terminator())
+    roots.push_back(&innerOp);
   for (Operation *root : roots)
     if (failed(lowerNested(root, nullptr)))
       return failure();
+  if (stages > 1) {
+    // Nobody may still read a buffer when a later iteration refills it.
+    OpBuilder end(loopBody->getTerminator());
+    barrier(end);
+    for (auto [tile, view] : savedViews)
+      memrefs[tile] = view;
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  }
+  return success();
+}
+
+Value KernelLowering::getStageView(OpBuilder &b, Value tile, Value stage) {
+  auto alloc = tile.getDefiningOp<AllocOp>();
+  int64_t base = alloc->getAttrOfType<IntegerAttr>("tile.offset").getInt();
+  int64_t stages = alloc->getAttrOfType<IntegerAttr>("tile.stages").getInt();
+  auto type = cast<MemRefType>(memrefs.lookup(tile).getType());
+  int64_t bytes = type.getNumElements() *
+                  type.getElementType().getIntOrFloatBitWidth() / 8;
+  // tile-plan-shared-memory aligned each stage to 128 bytes.
+  int64_t stride = llvm::alignTo(bytes, 128);
+  (void)stages;
+  Location loc = func.getLoc();
+  Value offset = arith::AddIOp::create(
+      b, loc, index(b, base),
+      arith::MulIOp::create(b, loc, stage, index(b, stride)));
+  return memref::ViewOp::create(b, loc, type, sharedBase, offset, ValueRange());
+}
+
+/// cp.async of a global window into stage `stage` of a shared tile, in
+/// 16-byte (or 8/4-byte) pieces; pieces past the tensor are zero-filled.
+LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
+                                            ValueRange offsets, Value stage) {
+  Location loc = copy.getLoc();
+  Value source = memrefs.lookup(copy.getSource());
+  Value tile = copy.getDest();
+  auto tileType = cast<SharedType>(tile.getType());
+  SmallVector<int64_t> shape = *tileType.getTileShape().getStaticSizes();
+  Type elementType = tileType.getElementType();
+  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+  VectorLayout layout = getCooperativeLayout(shape, elementType);
+  auto sourceType = cast<MemRefType>(source.getType());
+  int64_t bytes = layout.vector * elementBytes;
+  bool innermostStatic = !sourceType.isDynamicDim(sourceType.getRank() - 1) &&
+                         sourceType.getDimSize(sourceType.getRank() - 1) %
+                                 layout.vector ==
+                             0;
+  std::optional<int64_t> innerOffset =
+      offsets.empty() ? std::optional<int64_t>(0)
+                      : getConstantIntValue(offsets.back());
+  if ((bytes != 4 && bytes != 8 && bytes != 16) || !innermostStatic ||
+      !innerOffset || *innerOffset % layout.vector != 0)
+    return copy.emitOpError("cannot be pipelined with cp.async: it needs "
+                            "4, 8 or 16-byte runs that never straddle the end "
+                            "of a row (a static innermost size that is a "
+                            "multiple of the run and a constant, aligned "
+                            "innermost offset); use num_stages = 1");
+  Value buffer = getStageView(b, tile, stage);
+  int64_t windowRank = sourceType.getRank();
+  int64_t lead = windowRank - shape.size();
+  for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector) {
+    SmallVector<Value> coords = coordinates(b, layout, v);
+    SmallVector<Value> indices;
+    for (int64_t i = 0; i < windowRank; ++i) {
+      Value offset = offsets.empty() ? index(b, 0) : offsets[i];
+      indices.push_back(i < lead ? offset
+                                 : arith::AddIOp::create(b, loc, offset,
+                                                         coords[i - lead])
+                                       .getResult());
+    }
+    Value inside = inBounds(b, source, indices, layout.vector);
+    // A piece outside the tensor reads nothing (and from a valid address).
+    SmallVector<Value> safe;
+    for (Value idx : indices)
+      safe.push_back(arith::SelectOp::create(b, loc, inside, idx, index(b, 0)));
+    Value sourceElements = arith::SelectOp::create(
+        b, loc, inside, index(b, layout.vector), index(b, 0));
+    emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
+      nvgpu::DeviceAsyncCopyOp::create(
+          nested, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
+          coords, source, safe, nested.getIndexAttr(layout.vector),
+          sourceElements, bytes == 16 ? nested.getUnitAttr() : UnitAttr());
+    });
+  }
   return success();
 }

@@ -143,9 +143,15 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
                           "thread would need every element); go through "
                           "shared memory");
 
-  // The side without offsets is the tile whose shape is the window's.
-  bool windowIsSource = !op.getSourceOffsets().empty() ||
-                        (op.getDestOffsets().empty() && isa<GlobalType>(sourceType));
+  // The side without offsets is the tile whose shape is the window's; with
+  // no offsets, the window is the global side, else the shared one.
+  bool windowIsSource;
+  if (!op.getSourceOffsets().empty() || !op.getDestOffsets().empty())
+    windowIsSource = !op.getSourceOffsets().empty();
+  else if (isa<GlobalType>(sourceType) || isa<GlobalType>(destType))
+    windowIsSource = isa<GlobalType>(sourceType);
+  else
+    windowIsSource = isa<SharedType>(sourceType);
   Value tile = windowIsSource ? op.getDest() : op.getSource();
   Value window = windowIsSource ? op.getSource() : op.getDest();
   ValueRange offsets =

@@ -56,6 +56,28 @@ struct TilePlanSharedMemoryPass
       return position.lookup(user);
     };
 
+    // Global-to-shared copies at the top level of a pipelined loop fill one
+    // buffer per stage while earlier stages are computed on.
+    DenseMap<Operation *, int64_t> stagesOf;
+    WalkResult pipelines = launch.walk([&](PipelinedOp loop) -> WalkResult {
+      if (loop.getNumStages() < 2)
+        return WalkResult::advance();
+      for (auto copy : loop.getBody().getOps<CopyOp>()) {
+        if (!isa<GlobalType>(copy.getSource().getType()) ||
+            !isa<SharedType>(copy.getDest().getType()))
+          continue;
+        auto alloc = copy.getDest().getDefiningOp<AllocOp>();
+        if (!alloc)
+          return copy.emitOpError("a pipelined copy must write a shared tile "
+                                  "allocated by tile.alloc (not a view)");
+        int64_t &stages = stagesOf[alloc];
+        stages = std::max<int64_t>(stages, loop.getNumStages());
+      }
+      return WalkResult::advance();
+    });
+    if (pipelines.wasInterrupted())
+      return failure();
+
     SmallVector<SharedTile> tiles;
     for (auto alloc : body.getOps<AllocOp>()) {
       if (!isa<SharedType>(alloc.getType()))
@@ -82,6 +104,10 @@ struct TilePlanSharedMemoryPass
       }
       if (tile.firstUse == UINT_MAX)
         tile.firstUse = at;
+      if (int64_t stages = stagesOf.lookup(alloc)) {
+        tile.bytes = llvm::alignTo(tile.bytes, alignment) * stages;
+        alloc->setAttr("tile.stages", Builder(alloc).getI64IntegerAttr(stages));
+      }
       tiles.push_back(tile);
     }
 

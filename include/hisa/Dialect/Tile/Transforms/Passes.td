@@ -79,8 +79,10 @@ def TilePlanSharedMemory : Pass<"tile-plan-shared-memory", "::mlir::ModuleOp"> {
     do not overlap share bytes. Offsets are aligned to `alignment` bytes and
     recorded as `tile.offset` on each `tile.alloc`; the launch gets
     `tile.shared_bytes` (the buffer size, including a scratch area for
-    cross-warp reductions at `tile.scratch_offset`). A launch that needs more
-    than `max-bytes` is an error.
+    cross-warp reductions at `tile.scratch_offset`). A shared tile that a
+    global-to-shared copy of a `tile.pipelined` loop with `num_stages` > 1
+    fills gets one buffer per stage (`tile.stages`), each aligned. A launch
+    that needs more than `max-bytes` is an error.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"128",
