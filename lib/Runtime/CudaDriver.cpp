@@ -377,7 +377,14 @@ LoadedModule::getFunction(llvm::StringRef name,
           driver->moduleGetFunction(&function, module, terminatedName.c_str()),
           "cuModuleGetFunction", name))
     return error;
-  if (dynamicSharedBytes <= kDefaultDynamicSharedLimit)
+  // The 48 KiB default covers static and dynamic shared memory together.
+  int staticBytes = 0;
+  if (driver->funcGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                               function) != CUDA_SUCCESS)
+    staticBytes = 0;
+  if (dynamicSharedBytes == 0 ||
+      dynamicSharedBytes + static_cast<unsigned>(staticBytes) <=
+          kDefaultDynamicSharedLimit)
     return function;
 
   CUresult result = driver->funcSetAttribute(
