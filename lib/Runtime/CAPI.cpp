@@ -168,9 +168,9 @@ int hisa_kernel_launch(hisa_kernel *kernel, const hisa_arg *args,
     LaunchArgument launch;
     if (arg.kind == 0) {
       if (arg.rank < 0 || arg.rank > 8)
-        return failWith(HISA_ERROR_INVALID_ARGUMENT,
-                        formatv("argument #{0}: rank {1} is not in [0, 8]", i,
-                                arg.rank));
+        return failWith(
+            HISA_ERROR_INVALID_ARGUMENT,
+            formatv("argument #{0}: rank {1} is not in [0, 8]", i, arg.rank));
       launch.kind = KernelMetadata::Argument::Tensor;
       launch.data = arg.data;
       launch.sizes.assign(arg.sizes, arg.sizes + arg.rank);
@@ -206,7 +206,8 @@ int hisa_fp8_block_mean_pooling(const void *k, const float *k_scale,
                                 void *blocked_k, float *blocked_scale,
                                 int64_t n, int64_t dim, int64_t kb,
                                 void *stream) {
-  if (n < 0 || (dim != 64 && dim != 128) || (kb != 64 && kb != 128 && kb != 256))
+  if (n < 0 || (dim != 64 && dim != 128) ||
+      (kb != 64 && kb != 128 && kb != 256))
     return failWith(HISA_ERROR_INVALID_ARGUMENT,
                     formatv("fp8_block_mean_pooling: unsupported n = {0}, dim "
                             "= {1}, kb = {2} (dim in {{64, 128}, kb in {{64, "

@@ -75,19 +75,18 @@ llvm::Error recordGridProgram(tile::KernelOp kernel, KernelMetadata &metadata) {
       inst.immediate = bitsOf(op.getOperand(0).getType());
     } else if (op.getNumOperands() == 2 &&
                llvm::is_contained(
-                   {"addi", "subi", "muli", "divsi", "divui", "ceildivui",
-                    "ceildivsi", "floordivsi", "remsi", "remui", "minsi",
-                    "maxsi", "minui", "maxui", "andi", "ori", "xori", "shli",
-                    "shrui", "shrsi"},
+                   {"addi",      "subi",      "muli",       "divsi", "divui",
+                    "ceildivui", "ceildivsi", "floordivsi", "remsi", "remui",
+                    "minsi",     "maxsi",     "minui",      "maxui", "andi",
+                    "ori",       "xori",      "shli",       "shrui", "shrsi"},
                    op.getName().stripDialect())) {
       inst.op = op.getName().stripDialect().str();
       inst.a = ids.lookup(op.getOperand(0));
       inst.b = ids.lookup(op.getOperand(1));
     } else {
-      return makeError("kernel '" + metadata.kernelName +
-                       "': the JIT cannot evaluate '" +
-                       op.getName().getStringRef() +
-                       "' in the grid arithmetic");
+      return makeError(
+          "kernel '" + metadata.kernelName + "': the JIT cannot evaluate '" +
+          op.getName().getStringRef() + "' in the grid arithmetic");
     }
     emit(inst, result);
   }
@@ -124,7 +123,7 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
     return makeError("cannot create a temporary file: " + ec.message());
   llvm::sys::fs::createTemporaryFile("hisa", "cubin", cubinPath);
   llvm::sys::fs::createTemporaryFile("hisa", "log", logPath);
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(ptxPath);
     llvm::sys::fs::remove(cubinPath);
     llvm::sys::fs::remove(logPath);
@@ -145,8 +144,10 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
                                          /*SecondsToWait=*/120, 0, &message);
   if (status != 0) {
     auto log = llvm::MemoryBuffer::getFile(logPath);
-    return makeError("ptxas failed (" + (message.empty() ? "exit " + std::to_string(status) : message) +
-                     "): " + (log ? (*log)->getBuffer().str() : ""));
+    return makeError(
+        "ptxas failed (" +
+        (message.empty() ? "exit " + std::to_string(status) : message) +
+        "): " + (log ? (*log)->getBuffer().str() : ""));
   }
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
@@ -157,10 +158,9 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
 
 } // namespace
 
-Expected<CompiledKernel> hisa::runtime::compileKernel(StringRef source,
-                                                      StringRef kernelName,
-                                                      ArrayRef<std::string> params,
-                                                      StringRef target) {
+Expected<CompiledKernel>
+hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
+                             ArrayRef<std::string> params, StringRef target) {
   if (!target.starts_with("sm_") || target.size() < 5)
     return makeError("invalid target '" + target + "' (expected e.g. sm_90a)");
   DialectRegistry registry;
@@ -173,9 +173,9 @@ Expected<CompiledKernel> hisa::runtime::compileKernel(StringRef source,
   llvm::SourceMgr sourceMgr;
   std::string diagnostics;
   llvm::raw_string_ostream diagnosticStream(diagnostics);
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, (kernelName + ".mlir").str()),
-      llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(
+                                   source, (kernelName + ".mlir").str()),
+                               llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnosticStream);
   auto failure = [&](const llvm::Twine &what) {
     return makeError("kernel '" + kernelName + "': " + what + "\n" +
@@ -193,8 +193,8 @@ Expected<CompiledKernel> hisa::runtime::compileKernel(StringRef source,
     module.get()->remove();
   } else {
     module = ModuleOp::create(UnknownLoc::get(&context));
-    module->getBody()->getOperations().splice(
-        module->getBody()->begin(), block.getOperations());
+    module->getBody()->getOperations().splice(module->getBody()->begin(),
+                                              block.getOperations());
   }
 
   // Keep only the requested kernel.
@@ -212,7 +212,8 @@ Expected<CompiledKernel> hisa::runtime::compileKernel(StringRef source,
     return makeError("no tile.kernel named '" + kernelName +
                      "' in the source (kernels: " +
                      (available.empty() ? "none" : available) + ")");
-  for (auto other : llvm::make_early_inc_range(module->getOps<tile::KernelOp>()))
+  for (auto other :
+       llvm::make_early_inc_range(module->getOps<tile::KernelOp>()))
     if (other != kernel)
       other.erase();
 
@@ -248,13 +249,13 @@ Expected<CompiledKernel> hisa::runtime::compileKernel(StringRef source,
       arg.elementBytes =
           std::max(1u, global.getElementType().getIntOrFloatBitWidth() / 8);
       for (int64_t d = 0; d < global.getRank(); ++d)
-        arg.shape.push_back(global.getTileShape().getStaticSize(d).value_or(-1));
+        arg.shape.push_back(
+            global.getTileShape().getStaticSize(d).value_or(-1));
       // Rows whose bytes are a multiple of 16 may be accessed as vectors.
       int64_t innermost = arg.shape.back();
-      arg.alignment =
-          innermost > 0 && innermost * arg.elementBytes % 16 == 0
-              ? 16
-              : arg.elementBytes;
+      arg.alignment = innermost > 0 && innermost * arg.elementBytes % 16 == 0
+                          ? 16
+                          : arg.elementBytes;
       continue;
     }
     arg.kind = isa<FloatType>(type) ? KernelMetadata::Argument::Float
@@ -269,10 +270,9 @@ Expected<CompiledKernel> hisa::runtime::compileKernel(StringRef source,
   buildTilePlanningPipeline(plan);
   if (failed(plan.run(*module)))
     return failure("cannot assign layouts or plan shared memory");
-  metadata.sharedBytes =
-      kernel.getLaunch()
-          ->getAttrOfType<IntegerAttr>("tile.shared_bytes")
-          .getInt();
+  metadata.sharedBytes = kernel.getLaunch()
+                             ->getAttrOfType<IntegerAttr>("tile.shared_bytes")
+                             .getInt();
 
   TileToNVVMOptions options;
   options.chip = target.str();

@@ -379,7 +379,8 @@ LoadedModule::getFunction(llvm::StringRef name,
     return error;
   // The 48 KiB default covers static and dynamic shared memory together.
   int staticBytes = 0;
-  if (driver->funcGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+  if (driver->funcGetAttribute(&staticBytes,
+                               CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                                function) != CUDA_SUCCESS)
     staticBytes = 0;
   if (dynamicSharedBytes == 0 ||

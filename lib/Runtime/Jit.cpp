@@ -21,7 +21,8 @@ using namespace hisa::runtime;
 namespace {
 
 Error makeError(const Twine &message) {
-  return createStringError(std::make_error_code(std::errc::invalid_argument), message);
+  return createStringError(std::make_error_code(std::errc::invalid_argument),
+                           message);
 }
 
 struct BuiltinKernel {
@@ -35,8 +36,8 @@ const BuiltinKernel builtinKernels[] = {
 
 class LoadedKernelImpl : public LoadedKernel {
 public:
-  LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled, LoadedModule module,
-                   CUfunction function)
+  LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled,
+                   LoadedModule module, CUfunction function)
       : compiled(std::move(compiled)), module(std::move(module)),
         function(function) {}
 
@@ -57,8 +58,9 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   const KernelMetadata &metadata = getMetadata();
   const std::string &kernel = metadata.kernelName;
   if (arguments.size() != metadata.arguments.size())
-    return makeError(formatv("kernel '{0}' takes {1} arguments, got {2}", kernel,
-                             metadata.arguments.size(), arguments.size()));
+    return makeError(formatv("kernel '{0}' takes {1} arguments, got {2}",
+                             kernel, metadata.arguments.size(),
+                             arguments.size()));
   Expected<CudaDriver &> driver = CudaDriver::get();
   if (!driver)
     return driver.takeError();
@@ -68,8 +70,8 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   SmallVector<SmallVector<int64_t, 8>> sizes;
   for (auto [i, given] : llvm::enumerate(arguments)) {
     const KernelMetadata::Argument &expected = metadata.arguments[i];
-    std::string what = formatv("kernel '{0}' argument '{1}' (#{2})", kernel,
-                               expected.name, i);
+    std::string what =
+        formatv("kernel '{0}' argument '{1}' (#{2})", kernel, expected.name, i);
     if (given.kind != expected.kind)
       return makeError(what + ": expected a " +
                        (expected.kind == KernelMetadata::Argument::Tensor
@@ -95,8 +97,8 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
     int64_t elements = 1;
     for (auto [d, size] : llvm::enumerate(given.sizes)) {
       if (size < 0)
-        return makeError(formatv("{0}: negative size {1} in dimension {2}",
-                                 what, size, d));
+        return makeError(
+            formatv("{0}: negative size {1} in dimension {2}", what, size, d));
       if (expected.shape[d] >= 0 && expected.shape[d] != size)
         return makeError(formatv(
             "{0}: dimension {1} is {2} but the kernel was specialized for {3}",
@@ -229,9 +231,10 @@ static Expected<std::string> computeCacheKey(StringRef source,
       {source, kernelName, joined, target, Jit::getVersion()});
 }
 
-Expected<std::shared_ptr<CompiledKernel>>
-Jit::compile(StringRef source, StringRef kernelName, StringRef params,
-             StringRef target) {
+Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
+                                                       StringRef kernelName,
+                                                       StringRef params,
+                                                       StringRef target) {
   Expected<std::vector<std::string>> parsed = parseParams(params);
   if (!parsed)
     return parsed.takeError();
@@ -266,8 +269,8 @@ Jit::compile(StringRef source, StringRef kernelName, StringRef params,
   if (Error error = state->disk.store(
           *key, {kernel->binary, kernel->metadata.serialize()}))
     // The kernel still works; only the next process recompiles.
-    errs() << "hisa: cannot write the kernel cache: " << toString(std::move(error))
-           << "\n";
+    errs() << "hisa: cannot write the kernel cache: "
+           << toString(std::move(error)) << "\n";
   kernel->binaryPath = state->disk.getBinaryPath(*key);
   state->compiled[*key] = kernel;
   return kernel;
@@ -311,8 +314,8 @@ Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
       kernelName, static_cast<unsigned>((*compiled)->metadata.sharedBytes));
   if (!function)
     return function.takeError();
-  auto kernel = std::make_unique<LoadedKernelImpl>(*compiled, std::move(*module),
-                                                   *function);
+  auto kernel = std::make_unique<LoadedKernelImpl>(
+      *compiled, std::move(*module), *function);
   LoadedKernel *result = kernel.get();
   state->loaded[*key] = std::move(kernel);
   return result;

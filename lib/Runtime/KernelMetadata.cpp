@@ -3,9 +3,8 @@
 // Text format, one record per line (fields separated by spaces):
 //   hisa-kernel-metadata 1
 //   kernel <name> <cubin|ptx> <threads> <shared bytes>
-//   arg tensor <name> <element type> <element bytes> <alignment> <rank> <dims...>
-//   arg int|float <name> <bits>
-//   inst <op> <a> <b> <immediate> <bits>
+//   arg tensor <name> <element type> <element bytes> <alignment> <rank>
+//   <dims...> arg int|float <name> <bits> inst <op> <a> <b> <immediate> <bits>
 //   grid <value id>...
 //
 //===----------------------------------------------------------------------===//
@@ -131,8 +130,8 @@ static int64_t wrap(int64_t value, unsigned bits) {
   return bits >= 64 ? value : SignExtend64(static_cast<uint64_t>(value), bits);
 }
 
-Expected<std::array<int64_t, 3>> KernelMetadata::evaluateGrid(
-    ArrayRef<SmallVector<int64_t, 8>> sizes) const {
+Expected<std::array<int64_t, 3>>
+KernelMetadata::evaluateGrid(ArrayRef<SmallVector<int64_t, 8>> sizes) const {
   std::vector<int64_t> values(program.size());
   auto fail = [&](const Twine &message) {
     return createStringError(inconvertibleErrorCode(),
@@ -212,9 +211,10 @@ Expected<std::array<int64_t, 3>> KernelMetadata::evaluateGrid(
     else if (op == "cast")
       result = a;
     else if (op == "castui") // immediate: the source width
-      result = static_cast<int64_t>(
-          static_cast<uint64_t>(a) &
-          maskTrailingOnes<uint64_t>(std::clamp<int64_t>(inst.immediate, 1, 64)));
+      result =
+          static_cast<int64_t>(static_cast<uint64_t>(a) &
+                               maskTrailingOnes<uint64_t>(
+                                   std::clamp<int64_t>(inst.immediate, 1, 64)));
     else
       return fail("unknown instruction '" + op + "'");
     values[i] = wrap(result, inst.bits);

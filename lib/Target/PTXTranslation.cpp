@@ -33,7 +33,8 @@ static void registerGPUDialects(DialectRegistry &registry) {
 }
 
 /// The module's gpu.modules that carry an #nvvm.target, or an error.
-static FailureOr<SmallVector<gpu::GPUModuleOp>> getNVVMModules(ModuleOp module) {
+static FailureOr<SmallVector<gpu::GPUModuleOp>>
+getNVVMModules(ModuleOp module) {
   SmallVector<gpu::GPUModuleOp> gpuModules;
   for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
     ArrayAttr targets = gpuModule.getTargetsAttr();

@@ -2,8 +2,8 @@
 
 #include "hisa/Tools/Registration.h"
 
-#include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Conversion/Passes.h"
+#include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 #include "hisa/Pipelines/Pipelines.h"
 
@@ -44,14 +44,13 @@
 #include "mlir/Transforms/Passes.h"
 
 void hisa::registerAllHisaDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tile::TileDialect, mlir::affine::AffineDialect,
-                  mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
-                  mlir::func::FuncDialect, mlir::gpu::GPUDialect,
-                  mlir::index::IndexDialect, mlir::LLVM::LLVMDialect,
-                  mlir::math::MathDialect, mlir::memref::MemRefDialect,
-                  mlir::NVVM::NVVMDialect, mlir::nvgpu::NVGPUDialect,
-                  mlir::scf::SCFDialect, mlir::ub::UBDialect,
-                  mlir::vector::VectorDialect>();
+  registry.insert<
+      tile::TileDialect, mlir::affine::AffineDialect, mlir::arith::ArithDialect,
+      mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+      mlir::gpu::GPUDialect, mlir::index::IndexDialect, mlir::LLVM::LLVMDialect,
+      mlir::math::MathDialect, mlir::memref::MemRefDialect,
+      mlir::NVVM::NVVMDialect, mlir::nvgpu::NVGPUDialect, mlir::scf::SCFDialect,
+      mlir::ub::UBDialect, mlir::vector::VectorDialect>();
 
   // ConvertToLLVM interfaces used by the GPU-to-NVVM lowering.
   mlir::arith::registerConvertArithToLLVMInterface(registry);

@@ -86,7 +86,8 @@ TEST_F(TileShapeTest, BindsParameters) {
   FailureOr<ArrayAttr> bound = bindDims(
       dims({size(-1), symbol("block_q*heads"), size(7)}), lookup, emitError);
   ASSERT_TRUE(succeeded(bound));
-  std::optional<SmallVector<int64_t>> sizes = TileShape(*bound).getStaticSizes();
+  std::optional<SmallVector<int64_t>> sizes =
+      TileShape(*bound).getStaticSizes();
   EXPECT_FALSE(sizes); // `?` stays a runtime size.
   EXPECT_EQ(TileShape(*bound).getStaticSize(1), 128);
   EXPECT_EQ(errors, 0);

@@ -27,8 +27,8 @@ namespace hisa::runtime {
 struct KernelMetadata {
   struct Argument {
     enum Kind { Tensor, Int, Float } kind = Tensor;
-    std::string name;         // "arg3" when the source gives none
-    std::string elementType;  // tensors: f32, f8E4M3FN, i32...
+    std::string name;        // "arg3" when the source gives none
+    std::string elementType; // tensors: f32, f8E4M3FN, i32...
     unsigned elementBytes = 0;
     std::vector<int64_t> shape; // -1 for sizes given at launch
     unsigned alignment = 1;     // bytes the data pointer must be aligned to

@@ -39,7 +39,8 @@ HISA_EXPORT const char *hisa_builtin_kernel_source(const char *name);
 
 /* ---- JIT ---------------------------------------------------------------- */
 
-typedef struct hisa_kernel hisa_kernel; /* compiled and loaded; owned by the runtime cache */
+typedef struct hisa_kernel
+    hisa_kernel; /* compiled and loaded; owned by the runtime cache */
 
 /* Compiles `kernel_name` from `source` (DSL text; NULL = the built-in source
  * of that name) with parameters `params` ("heads=32,dim=64"; NULL or "" =
@@ -58,12 +59,12 @@ HISA_EXPORT int hisa_kernel_compile(const char *source, const char *kernel_name,
 
 /* One kernel argument, in the order of the tile.kernel signature. */
 typedef struct hisa_arg {
-  int32_t kind;      /* 0: tensor, 1: integer scalar, 2: float scalar */
-  int32_t rank;      /* tensors: number of dimensions (<= 8)            */
-  void *data;        /* tensors: device pointer                          */
-  int64_t sizes[8];  /* tensors: sizes, row-major contiguous             */
-  int64_t int_value; /* kind 1                                           */
-  double float_value;/* kind 2                                           */
+  int32_t kind;       /* 0: tensor, 1: integer scalar, 2: float scalar */
+  int32_t rank;       /* tensors: number of dimensions (<= 8)            */
+  void *data;         /* tensors: device pointer                          */
+  int64_t sizes[8];   /* tensors: sizes, row-major contiguous             */
+  int64_t int_value;  /* kind 1                                           */
+  double float_value; /* kind 2                                           */
 } hisa_arg;
 
 /* Launches on `stream` (a CUstream; NULL = default stream). Checks ranks and

@@ -26,8 +26,8 @@ std::pair<Value, Value> fp8PairToF32(OpBuilder &b, Location loc, Value first,
                                      Value second) {
   Type i8 = b.getI8Type(), i16 = b.getI16Type();
   auto widen = [&](Value byte) {
-    return arith::ExtUIOp::create(
-        b, loc, i16, arith::BitcastOp::create(b, loc, i8, byte));
+    return arith::ExtUIOp::create(b, loc, i16,
+                                  arith::BitcastOp::create(b, loc, i8, byte));
   };
   Value packed = arith::OrIOp::create(
       b, loc, widen(first),
@@ -53,8 +53,8 @@ std::pair<Value, Value> f32PairToFp8(OpBuilder &b, Location loc, Type fp8,
                            {second, first});
   Type i8 = b.getI8Type();
   auto byte = [&](Value bits) {
-    return arith::BitcastOp::create(
-        b, loc, fp8, arith::TruncIOp::create(b, loc, i8, bits));
+    return arith::BitcastOp::create(b, loc, fp8,
+                                    arith::TruncIOp::create(b, loc, i8, bits));
   };
   Value high = arith::ShRUIOp::create(
       b, loc, packed, arith::ConstantIntOp::create(b, loc, b.getI16Type(), 8));

@@ -66,9 +66,8 @@ public:
   mlir::Value index(mlir::OpBuilder &b, int64_t value);
   mlir::Value zero(mlir::OpBuilder &b, mlir::Type type);
   /// Coordinates of value `v` of this thread in a layout.
-  llvm::SmallVector<mlir::Value> coordinates(mlir::OpBuilder &b,
-                                             const VectorLayout &layout,
-                                             int64_t v);
+  llvm::SmallVector<mlir::Value>
+  coordinates(mlir::OpBuilder &b, const VectorLayout &layout, int64_t v);
   /// Whether value `v` of this thread lies inside the tile (null: always).
   mlir::Value isInside(mlir::OpBuilder &b, const VectorLayout &layout,
                        int64_t v);
@@ -101,9 +100,10 @@ public:
   mlir::Value convertElement(mlir::OpBuilder &b, mlir::Value value,
                              mlir::Type to);
   /// Converts a pair of elements (faster for fp8, which packs two).
-  std::pair<mlir::Value, mlir::Value>
-  convertPair(mlir::OpBuilder &b, mlir::Value first, mlir::Value second,
-              mlir::Type to);
+  std::pair<mlir::Value, mlir::Value> convertPair(mlir::OpBuilder &b,
+                                                  mlir::Value first,
+                                                  mlir::Value second,
+                                                  mlir::Type to);
 
   LaunchOp launch;
   mlir::gpu::GPUFuncOp func;

@@ -3,10 +3,10 @@
 #include "KernelLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/MathExtras.h"
@@ -20,8 +20,8 @@ using namespace hisa::tile;
 LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
   if (!op.getLayout())
     return op.emitOpError("has no layout; run tile-assign-layouts first");
-  std::optional<VectorLayout> layout = VectorLayout::fromAttr(
-      *op.getLayout(), *op.getDomain().getStaticSizes());
+  std::optional<VectorLayout> layout =
+      VectorLayout::fromAttr(*op.getLayout(), *op.getDomain().getStaticSizes());
   if (!layout)
     return op.emitOpError("cannot lower layout ") << *op.getLayout();
   bool writesShared = false;
@@ -111,13 +111,13 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     for (CopyOp copy : producers) {
       SmallVector<Value> offsets;
       for (Value offset : copy.getSourceOffsets())
-        offsets.push_back(cloneSlice(nested, offset, body, inductionVar,
-                                     iteration, mapping));
+        offsets.push_back(
+            cloneSlice(nested, offset, body, inductionVar, iteration, mapping));
       // The slice may hold tile ops (e.g. a block index read from global):
       // lower them, keeping the offsets as operands of a placeholder so that
       // their replacements show up there.
-      auto holder = UnrealizedConversionCastOp::create(
-          nested, copy.getLoc(), TypeRange(), offsets);
+      auto holder = UnrealizedConversionCastOp::create(nested, copy.getLoc(),
+                                                       TypeRange(), offsets);
       SmallVector<Operation *> clones;
       for (auto [from, to] : mapping.getValueMap())
         if (Operation *def = to.getDefiningOp())
@@ -171,7 +171,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
         inner, loc, iv,
         arith::MulIOp::create(inner, loc, step, index(inner, stages - 1)));
     Value aheadStage = arith::RemSIOp::create(
-        inner, loc, arith::AddIOp::create(inner, loc, k, index(inner, stages - 1)),
+        inner, loc,
+        arith::AddIOp::create(inner, loc, k, index(inner, stages - 1)),
         index(inner, stages));
     Value inRange = arith::CmpIOp::create(inner, loc, arith::CmpIPredicate::slt,
                                           ahead, upper);
@@ -222,8 +223,8 @@ Value KernelLowering::getStageView(OpBuilder &b, Value tile, Value stage) {
   int64_t base = alloc->getAttrOfType<IntegerAttr>("tile.offset").getInt();
   int64_t stages = alloc->getAttrOfType<IntegerAttr>("tile.stages").getInt();
   auto type = cast<MemRefType>(memrefs.lookup(tile).getType());
-  int64_t bytes = type.getNumElements() *
-                  type.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t bytes =
+      type.getNumElements() * type.getElementType().getIntOrFloatBitWidth() / 8;
   // tile-plan-shared-memory aligned each stage to 128 bytes.
   int64_t stride = llvm::alignTo(bytes, 128);
   (void)stages;
@@ -248,10 +249,9 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
   VectorLayout layout = getCooperativeLayout(shape, elementType);
   auto sourceType = cast<MemRefType>(source.getType());
   int64_t bytes = layout.vector * elementBytes;
-  bool innermostStatic = !sourceType.isDynamicDim(sourceType.getRank() - 1) &&
-                         sourceType.getDimSize(sourceType.getRank() - 1) %
-                                 layout.vector ==
-                             0;
+  bool innermostStatic =
+      !sourceType.isDynamicDim(sourceType.getRank() - 1) &&
+      sourceType.getDimSize(sourceType.getRank() - 1) % layout.vector == 0;
   std::optional<int64_t> innerOffset =
       offsets.empty() ? std::optional<int64_t>(0)
                       : getConstantIntValue(offsets.back());
@@ -270,10 +270,10 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
     SmallVector<Value> indices;
     for (int64_t i = 0; i < windowRank; ++i) {
       Value offset = offsets.empty() ? index(b, 0) : offsets[i];
-      indices.push_back(i < lead ? offset
-                                 : arith::AddIOp::create(b, loc, offset,
-                                                         coords[i - lead])
-                                       .getResult());
+      indices.push_back(
+          i < lead ? offset
+                   : arith::AddIOp::create(b, loc, offset, coords[i - lead])
+                         .getResult());
     }
     Value inside = inBounds(b, source, indices, layout.vector);
     // A piece outside the tensor reads nothing (and from a valid address).

@@ -22,24 +22,21 @@ Type elementTypeOf(Type tileType) {
 
 /// Indices into a window of rank R for tile coordinates of rank r <= R:
 /// leading window dimensions are squeezed (extent 1).
-SmallVector<Value> windowIndices(OpBuilder &b, Location loc,
-                                 ValueRange offsets, int64_t windowRank,
-                                 ArrayRef<Value> coords) {
+SmallVector<Value> windowIndices(OpBuilder &b, Location loc, ValueRange offsets,
+                                 int64_t windowRank, ArrayRef<Value> coords) {
   int64_t lead = windowRank - coords.size();
   SmallVector<Value> indices;
   for (int64_t i = 0; i < windowRank; ++i) {
-    Value offset = offsets.empty()
-                       ? Value()
-                       : offsets[i];
+    Value offset = offsets.empty() ? Value() : offsets[i];
     if (i < lead) {
       indices.push_back(offset ? offset
                                : arith::ConstantIndexOp::create(b, loc, 0));
       continue;
     }
     Value coord = coords[i - lead];
-    indices.push_back(offset ? arith::AddIOp::create(b, loc, offset, coord)
-                                   .getResult()
-                             : coord);
+    indices.push_back(
+        offset ? arith::AddIOp::create(b, loc, offset, coord).getResult()
+               : coord);
   }
   return indices;
 }
@@ -73,8 +70,8 @@ LogicalResult KernelLowering::lowerAlloc(AllocOp op, OpBuilder &b) {
       return failure();
     SmallVector<Value> values;
     for (int64_t v = 0; v < layout->getValuesPerThread(); ++v)
-      values.push_back(memref::AllocaOp::create(
-          b, loc, MemRefType::get({}, elementType)));
+      values.push_back(
+          memref::AllocaOp::create(b, loc, MemRefType::get({}, elementType)));
     registers[op.getResult()] = std::move(values);
     return success();
   }
@@ -187,9 +184,9 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
             loadElements(b, windowMemref, indices, vector, windowIsGlobal);
         for (int64_t k = 0; k < vector; ++k) {
           Value element =
-              vector == 1 ? loaded
-                          : vector::ExtractOp::create(b, loc, loaded, k)
-                                .getResult();
+              vector == 1
+                  ? loaded
+                  : vector::ExtractOp::create(b, loc, loaded, k).getResult();
           memref::StoreOp::create(b, loc, element, regs[v + k]);
         }
         continue;
@@ -216,8 +213,8 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
     // Every thread holds the whole local tile; global writes come from
     // thread 0 only.
     VectorLayout all{tileShape, 1, 1};
-    Value writer = (!windowIsSource && windowIsGlobal) ? isThreadZero(b)
-                                                       : Value();
+    Value writer =
+        (!windowIsSource && windowIsGlobal) ? isThreadZero(b) : Value();
     for (int64_t e = 0; e < all.getNumElements(); ++e) {
       SmallVector<Value> coords;
       int64_t stride = all.getNumElements();
@@ -253,8 +250,8 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
         windowIndices(b, loc, offsets, windowRank, coords);
     emitIf(b, inside, [&](OpBuilder &nested) {
       if (windowIsSource) {
-        Value value = loadElements(nested, windowMemref, indices, vector,
-                                   windowIsGlobal);
+        Value value =
+            loadElements(nested, windowMemref, indices, vector, windowIsGlobal);
         storeElements(nested, value, tileMemref, coords, false, Value());
       } else {
         Value value = loadElements(nested, tileMemref, coords, vector, false);
@@ -302,7 +299,8 @@ LogicalResult KernelLowering::lowerFill(Operation *op, Value dest, Value value,
       layout.vector == 1
           ? value
           : vector::BroadcastOp::create(
-                b, loc, VectorType::get({layout.vector}, value.getType()), value)
+                b, loc, VectorType::get({layout.vector}, value.getType()),
+                value)
                 .getResult();
   for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector)
     storeElements(b, splat, memref, coordinates(b, layout, v), false,
@@ -369,8 +367,8 @@ LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
     result = memref::LoadOp::create(
         b, loc, registers.lookup(op.getSource())[context->value]);
   } else {
-    result = loadElements(b, memrefs.lookup(op.getSource()), op.getIndices(),
-                          1, isa<GlobalType>(type));
+    result = loadElements(b, memrefs.lookup(op.getSource()), op.getIndices(), 1,
+                          isa<GlobalType>(type));
   }
   op.getResult().replaceAllUsesWith(result);
   return success();
@@ -388,9 +386,10 @@ LogicalResult KernelLowering::lowerStore(StoreOp op, OpBuilder &b,
     return success();
   }
   // Serial code runs in every thread; one of them performs the write.
-  Value writer = (!context && !isa<LocalType>(type)) ? isThreadZero(b) : Value();
-  storeElements(b, op.getValue(), memrefs.lookup(op.getDest()),
-                op.getIndices(), isa<GlobalType>(type), writer);
+  Value writer =
+      (!context && !isa<LocalType>(type)) ? isThreadZero(b) : Value();
+  storeElements(b, op.getValue(), memrefs.lookup(op.getDest()), op.getIndices(),
+                isa<GlobalType>(type), writer);
   if (!context && isa<SharedType>(type))
     barrier(b);
   return success();

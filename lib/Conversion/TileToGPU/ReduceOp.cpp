@@ -67,13 +67,11 @@ struct Combiner {
                        : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
     case ReduceKind::Max:
     case ReduceKind::AbsMax:
-      return isFloat()
-                 ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
-                 : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
+      return isFloat() ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
+                       : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
     case ReduceKind::Min:
-      return isFloat()
-                 ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
-                 : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
+      return isFloat() ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
+                       : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
     }
     llvm_unreachable("unknown reduce kind");
   }
@@ -125,7 +123,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   SmallVector<Value> &regs = registers[op.getSource()];
   llvm::MapVector<int64_t, Value> partial;
   for (int64_t v = 0; v < values; ++v) {
-    Value element = combiner.leaf(b, loc, memref::LoadOp::create(b, loc, regs[v]));
+    Value element =
+        combiner.leaf(b, loc, memref::LoadOp::create(b, loc, regs[v]));
     if (Value inside = isInside(b, *layout, v))
       element = arith::SelectOp::create(b, loc, inside, element,
                                         combiner.identity(b, loc));
@@ -164,7 +163,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   //    scratch slice of its warp group.
   int64_t outputs = layout->getNumElements() / layout->shape[dim];
   int64_t slices = int64_t(1) << warpBits.size();
-  auto scratchOffset = launch->getAttrOfType<IntegerAttr>("tile.scratch_offset");
+  auto scratchOffset =
+      launch->getAttrOfType<IntegerAttr>("tile.scratch_offset");
   if (!scratchOffset || !sharedBase)
     return op.emitOpError("has no reduction scratch; run "
                           "tile-plan-shared-memory first");
@@ -185,18 +185,18 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
         b, loc, arith::ShRUIOp::create(b, loc, threadId, index(b, bit)),
         index(b, 1));
     slice = arith::AddIOp::create(
-        b, loc, slice,
-        arith::ShLIOp::create(b, loc, bitValue, index(b, j)));
+        b, loc, slice, arith::ShLIOp::create(b, loc, bitValue, index(b, j)));
   }
   Value sliceBase = arith::MulIOp::create(b, loc, slice, index(b, outputs));
   for (auto &[key, value] : partial) {
     // Linear index of (thread, key); dropping the reduced bits gives the
     // output's row-major index.
     Value linear = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, threadId, index(b, layout->vector)),
+        b, loc,
+        arith::MulIOp::create(b, loc, threadId, index(b, layout->vector)),
         index(b, layout->getLinearIndex(0, key)));
-    Value low = arith::AndIOp::create(b, loc, linear,
-                                      index(b, (int64_t(1) << lo) - 1));
+    Value low =
+        arith::AndIOp::create(b, loc, linear, index(b, (int64_t(1) << lo) - 1));
     Value high = arith::ShLIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, linear, index(b, hi)),
         index(b, lo));
@@ -204,9 +204,10 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     Value predicate = writer;
     if (Value inside = isInside(b, *layout, key))
       predicate = arith::AndIOp::create(b, loc, predicate, inside);
-    storeElements(b, value, scratch,
-                  {arith::AddIOp::create(b, loc, sliceBase, output).getResult()},
-                  false, predicate);
+    storeElements(
+        b, value, scratch,
+        {arith::AddIOp::create(b, loc, sliceBase, output).getResult()}, false,
+        predicate);
   }
   barrier(b);
 
@@ -273,9 +274,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   VectorLayout destLayout{destShape, threads, 1};
   for (int64_t v = 0; v < destLayout.getValuesPerThread(); ++v) {
     SmallVector<Value> coords = coordinates(b, destLayout, v);
-    Value linear =
-        arith::AddIOp::create(b, loc, threadId,
-                              index(b, destLayout.getLinearIndex(0, v)));
+    Value linear = arith::AddIOp::create(
+        b, loc, threadId, index(b, destLayout.getLinearIndex(0, v)));
     emitIf(b, isInside(b, destLayout, v), [&](OpBuilder &nested) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(nested.getInsertionBlock(),

@@ -83,8 +83,7 @@ Value KernelLowering::isInside(OpBuilder &b, const VectorLayout &layout,
     return Value();
   Location loc = func.getLoc();
   Value linear = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, threadId, index(b, layout.vector)),
+      b, loc, arith::MulIOp::create(b, loc, threadId, index(b, layout.vector)),
       index(b, layout.getLinearIndex(0, v)));
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
                                index(b, layout.getNumElements()));
@@ -150,16 +149,15 @@ Value KernelLowering::loadElements(OpBuilder &b, Value memref,
                                    bool checkBounds) {
   Location loc = func.getLoc();
   Type elementType = cast<MemRefType>(memref.getType()).getElementType();
-  Type resultType = vector == 1 ? elementType
-                                : VectorType::get({vector}, elementType);
+  Type resultType =
+      vector == 1 ? elementType : VectorType::get({vector}, elementType);
   auto emitLoad = [&](OpBuilder &nested) -> Value {
     if (vector == 1)
       return memref::LoadOp::create(nested, loc, memref, indices);
     int64_t bytes = vector * elementType.getIntOrFloatBitWidth() / 8;
-    return vector::LoadOp::create(nested, loc, cast<VectorType>(resultType),
-                                  memref, indices,
-                                  /*nontemporal=*/false,
-                                  llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+    return vector::LoadOp::create(
+        nested, loc, cast<VectorType>(resultType), memref, indices,
+        /*nontemporal=*/false, llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
   };
   if (!checkBounds)
     return emitLoad(b);
@@ -170,9 +168,8 @@ Value KernelLowering::loadElements(OpBuilder &b, Value memref,
     auto oneElement = VectorType::get({1}, elementType);
     auto maskType = VectorType::get({1}, b.getI1Type());
     Value mask = vector::BroadcastOp::create(b, loc, maskType, inside);
-    Value loaded = vector::MaskedLoadOp::create(b, loc, oneElement, memref,
-                                                indices, mask,
-                                                zero(b, oneElement));
+    Value loaded = vector::MaskedLoadOp::create(
+        b, loc, oneElement, memref, indices, mask, zero(b, oneElement));
     return vector::ExtractOp::create(b, loc, loaded, 0);
   }
   auto ifOp = scf::IfOp::create(
@@ -196,9 +193,9 @@ void KernelLowering::storeElements(OpBuilder &b, Value value, Value memref,
   Value condition = predicate;
   if (checkBounds) {
     Value inside = inBounds(b, memref, indices, vector);
-    condition = condition
-                    ? arith::AndIOp::create(b, loc, condition, inside).getResult()
-                    : inside;
+    condition =
+        condition ? arith::AndIOp::create(b, loc, condition, inside).getResult()
+                  : inside;
   }
   emitIf(b, condition, [&](OpBuilder &nested) {
     if (vector == 1) {
@@ -266,14 +263,15 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               return lowerFill(fill, fill.getDest(), fill.getValue(), b);
             })
             .Case([&](ClearOp clear) {
-              Type element = getTileShapeAndElementType(
-                                 clear.getDest().getType())->second;
+              Type element =
+                  getTileShapeAndElementType(clear.getDest().getType())->second;
               return lowerFill(clear, clear.getDest(), zero(b, element), b);
             })
             .Case([&](CastOp cast) { return lowerCast(cast, b); })
             .Case([&](LoadOp load) { return lowerLoad(load, b, context); })
             .Case([&](StoreOp store) { return lowerStore(store, b, context); })
-            .Case([&](ParallelOp parallel) { return lowerParallel(parallel, b); })
+            .Case(
+                [&](ParallelOp parallel) { return lowerParallel(parallel, b); })
             .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })
             .Case([&](ReduceOp reduce) { return lowerReduce(reduce, b); })
             .Case([&](GemmOp gemm) { return lowerGemm(gemm, b); })
@@ -343,8 +341,8 @@ namespace {
 MemRefType getGlobalMemRefType(GlobalType type) {
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < type.getRank(); ++i)
-    shape.push_back(type.getTileShape().getStaticSize(i).value_or(
-        ShapedType::kDynamic));
+    shape.push_back(
+        type.getTileShape().getStaticSize(i).value_or(ShapedType::kDynamic));
   return MemRefType::get(shape, type.getElementType());
 }
 
@@ -359,8 +357,8 @@ LogicalResult convertKernel(KernelOp kernel) {
                                     "tile-bind-params first");
 
   OpBuilder b(kernel);
-  auto gpuModule = gpu::GPUModuleOp::create(
-      b, loc, (kernel.getSymName() + "_module").str());
+  auto gpuModule =
+      gpu::GPUModuleOp::create(b, loc, (kernel.getSymName() + "_module").str());
   b.setInsertionPointToStart(gpuModule.getBody());
   SmallVector<Type> argumentTypes;
   for (Type type : kernel.getArgumentTypes())
@@ -398,9 +396,9 @@ LogicalResult convertKernel(KernelOp kernel) {
       continue;
     if (auto dim = dyn_cast<DimOp>(op)) {
       Value memref = lowering.memrefs.lookup(mapping.lookup(dim.getSource()));
-      mapping.map(dim.getResult(),
-                  memref::DimOp::create(b, loc, memref, dim.getIndex())
-                      .getResult());
+      mapping.map(
+          dim.getResult(),
+          memref::DimOp::create(b, loc, memref, dim.getIndex()).getResult());
       continue;
     }
     b.clone(op, mapping);

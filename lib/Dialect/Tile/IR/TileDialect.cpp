@@ -10,8 +10,8 @@
 using namespace mlir;
 using namespace hisa::tile;
 
-#include "hisa/Dialect/Tile/IR/TileOpsDialect.cpp.inc"
 #include "hisa/Dialect/Tile/IR/TileEnums.cpp.inc"
+#include "hisa/Dialect/Tile/IR/TileOpsDialect.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "hisa/Dialect/Tile/IR/TileAttrs.cpp.inc"
@@ -66,9 +66,9 @@ FragmentLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Types
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyTileDims(function_ref<InFlightDiagnostic()> emitError,
-                                    ArrayAttr dims, StringRef kind,
-                                    bool allowRuntimeSizes) {
+static LogicalResult
+verifyTileDims(function_ref<InFlightDiagnostic()> emitError, ArrayAttr dims,
+               StringRef kind, bool allowRuntimeSizes) {
   if (dims.empty())
     return emitError() << "a " << kind << " needs at least one dimension";
   for (Attribute dim : dims) {

@@ -46,8 +46,8 @@ FragmentLayoutAttr VectorLayout::toAttr(MLIRContext *context) const {
   return FragmentLayoutAttr::get(context, threads, getValuesPerThread(), map);
 }
 
-std::optional<VectorLayout>
-VectorLayout::fromAttr(FragmentLayoutAttr attr, ArrayRef<int64_t> shape) {
+std::optional<VectorLayout> VectorLayout::fromAttr(FragmentLayoutAttr attr,
+                                                   ArrayRef<int64_t> shape) {
   for (int64_t vector = 1; vector <= attr.getValues(); vector *= 2) {
     VectorLayout candidate{SmallVector<int64_t>(shape), attr.getThreads(),
                            vector};

@@ -85,8 +85,8 @@ ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
   if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   call_interface_impl::addArgAndResultAttrs(
-      builder, result, arguments, resultAttrs,
-      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+      builder, result, arguments, resultAttrs, getArgAttrsAttrName(result.name),
+      getResAttrsAttrName(result.name));
 
   Region *body = result.addRegion();
   if (parser.parseRegion(*body, arguments))
@@ -164,8 +164,7 @@ static LogicalResult verifyShapeSymbols(KernelOp kernel, Operation *where,
     return where->emitOpError("shape ")
            << formatDims(shape.getDims()) << " names '" << name
            << "', which is not a parameter of kernel @" << kernel.getSymName()
-           << " (parameters: " << (declared.empty() ? "none" : declared)
-           << ")";
+           << " (parameters: " << (declared.empty() ? "none" : declared) << ")";
   }
   return success();
 }
@@ -242,8 +241,7 @@ LogicalResult ParamOp::verify() {
   if (!kernel)
     return emitOpError("must be nested in a tile.kernel");
   if (!kernel.getParams().get(getName()))
-    return emitOpError("'") << getName()
-                            << "' is not a parameter of kernel @"
+    return emitOpError("'") << getName() << "' is not a parameter of kernel @"
                             << kernel.getSymName();
   return success();
 }
@@ -298,7 +296,8 @@ void LaunchOp::print(OpAsmPrinter &p) {
   llvm::interleaveComma(getBlockIndices(), p,
                         [&](BlockArgument index) { p.printOperand(index); });
   p << ") in (" << getGridSizes() << ") threads " << getThreads();
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getThreadsAttrName()});
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getThreadsAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
@@ -417,10 +416,9 @@ LogicalResult CopyOp::verify() {
            << window.getRank() << " offsets for the " << windowName
            << " window (one per dimension), got " << offsets.size();
   if (window.getRank() < tile.getRank())
-    return emitOpError("the ")
-           << windowName << " has rank " << window.getRank()
-           << ", less than the rank " << tile.getRank() << " of the "
-           << describe(tileType);
+    return emitOpError("the ") << windowName << " has rank " << window.getRank()
+                               << ", less than the rank " << tile.getRank()
+                               << " of the " << describe(tileType);
   // A window into an on-chip tile must fit in it (global windows may run past
   // the end: those elements read 0 or are dropped).
   if (!isa<GlobalType>(windowType)) {
@@ -430,8 +428,8 @@ LogicalResult CopyOp::verify() {
       std::optional<int64_t> tileSize = tile.getStaticSize(i);
       if (windowSize && tileSize && *tileSize > *windowSize)
         return emitOpError("a ")
-               << describe(tileType) << " does not fit in the "
-               << windowName << " " << describe(windowType);
+               << describe(tileType) << " does not fit in the " << windowName
+               << " " << describe(windowType);
     }
   }
   return verifyInsideLaunch(*this);
@@ -454,9 +452,8 @@ LogicalResult ClearOp::verify() { return verifyInsideLaunch(*this); }
 LogicalResult CastOp::verify() {
   Type sourceType = getSource().getType(), destType = getDest().getType();
   if (shapeOf(sourceType).getDims() != shapeOf(destType).getDims())
-    return emitOpError("casts a ")
-           << describe(sourceType) << " to a " << describe(destType)
-           << " of another shape";
+    return emitOpError("casts a ") << describe(sourceType) << " to a "
+                                   << describe(destType) << " of another shape";
   Type from = elementTypeOf(sourceType), to = elementTypeOf(destType);
   if (from == to)
     return emitOpError("source and destination both hold ")
@@ -486,8 +483,8 @@ LogicalResult GemmOp::verify() {
   Type aType = getA().getType(), bType = getB().getType(),
        cType = getC().getType();
   TileShape a = shapeOf(aType), b = shapeOf(bType), c = shapeOf(cType);
-  for (auto [name, shape] : {std::make_pair("A", a), std::make_pair("B", b),
-                             std::make_pair("C", c)})
+  for (auto [name, shape] :
+       {std::make_pair("A", a), std::make_pair("B", b), std::make_pair("C", c)})
     if (shape.getRank() != 2)
       return emitOpError("operand ")
              << name << " must be a rank-2 tile, got rank " << shape.getRank();
@@ -583,7 +580,8 @@ void ParallelOp::print(OpAsmPrinter &p) {
                         [&](BlockArgument index) { p.printOperand(index); });
   p << ") in ";
   printTileDims(p, getExtents());
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getExtentsAttrName()});
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getExtentsAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
@@ -612,8 +610,8 @@ LogicalResult ParallelOp::verifyRegions() {
   Block &body = getBody().front();
   if (static_cast<int64_t>(body.getNumArguments()) != getDomain().getRank())
     return emitOpError("has ")
-           << getDomain().getRank() << " extents but "
-           << body.getNumArguments() << " induction variables";
+           << getDomain().getRank() << " extents but " << body.getNumArguments()
+           << " induction variables";
   return success();
 }
 
@@ -652,7 +650,8 @@ void PipelinedOp::print(OpAsmPrinter &p) {
   p.printOperand(getInductionVar());
   p << " = " << getLowerBound() << " to " << getUpperBound() << " step "
     << getStep() << " num_stages = " << getNumStages();
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getNumStagesAttrName()});
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getNumStagesAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
@@ -660,8 +659,7 @@ void PipelinedOp::print(OpAsmPrinter &p) {
 
 LogicalResult PipelinedOp::verify() {
   if (getNumStages() < 1)
-    return emitOpError("num_stages must be at least 1, got ")
-           << getNumStages();
+    return emitOpError("num_stages must be at least 1, got ") << getNumStages();
   return verifyInsideLaunch(*this);
 }
 
@@ -676,10 +674,11 @@ LogicalResult PipelinedOp::verifyRegions() {
 // LoadOp, StoreOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LoadOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> location, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+LoadOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                         ValueRange operands, DictionaryAttr, OpaqueProperties,
+                         RegionRange,
+                         SmallVectorImpl<Type> &inferredReturnTypes) {
   if (operands.empty())
     return failure();
   auto tile = getTileShapeAndElementType(operands.front().getType());

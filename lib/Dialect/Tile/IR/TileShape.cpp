@@ -14,7 +14,8 @@ using namespace hisa::tile;
 static bool isIdentifier(StringRef text) {
   if (text.empty() || !(llvm::isAlpha(text.front()) || text.front() == '_'))
     return false;
-  return llvm::all_of(text, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  return llvm::all_of(text,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
 std::optional<DimMonomial> DimMonomial::parse(StringRef text) {
@@ -25,8 +26,8 @@ std::optional<DimMonomial> DimMonomial::parse(StringRef text) {
     factor = factor.trim();
     int64_t value;
     if (!factor.getAsInteger(10, value)) {
-      if (value <= 0 || llvm::MulOverflow(result.coefficient, value,
-                                          result.coefficient))
+      if (value <= 0 ||
+          llvm::MulOverflow(result.coefficient, value, result.coefficient))
         return std::nullopt;
       continue;
     }
@@ -133,8 +134,9 @@ void TileShape::collectSymbols(SmallVectorImpl<std::string> &names) const {
 
 std::string hisa::tile::formatDim(Attribute dim) {
   if (auto size = dyn_cast<IntegerAttr>(dim))
-    return size.getInt() == TileShape::kRuntimeSize ? "?"
-                                                     : std::to_string(size.getInt());
+    return size.getInt() == TileShape::kRuntimeSize
+               ? "?"
+               : std::to_string(size.getInt());
   if (auto text = dyn_cast<StringAttr>(dim))
     return text.str();
   return "<invalid>";
@@ -148,9 +150,10 @@ std::string hisa::tile::formatDims(ArrayAttr dims) {
   return text + "]";
 }
 
-FailureOr<ArrayAttr> hisa::tile::bindDims(
-    ArrayAttr dims, function_ref<std::optional<int64_t>(StringRef)> lookup,
-    function_ref<InFlightDiagnostic()> emitError) {
+FailureOr<ArrayAttr>
+hisa::tile::bindDims(ArrayAttr dims,
+                     function_ref<std::optional<int64_t>(StringRef)> lookup,
+                     function_ref<InFlightDiagnostic()> emitError) {
   SmallVector<Attribute> bound;
   Builder builder(dims.getContext());
   for (Attribute dim : dims) {
@@ -197,7 +200,8 @@ ParseResult hisa::tile::parseTileDims(AsmParser &parser, ArrayAttr &dims) {
         if (value <= 0)
           return parser.emitError(loc, "dimension sizes must be positive, got ")
                  << value;
-        if (llvm::MulOverflow(monomial.coefficient, value, monomial.coefficient))
+        if (llvm::MulOverflow(monomial.coefficient, value,
+                              monomial.coefficient))
           return parser.emitError(loc, "dimension size overflows int64");
         continue;
       }

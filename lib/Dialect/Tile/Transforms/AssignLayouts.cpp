@@ -61,8 +61,8 @@ struct TileAssignLayoutsPass
                  << formatDims(fragment.getDims())
                  << " is not bound; run tile-bind-params first";
         unsigned id = shapeId(*sizes);
-        int64_t bytes =
-            std::max<int64_t>(1, fragment.getElementType().getIntOrFloatBitWidth() / 8);
+        int64_t bytes = std::max<int64_t>(
+            1, fragment.getElementType().getIntOrFloatBitWidth() / 8);
         auto [it, inserted] = elementBytes.insert({id, bytes});
         if (!inserted)
           it->second = std::min(it->second, bytes);
@@ -106,14 +106,16 @@ struct TileAssignLayoutsPass
         minElements = std::min(minElements, elements);
         auto bytes = elementBytes.find(*member);
         if (bytes != elementBytes.end())
-          minBytes = minBytes ? std::min(minBytes, bytes->second) : bytes->second;
+          minBytes =
+              minBytes ? std::min(minBytes, bytes->second) : bytes->second;
       }
       // Domains with no fragment access memory element by element: one
       // element per thread per step makes each warp-wide access contiguous.
       int64_t vector = minBytes ? vectorBytes / minBytes : 1;
       vector = std::min(vector, gcd);
       vector = std::min(vector, std::max<int64_t>(1, minElements / threads));
-      vector = std::max<int64_t>(1, llvm::bit_floor(static_cast<uint64_t>(vector)));
+      vector =
+          std::max<int64_t>(1, llvm::bit_floor(static_cast<uint64_t>(vector)));
       while (gcd % vector != 0)
         vector /= 2;
       vectorOfLeader[(*it)->getData()] = vector;

@@ -122,7 +122,8 @@ struct TileBindParamsPass
 
     SmallVector<KernelOp> kernels;
     for (KernelOp kernel : module.getOps<KernelOp>())
-      if (this->kernel.empty() || kernel.getSymName() == StringRef(this->kernel))
+      if (this->kernel.empty() ||
+          kernel.getSymName() == StringRef(this->kernel))
         kernels.push_back(kernel);
     if (!this->kernel.empty() && kernels.empty()) {
       module.emitError("no tile.kernel named @") << this->kernel;

@@ -82,8 +82,7 @@ struct TilePlanSharedMemoryPass
     for (auto alloc : body.getOps<AllocOp>()) {
       if (!isa<SharedType>(alloc.getType()))
         continue;
-      if (!getTileShapeAndElementType(alloc.getType())
-               ->first.isFullyStatic())
+      if (!getTileShapeAndElementType(alloc.getType())->first.isFullyStatic())
         return alloc.emitOpError("shared tile shape is not bound; run "
                                  "tile-bind-params first");
       // Live from the first use to the last (the alloc itself reserves
@@ -121,8 +120,8 @@ struct TilePlanSharedMemoryPass
         for (SharedTile &other : tiles) {
           if (&other == &tile || other.offset < 0)
             continue;
-          bool liveTogether = !(other.lastUse < tile.firstUse ||
-                                tile.lastUse < other.firstUse);
+          bool liveTogether =
+              !(other.lastUse < tile.firstUse || tile.lastUse < other.firstUse);
           bool bytesOverlap = offset < other.offset + other.bytes &&
                               other.offset < offset + tile.bytes;
           if (liveTogether && bytesOverlap) {
@@ -151,9 +150,8 @@ struct TilePlanSharedMemoryPass
     int64_t total = scratch ? scratchOffset + scratch : end;
     if (total > maxBytes)
       return launch.emitOpError("needs ")
-             << total << " bytes of shared memory (" << end
-             << " for tiles, " << scratch
-             << " for reductions); a block may use at most "
+             << total << " bytes of shared memory (" << end << " for tiles, "
+             << scratch << " for reductions); a block may use at most "
              << static_cast<int64_t>(maxBytes);
     Builder builder(launch);
     launch->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(total));

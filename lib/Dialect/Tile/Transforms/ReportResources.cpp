@@ -25,12 +25,14 @@ std::optional<int64_t> getTileBytes(Type type) {
   int64_t elements = 1;
   for (int64_t size : *sizes)
     elements *= size;
-  int64_t bits = tile->second.isIndex() ? 64 : tile->second.getIntOrFloatBitWidth();
+  int64_t bits =
+      tile->second.isIndex() ? 64 : tile->second.getIntOrFloatBitWidth();
   return (elements * bits + 7) / 8;
 }
 
 struct TileReportResourcesPass
-    : public hisa::tile::impl::TileReportResourcesBase<TileReportResourcesPass> {
+    : public hisa::tile::impl::TileReportResourcesBase<
+          TileReportResourcesPass> {
   void runOnOperation() override {
     for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
       LaunchOp launch = kernel.getLaunch();

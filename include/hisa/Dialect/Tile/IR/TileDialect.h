@@ -9,8 +9,8 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 
-#include "hisa/Dialect/Tile/IR/TileOpsDialect.h.inc"
 #include "hisa/Dialect/Tile/IR/TileEnums.h.inc"
+#include "hisa/Dialect/Tile/IR/TileOpsDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "hisa/Dialect/Tile/IR/TileAttrs.h.inc"
@@ -21,7 +21,8 @@
 namespace hisa::tile {
 /// Shape and element type of any tile type (global, shared, frag, local),
 /// or std::nullopt for other types.
-std::optional<std::pair<TileShape, mlir::Type>> getTileShapeAndElementType(mlir::Type type);
+std::optional<std::pair<TileShape, mlir::Type>>
+getTileShapeAndElementType(mlir::Type type);
 /// "global", "shared", "fragment" or "local".
 llvm::StringRef getTileMemoryKindName(mlir::Type type);
 } // namespace hisa::tile
