@@ -95,6 +95,11 @@ public:
   void emitIf(mlir::OpBuilder &b, mlir::Value condition,
               llvm::function_ref<void(mlir::OpBuilder &)> body);
   void barrier(mlir::OpBuilder &b);
+  /// Indices into the storage of a shared tile for element coordinates
+  /// (a 1-D swizzled position for tiles that wgmma reads).
+  llvm::SmallVector<mlir::Value> sharedIndices(mlir::OpBuilder &b,
+                                               mlir::Value tile,
+                                               llvm::ArrayRef<mlir::Value> coords);
   mlir::Value isThreadZero(mlir::OpBuilder &b);
   /// Element conversion, with fp8 through PTX cvt.
   mlir::Value convertElement(mlir::OpBuilder &b, mlir::Value value,

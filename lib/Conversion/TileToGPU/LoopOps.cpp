@@ -22,8 +22,6 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
     return op.emitOpError("has no layout; run tile-assign-layouts first");
   std::optional<VectorLayout> layout =
       VectorLayout::fromAttr(*op.getLayout(), *op.getDomain().getStaticSizes());
-  if (!layout)
-    return op.emitOpError("cannot lower layout ") << *op.getLayout();
   bool writesShared = false;
   op.walk([&](StoreOp store) {
     writesShared |= isa<SharedType>(store.getDest().getType());
@@ -283,9 +281,10 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
     Value sourceElements = arith::SelectOp::create(
         b, loc, inside, index(b, layout.vector), index(b, 0));
     emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
+      SmallVector<Value> destination = sharedIndices(nested, tile, coords);
       nvgpu::DeviceAsyncCopyOp::create(
           nested, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
-          coords, source, safe, nested.getIndexAttr(layout.vector),
+          destination, source, safe, nested.getIndexAttr(layout.vector),
           sourceElements, bytes == 16 ? nested.getUnitAttr() : UnitAttr());
     });
   }

@@ -20,6 +20,10 @@ Type elementTypeOf(Type tileType) {
   return getTileShapeAndElementType(tileType)->second;
 }
 
+int64_t shapeRank(Value tile) {
+  return getTileShapeAndElementType(tile.getType())->first.getRank();
+}
+
 /// Indices into a window of rank R for tile coordinates of rank r <= R:
 /// leading window dimensions are squeezed (extent 1).
 SmallVector<Value> windowIndices(OpBuilder &b, Location loc, ValueRange offsets,
@@ -86,9 +90,17 @@ LogicalResult KernelLowering::lowerAlloc(AllocOp op, OpBuilder &b) {
                           "tile-plan-shared-memory first");
   auto workgroup =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  // A swizzled tile is addressed through sharedIndices as a flat array.
+  SmallVector<int64_t> storageShape = shape;
+  if (op->hasAttr("tile.swizzle")) {
+    int64_t elements = 1;
+    for (int64_t size : shape)
+      elements *= size;
+    storageShape = {elements};
+  }
   memrefs[op.getResult()] = memref::ViewOp::create(
       b, loc,
-      MemRefType::get(shape, elementType, MemRefLayoutAttrInterface(),
+      MemRefType::get(storageShape, elementType, MemRefLayoutAttrInterface(),
                       workgroup),
       sharedBase, index(b, offset.getInt()), ValueRange());
   sharedOffsets[op.getResult()] = offset.getInt();
@@ -176,7 +188,11 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       SmallVector<Value> coords = coordinates(b, *layout, v);
       Value inside = isInside(b, *layout, v);
       SmallVector<Value> indices =
-          windowIndices(b, loc, offsets, windowRank, coords);
+          windowIsGlobal ? windowIndices(b, loc, offsets, windowRank, coords)
+                         : sharedIndices(b, window,
+                                         windowIndices(b, loc, offsets,
+                                                       shapeRank(window),
+                                                       coords));
       if (windowIsSource) {
         // Reads outside the tile's own coverage are harmless: those
         // registers are never stored.
@@ -252,9 +268,12 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       if (windowIsSource) {
         Value value =
             loadElements(nested, windowMemref, indices, vector, windowIsGlobal);
-        storeElements(nested, value, tileMemref, coords, false, Value());
+        storeElements(nested, value, tileMemref,
+                      sharedIndices(nested, tile, coords), false, Value());
       } else {
-        Value value = loadElements(nested, tileMemref, coords, vector, false);
+        Value value = loadElements(nested, tileMemref,
+                                   sharedIndices(nested, tile, coords), vector,
+                                   false);
         storeElements(nested, value, windowMemref, indices, windowIsGlobal,
                       Value());
       }
@@ -303,7 +322,8 @@ LogicalResult KernelLowering::lowerFill(Operation *op, Value dest, Value value,
                 value)
                 .getResult();
   for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector)
-    storeElements(b, splat, memref, coordinates(b, layout, v), false,
+    storeElements(b, splat, memref,
+                  sharedIndices(b, dest, coordinates(b, layout, v)), false,
                   isInside(b, layout, v));
   barrier(b);
   return success();
@@ -345,8 +365,9 @@ LogicalResult KernelLowering::lowerCast(CastOp op, OpBuilder &b) {
   for (int64_t v = 0; v < layout->getValuesPerThread(); ++v) {
     Value converted =
         convertElement(b, memref::LoadOp::create(b, loc, from[v]), to);
-    storeElements(b, converted, memref, coordinates(b, *layout, v), false,
-                  isInside(b, *layout, v));
+    storeElements(b, converted, memref,
+                  sharedIndices(b, op.getDest(), coordinates(b, *layout, v)),
+                  false, isInside(b, *layout, v));
   }
   barrier(b);
   return success();

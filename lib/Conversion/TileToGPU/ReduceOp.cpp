@@ -92,6 +92,9 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   FailureOr<VectorLayout> layout = getLayout(op, sourceType);
   if (failed(layout))
     return failure();
+  if (layout->isGeneral())
+    return op.emitOpError("reductions of gemm-accumulator fragments are not "
+                          "supported yet");
   Type elementType = sourceType.getElementType();
   if (!elementType.isF32() && !elementType.isInteger(32))
     return op.emitOpError("reduces f32 or i32 fragments only, got ")
@@ -226,6 +229,9 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     FailureOr<VectorLayout> destLayout = getLayout(op, destFragment);
     if (failed(destLayout))
       return failure();
+    if (destLayout->isGeneral())
+      return op.emitOpError("reductions into gemm-accumulator fragments are "
+                            "not supported yet");
     SmallVector<Value> &destRegs = registers[op.getDest()];
     for (int64_t v = 0; v < destLayout->getValuesPerThread(); ++v) {
       Value linear = arith::AddIOp::create(

@@ -4,6 +4,7 @@
 
 #include "hisa/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -48,6 +49,14 @@ SmallVector<Value> KernelLowering::coordinates(OpBuilder &b,
   // one that lives inside a run (stride * size divides V) on v % V only:
   // those are constants, which CSE and register promotion rely on.
   Location loc = func.getLoc();
+  if (layout.isGeneral()) {
+    SmallVector<Value> coords;
+    Value value = index(b, v);
+    for (AffineExpr expr : layout.generalMap.getResults())
+      coords.push_back(
+          affine::expandAffineExpr(b, loc, expr, {threadId, value}, {}));
+    return coords;
+  }
   int64_t sweep = layout.threads * layout.vector;
   Value linear;
   SmallVector<Value> coords;
@@ -96,14 +105,7 @@ FailureOr<VectorLayout> KernelLowering::getLayout(Operation *op,
   if (!type.getLayout() || !shape)
     return op->emitOpError("fragment ")
            << type << " has no layout; run tile-assign-layouts first";
-  std::optional<VectorLayout> layout =
-      VectorLayout::fromAttr(type.getLayout(), *shape);
-  if (!layout)
-    return op->emitOpError("cannot lower fragment layout ")
-           << type.getLayout()
-           << ": only the vector row-major layouts of tile-assign-layouts are "
-              "supported";
-  return *layout;
+  return VectorLayout::fromAttr(type.getLayout(), *shape);
 }
 
 VectorLayout KernelLowering::getCooperativeLayout(ArrayRef<int64_t> shape,
@@ -231,6 +233,28 @@ void KernelLowering::barrier(OpBuilder &b) {
   gpu::BarrierOp::create(b, func.getLoc());
 }
 
+SmallVector<Value> KernelLowering::sharedIndices(OpBuilder &b, Value tile,
+                                                 ArrayRef<Value> coords) {
+  auto alloc = tile.getDefiningOp<AllocOp>();
+  if (!alloc || !alloc->hasAttr("tile.swizzle"))
+    return SmallVector<Value>(coords);
+  // 128-byte swizzle (the layout wgmma reads): byte o of the row-major tile
+  // lives at o ^ (((o >> 7) & 7) << 4), so 16-byte pieces stay whole.
+  Location loc = func.getLoc();
+  auto type = cast<SharedType>(tile.getType());
+  int64_t columns = *type.getTileShape().getStaticSize(1);
+  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  Value element = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, coords[0], index(b, columns)),
+      coords[1]);
+  Value offset = arith::MulIOp::create(b, loc, element, index(b, bytes));
+  Value row = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, offset, index(b, 7)), index(b, 7));
+  Value swizzled = arith::XOrIOp::create(
+      b, loc, offset, arith::ShLIOp::create(b, loc, row, index(b, 4)));
+  return {arith::DivUIOp::create(b, loc, swizzled, index(b, bytes))};
+}
+
 Value KernelLowering::isThreadZero(OpBuilder &b) {
   return arith::CmpIOp::create(b, func.getLoc(), arith::CmpIPredicate::eq,
                                threadId, index(b, 0));
@@ -291,12 +315,6 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
     lowered.push_back(op);
   }
   return success();
-}
-
-LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &) {
-  return op.emitOpError("has no lowering yet: tensor-core gemm (wgmma) is "
-                        "the next milestone; refusing rather than emitting a "
-                        "slow path");
 }
 
 LogicalResult KernelLowering::run() {

@@ -53,14 +53,39 @@ tile.kernel @convert(%in: !tile.global<[?, 64], f8E4M3FN>, %out: !tile.global<[?
 
 // -----
 
-// Tensor-core gemm has no lowering yet: refused, never a slow fallback.
-tile.kernel @gemm() {
+// tile.gemm: wgmma on 128-byte-swizzled shared operands (flat storage,
+// xor-swizzled addresses), descriptors, fence/commit/wait.
+// CHECK-LABEL: gpu.func @gemm
+// CHECK: memref.view {{.*}} to memref<8192xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: arith.xori
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+tile.kernel @gemm(%a: !tile.global<[?, 128], f8E4M3FN>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
-    %a = tile.alloc : !tile.shared<[64, 32], f16>
-    %b = tile.alloc : !tile.shared<[32, 64], f16>
+    %c0 = arith.constant 0 : index
+    %as = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %bs = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
     %c = tile.alloc : !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.gemm' op has no lowering yet: tensor-core gemm (wgmma) is the next milestone; refusing rather than emitting a slow path}}
-    tile.gemm %a, %b, %c : !tile.shared<[64, 32], f16>, !tile.shared<[32, 64], f16> -> !tile.frag<[64, 64], f32>
+    tile.copy %a[%c0, %c0] to %as : !tile.global<[?, 128], f8E4M3FN> to !tile.shared<[64, 128], f8E4M3FN>
+    tile.copy %a[%c0, %c0] to %bs : !tile.global<[?, 128], f8E4M3FN> to !tile.shared<[64, 128], f8E4M3FN>
+    tile.gemm %as, %bs, %c transpose_b clear_accum
+        : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_mn_major() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op supports K-major operands only for now: A as [M, K] and B as [N, K] with transpose_b}}
+    tile.gemm %a, %b, %c : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
   }
 }

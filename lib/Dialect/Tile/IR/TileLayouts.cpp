@@ -16,11 +16,15 @@ int64_t VectorLayout::getNumElements() const {
 }
 
 int64_t VectorLayout::getValuesPerThread() const {
+  if (isGeneral())
+    return generalValues;
   int64_t perSweep = threads * vector;
   return (getNumElements() + perSweep - 1) / perSweep * vector;
 }
 
 bool VectorLayout::hasPartialCoverage() const {
+  if (isGeneral())
+    return false;
   return getNumElements() % (threads * vector) != 0;
 }
 
@@ -46,13 +50,31 @@ FragmentLayoutAttr VectorLayout::toAttr(MLIRContext *context) const {
   return FragmentLayoutAttr::get(context, threads, getValuesPerThread(), map);
 }
 
-std::optional<VectorLayout> VectorLayout::fromAttr(FragmentLayoutAttr attr,
-                                                   ArrayRef<int64_t> shape) {
+VectorLayout VectorLayout::fromAttr(FragmentLayoutAttr attr,
+                                    ArrayRef<int64_t> shape) {
   for (int64_t vector = 1; vector <= attr.getValues(); vector *= 2) {
     VectorLayout candidate{SmallVector<int64_t>(shape), attr.getThreads(),
                            vector};
     if (candidate.toAttr(attr.getContext()) == attr)
       return candidate;
   }
-  return std::nullopt;
+  VectorLayout general{SmallVector<int64_t>(shape), attr.getThreads(), 1};
+  general.generalMap = attr.getMap();
+  general.generalValues = attr.getValues();
+  return general;
+}
+
+FragmentLayoutAttr hisa::tile::getWgmmaAccumulatorLayout(MLIRContext *context,
+                                                         int64_t m, int64_t n) {
+  AffineExpr t = getAffineDimExpr(0, context);
+  AffineExpr v = getAffineDimExpr(1, context);
+  int64_t perBlock = n / 2;
+  AffineExpr block = v.floorDiv(perBlock);
+  AffineExpr i = v % perBlock;
+  AffineExpr lane = t % 32;
+  AffineExpr row = block * 64 + t.floorDiv(32) * 16 + lane.floorDiv(4) +
+                   (i.floorDiv(2) % 2) * 8;
+  AffineExpr col = i.floorDiv(4) * 8 + (lane % 4) * 2 + i % 2;
+  return FragmentLayoutAttr::get(context, 128, (m / 64) * perBlock,
+                                 AffineMap::get(2, 0, {row, col}, context));
 }

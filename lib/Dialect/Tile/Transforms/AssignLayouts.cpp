@@ -120,8 +120,49 @@ struct TileAssignLayoutsPass
         vector /= 2;
       vectorOfLeader[(*it)->getData()] = vector;
     }
+    // tile.gemm fixes the layout of its accumulator (the wgmma one) and
+    // needs its shared operands in the 128-byte swizzled layout.
+    llvm::DenseMap<unsigned, FragmentLayoutAttr> accumulators;
+    WalkResult gemms = launch.walk([&](GemmOp gemm) -> WalkResult {
+      auto cType = cast<FragmentType>(gemm.getC().getType());
+      std::optional<SmallVector<int64_t>> cShape =
+          cType.getTileShape().getStaticSizes();
+      if (!cShape)
+        return gemm.emitOpError("accumulator shape is not bound");
+      int64_t m = (*cShape)[0], n = (*cShape)[1];
+      if (threads != 128 || m % 64 != 0 || n % 8 != 0 || n < 8 || n > 256)
+        return gemm.emitOpError("needs one warpgroup (128 threads) and an "
+                                "accumulator [M, N] with M a multiple of 64 "
+                                "and N a multiple of 8 up to 256, got [")
+               << m << ", " << n << "] over " << threads << " threads";
+      accumulators[shapeId(*cShape)] =
+          getWgmmaAccumulatorLayout(launch.getContext(), m, n);
+      for (Value operand : {Value(gemm.getA()), Value(gemm.getB())}) {
+        auto shared = dyn_cast<SharedType>(operand.getType());
+        auto alloc = operand.getDefiningOp<AllocOp>();
+        if (!shared || !alloc)
+          return gemm.emitOpError("operands must be shared tiles allocated "
+                                  "by tile.alloc");
+        int64_t rowBytes = *shared.getTileShape().getStaticSize(1) *
+                           shared.getElementType().getIntOrFloatBitWidth() / 8;
+        if (rowBytes != 128)
+          return gemm.emitOpError("needs operand rows of exactly 128 bytes "
+                                  "(one 128-byte swizzle atom: K = 128 for "
+                                  "fp8, 64 for bf16/f16), got ")
+                 << rowBytes;
+        alloc->setAttr("tile.swizzle",
+                       IntegerAttr::get(IntegerType::get(launch.getContext(), 64),
+                                        128));
+      }
+      return WalkResult::advance();
+    });
+    if (gemms.wasInterrupted())
+      return failure();
+
     auto layoutFor = [&](ArrayRef<int64_t> shape) {
       unsigned id = shapeId(shape);
+      if (FragmentLayoutAttr accumulator = accumulators.lookup(id))
+        return accumulator;
       VectorLayout layout{Shape(shape), threads,
                           vectorOfLeader.lookup(classes.getLeaderValue(id))};
       return layout.toAttr(launch.getContext());

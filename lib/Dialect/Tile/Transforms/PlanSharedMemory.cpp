@@ -115,6 +115,12 @@ struct TilePlanSharedMemoryPass
     for (SharedTile &tile : tiles) {
       int64_t offset = 0;
       bool moved = true;
+      auto tileAlignment = [&](const SharedTile &t) -> int64_t {
+        // wgmma's swizzled operands need 1024-byte-aligned tiles.
+        return t.alloc->hasAttr("tile.swizzle")
+                   ? std::max<int64_t>(alignment, 1024)
+                   : static_cast<int64_t>(alignment);
+      };
       while (moved) {
         moved = false;
         for (SharedTile &other : tiles) {
@@ -125,7 +131,8 @@ struct TilePlanSharedMemoryPass
           bool bytesOverlap = offset < other.offset + other.bytes &&
                               other.offset < offset + tile.bytes;
           if (liveTogether && bytesOverlap) {
-            offset = llvm::alignTo(other.offset + other.bytes, alignment);
+            offset = llvm::alignTo(other.offset + other.bytes,
+                                   tileAlignment(tile));
             moved = true;
           }
         }

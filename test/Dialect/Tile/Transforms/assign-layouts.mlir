@@ -74,3 +74,47 @@ tile.kernel @unbound() params {n = 64} {
     %f = tile.alloc : !tile.frag<[n], f32>
   }
 }
+
+// -----
+
+// The gemm accumulator gets the wgmma layout; its operands the 128-byte
+// swizzle.
+// CHECK-LABEL: tile.kernel @gemm_layouts
+// CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[64, 128], f8E4M3FN>
+// CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[64, 128], f8E4M3FN>
+// CHECK: tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 128, values = 32, map = (d0, d1) -> ((d1 floordiv 32) * 64 + (d0 floordiv 32) * 16 + (d0 mod 32) floordiv 4 + (((d1 mod 32) floordiv 2) mod 2) * 8, ((d1 mod 32) floordiv 4) * 8 + (d0 mod 4) * 2 + d1 mod 2)>>
+tile.kernel @gemm_layouts() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_two_warpgroups() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %a = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op needs one warpgroup (128 threads) and an accumulator [M, N] with M a multiple of 64 and N a multiple of 8 up to 256, got [64, 64] over 256 threads}}
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_wide_rows() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 128], bf16>
+    %b = tile.alloc : !tile.shared<[64, 128], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op needs operand rows of exactly 128 bytes (one 128-byte swizzle atom: K = 128 for fp8, 64 for bf16/f16), got 256}}
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], bf16>, !tile.shared<[64, 128], bf16> -> !tile.frag<[64, 64], f32>
+  }
+}

@@ -20,11 +20,17 @@
 
 namespace hisa::tile {
 
-/// A vector row-major layout of a fully static shape over `threads` threads.
+/// A vector row-major layout of a fully static shape over `threads` threads,
+/// or (when `generalMap` is set) any other layout given by its map, e.g. the
+/// wgmma accumulator layout: then `vector` is 1 and `generalValues` values.
 struct VectorLayout {
   llvm::SmallVector<int64_t> shape;
   int64_t threads = 0;
   int64_t vector = 1;
+  mlir::AffineMap generalMap;
+  int64_t generalValues = 0;
+
+  bool isGeneral() const { return static_cast<bool>(generalMap); }
 
   int64_t getNumElements() const;
   /// Values each thread holds (a multiple of `vector`).
@@ -35,11 +41,18 @@ struct VectorLayout {
   int64_t getLinearIndex(int64_t thread, int64_t value) const;
   /// The layout as an attribute.
   FragmentLayoutAttr toAttr(mlir::MLIRContext *context) const;
-  /// Recovers the layout from an attribute this struct produced, or
-  /// std::nullopt for any other map.
-  static std::optional<VectorLayout> fromAttr(FragmentLayoutAttr attr,
-                                              llvm::ArrayRef<int64_t> shape);
+  /// Recovers the layout from an attribute: a vector row-major layout when
+  /// the map is one, else a general layout.
+  static VectorLayout fromAttr(FragmentLayoutAttr attr,
+                               llvm::ArrayRef<int64_t> shape);
 };
+
+/// The accumulator layout of `wgmma.mma_async` m64nN over one warpgroup for
+/// an [m, n] tile (m a multiple of 64: one m64 block after the other). For
+/// thread t (warp w = t / 32, lane l = t % 32) and register i of a block:
+///   row = 16 w + l / 4 + 8 ((i / 2) % 2),  col = 8 (i / 4) + 2 (l % 4) + i % 2.
+FragmentLayoutAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *context,
+                                             int64_t m, int64_t n);
 
 } // namespace hisa::tile
 

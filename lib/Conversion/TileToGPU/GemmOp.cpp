@@ -1,0 +1,147 @@
+//===- GemmOp.cpp - Lower tile.gemm to wgmma (sm_90a) ---------------------===//
+//
+// One warpgroup computes C[M, N] += A[M, K] * B[N, K]^T with A and B in
+// shared memory, K-major, in the 128-byte swizzled layout (one 128-byte row
+// per M or N index), and C in registers in the wgmma accumulator layout.
+// Each m64 block of C is one chain of wgmma.mma_async m64nNk(32 bytes).
+// Descriptor facts (checked on the H200, see TOOLCHAIN.md): start address
+// >> 4 in bits 0-13, leading byte offset >> 4 in 16-29 (unused here), stride
+// byte offset 1024 >> 4 in 32-45, swizzle mode 1 (128 B) in bits 62-63;
+// the k-th 32-byte step advances the start address by 32 bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace hisa::tile;
+
+namespace {
+
+/// The wgmma descriptor of a 128-byte-swizzled K-major tile at `address`.
+Value makeDescriptor(OpBuilder &b, Location loc, Value address) {
+  Type i64 = b.getI64Type();
+  auto constant = [&](int64_t value) {
+    return arith::ConstantIntOp::create(b, loc, i64, value).getResult();
+  };
+  Value start = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, address, constant(0x3FFFF)),
+      constant(4));
+  int64_t fixed = (int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) |
+                  (int64_t(1) << 62);
+  return arith::OrIOp::create(b, loc, start, constant(fixed));
+}
+
+std::optional<NVVM::WGMMATypes> getWgmmaType(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return NVVM::WGMMATypes::e4m3;
+  if (type.isBF16())
+    return NVVM::WGMMATypes::bf16;
+  if (type.isF16())
+    return NVVM::WGMMATypes::f16;
+  if (type.isF32())
+    return NVVM::WGMMATypes::f32;
+  return std::nullopt;
+}
+
+} // namespace
+
+LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto aType = dyn_cast<SharedType>(op.getA().getType());
+  auto bType = cast<SharedType>(op.getB().getType());
+  auto cType = cast<FragmentType>(op.getC().getType());
+  if (!aType)
+    return op.emitOpError("with A in registers is not supported yet; stage A "
+                          "in shared memory");
+  if (op.getTransposeA() || !op.getTransposeB())
+    return op.emitOpError("supports K-major operands only for now: A as "
+                          "[M, K] and B as [N, K] with transpose_b");
+  if (threads != 128)
+    return op.emitOpError("runs on one warpgroup (128 threads) for now; the "
+                          "launch has ")
+           << threads;
+  auto aAlloc = op.getA().getDefiningOp<AllocOp>();
+  auto bAlloc = op.getB().getDefiningOp<AllocOp>();
+  if (!aAlloc || !bAlloc || !aAlloc->hasAttr("tile.swizzle") ||
+      !bAlloc->hasAttr("tile.swizzle"))
+    return op.emitOpError("operands have no swizzled layout; run "
+                          "tile-assign-layouts first");
+  SmallVector<int64_t> cShape = *cType.getTileShape().getStaticSizes();
+  int64_t m = cShape[0], n = cShape[1];
+  Type elementType = aType.getElementType();
+  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+  int64_t k = *aType.getTileShape().getStaticSize(1);
+  int64_t kPerInstruction = 32 / elementBytes;
+  int64_t steps = k / kPerInstruction;
+  NVVM::WGMMATypes inputType = *getWgmmaType(elementType);
+  NVVM::WGMMATypes accumulatorType = *getWgmmaType(cType.getElementType());
+  MLIRContext *context = b.getContext();
+  Type i64 = b.getI64Type();
+
+  // Stores through the generic proxy must be visible to wgmma's async proxy.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(b, loc);
+  auto addressOf = [&](Value tile) -> Value {
+    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, memrefs.lookup(tile));
+    return arith::IndexCastOp::create(b, loc, i64, pointer);
+  };
+  Value aAddress = addressOf(op.getA());
+  Value bAddress = addressOf(op.getB());
+
+  SmallVector<Value> &regs = registers[op.getC()];
+  int64_t perBlock = n / 2;
+  Type f32 = cType.getElementType();
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      context, SmallVector<Type>(perBlock, f32));
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  SmallVector<Value> results;
+  for (int64_t block = 0; block < m / 64; ++block) {
+    Value accumulator = LLVM::PoisonOp::create(b, loc, structType);
+    for (int64_t i = 0; i < perBlock; ++i)
+      accumulator = LLVM::InsertValueOp::create(
+          b, loc, accumulator,
+          memref::LoadOp::create(b, loc, regs[block * perBlock + i]), i);
+    for (int64_t step = 0; step < steps; ++step) {
+      auto offset = [&](Value base, int64_t bytes) {
+        return arith::AddIOp::create(
+            b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes));
+      };
+      Value aDescriptor = makeDescriptor(
+          b, loc, offset(aAddress, block * 64 * 128 + step * 32));
+      Value bDescriptor = makeDescriptor(b, loc, offset(bAddress, step * 32));
+      bool overwrite = op.getClearAccum() && step == 0;
+      accumulator = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, structType, accumulator, aDescriptor, bDescriptor,
+          NVVM::MMAShapeAttr::get(context, 64, n, kPerInstruction),
+          NVVM::WGMMATypesAttr::get(context, inputType),
+          NVVM::WGMMATypesAttr::get(context, inputType),
+          NVVM::WGMMATypesAttr::get(context, accumulatorType),
+          NVVM::WGMMAScaleOutAttr::get(context, overwrite
+                                                    ? NVVM::WGMMAScaleOut::zero
+                                                    : NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(context, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(context, NVVM::WGMMAScaleIn::one),
+          NVVM::MMALayoutAttr::get(context, NVVM::MMALayout::row),
+          NVVM::MMALayoutAttr::get(context, NVVM::MMALayout::col),
+          NVVM::MMAIntOverflowAttr());
+    }
+    results.push_back(accumulator);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  for (auto [block, accumulator] : llvm::enumerate(results))
+    for (int64_t i = 0; i < perBlock; ++i)
+      memref::StoreOp::create(
+          b, loc, LLVM::ExtractValueOp::create(b, loc, accumulator, i),
+          regs[block * perBlock + i]);
+  return success();
+}
