@@ -20,8 +20,6 @@ tile.kernel @block_sparse_mqa_logits(
   tile.launch (%bx) in (%m) threads 128 {
     %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
     %k_tile = tile.alloc : !tile.shared<[kb, dim], f8E4M3FN>
-    %scale = tile.alloc : !tile.frag<[kb], f32>
-    %w = tile.alloc : !tile.frag<[heads], f32>
     %scores = tile.alloc : !tile.frag<[heads, kb], f32>
     %row_logits = tile.alloc : !tile.frag<[kb], f32>
     %c0 = arith.constant 0 : index
@@ -35,8 +33,6 @@ tile.kernel @block_sparse_mqa_logits(
 
     tile.copy %q[%bx, %c0, %c0] to %q_tile
         : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[heads, dim], f8E4M3FN>
-    tile.copy %weights[%bx, %c0] to %w
-        : !tile.global<[?, heads], f32> to !tile.frag<[heads], f32>
     %start_i32 = tile.load %ks[%bx] : !tile.global<[?], i32>
     %end_i32 = tile.load %ke[%bx] : !tile.global<[?], i32>
     %start = arith.index_cast %start_i32 : i32 to index
@@ -49,15 +45,16 @@ tile.kernel @block_sparse_mqa_logits(
       %row0 = arith.muli %block, %kb : index
       tile.copy %k[%row0, %c0] to %k_tile
           : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[kb, dim], f8E4M3FN>
-      tile.copy %k_scale[%row0] to %scale
-          : !tile.global<[?], f32> to !tile.frag<[kb], f32>
       tile.gemm %q_tile, %k_tile, %scores transpose_b clear_accum
           : !tile.shared<[heads, dim], f8E4M3FN>, !tile.shared<[kb, dim], f8E4M3FN>
             -> !tile.frag<[heads, kb], f32>
       tile.parallel (%h, %i) in [heads, kb] {
         %x = tile.load %scores[%h, %i] : !tile.frag<[heads, kb], f32>
-        %s = tile.load %scale[%i] : !tile.frag<[kb], f32>
-        %wt = tile.load %w[%h] : !tile.frag<[heads], f32>
+        // Scales and weights come from global (L1-cached): the accumulator
+        // layout spreads a key's heads over several threads.
+        %j = arith.addi %row0, %i : index
+        %s = tile.load %k_scale[%j] : !tile.global<[?], f32>
+        %wt = tile.load %weights[%bx, %h] : !tile.global<[?, heads], f32>
         %scaled = arith.mulf %x, %s : f32
         %relu = arith.maximumf %scaled, %zero : f32
         %weighted = arith.mulf %relu, %wt : f32

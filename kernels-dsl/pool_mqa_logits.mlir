@@ -7,10 +7,11 @@
 // outside a query's own window are left for step 1.3 to mask. With
 // blocked_k = k and blocked_scale = k_scale this is the flat (V3.2) indexer.
 // The gemm computes all block_q*heads query rows against a key tile at once:
-// [block_q*heads, dim] x [block_n, dim]^T on fp8 tensor cores (K-major).
+// [block_q*heads, dim] x [block_n, dim]^T on fp8 tensor cores (K-major); q is
+// passed as [M*heads, dim] (the contiguous [M, heads, dim] tensor, flattened).
 
 tile.kernel @pool_mqa_logits(
-    %q: !tile.global<[?, heads, dim], f8E4M3FN>,
+    %q: !tile.global<[?, dim], f8E4M3FN>,
     %blocked_k: !tile.global<[?, dim], f8E4M3FN>,
     %blocked_scale: !tile.global<[?], f32>,
     %weights: !tile.global<[?, heads], f32>,
@@ -18,14 +19,12 @@ tile.kernel @pool_mqa_logits(
     %bke: !tile.global<[?], i32>,
     %logits: !tile.global<[?, ?], f32>)
     params {heads = 64, dim = 128, block_q = 2, block_n = 128} {
-  %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
+  %m = tile.dim %bks, 0 : !tile.global<[?], i32>
   %block_q = tile.param "block_q" : index
   %num_q_blocks = arith.ceildivui %m, %block_q : index
-  tile.launch (%bx) in (%num_q_blocks) threads 256 {
-    %q_tile = tile.alloc : !tile.shared<[block_q, heads, dim], f8E4M3FN>
+  tile.launch (%bx) in (%num_q_blocks) threads 128 {
+    %q_rows = tile.alloc : !tile.shared<[block_q*heads, dim], f8E4M3FN>
     %k_tile = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>
-    %k_scale = tile.alloc : !tile.frag<[block_n], f32>
-    %w = tile.alloc : !tile.frag<[block_q, heads], f32>
     %scores = tile.alloc : !tile.frag<[block_q*heads, block_n], f32>
     %out = tile.alloc : !tile.frag<[block_q, block_n], f32>
     %c0 = arith.constant 0 : index
@@ -34,13 +33,11 @@ tile.kernel @pool_mqa_logits(
     %block_n = tile.param "block_n" : index
     %num_blocks = tile.dim %blocked_k, 0 : !tile.global<[?, dim], f8E4M3FN>
 
+    %heads = tile.param "heads" : index
     %q0 = arith.muli %bx, %block_q : index
-    tile.copy %q[%q0, %c0, %c0] to %q_tile
-        : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[block_q, heads, dim], f8E4M3FN>
-    tile.copy %weights[%q0, %c0] to %w
-        : !tile.global<[?, heads], f32> to !tile.frag<[block_q, heads], f32>
-    %q_rows = tile.view %q_tile
-        : !tile.shared<[block_q, heads, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
+    %q_row0 = arith.muli %q0, %heads : index
+    tile.copy %q[%q_row0, %c0] to %q_rows
+        : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
 
     // Union of the windows of this block's queries (queries past M are skipped).
     %q_end_unclamped = arith.addi %q0, %block_q : index
@@ -67,8 +64,6 @@ tile.kernel @pool_mqa_logits(
       %n0 = arith.addi %lo_index, %tile_offset : index
       tile.copy %blocked_k[%n0, %c0] to %k_tile
           : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_n, dim], f8E4M3FN>
-      tile.copy %blocked_scale[%n0] to %k_scale
-          : !tile.global<[?], f32> to !tile.frag<[block_n], f32>
       tile.gemm %q_rows, %k_tile, %scores transpose_b clear_accum policy(full_row)
           : !tile.shared<[block_q*heads, dim], f8E4M3FN>, !tile.shared<[block_n, dim], f8E4M3FN>
             -> !tile.frag<[block_q*heads, block_n], f32>
@@ -76,8 +71,12 @@ tile.kernel @pool_mqa_logits(
           : !tile.frag<[block_q*heads, block_n], f32> to !tile.frag<[block_q, heads, block_n], f32>
       tile.parallel (%qi, %h, %n) in [block_q, heads, block_n] {
         %x = tile.load %per_query[%qi, %h, %n] : !tile.frag<[block_q, heads, block_n], f32>
-        %s = tile.load %k_scale[%n] : !tile.frag<[block_n], f32>
-        %wt = tile.load %w[%qi, %h] : !tile.frag<[block_q, heads], f32>
+        // Scales and weights come from global (L1-cached): the accumulator
+        // layout spreads them over several threads.
+        %key = arith.addi %n0, %n : index
+        %query = arith.addi %q0, %qi : index
+        %s = tile.load %blocked_scale[%key] : !tile.global<[?], f32>
+        %wt = tile.load %weights[%query, %h] : !tile.global<[?, heads], f32>
         %scaled = arith.mulf %x, %s : f32
         %relu = arith.maximumf %scaled, %zero : f32
         %weighted = arith.mulf %relu, %wt : f32

@@ -196,12 +196,13 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   for (CopyOp copy : producers)
     copy.erase();
   Block *loopBody = loop.getBody();
+  // Only the body's own ops: the issue code before them is lowered already.
+  SmallVector<Operation *> roots;
+  for (Operation &innerOp : body.getOperations())
+    roots.push_back(&innerOp);
   loopBody->getOperations().splice(std::prev(loopBody->end()),
                                    body.getOperations());
   inductionVar.replaceAllUsesWith(iv);
-  SmallVector<Operation *> roots;
-  for (Operation &innerOp : loopBody->without_terminator())
-    roots.push_back(&innerOp);
   for (Operation *root : roots)
     if (failed(lowerNested(root, nullptr)))
       return failure();

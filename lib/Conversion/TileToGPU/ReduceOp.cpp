@@ -81,6 +81,54 @@ bool isPowerOfTwo(int64_t value) {
   return value > 0 && llvm::isPowerOf2_64(value);
 }
 
+/// A layout in which every bit of the thread index and of the value index
+/// sets one bit of the element's row-major linear index: vector row-major
+/// layouts and the wgmma accumulator layout are such bit permutations.
+struct BitLayout {
+  SmallVector<int64_t> threadBits; // linear-index bit of each thread bit
+  SmallVector<int64_t> valueBits;  // linear-index bit of each value bit
+
+  /// Linear index of (t, v) for constant t and v.
+  static int64_t linearIndex(const VectorLayout &layout, int64_t t,
+                             int64_t v) {
+    if (!layout.isGeneral())
+      return layout.getLinearIndex(t, v);
+    MLIRContext *context = layout.generalMap.getContext();
+    SmallVector<Attribute> operands = {
+        IntegerAttr::get(IndexType::get(context), t),
+        IntegerAttr::get(IndexType::get(context), v)};
+    SmallVector<Attribute> results;
+    if (failed(layout.generalMap.constantFold(operands, results)))
+      return -1;
+    int64_t linear = 0;
+    for (auto [coord, size] : llvm::zip(results, layout.shape))
+      linear = linear * size + cast<IntegerAttr>(coord).getInt();
+    return linear;
+  }
+
+  static std::optional<BitLayout> analyze(const VectorLayout &layout) {
+    BitLayout bits;
+    auto singleBit = [](int64_t value) -> int64_t {
+      return value > 0 && llvm::isPowerOf2_64(value) ? llvm::Log2_64(value)
+                                                     : -1;
+    };
+    for (int64_t t = 1; t < layout.threads; t *= 2)
+      bits.threadBits.push_back(singleBit(linearIndex(layout, t, 0)));
+    for (int64_t v = 1; v < layout.getValuesPerThread(); v *= 2)
+      bits.valueBits.push_back(singleBit(linearIndex(layout, 0, v)));
+    if (llvm::is_contained(bits.threadBits, -1) ||
+        llvm::is_contained(bits.valueBits, -1) || linearIndex(layout, 0, 0) != 0)
+      return std::nullopt;
+    // Every (t, v) must be the sum of its bits' contributions.
+    for (int64_t t = 0; t < layout.threads; ++t)
+      for (int64_t v = 0; v < layout.getValuesPerThread(); ++v)
+        if (linearIndex(layout, t, v) !=
+            linearIndex(layout, t, 0) + linearIndex(layout, 0, v))
+          return std::nullopt;
+    return bits;
+  }
+};
+
 } // namespace
 
 LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
@@ -92,16 +140,18 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   FailureOr<VectorLayout> layout = getLayout(op, sourceType);
   if (failed(layout))
     return failure();
-  if (layout->isGeneral())
-    return op.emitOpError("reductions of gemm-accumulator fragments are not "
-                          "supported yet");
   Type elementType = sourceType.getElementType();
   if (!elementType.isF32() && !elementType.isInteger(32))
     return op.emitOpError("reduces f32 or i32 fragments only, got ")
            << elementType << "; cast the fragment first";
-  if (!llvm::all_of(layout->shape, isPowerOfTwo) || !isPowerOfTwo(threads))
+  if (!llvm::all_of(layout->shape, isPowerOfTwo) || !isPowerOfTwo(threads) ||
+      !isPowerOfTwo(layout->getValuesPerThread()))
     return op.emitOpError("reductions need power-of-two fragment shapes, got ")
            << formatDims(sourceType.getDims());
+  std::optional<BitLayout> bits = BitLayout::analyze(*layout);
+  if (!bits)
+    return op.emitOpError("cannot reduce over fragment layout ")
+           << sourceType.getLayout();
 
   Combiner combiner{op.getKind(), elementType};
   int64_t dim = op.getDim();
@@ -112,15 +162,13 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   auto reduced = [&](int64_t linearBit) {
     return linearBit >= lo && linearBit < hi;
   };
-  int64_t logVector = llvm::Log2_64(layout->vector);
   int64_t logThreads = llvm::Log2_64(threads);
   int64_t values = layout->getValuesPerThread();
 
   // 1. Registers: value-index bits that belong to the reduced dimension.
   int64_t valueMask = 0;
   for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
-    int64_t linearBit = bit < logVector ? bit : bit + logThreads;
-    if (reduced(linearBit))
+    if (reduced(bits->valueBits[bit]))
       valueMask |= int64_t(1) << bit;
   }
   SmallVector<Value> &regs = registers[op.getSource()];
@@ -141,13 +189,25 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   int64_t laneMask = 0;
   SmallVector<int64_t> warpBits;
   for (int64_t bit = 0; bit < logThreads; ++bit) {
-    if (!reduced(logVector + bit))
+    if (!reduced(bits->threadBits[bit]))
       continue;
     if (bit < 5)
       laneMask |= int64_t(1) << bit;
     else
       warpBits.push_back(bit);
   }
+  // The thread's contribution to linear indices: its bits moved into place.
+  auto threadPart = [&](const BitLayout &layoutBits) -> Value {
+    Value sum = index(b, 0);
+    for (auto [bit, linearBit] : llvm::enumerate(layoutBits.threadBits)) {
+      Value set = arith::AndIOp::create(
+          b, loc, arith::ShRUIOp::create(b, loc, threadId, index(b, bit)),
+          index(b, 1));
+      sum = arith::OrIOp::create(
+          b, loc, sum, arith::ShLIOp::create(b, loc, set, index(b, linearBit)));
+    }
+    return sum;
+  };
   Type i32 = b.getI32Type();
   Value width = arith::ConstantIntOp::create(b, loc, i32, 32);
   for (int64_t bit = 0; bit < 5; ++bit) {
@@ -195,9 +255,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     // Linear index of (thread, key); dropping the reduced bits gives the
     // output's row-major index.
     Value linear = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, threadId, index(b, layout->vector)),
-        index(b, layout->getLinearIndex(0, key)));
+        b, loc, threadPart(*bits),
+        index(b, BitLayout::linearIndex(*layout, 0, key)));
     Value low =
         arith::AndIOp::create(b, loc, linear, index(b, (int64_t(1) << lo) - 1));
     Value high = arith::ShLIOp::create(
@@ -229,15 +288,15 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     FailureOr<VectorLayout> destLayout = getLayout(op, destFragment);
     if (failed(destLayout))
       return failure();
-    if (destLayout->isGeneral())
-      return op.emitOpError("reductions into gemm-accumulator fragments are "
-                            "not supported yet");
+    std::optional<BitLayout> destBits = BitLayout::analyze(*destLayout);
+    if (!destBits)
+      return op.emitOpError("cannot reduce into fragment layout ")
+             << destFragment.getLayout();
     SmallVector<Value> &destRegs = registers[op.getDest()];
     for (int64_t v = 0; v < destLayout->getValuesPerThread(); ++v) {
       Value linear = arith::AddIOp::create(
-          b, loc,
-          arith::MulIOp::create(b, loc, threadId, index(b, destLayout->vector)),
-          index(b, destLayout->getLinearIndex(0, v)));
+          b, loc, threadPart(*destBits),
+          index(b, BitLayout::linearIndex(*destLayout, 0, v)));
       if (Value inside = isInside(b, *destLayout, v))
         linear = arith::SelectOp::create(b, loc, inside, linear, index(b, 0));
       Value result = combineSlices(linear);

@@ -158,6 +158,37 @@ struct TileAssignLayoutsPass
     });
     if (gemms.wasInterrupted())
       return failure();
+    // A view of an accumulator keeps its registers: the layout of the view
+    // is the accumulator's map, re-delinearized for the new shape.
+    launch.walk([&](ViewOp view) {
+      auto sourceType = dyn_cast<FragmentType>(view.getSource().getType());
+      auto resultType = dyn_cast<FragmentType>(view.getResult().getType());
+      if (!sourceType || !resultType)
+        return;
+      auto sourceShape = sourceType.getTileShape().getStaticSizes();
+      auto resultShape = resultType.getTileShape().getStaticSizes();
+      if (!sourceShape || !resultShape)
+        return;
+      FragmentLayoutAttr accumulator = accumulators.lookup(shapeId(*sourceShape));
+      if (!accumulator)
+        return;
+      AffineMap map = accumulator.getMap();
+      AffineExpr linear = getAffineConstantExpr(0, launch.getContext());
+      for (auto [expr, size] : llvm::zip(map.getResults(), *sourceShape))
+        linear = linear * size + expr;
+      int64_t stride = 1;
+      for (int64_t size : *resultShape)
+        stride *= size;
+      SmallVector<AffineExpr> coords;
+      for (auto [i, size] : llvm::enumerate(*resultShape)) {
+        stride /= size;
+        AffineExpr coord = linear.floorDiv(stride);
+        coords.push_back(i == 0 ? coord : coord % size);
+      }
+      accumulators[shapeId(*resultShape)] = FragmentLayoutAttr::get(
+          launch.getContext(), accumulator.getThreads(), accumulator.getValues(),
+          AffineMap::get(2, 0, coords, launch.getContext()));
+    });
 
     auto layoutFor = [&](ArrayRef<int64_t> shape) {
       unsigned id = shapeId(shape);
