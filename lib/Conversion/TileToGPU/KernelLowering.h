@@ -128,6 +128,10 @@ public:
 /// Whether a type is a float8 type (stored as bytes, converted with cvt).
 bool isFloat8(mlir::Type type);
 
+/// Whether `value` is provably a multiple of `divisor` (constants, and sums
+/// and products of multiples), e.g. a k-loop offset `t * block_k`.
+bool isKnownMultipleOf(mlir::Value value, int64_t divisor);
+
 } // namespace hisa::tile
 
 #endif // HISA_LIB_CONVERSION_TILETOGPU_KERNELLOWERING_H

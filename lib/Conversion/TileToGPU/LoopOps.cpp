@@ -251,16 +251,16 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
   bool innermostStatic =
       !sourceType.isDynamicDim(sourceType.getRank() - 1) &&
       sourceType.getDimSize(sourceType.getRank() - 1) % layout.vector == 0;
-  std::optional<int64_t> innerOffset =
-      offsets.empty() ? std::optional<int64_t>(0)
-                      : getConstantIntValue(offsets.back());
+  bool alignedOffset =
+      offsets.empty() || isKnownMultipleOf(offsets.back(), layout.vector);
   if ((bytes != 4 && bytes != 8 && bytes != 16) || !innermostStatic ||
-      !innerOffset || *innerOffset % layout.vector != 0)
+      !alignedOffset)
     return copy.emitOpError("cannot be pipelined with cp.async: it needs "
                             "4, 8 or 16-byte runs that never straddle the end "
                             "of a row (a static innermost size that is a "
-                            "multiple of the run and a constant, aligned "
-                            "innermost offset); use num_stages = 1");
+                            "multiple of the run and an innermost offset "
+                            "known to be a multiple of it); use "
+                            "num_stages = 1");
   Value buffer = getStageView(b, tile, stage);
   int64_t windowRank = sourceType.getRank();
   int64_t lead = windowRank - shape.size();

@@ -47,7 +47,7 @@ SmallVector<Value> windowIndices(OpBuilder &b, Location loc, ValueRange offsets,
 
 /// Whether runs of `vector` elements along the innermost window dimension are
 /// whole vectors in memory: the innermost extent of the memref is a static
-/// multiple of `vector` and the innermost offset a constant multiple of it.
+/// multiple of `vector` and the innermost offset a known multiple of it.
 bool isVectorizable(Value memref, ValueRange offsets, int64_t vector) {
   if (vector == 1)
     return true;
@@ -55,10 +55,7 @@ bool isVectorizable(Value memref, ValueRange offsets, int64_t vector) {
   if (type.isDynamicDim(type.getRank() - 1) ||
       type.getDimSize(type.getRank() - 1) % vector != 0)
     return false;
-  if (offsets.empty())
-    return true;
-  std::optional<int64_t> innermost = getConstantIntValue(offsets.back());
-  return innermost && *innermost % vector == 0;
+  return offsets.empty() || isKnownMultipleOf(offsets.back(), vector);
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -19,6 +20,23 @@ namespace hisa {
 
 using namespace mlir;
 using namespace hisa::tile;
+
+bool hisa::tile::isKnownMultipleOf(Value value, int64_t divisor) {
+  if (divisor == 1)
+    return true;
+  if (std::optional<int64_t> constant = getConstantIntValue(value))
+    return *constant % divisor == 0;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  if (isa<arith::MulIOp>(def))
+    return isKnownMultipleOf(def->getOperand(0), divisor) ||
+           isKnownMultipleOf(def->getOperand(1), divisor);
+  if (isa<arith::AddIOp, arith::SubIOp>(def))
+    return isKnownMultipleOf(def->getOperand(0), divisor) &&
+           isKnownMultipleOf(def->getOperand(1), divisor);
+  return false;
+}
 
 bool hisa::tile::isFloat8(Type type) {
   return isa<Float8E4M3FNType, Float8E5M2Type>(type);
