@@ -36,7 +36,9 @@ void hisa::buildTileToNVVMPipeline(OpPassManager &pm,
 
 void hisa::buildTileLoweringPipeline(OpPassManager &pm,
                                      const TileToNVVMOptions &options) {
-  pm.addPass(createConvertTileToGPU());
+  ConvertTileToGPUOptions convert;
+  convert.chip = options.chip;
+  pm.addPass(createConvertTileToGPU(convert));
   // Fragment registers become SSA values; then CSE merges the loads that the
   // unrolled tile.parallel bodies repeat (e.g. a per-row scale).
   pm.addPass(createMem2Reg());

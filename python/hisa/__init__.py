@@ -2,7 +2,9 @@
 
     import hisa
     blocked_k, blocked_scale = hisa.fp8_block_mean_pooling(k, k_scale, k_block_size=128)
+    logits = hisa.pool_mqa_logits(q, blocked_k, blocked_scale, weights, s, e)
     hisa.clean_and_maintain_logits_(logits, s, e)
+    out = hisa.block_sparse_mqa_logits(q, k, k_scale, topk_block_index, 128, weights, ks, ke)
     kernel = hisa.jit.get_kernel("fp8_block_mean_pooling", {"dim": 128, "kb": 128})
 
 The runtime library (libhisa_runtime.so) is loaded on first use from
@@ -28,7 +30,13 @@ from ._lib import (
 
 __version__ = "0.1.0"
 
-_OPS = ("fp8_block_mean_pooling", "clean_and_maintain_logits_")
+_OPS = (
+    "fp8_block_mean_pooling",
+    "clean_and_maintain_logits_",
+    "pool_mqa_logits",
+    "mqa_logits",
+    "block_sparse_mqa_logits",
+)
 
 __all__ = [
     "ArgumentTypeError",

@@ -4,7 +4,16 @@ Names and signatures follow the TileLang anchors (examples/dsa_hisa), so that
 these functions can be swapped in for them:
 
 * ``fp8_block_mean_pooling(k, k_scale, k_block_size=128)``  (KERNELS.md 1.1)
+* ``pool_mqa_logits(q, blocked_k, blocked_k_scale, weights, bks, bke)``
+                                                             (KERNELS.md 1.2)
 * ``clean_and_maintain_logits_(logits, ks, ke)``             (KERNELS.md 1.3)
+* ``block_sparse_mqa_logits(q, k, k_scale, topk_block_index, k_block_size,
+  weights, ks, ke)``                                         (KERNELS.md 2.1)
+* ``mqa_logits(q, k, k_scale, weights, ks, ke)``  (the flat DeepSeek-V3.2
+  indexer's logits, KERNELS.md "Flat indexer")
+
+The MQA logits operators run DSL kernels (kernels-dsl/) through the JIT
+(``hisa.jit``); the first call for a shape specialization compiles it.
 
 Every tensor is validated before the library is called; argument errors
 raise ``hisa.InvalidArgumentError`` (a ValueError) naming the argument.
@@ -17,7 +26,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import _lib
+from . import _lib, jit
 from ._torch_util import (
     check_aligned,
     check_contiguous,
@@ -34,7 +43,13 @@ from ._torch_util import (
 )
 from ._lib import InvalidArgumentError
 
-__all__ = ["fp8_block_mean_pooling", "clean_and_maintain_logits_"]
+__all__ = [
+    "fp8_block_mean_pooling",
+    "clean_and_maintain_logits_",
+    "pool_mqa_logits",
+    "mqa_logits",
+    "block_sparse_mqa_logits",
+]
 
 FP8 = torch.float8_e4m3fn
 SUPPORTED_DIMS = (64, 128)
@@ -42,6 +57,11 @@ SUPPORTED_BLOCK_SIZES = (64, 128, 256)
 # k and blocked_k are read/written with 16-byte vector accesses.
 VECTOR_ALIGNMENT = 16
 _INT32_MAX = 2**31 - 1
+_INT32_MIN = -(2**31)
+# Shapes the MQA logits kernels (pool_mqa_logits, block_sparse_mqa_logits)
+# are compiled and tested for today.
+MQA_SUPPORTED_HEADS = (64, 128)
+MQA_SUPPORTED_DIMS = (128,)
 
 
 def fp8_block_mean_pooling(
@@ -187,3 +207,324 @@ def clean_and_maintain_logits_(
         )
     _lib.check(status, "hisa_clean_and_maintain_logits", f"m={m}, n={nn}")
     return logits
+
+
+# ---- MQA logits (DSL kernels through the JIT) ------------------------------------
+
+_KERNELS: dict = {}
+
+
+def _get_kernel(name: str, params: dict) -> "jit.Kernel":
+    """jit.get_kernel, memoized per (name, params) on the Python side too."""
+    key = (name, tuple(sorted(params.items())))
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        kernel = jit.get_kernel(name, params)
+        _KERNELS[key] = kernel
+    return kernel
+
+
+def _launch(name: str, params: dict, device: torch.device, *args) -> None:
+    """Compile/fetch kernel `name` for `params` and launch it on torch's
+    current stream of `device`."""
+    with torch.cuda.device(device):
+        ensure_context(device)
+        kernel = _get_kernel(name, params)
+        kernel.launch(*args, stream=stream_handle(device))
+
+
+def _check_index_dtype(name: str, t: torch.Tensor) -> None:
+    if t.dtype not in (torch.int32, torch.int64):
+        raise InvalidArgumentError(
+            f"{name} must have dtype torch.int32 or torch.int64, got {t.dtype}"
+        )
+
+
+def _as_int32(t: torch.Tensor) -> torch.Tensor:
+    """int32 as is; int64 converted to int32, saturating at the int32 range.
+
+    Saturation changes no result: every tensor these kernels index has fewer
+    than 2**31 rows (checked), so a window bound or a block index beyond the
+    int32 range selects the same (possibly empty) set of rows as its
+    saturated value, and negative block indices all mean "no block". The
+    conversion is a device-side op (no host synchronization).
+    """
+    if t.dtype == torch.int32:
+        return t
+    return t.clamp(_INT32_MIN, _INT32_MAX).to(torch.int32)
+
+
+def _check_mqa_q(name: str, q: torch.Tensor) -> Tuple[int, int, int]:
+    """q [M, H, D] with H and D among the shapes the MQA kernels support."""
+    check_rank(name, q, 3, "[M, H, D]")
+    m, heads, dim = (int(s) for s in q.shape)
+    if heads not in MQA_SUPPORTED_HEADS:
+        raise InvalidArgumentError(
+            f"{name} has H={heads} heads (shape {shape_str(q.shape)}), which is not "
+            f"supported by the MQA logits kernels (supported: H in "
+            f"{{{', '.join(map(str, MQA_SUPPORTED_HEADS))}}})"
+        )
+    if dim not in MQA_SUPPORTED_DIMS:
+        raise InvalidArgumentError(
+            f"{name} has head dimension D={dim} (shape {shape_str(q.shape)}), which is not "
+            f"supported by the MQA logits kernels (supported: D in "
+            f"{{{', '.join(map(str, MQA_SUPPORTED_DIMS))}}})"
+        )
+    return m, heads, dim
+
+
+def _check_scale_shape(name: str, t: torch.Tensor, rows: int, sym: str) -> None:
+    """[rows] or [rows, 1]."""
+    if t.dim() == 2 and int(t.shape[1]) == 1:
+        check_shape(name, t, (rows, 1), f"[{sym}, 1]")
+    else:
+        check_shape(name, t, (rows,), f"[{sym}]")
+
+
+def _check_rows_fit_int32(name: str, rows: int, what: str) -> None:
+    if rows > _INT32_MAX:
+        raise InvalidArgumentError(
+            f"{name} has {rows} rows; {what} are int32, so at most {_INT32_MAX} are supported"
+        )
+
+
+def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
+    """Shared body of pool_mqa_logits and mqa_logits; `names` are the
+    caller's argument names (q, keys, scales, weights, starts, ends)."""
+    q_name, k_name, s_name, w_name, start_name, end_name = names
+    q = check_tensor(q_name, q)
+    keys = check_tensor(k_name, keys)
+    scales = check_tensor(s_name, scales)
+    weights = check_tensor(w_name, weights)
+    starts = check_tensor(start_name, starts)
+    ends = check_tensor(end_name, ends)
+    tensors = ((k_name, keys), (s_name, scales), (w_name, weights), (start_name, starts),
+               (end_name, ends))
+
+    check_cuda(q_name, q)
+    for name, t in tensors:
+        check_cuda(name, t)
+    for name, t in tensors:
+        check_same_device(name, t, q_name, q)
+    check_dtype(q_name, q, FP8)
+    check_dtype(k_name, keys, FP8)
+    check_dtype(s_name, scales, torch.float32)
+    check_dtype(w_name, weights, torch.float32)
+    _check_index_dtype(start_name, starts)
+    _check_index_dtype(end_name, ends)
+
+    m, heads, dim = _check_mqa_q(q_name, q)
+    check_rank(k_name, keys, 2, f"[{rows_sym}, D]")
+    rows = int(keys.shape[0])
+    check_shape(k_name, keys, (rows, dim), f"[{rows_sym}, D]")
+    _check_scale_shape(s_name, scales, rows, rows_sym)
+    check_shape(w_name, weights, (m, heads), "[M, H]")
+    check_shape(start_name, starts, (m,), "[M]")
+    check_shape(end_name, ends, (m,), "[M]")
+    _check_rows_fit_int32(k_name, rows, f"the windows {start_name}/{end_name}")
+
+    check_contiguous(q_name, q)
+    for name, t in tensors:
+        check_contiguous(name, t)
+    # The runtime reads rows that are a multiple of 16 bytes as vectors.
+    check_aligned(q_name, q, VECTOR_ALIGNMENT)
+    check_aligned(k_name, keys, VECTOR_ALIGNMENT)
+    check_aligned(w_name, weights, VECTOR_ALIGNMENT)
+
+    logits = torch.empty((m, rows), dtype=torch.float32, device=q.device)
+    if m == 0 or rows == 0:
+        return logits
+
+    _launch(
+        "pool_mqa_logits",
+        {"heads": heads, "dim": dim, "block_q": 128 // heads},
+        q.device,
+        q.view(m * heads, dim),
+        keys,
+        scales.view(rows),
+        weights,
+        _as_int32(starts),
+        _as_int32(ends),
+        logits,
+    )
+    return logits
+
+
+def pool_mqa_logits(
+    q: torch.Tensor,
+    blocked_k: torch.Tensor,
+    blocked_k_scale: torch.Tensor,
+    weights: torch.Tensor,
+    bks: torch.Tensor,
+    bke: torch.Tensor,
+) -> torch.Tensor:
+    """Pooled-key MQA logits, HISA stage 1.2 (KERNELS.md 1.2).
+
+    Drop-in for TileLang's ``pool_mqa_attn_return_logits_fp8_interface``
+    (same argument order, without its tuning flags)::
+
+      logits[m, n] = sum_h ReLU(dot(q[m, h], blocked_k[n]) * blocked_k_scale[n]) * weights[m, h]
+
+    for every n in the block window ``[bks[m], bke[m])`` (the dot product in
+    f32 over the fp8 values). Values OUTSIDE a query's window are unspecified
+    (the kernel computes the union window of a tile of queries, and nothing
+    elsewhere): mask them, as HISA step 1.3 does with
+    ``clean_and_maintain_logits_(logits, bks, bke)``. Window bounds outside
+    ``[0, Nb]`` are clipped to it; an empty window (bks >= bke) computes nothing.
+
+    Args:
+      q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.
+        Supported: H in {64, 128}, D == 128 (others raise ValueError).
+      blocked_k: [Nb, D] float8_e4m3fn pooled keys (``fp8_block_mean_pooling``).
+      blocked_k_scale: [Nb] (or [Nb, 1]) float32 per-block dequantization scale.
+      weights: [M, H] float32 per-(query, head) weights.
+      bks, bke: [M] int32 (int64 accepted, converted on the device) block
+        windows, for token windows ks/ke: ``bks = ks // kb``, ``bke = ceil(ke / kb)``.
+
+    Returns:
+      logits [M, Nb] float32 (new tensor, on q's device). With M == 0 or
+      Nb == 0 nothing is launched.
+    """
+    return _pool_mqa_logits(
+        q, blocked_k, blocked_k_scale, weights, bks, bke,
+        ("q", "blocked_k", "blocked_k_scale", "weights", "bks", "bke"), "Nb",
+    )
+
+
+def mqa_logits(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    k_scale: torch.Tensor,
+    weights: torch.Tensor,
+    ks: torch.Tensor,
+    ke: torch.Tensor,
+) -> torch.Tensor:
+    """Flat MQA logits: the DeepSeek-V3.2 "lightning indexer" that HISA
+    replaces (KERNELS.md, "Flat indexer")::
+
+      logits[m, j] = sum_h ReLU(dot(q[m, h], k[j]) * k_scale[j]) * weights[m, h]
+
+    for every raw token j of the window ``[ks[m], ke[m])``. It is
+    ``pool_mqa_logits`` with blocked_k = k, blocked_k_scale = k_scale,
+    bks = ks and bke = ke. As there, values OUTSIDE a query's window are
+    unspecified: mask them (e.g. to -inf) before a top-k.
+
+    Args:
+      q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.
+        Supported: H in {64, 128}, D == 128 (others raise ValueError).
+      k: [N, D] float8_e4m3fn keys.
+      k_scale: [N] (or [N, 1]) float32 per-token dequantization scale.
+      weights: [M, H] float32.
+      ks, ke: [M] int32 (int64 accepted) token windows in k's rows.
+
+    Returns:
+      logits [M, N] float32. With M == 0 or N == 0 nothing is launched.
+    """
+    return _pool_mqa_logits(
+        q, k, k_scale, weights, ks, ke,
+        ("q", "k", "k_scale", "weights", "ks", "ke"), "N",
+    )
+
+
+def block_sparse_mqa_logits(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    k_scale: torch.Tensor,
+    topk_block_index: torch.Tensor,
+    k_block_size: int,
+    weights: torch.Tensor,
+    ks: torch.Tensor,
+    ke: torch.Tensor,
+) -> torch.Tensor:
+    """Block-sparse MQA logits, HISA stage 2.1 (KERNELS.md 2.1).
+
+    Drop-in for TileLang's
+    ``fp8_native_block_sparse_mqa_attn_return_logits_interface`` (same
+    argument order). With kb = k_block_size, slot ``t*kb + i`` of query m
+    reads key row ``j = topk_block_index[m, t]*kb + i``::
+
+      out[m, t*kb + i] = sum_h ReLU(dot(q[m, h], k[j]) * k_scale[j]) * weights[m, h]
+
+    and ``-inf`` when j is outside ``[ks[m], ke[m])``, when ``j >= N``, or when
+    the block index is negative (-1: "no block"; all its kb slots are -inf).
+    Every slot is written.
+
+    Args:
+      q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.
+        Supported: H in {64, 128}, D == 128 (others raise ValueError).
+      k: [N, D] float8_e4m3fn raw keys.
+      k_scale: [N] (or [N, 1]) float32 per-token dequantization scale.
+      topk_block_index: [M, T] int32 or int64 (e.g. torch.topk's indices of
+        the stage-1 logits; int64 is converted on the device) block indices.
+      k_block_size: kb in {64, 128, 256}.
+      weights: [M, H] float32.
+      ks, ke: [M] int32 (int64 accepted) token windows in k's rows.
+
+    Returns:
+      out [M, T*kb] float32. With M == 0 or T == 0 nothing is launched; with
+      N == 0 every slot is -inf.
+    """
+    q = check_tensor("q", q)
+    k = check_tensor("k", k)
+    k_scale = check_tensor("k_scale", k_scale)
+    topk_block_index = check_tensor("topk_block_index", topk_block_index)
+    kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
+    weights = check_tensor("weights", weights)
+    ks = check_tensor("ks", ks)
+    ke = check_tensor("ke", ke)
+    tensors = (("k", k), ("k_scale", k_scale), ("topk_block_index", topk_block_index),
+               ("weights", weights), ("ks", ks), ("ke", ke))
+
+    check_cuda("q", q)
+    for name, t in tensors:
+        check_cuda(name, t)
+    for name, t in tensors:
+        check_same_device(name, t, "q", q)
+    check_dtype("q", q, FP8)
+    check_dtype("k", k, FP8)
+    check_dtype("k_scale", k_scale, torch.float32)
+    _check_index_dtype("topk_block_index", topk_block_index)
+    check_dtype("weights", weights, torch.float32)
+    _check_index_dtype("ks", ks)
+    _check_index_dtype("ke", ke)
+
+    m, heads, dim = _check_mqa_q("q", q)
+    check_rank("k", k, 2, "[N, D]")
+    n = int(k.shape[0])
+    check_shape("k", k, (n, dim), "[N, D]")
+    _check_scale_shape("k_scale", k_scale, n, "N")
+    check_rank("topk_block_index", topk_block_index, 2, "[M, T]")
+    topk = int(topk_block_index.shape[1])
+    check_shape("topk_block_index", topk_block_index, (m, topk), "[M, T]")
+    check_shape("weights", weights, (m, heads), "[M, H]")
+    check_shape("ks", ks, (m,), "[M]")
+    check_shape("ke", ke, (m,), "[M]")
+    _check_rows_fit_int32("k", n, "the windows ks/ke")
+
+    check_contiguous("q", q)
+    for name, t in tensors:
+        check_contiguous(name, t)
+    check_aligned("q", q, VECTOR_ALIGNMENT)
+    check_aligned("k", k, VECTOR_ALIGNMENT)
+    check_aligned("weights", weights, VECTOR_ALIGNMENT)
+
+    out = torch.empty((m, topk * kb), dtype=torch.float32, device=q.device)
+    if m == 0 or topk == 0:
+        return out
+    if n == 0:
+        return out.fill_(float("-inf"))  # every row j >= N
+
+    _launch(
+        "block_sparse_mqa_logits",
+        {"heads": heads, "dim": dim, "kb": kb},
+        q.device,
+        q,
+        k,
+        k_scale.view(n),
+        _as_int32(topk_block_index),
+        weights,
+        _as_int32(ks),
+        _as_int32(ke),
+        out,
+    )
+    return out

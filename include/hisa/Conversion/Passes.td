@@ -33,6 +33,10 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     (cp.async.wait_group S-1) and a barrier, runs the body, then a barrier
     protects the buffer that the next iteration refills.
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target SM; tensor-core gemm (wgmma) needs sm_90a">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",

@@ -56,6 +56,17 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   auto aType = dyn_cast<SharedType>(op.getA().getType());
   auto bType = cast<SharedType>(op.getB().getType());
   auto cType = cast<FragmentType>(op.getC().getType());
+  if (chip != "sm_90a") {
+    if (isa<Float8E4M3FNType>(bType.getElementType()))
+      return op.emitOpError("fp8 (f8E4M3FN) gemm needs wgmma, which target ")
+             << chip
+             << " does not have (mma.sync would emulate fp8); compile for "
+                "sm_90a";
+    return op.emitOpError("for target ")
+           << chip
+           << " (mma.sync) is not implemented yet; refusing rather than "
+              "emitting a slow path";
+  }
   if (!aType)
     return op.emitOpError("with A in registers is not supported yet; stage A "
                           "in shared memory");

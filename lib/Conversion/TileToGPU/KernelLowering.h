@@ -26,8 +26,10 @@ struct ElementContext {
 
 class KernelLowering {
 public:
-  KernelLowering(LaunchOp launch, mlir::gpu::GPUFuncOp func)
-      : launch(launch), func(func), threads(launch.getThreads()) {}
+  KernelLowering(LaunchOp launch, mlir::gpu::GPUFuncOp func,
+                 llvm::StringRef chip)
+      : launch(launch), func(func), threads(launch.getThreads()),
+        chip(chip.str()) {}
 
   /// Lowers every tile op of the function body (moved from the launch).
   mlir::LogicalResult run();
@@ -113,6 +115,7 @@ public:
   LaunchOp launch;
   mlir::gpu::GPUFuncOp func;
   int64_t threads;
+  std::string chip;
   mlir::Value threadId;
   mlir::Value sharedBase; // memref<?xi8, workgroup>
   /// Lowered storage of global, shared and local tiles.

@@ -382,7 +382,7 @@ MemRefType getGlobalMemRefType(GlobalType type) {
   return MemRefType::get(shape, type.getElementType());
 }
 
-LogicalResult convertKernel(KernelOp kernel) {
+LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   LaunchOp launch = kernel.getLaunch();
   Location loc = kernel.getLoc();
   for (Type type : kernel.getArgumentTypes())
@@ -412,7 +412,7 @@ LogicalResult convertKernel(KernelOp kernel) {
   // Global arguments keep their tile type inside the body (the tile ops still
   // need it) through a cast from the memref argument; the lowering then uses
   // the memref.
-  KernelLowering lowering(launch, func);
+  KernelLowering lowering(launch, func, chip);
   IRMapping mapping;
   SmallVector<Operation *> argumentCasts;
   for (auto [from, to] :
@@ -466,6 +466,7 @@ LogicalResult convertKernel(KernelOp kernel) {
 
 struct ConvertTileToGPUPass
     : public hisa::impl::ConvertTileToGPUBase<ConvertTileToGPUPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
@@ -474,7 +475,7 @@ struct ConvertTileToGPUPass
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(module.getContext()));
     for (KernelOp kernel : kernels)
-      if (failed(convertKernel(kernel)))
+      if (failed(convertKernel(kernel, chip)))
         return signalPassFailure();
   }
 };
