@@ -53,6 +53,9 @@ if [[ ${HISA_GPU_RUN_BENCH:-1} != 0 ]]; then
   "$python" python/bench/bench_memory_bound.py --out "$out/bench_memory_bound.md" \
     2>&1 | tee "$out/bench_memory_bound.log"
   rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc
+  echo "== bench_mqa.py"
+  "$python" python/bench/bench_mqa.py --out "$out/bench_mqa.md"
+  rc=$?; [[ $rc != 0 ]] && bench_rc=$rc
   echo "== bench_jit.py"
   "$python" python/bench/bench_jit.py --out "$out/bench_jit.md" \
     2>&1 | tee "$out/bench_jit.log"
@@ -77,7 +80,7 @@ try:
 except Exception as exc:
     print(f"Tests: no junit report ({exc}); pytest exit status {rc}")
 PY
-  for table in bench_memory_bound bench_jit; do
+  for table in bench_memory_bound bench_mqa bench_jit; do
     if [[ -f $out/$table.md ]]; then
       echo
       cat "$out/$table.md"
