@@ -222,72 +222,75 @@ CacheStatistics Jit::getStatistics() const {
   return state->statistics;
 }
 
-static Expected<std::string> computeCacheKey(StringRef source,
-                                             StringRef kernelName,
-                                             ArrayRef<std::string> params,
-                                             StringRef target) {
-  std::string joined = llvm::join(params, ",");
-  return DiskCache::computeKey(
+namespace {
+/// Parameters in canonical form and the cache key they give.
+struct CacheKey {
+  std::vector<std::string> params;
+  std::string digest;
+};
+} // namespace
+
+static Expected<CacheKey> computeCacheKey(StringRef source,
+                                          StringRef kernelName,
+                                          StringRef params, StringRef target) {
+  Expected<std::vector<std::string>> parsed = parseParams(params);
+  if (!parsed)
+    return parsed.takeError();
+  std::string joined = llvm::join(*parsed, ",");
+  std::string digest = DiskCache::computeKey(
       {source, kernelName, joined, target, Jit::getVersion()});
+  return CacheKey{std::move(*parsed), std::move(digest)};
 }
 
 Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
                                                        StringRef kernelName,
                                                        StringRef params,
                                                        StringRef target) {
-  Expected<std::vector<std::string>> parsed = parseParams(params);
-  if (!parsed)
-    return parsed.takeError();
-  Expected<std::string> key =
-      computeCacheKey(source, kernelName, *parsed, target);
+  Expected<CacheKey> key = computeCacheKey(source, kernelName, params, target);
   if (!key)
     return key.takeError();
   std::lock_guard<std::mutex> lock(state->mutex);
-  auto found = state->compiled.find(*key);
+  auto found = state->compiled.find(key->digest);
   if (found != state->compiled.end())
     return found->second;
 
   auto kernel = std::make_shared<CompiledKernel>();
-  if (std::optional<DiskCache::Entry> entry = state->disk.lookup(*key)) {
+  if (std::optional<DiskCache::Entry> entry = state->disk.lookup(key->digest)) {
     Expected<KernelMetadata> metadata = KernelMetadata::parse(entry->metadata);
     if (metadata) {
       kernel->metadata = std::move(*metadata);
       kernel->binary = std::move(entry->binary);
-      kernel->binaryPath = state->disk.getBinaryPath(*key);
+      kernel->binaryPath = state->disk.getBinaryPath(key->digest);
       ++state->statistics.diskHits;
-      state->compiled[*key] = kernel;
+      state->compiled[key->digest] = kernel;
       return kernel;
     }
     consumeError(metadata.takeError()); // an unreadable entry is a miss
   }
   Expected<CompiledKernel> fresh =
-      compileKernel(source, kernelName, *parsed, target);
+      compileKernel(source, kernelName, key->params, target);
   if (!fresh)
     return fresh.takeError();
   *kernel = std::move(*fresh);
   ++state->statistics.compiles;
   if (Error error = state->disk.store(
-          *key, {kernel->binary, kernel->metadata.serialize()}))
+          key->digest, {kernel->binary, kernel->metadata.serialize()}))
     // The kernel still works; only the next process recompiles.
     errs() << "hisa: cannot write the kernel cache: "
            << toString(std::move(error)) << "\n";
-  kernel->binaryPath = state->disk.getBinaryPath(*key);
-  state->compiled[*key] = kernel;
+  kernel->binaryPath = state->disk.getBinaryPath(key->digest);
+  state->compiled[key->digest] = kernel;
   return kernel;
 }
 
 Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
                                         StringRef params, StringRef target) {
-  Expected<std::vector<std::string>> parsed = parseParams(params);
-  if (!parsed)
-    return parsed.takeError();
-  Expected<std::string> key =
-      computeCacheKey(source, kernelName, *parsed, target);
+  Expected<CacheKey> key = computeCacheKey(source, kernelName, params, target);
   if (!key)
     return key.takeError();
   {
     std::lock_guard<std::mutex> lock(state->mutex);
-    auto found = state->loaded.find(*key);
+    auto found = state->loaded.find(key->digest);
     if (found != state->loaded.end()) {
       ++state->statistics.memoryHits;
       return found->second.get();
@@ -303,7 +306,7 @@ Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
   if (Expected<CUcontext> context = driver->ensureContext(); !context)
     return context.takeError();
   std::lock_guard<std::mutex> lock(state->mutex);
-  auto found = state->loaded.find(*key);
+  auto found = state->loaded.find(key->digest);
   if (found != state->loaded.end())
     return found->second.get();
   Expected<LoadedModule> module =
@@ -317,6 +320,6 @@ Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
   auto kernel = std::make_unique<LoadedKernelImpl>(
       *compiled, std::move(*module), *function);
   LoadedKernel *result = kernel.get();
-  state->loaded[*key] = std::move(kernel);
+  state->loaded[key->digest] = std::move(kernel);
   return result;
 }

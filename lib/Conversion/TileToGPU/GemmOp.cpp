@@ -32,8 +32,8 @@ Value makeDescriptor(OpBuilder &b, Location loc, Value address) {
   Value start = arith::ShRUIOp::create(
       b, loc, arith::AndIOp::create(b, loc, address, constant(0x3FFFF)),
       constant(4));
-  int64_t fixed = (int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) |
-                  (int64_t(1) << 62);
+  int64_t fixed =
+      (int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) | (int64_t(1) << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
 
@@ -97,8 +97,10 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
 
   // Stores through the generic proxy must be visible to wgmma's async proxy.
   NVVM::FenceProxyOp::create(
-      b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      b, loc,
+      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
   gpu::BarrierOp::create(b, loc);
   auto addressOf = [&](Value tile) -> Value {
     Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(

@@ -99,9 +99,9 @@ public:
   void barrier(mlir::OpBuilder &b);
   /// Indices into the storage of a shared tile for element coordinates
   /// (a 1-D swizzled position for tiles that wgmma reads).
-  llvm::SmallVector<mlir::Value> sharedIndices(mlir::OpBuilder &b,
-                                               mlir::Value tile,
-                                               llvm::ArrayRef<mlir::Value> coords);
+  llvm::SmallVector<mlir::Value>
+  sharedIndices(mlir::OpBuilder &b, mlir::Value tile,
+                llvm::ArrayRef<mlir::Value> coords);
   mlir::Value isThreadZero(mlir::OpBuilder &b);
   /// Element conversion, with fp8 through PTX cvt.
   mlir::Value convertElement(mlir::OpBuilder &b, mlir::Value value,
@@ -130,6 +130,12 @@ public:
 
 /// Whether a type is a float8 type (stored as bytes, converted with cvt).
 bool isFloat8(mlir::Type type);
+
+/// Constant row-major coordinates of element `element` of a static shape.
+llvm::SmallVector<mlir::Value> staticCoordinates(mlir::OpBuilder &b,
+                                                 mlir::Location loc,
+                                                 llvm::ArrayRef<int64_t> shape,
+                                                 int64_t element);
 
 /// Whether `value` is provably a multiple of `divisor` (constants, and sums
 /// and products of multiples), e.g. a k-loop offset `t * block_k`.

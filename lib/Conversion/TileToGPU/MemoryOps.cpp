@@ -185,11 +185,11 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       SmallVector<Value> coords = coordinates(b, *layout, v);
       Value inside = isInside(b, *layout, v);
       SmallVector<Value> indices =
-          windowIsGlobal ? windowIndices(b, loc, offsets, windowRank, coords)
-                         : sharedIndices(b, window,
-                                         windowIndices(b, loc, offsets,
-                                                       shapeRank(window),
-                                                       coords));
+          windowIsGlobal
+              ? windowIndices(b, loc, offsets, windowRank, coords)
+              : sharedIndices(
+                    b, window,
+                    windowIndices(b, loc, offsets, shapeRank(window), coords));
       if (windowIsSource) {
         // Reads outside the tile's own coverage are harmless: those
         // registers are never stored.
@@ -229,12 +229,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
     Value writer =
         (!windowIsSource && windowIsGlobal) ? isThreadZero(b) : Value();
     for (int64_t e = 0; e < all.getNumElements(); ++e) {
-      SmallVector<Value> coords;
-      int64_t stride = all.getNumElements();
-      for (int64_t size : tileShape) {
-        stride /= size;
-        coords.push_back(index(b, e / stride % size));
-      }
+      SmallVector<Value> coords = staticCoordinates(b, loc, tileShape, e);
       SmallVector<Value> indices =
           windowIndices(b, loc, offsets, windowRank, coords);
       if (windowIsSource) {
@@ -268,9 +263,9 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
         storeElements(nested, value, tileMemref,
                       sharedIndices(nested, tile, coords), false, Value());
       } else {
-        Value value = loadElements(nested, tileMemref,
-                                   sharedIndices(nested, tile, coords), vector,
-                                   false);
+        Value value =
+            loadElements(nested, tileMemref,
+                         sharedIndices(nested, tile, coords), vector, false);
         storeElements(nested, value, windowMemref, indices, windowIsGlobal,
                       Value());
       }
@@ -298,15 +293,9 @@ LogicalResult KernelLowering::lowerFill(Operation *op, Value dest, Value value,
   Value memref = memrefs.lookup(dest);
   if (isa<LocalType>(type)) {
     VectorLayout all{shape, 1, 1};
-    for (int64_t e = 0; e < all.getNumElements(); ++e) {
-      SmallVector<Value> coords;
-      int64_t stride = all.getNumElements();
-      for (int64_t size : shape) {
-        stride /= size;
-        coords.push_back(index(b, e / stride % size));
-      }
-      memref::StoreOp::create(b, loc, value, memref, coords);
-    }
+    for (int64_t e = 0; e < all.getNumElements(); ++e)
+      memref::StoreOp::create(b, loc, value, memref,
+                              staticCoordinates(b, loc, shape, e));
     return success();
   }
   barrier(b);

@@ -89,8 +89,7 @@ struct BitLayout {
   SmallVector<int64_t> valueBits;  // linear-index bit of each value bit
 
   /// Linear index of (t, v) for constant t and v.
-  static int64_t linearIndex(const VectorLayout &layout, int64_t t,
-                             int64_t v) {
+  static int64_t linearIndex(const VectorLayout &layout, int64_t t, int64_t v) {
     if (!layout.isGeneral())
       return layout.getLinearIndex(t, v);
     MLIRContext *context = layout.generalMap.getContext();
@@ -117,7 +116,8 @@ struct BitLayout {
     for (int64_t v = 1; v < layout.getValuesPerThread(); v *= 2)
       bits.valueBits.push_back(singleBit(linearIndex(layout, 0, v)));
     if (llvm::is_contained(bits.threadBits, -1) ||
-        llvm::is_contained(bits.valueBits, -1) || linearIndex(layout, 0, 0) != 0)
+        llvm::is_contained(bits.valueBits, -1) ||
+        linearIndex(layout, 0, 0) != 0)
       return std::nullopt;
     // Every (t, v) must be the sum of its bits' contributions.
     for (int64_t t = 0; t < layout.threads; ++t)
@@ -313,13 +313,7 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   SmallVector<int64_t> destShape =
       *getTileShapeAndElementType(destType)->first.getStaticSizes();
   auto delinearize = [&](int64_t output) {
-    SmallVector<Value> coords;
-    int64_t stride = outputs;
-    for (int64_t size : destShape) {
-      stride /= size;
-      coords.push_back(index(b, output / stride % size));
-    }
-    return coords;
+    return staticCoordinates(b, loc, destShape, output);
   };
   if (isa<LocalType>(destType)) {
     for (int64_t o = 0; o < outputs; ++o) {

@@ -8,8 +8,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -20,6 +20,21 @@ namespace hisa {
 
 using namespace mlir;
 using namespace hisa::tile;
+
+SmallVector<Value> hisa::tile::staticCoordinates(OpBuilder &b, Location loc,
+                                                 ArrayRef<int64_t> shape,
+                                                 int64_t element) {
+  int64_t stride = 1;
+  for (int64_t size : shape)
+    stride *= size;
+  SmallVector<Value> coords;
+  for (int64_t size : shape) {
+    stride /= size;
+    coords.push_back(
+        arith::ConstantIndexOp::create(b, loc, element / stride % size));
+  }
+  return coords;
+}
 
 bool hisa::tile::isKnownMultipleOf(Value value, int64_t divisor) {
   if (divisor == 1)

@@ -150,9 +150,9 @@ struct TileAssignLayoutsPass
                                   "(one 128-byte swizzle atom: K = 128 for "
                                   "fp8, 64 for bf16/f16), got ")
                  << rowBytes;
-        alloc->setAttr("tile.swizzle",
-                       IntegerAttr::get(IntegerType::get(launch.getContext(), 64),
-                                        128));
+        alloc->setAttr(
+            "tile.swizzle",
+            IntegerAttr::get(IntegerType::get(launch.getContext(), 64), 128));
       }
       return WalkResult::advance();
     });
@@ -169,7 +169,8 @@ struct TileAssignLayoutsPass
       auto resultShape = resultType.getTileShape().getStaticSizes();
       if (!sourceShape || !resultShape)
         return;
-      FragmentLayoutAttr accumulator = accumulators.lookup(shapeId(*sourceShape));
+      FragmentLayoutAttr accumulator =
+          accumulators.lookup(shapeId(*sourceShape));
       if (!accumulator)
         return;
       AffineMap map = accumulator.getMap();
@@ -186,7 +187,8 @@ struct TileAssignLayoutsPass
         coords.push_back(i == 0 ? coord : coord % size);
       }
       accumulators[shapeId(*resultShape)] = FragmentLayoutAttr::get(
-          launch.getContext(), accumulator.getThreads(), accumulator.getValues(),
+          launch.getContext(), accumulator.getThreads(),
+          accumulator.getValues(),
           AffineMap::get(2, 0, coords, launch.getContext()));
     });
 

@@ -131,8 +131,8 @@ struct TilePlanSharedMemoryPass
           bool bytesOverlap = offset < other.offset + other.bytes &&
                               other.offset < offset + tile.bytes;
           if (liveTogether && bytesOverlap) {
-            offset = llvm::alignTo(other.offset + other.bytes,
-                                   tileAlignment(tile));
+            offset =
+                llvm::alignTo(other.offset + other.bytes, tileAlignment(tile));
             moved = true;
           }
         }
