@@ -240,18 +240,19 @@ def _check_index_dtype(name: str, t: torch.Tensor) -> None:
         )
 
 
-def _as_int32(t: torch.Tensor) -> torch.Tensor:
-    """int32 as is; int64 converted to int32, saturating at the int32 range.
+def _as_int32(t: torch.Tensor, lo: int = _INT32_MIN, hi: int = _INT32_MAX) -> torch.Tensor:
+    """int32 as is; int64 converted to int32, clamped to [lo, hi] (within
+    the int32 range).
 
-    Saturation changes no result: every tensor these kernels index has fewer
-    than 2**31 rows (checked), so a window bound or a block index beyond the
-    int32 range selects the same (possibly empty) set of rows as its
-    saturated value, and negative block indices all mean "no block". The
+    The clamping changes no result: every tensor these kernels index has
+    fewer than 2**31 rows (checked), so a window bound or a block index
+    beyond the int32 range selects the same (possibly empty) set of rows as
+    its clamped value, and all negative block indices mean "no block". The
     conversion is a device-side op (no host synchronization).
     """
     if t.dtype == torch.int32:
         return t
-    return t.clamp(_INT32_MIN, _INT32_MAX).to(torch.int32)
+    return t.clamp(max(lo, _INT32_MIN), min(hi, _INT32_MAX)).to(torch.int32)
 
 
 def _check_mqa_q(name: str, q: torch.Tensor) -> Tuple[int, int, int]:
@@ -343,8 +344,11 @@ def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
         keys,
         scales.view(rows),
         weights,
-        _as_int32(starts),
-        _as_int32(ends),
+        # int64 windows are clamped to [0, rows], which leaves every window's
+        # part inside [0, rows) as it was (the kernel walks a tile's union
+        # window from min(starts): a saturated -2**31 would cost ~2**31 columns).
+        _as_int32(starts, 0, rows),
+        _as_int32(ends, 0, rows),
         logits,
     )
     return logits
@@ -369,8 +373,11 @@ def pool_mqa_logits(
     f32 over the fp8 values). Values OUTSIDE a query's window are unspecified
     (the kernel computes the union window of a tile of queries, and nothing
     elsewhere): mask them, as HISA step 1.3 does with
-    ``clean_and_maintain_logits_(logits, bks, bke)``. Window bounds outside
-    ``[0, Nb]`` are clipped to it; an empty window (bks >= bke) computes nothing.
+    ``clean_and_maintain_logits_(logits, bks, bke)``. Windows should lie in
+    ``[0, Nb]`` (as ``ks // kb`` and ``ceil(ke / kb)`` do): bke > Nb is
+    clipped to Nb and int64 windows are clamped to [0, Nb], but an int32
+    bks < 0 is not supported (a tile of queries walks its union window from
+    min(bks)). An empty window (bks >= bke) computes nothing.
 
     Args:
       q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.
@@ -415,7 +422,8 @@ def mqa_logits(
       k: [N, D] float8_e4m3fn keys.
       k_scale: [N] (or [N, 1]) float32 per-token dequantization scale.
       weights: [M, H] float32.
-      ks, ke: [M] int32 (int64 accepted) token windows in k's rows.
+      ks, ke: [M] int32 (int64 accepted) token windows in k's rows, meant
+        to lie in [0, N] (see ``pool_mqa_logits``).
 
     Returns:
       logits [M, N] float32. With M == 0 or N == 0 nothing is launched.
