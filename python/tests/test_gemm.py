@@ -72,3 +72,26 @@ def test_fp8_gemm_kernel(size):
     error = (c - ref).abs()
     assert not torch.isnan(c).any(), "unwritten outputs"
     assert (error <= 1e-3 * magnitude + 1e-3).all(), f"max error {error.max().item()}"
+
+
+@pytest.mark.parametrize(
+    "name,params,instruction",
+    [
+        ("fp8_gemm", {"k": 512}, "QGMMA"),
+        ("block_sparse_mqa_logits", {}, "QGMMA"),
+        ("pool_mqa_logits", {}, "QGMMA"),
+    ],
+)
+def test_sass_uses_tensor_cores(tmp_path, name, params, instruction):
+    """The cubins hold Hopper tensor-core instructions (cuobjdump -sass)."""
+    import shutil
+    import subprocess
+
+    cuobjdump = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+    if not os.path.exists(cuobjdump):
+        pytest.skip("cuobjdump not available")
+    path = hisa.jit.compile(name, params)
+    cubin = tmp_path / "kernel.cubin"
+    shutil.copyfile(path, cubin)
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    assert instruction in sass, f"no {instruction} in the SASS of {name}"
