@@ -234,4 +234,59 @@ int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
   return runOperator("clean_and_maintain_logits", "", arguments, stream);
 }
 
+static bool isSupportedMqaShape(int64_t heads, int64_t dim) {
+  return (heads == 64 || heads == 128) && dim == 128;
+}
+
+int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
+                         const float *blocked_k_scale, const float *weights,
+                         const int32_t *bks, const int32_t *bke, float *logits,
+                         int64_t m, int64_t nb, int64_t heads, int64_t dim,
+                         void *stream) {
+  if (m < 0 || nb < 0 || !isSupportedMqaShape(heads, dim))
+    return failWith(HISA_ERROR_INVALID_ARGUMENT,
+                    formatv("pool_mqa_logits: unsupported m = {0}, nb = {1}, "
+                            "heads = {2}, dim = {3} (heads in {{64, 128}, dim "
+                            "= 128)",
+                            m, nb, heads, dim));
+  if (m == 0 || nb == 0)
+    return succeed();
+  LaunchArgument arguments[] = {
+      tensor(q, {m * heads, dim}),  tensor(blocked_k, {nb, dim}),
+      tensor(blocked_k_scale, {nb}), tensor(weights, {m, heads}),
+      tensor(bks, {m}),             tensor(bke, {m}),
+      tensor(logits, {m, nb})};
+  return runOperator("pool_mqa_logits",
+                     formatv("block_q={0},dim={1},heads={2}", 128 / heads, dim,
+                             heads),
+                     arguments, stream);
+}
+
+int hisa_block_sparse_mqa_logits(const void *q, const void *k,
+                                 const float *k_scale,
+                                 const int32_t *topk_block_index,
+                                 const float *weights, const int32_t *ks,
+                                 const int32_t *ke, float *out, int64_t m,
+                                 int64_t n, int64_t topk, int64_t kb,
+                                 int64_t heads, int64_t dim, void *stream) {
+  if (m < 0 || n < 0 || topk < 0 || (kb != 64 && kb != 128 && kb != 256) ||
+      !isSupportedMqaShape(heads, dim))
+    return failWith(HISA_ERROR_INVALID_ARGUMENT,
+                    formatv("block_sparse_mqa_logits: unsupported m = {0}, n = "
+                            "{1}, topk = {2}, kb = {3}, heads = {4}, dim = {5} "
+                            "(kb in {{64, 128, 256}, heads in {{64, 128}, dim "
+                            "= 128)",
+                            m, n, topk, kb, heads, dim));
+  if (m == 0 || topk == 0)
+    return succeed();
+  LaunchArgument arguments[] = {
+      tensor(q, {m, heads, dim}),   tensor(k, {n, dim}),
+      tensor(k_scale, {n}),         tensor(topk_block_index, {m, topk}),
+      tensor(weights, {m, heads}),  tensor(ks, {m}),
+      tensor(ke, {m}),              tensor(out, {m, topk * kb})};
+  return runOperator("block_sparse_mqa_logits",
+                     formatv("dim={0},heads={1},kb={2}", dim, heads, kb),
+                     arguments, stream);
+}
+
 } // extern "C"
