@@ -4,7 +4,9 @@
 //   out[m, t*kb + i] = sum_h ReLU(dot(q[m, h], k[j]) * k_scale[j]) * weights[m, h]
 // and -inf when j is outside [ks[m], ke[m]) or past N, or the block index
 // is -1 (its rows are then out of range: they read as zero and are masked).
-// One block of threads per query; the gemm is [heads, dim] x [kb, dim]^T.
+// One block of threads per query; the gemm is [kb, dim] x [heads, dim]^T so
+// that the heads lie along the accumulator's columns, which a thread and its
+// lane neighbours hold: the reduction over heads needs no shared memory.
 
 tile.kernel @block_sparse_mqa_logits(
     %q: !tile.global<[?, heads, dim], f8E4M3FN>,
@@ -20,7 +22,7 @@ tile.kernel @block_sparse_mqa_logits(
   tile.launch (%bx) in (%m) threads 128 {
     %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
     %k_tile = tile.alloc : !tile.shared<[kb, dim], f8E4M3FN>
-    %scores = tile.alloc : !tile.frag<[heads, kb], f32>
+    %scores = tile.alloc : !tile.frag<[kb, heads], f32>
     %row_logits = tile.alloc : !tile.frag<[kb], f32>
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -45,11 +47,11 @@ tile.kernel @block_sparse_mqa_logits(
       %row0 = arith.muli %block, %kb : index
       tile.copy %k[%row0, %c0] to %k_tile
           : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[kb, dim], f8E4M3FN>
-      tile.gemm %q_tile, %k_tile, %scores transpose_b clear_accum
-          : !tile.shared<[heads, dim], f8E4M3FN>, !tile.shared<[kb, dim], f8E4M3FN>
-            -> !tile.frag<[heads, kb], f32>
-      tile.parallel (%h, %i) in [heads, kb] {
-        %x = tile.load %scores[%h, %i] : !tile.frag<[heads, kb], f32>
+      tile.gemm %k_tile, %q_tile, %scores transpose_b clear_accum
+          : !tile.shared<[kb, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
+            -> !tile.frag<[kb, heads], f32>
+      tile.parallel (%i, %h) in [kb, heads] {
+        %x = tile.load %scores[%i, %h] : !tile.frag<[kb, heads], f32>
         // Scales and weights come from global (L1-cached): the accumulator
         // layout spreads a key's heads over several threads.
         %j = arith.addi %row0, %i : index
@@ -58,10 +60,10 @@ tile.kernel @block_sparse_mqa_logits(
         %scaled = arith.mulf %x, %s : f32
         %relu = arith.maximumf %scaled, %zero : f32
         %weighted = arith.mulf %relu, %wt : f32
-        tile.store %weighted, %scores[%h, %i] : !tile.frag<[heads, kb], f32>
+        tile.store %weighted, %scores[%i, %h] : !tile.frag<[kb, heads], f32>
       }
-      tile.reduce sum %scores to %row_logits dim = 0
-          : !tile.frag<[heads, kb], f32> to !tile.frag<[kb], f32>
+      tile.reduce sum %scores to %row_logits dim = 1
+          : !tile.frag<[kb, heads], f32> to !tile.frag<[kb], f32>
       tile.parallel (%i) in [kb] {
         %j = arith.addi %row0, %i : index
         %valid_block = arith.cmpi sge, %block_i32, %c0_i32 : i32
