@@ -6,9 +6,11 @@
 // walks the union of their windows in tiles of block_n pooled keys; values
 // outside a query's own window are left for step 1.3 to mask. With
 // blocked_k = k and blocked_scale = k_scale this is the flat (V3.2) indexer.
-// The gemm computes all block_q*heads query rows against a key tile at once:
-// [block_q*heads, dim] x [block_n, dim]^T on fp8 tensor cores (K-major); q is
-// passed as [M*heads, dim] (the contiguous [M, heads, dim] tensor, flattened).
+// The gemm computes a key tile against all block_q*heads query rows at once:
+// [block_n, dim] x [block_q*heads, dim]^T on fp8 tensor cores (K-major), so
+// the heads lie along the accumulator's columns and their reduction stays in
+// registers and lanes. q is passed as [M*heads, dim] (the contiguous
+// [M, heads, dim] tensor, flattened).
 
 tile.kernel @pool_mqa_logits(
     %q: !tile.global<[?, dim], f8E4M3FN>,
@@ -25,8 +27,8 @@ tile.kernel @pool_mqa_logits(
   tile.launch (%bx) in (%num_q_blocks) threads 128 {
     %q_rows = tile.alloc : !tile.shared<[block_q*heads, dim], f8E4M3FN>
     %k_tile = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>
-    %scores = tile.alloc : !tile.frag<[block_q*heads, block_n], f32>
-    %out = tile.alloc : !tile.frag<[block_q, block_n], f32>
+    %scores = tile.alloc : !tile.frag<[block_n, block_q*heads], f32>
+    %out = tile.alloc : !tile.frag<[block_n, block_q], f32>
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %zero = arith.constant 0.0 : f32
@@ -64,13 +66,13 @@ tile.kernel @pool_mqa_logits(
       %n0 = arith.addi %lo_index, %tile_offset : index
       tile.copy %blocked_k[%n0, %c0] to %k_tile
           : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_n, dim], f8E4M3FN>
-      tile.gemm %q_rows, %k_tile, %scores transpose_b clear_accum policy(full_row)
-          : !tile.shared<[block_q*heads, dim], f8E4M3FN>, !tile.shared<[block_n, dim], f8E4M3FN>
-            -> !tile.frag<[block_q*heads, block_n], f32>
+      tile.gemm %k_tile, %q_rows, %scores transpose_b clear_accum
+          : !tile.shared<[block_n, dim], f8E4M3FN>, !tile.shared<[block_q*heads, dim], f8E4M3FN>
+            -> !tile.frag<[block_n, block_q*heads], f32>
       %per_query = tile.view %scores
-          : !tile.frag<[block_q*heads, block_n], f32> to !tile.frag<[block_q, heads, block_n], f32>
-      tile.parallel (%qi, %h, %n) in [block_q, heads, block_n] {
-        %x = tile.load %per_query[%qi, %h, %n] : !tile.frag<[block_q, heads, block_n], f32>
+          : !tile.frag<[block_n, block_q*heads], f32> to !tile.frag<[block_n, block_q, heads], f32>
+      tile.parallel (%n, %qi, %h) in [block_n, block_q, heads] {
+        %x = tile.load %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
         // Scales and weights come from global (L1-cached): the accumulator
         // layout spreads them over several threads.
         %key = arith.addi %n0, %n : index
@@ -80,12 +82,17 @@ tile.kernel @pool_mqa_logits(
         %scaled = arith.mulf %x, %s : f32
         %relu = arith.maximumf %scaled, %zero : f32
         %weighted = arith.mulf %relu, %wt : f32
-        tile.store %weighted, %per_query[%qi, %h, %n] : !tile.frag<[block_q, heads, block_n], f32>
+        tile.store %weighted, %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
       }
-      tile.reduce sum %per_query to %out dim = 1
-          : !tile.frag<[block_q, heads, block_n], f32> to !tile.frag<[block_q, block_n], f32>
-      tile.copy %out to %logits[%q0, %n0]
-          : !tile.frag<[block_q, block_n], f32> to !tile.global<[?, ?], f32>
+      tile.reduce sum %per_query to %out dim = 2
+          : !tile.frag<[block_n, block_q, heads], f32> to !tile.frag<[block_n, block_q], f32>
+      // out is [key, query]; logits is [query, key].
+      tile.parallel (%n, %qi) in [block_n, block_q] {
+        %v = tile.load %out[%n, %qi] : !tile.frag<[block_n, block_q], f32>
+        %key = arith.addi %n0, %n : index
+        %query = arith.addi %q0, %qi : index
+        tile.store %v, %logits[%query, %key] : !tile.global<[?, ?], f32>
+      }
     }
   }
 }
