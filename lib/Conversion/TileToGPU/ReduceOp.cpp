@@ -222,6 +222,32 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     }
   }
 
+  // Results that stay in their registers (tile-assign-layouts gave the
+  // destination the reduced layout of the source): no shared-memory hop.
+  if (auto destFragment = dyn_cast<FragmentType>(op.getDest().getType());
+      destFragment && warpBits.empty() && destFragment.getLayout() &&
+      destFragment.getLayout() ==
+          getReducedLayout(sourceType.getLayout(), layout->shape, dim)) {
+    SmallVector<Value> &destRegs = registers[op.getDest()];
+    for (auto &[key, value] : partial) {
+      int64_t compact = 0, position = 0;
+      for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
+        if (valueMask & (int64_t(1) << bit))
+          continue;
+        compact |= ((key >> bit) & 1) << position++;
+      }
+      Value result = value;
+      if (op.getAccumulate())
+        result = combiner.combine(
+            b, loc,
+            combiner.leaf(b, loc,
+                          memref::LoadOp::create(b, loc, destRegs[compact])),
+            result);
+      memref::StoreOp::create(b, loc, result, destRegs[compact]);
+    }
+    return success();
+  }
+
   // 3. Warps: each lane-reduced thread writes its partial results to the
   //    scratch slice of its warp group.
   int64_t outputs = layout->getNumElements() / layout->shape[dim];

@@ -4,6 +4,8 @@
 
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace hisa::tile;
@@ -77,4 +79,70 @@ FragmentLayoutAttr hisa::tile::getWgmmaAccumulatorLayout(MLIRContext *context,
   AffineExpr col = i.floorDiv(4) * 8 + (lane % 4) * 2 + i % 2;
   return FragmentLayoutAttr::get(context, 128, (m / 64) * perBlock,
                                  AffineMap::get(2, 0, {row, col}, context));
+}
+
+FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
+                                                ArrayRef<int64_t> shape,
+                                                int64_t dim) {
+  MLIRContext *context = source.getContext();
+  AffineMap map = source.getMap();
+  int64_t threads = source.getThreads(), values = source.getValues();
+  if (!llvm::isPowerOf2_64(threads) || !llvm::isPowerOf2_64(values) ||
+      !llvm::all_of(shape, [](int64_t s) { return llvm::isPowerOf2_64(s); }))
+    return {};
+  // Which coordinate does each thread/value bit move? It must move exactly
+  // one coordinate by a power of two.
+  auto evaluate = [&](int64_t t, int64_t v) -> SmallVector<int64_t> {
+    SmallVector<Attribute> operands = {
+        IntegerAttr::get(IndexType::get(context), t),
+        IntegerAttr::get(IndexType::get(context), v)};
+    SmallVector<Attribute> results;
+    if (failed(map.constantFold(operands, results)))
+      return {};
+    return llvm::map_to_vector(results, [](Attribute a) {
+      return cast<IntegerAttr>(a).getInt();
+    });
+  };
+  auto movesDim = [&](SmallVector<int64_t> coords) -> int64_t {
+    int64_t moved = -1;
+    for (auto [i, c] : llvm::enumerate(coords)) {
+      if (c == 0)
+        continue;
+      if (moved >= 0 || !llvm::isPowerOf2_64(c))
+        return -2;
+      moved = i;
+    }
+    return moved;
+  };
+  SmallVector<int64_t> origin = evaluate(0, 0);
+  if (origin.empty() || llvm::any_of(origin, [](int64_t c) { return c != 0; }))
+    return {};
+  for (int64_t t = 32; t < threads; t *= 2)
+    if (movesDim(evaluate(t, 0)) == dim)
+      return {}; // crosses warps
+  SmallVector<int64_t> reducedValueBits;
+  for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
+    int64_t moved = movesDim(evaluate(0, int64_t(1) << bit));
+    if (moved == -2)
+      return {};
+    if (moved == dim)
+      reducedValueBits.push_back(bit);
+  }
+  // v (source) = v' with zero bits inserted at the reduced positions.
+  AffineExpr t = getAffineDimExpr(0, context);
+  AffineExpr v = getAffineDimExpr(1, context);
+  AffineExpr expanded = v;
+  for (int64_t bit : reducedValueBits) {
+    int64_t low = int64_t(1) << bit;
+    expanded = expanded.floorDiv(low) * (2 * low) + expanded % low;
+  }
+  SmallVector<AffineExpr> coords;
+  for (auto [i, expr] : llvm::enumerate(map.getResults()))
+    if (static_cast<int64_t>(i) != dim)
+      coords.push_back(expr.replaceDimsAndSymbols({t, expanded}, {}));
+  if (coords.empty())
+    coords.push_back(getAffineConstantExpr(0, context));
+  return FragmentLayoutAttr::get(
+      context, threads, values >> reducedValueBits.size(),
+      simplifyAffineMap(AffineMap::get(2, 0, coords, context)));
 }

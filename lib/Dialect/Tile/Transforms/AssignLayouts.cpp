@@ -192,6 +192,25 @@ struct TileAssignLayoutsPass
           AffineMap::get(2, 0, coords, launch.getContext()));
     });
 
+    // A reduction of an accumulator leaves its results where they are: its
+    // destination (and what shares its shape) takes the reduced layout.
+    launch.walk([&](ReduceOp reduce) {
+      auto sourceType = cast<FragmentType>(reduce.getSource().getType());
+      auto destType = dyn_cast<FragmentType>(reduce.getDest().getType());
+      auto sourceShape = sourceType.getTileShape().getStaticSizes();
+      if (!destType || !sourceShape)
+        return;
+      FragmentLayoutAttr accumulator =
+          accumulators.lookup(shapeId(*sourceShape));
+      auto destShape = destType.getTileShape().getStaticSizes();
+      if (!accumulator || !destShape ||
+          accumulators.count(shapeId(*destShape)))
+        return;
+      if (FragmentLayoutAttr reduced =
+              getReducedLayout(accumulator, *sourceShape, reduce.getDim()))
+        accumulators[shapeId(*destShape)] = reduced;
+    });
+
     auto layoutFor = [&](ArrayRef<int64_t> shape) {
       unsigned id = shapeId(shape);
       if (FragmentLayoutAttr accumulator = accumulators.lookup(id))

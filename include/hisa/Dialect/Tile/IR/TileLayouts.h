@@ -54,6 +54,15 @@ struct VectorLayout {
 FragmentLayoutAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *context,
                                              int64_t m, int64_t n);
 
+/// The layout in which a reduction along `dim` of a fragment laid out as
+/// `source` (over `shape`) leaves its results without moving them: the
+/// source map with the reduced value bits removed and `dim` dropped, each
+/// result replicated over the lanes that were combined. Null when the
+/// reduction crosses warps or the layout is not a bit permutation of
+/// power-of-two sizes (the results then go through shared memory).
+FragmentLayoutAttr getReducedLayout(FragmentLayoutAttr source,
+                                    llvm::ArrayRef<int64_t> shape, int64_t dim);
+
 } // namespace hisa::tile
 
 #endif // HISA_DIALECT_TILE_IR_TILELAYOUTS_H
