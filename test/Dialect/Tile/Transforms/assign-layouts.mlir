@@ -118,3 +118,22 @@ tile.kernel @gemm_wide_rows() {
     tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], bf16>, !tile.shared<[64, 128], bf16> -> !tile.frag<[64, 64], f32>
   }
 }
+
+// -----
+
+// Reducing an accumulator over its columns stays within each thread and its
+// lane neighbours: the destination takes the reduced layout (2 rows per
+// thread, replicated over 4 lanes) and the results never leave registers.
+// CHECK-LABEL: tile.kernel @accumulator_reduction
+// CHECK: tile.alloc : !tile.frag<[64], f32, #tile.frag_layout<threads = 128, values = 2, map =
+tile.kernel @accumulator_reduction() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+    tile.reduce sum %c to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+  }
+}
