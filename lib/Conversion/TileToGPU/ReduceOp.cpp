@@ -154,6 +154,18 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
            << sourceType.getLayout();
 
   Combiner combiner{op.getKind(), elementType};
+  // Writes a result into the destination, combined with what it holds when
+  // the reduction accumulates.
+  auto writeResult = [&](OpBuilder &builder, Value result, Value memref,
+                         ValueRange indices) {
+    if (op.getAccumulate())
+      result = combiner.combine(
+          builder, loc,
+          combiner.leaf(builder, loc,
+                        memref::LoadOp::create(builder, loc, memref, indices)),
+          result);
+    memref::StoreOp::create(builder, loc, result, memref, indices);
+  };
   int64_t dim = op.getDim();
   int64_t lo = 0;
   for (int64_t i = dim + 1; i < static_cast<int64_t>(layout->shape.size()); ++i)
@@ -236,14 +248,7 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
           continue;
         compact |= ((key >> bit) & 1) << position++;
       }
-      Value result = value;
-      if (op.getAccumulate())
-        result = combiner.combine(
-            b, loc,
-            combiner.leaf(b, loc,
-                          memref::LoadOp::create(b, loc, destRegs[compact])),
-            result);
-      memref::StoreOp::create(b, loc, result, destRegs[compact]);
+      writeResult(b, value, destRegs[compact], {});
     }
     return success();
   }
@@ -326,12 +331,7 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
       if (Value inside = isInside(b, *destLayout, v))
         linear = arith::SelectOp::create(b, loc, inside, linear, index(b, 0));
       Value result = combineSlices(linear);
-      if (op.getAccumulate())
-        result = combiner.combine(
-            b, loc,
-            combiner.leaf(b, loc, memref::LoadOp::create(b, loc, destRegs[v])),
-            result);
-      memref::StoreOp::create(b, loc, result, destRegs[v]);
+      writeResult(b, result, destRegs[v], {});
     }
     return success();
   }
@@ -345,13 +345,7 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     for (int64_t o = 0; o < outputs; ++o) {
       SmallVector<Value> coords = delinearize(o);
       Value result = combineSlices(index(b, o));
-      if (op.getAccumulate())
-        result = combiner.combine(
-            b, loc,
-            combiner.leaf(b, loc,
-                          memref::LoadOp::create(b, loc, destMemref, coords)),
-            result);
-      memref::StoreOp::create(b, loc, result, destMemref, coords);
+      writeResult(b, result, destMemref, coords);
     }
     return success();
   }
@@ -366,13 +360,7 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
       b.setInsertionPoint(nested.getInsertionBlock(),
                           nested.getInsertionPoint());
       Value result = combineSlices(linear);
-      if (op.getAccumulate())
-        result = combiner.combine(
-            b, loc,
-            combiner.leaf(b, loc,
-                          memref::LoadOp::create(b, loc, destMemref, coords)),
-            result);
-      memref::StoreOp::create(b, loc, result, destMemref, coords);
+      writeResult(b, result, destMemref, coords);
     });
   }
   barrier(b);
