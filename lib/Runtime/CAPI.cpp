@@ -36,12 +36,11 @@ int fail(Error error) {
         status = HISA_ERROR_CUDA;
         message = cuda.getMessage();
       },
-      [&](const ErrorInfoBase &other) {
-        message = other.message();
-        if (StringRef(message).contains("cannot ") ||
-            StringRef(message).contains("ptxas"))
-          status = HISA_ERROR_COMPILE;
-      });
+      [&](const CompileError &compile) {
+        status = HISA_ERROR_COMPILE;
+        message = compile.getMessage();
+      },
+      [&](const ErrorInfoBase &other) { message = other.message(); });
   lastError = message;
   return status;
 }
@@ -251,15 +250,17 @@ int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
                             m, nb, heads, dim));
   if (m == 0 || nb == 0)
     return succeed();
-  LaunchArgument arguments[] = {
-      tensor(q, {m * heads, dim}),  tensor(blocked_k, {nb, dim}),
-      tensor(blocked_k_scale, {nb}), tensor(weights, {m, heads}),
-      tensor(bks, {m}),             tensor(bke, {m}),
-      tensor(logits, {m, nb})};
-  return runOperator("pool_mqa_logits",
-                     formatv("block_q={0},dim={1},heads={2}", 128 / heads, dim,
-                             heads),
-                     arguments, stream);
+  LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
+                                tensor(blocked_k, {nb, dim}),
+                                tensor(blocked_k_scale, {nb}),
+                                tensor(weights, {m, heads}),
+                                tensor(bks, {m}),
+                                tensor(bke, {m}),
+                                tensor(logits, {m, nb})};
+  return runOperator(
+      "pool_mqa_logits",
+      formatv("block_q={0},dim={1},heads={2}", 128 / heads, dim, heads),
+      arguments, stream);
 }
 
 int hisa_block_sparse_mqa_logits(const void *q, const void *k,
@@ -279,11 +280,14 @@ int hisa_block_sparse_mqa_logits(const void *q, const void *k,
                             m, n, topk, kb, heads, dim));
   if (m == 0 || topk == 0)
     return succeed();
-  LaunchArgument arguments[] = {
-      tensor(q, {m, heads, dim}),   tensor(k, {n, dim}),
-      tensor(k_scale, {n}),         tensor(topk_block_index, {m, topk}),
-      tensor(weights, {m, heads}),  tensor(ks, {m}),
-      tensor(ke, {m}),              tensor(out, {m, topk * kb})};
+  LaunchArgument arguments[] = {tensor(q, {m, heads, dim}),
+                                tensor(k, {n, dim}),
+                                tensor(k_scale, {n}),
+                                tensor(topk_block_index, {m, topk}),
+                                tensor(weights, {m, heads}),
+                                tensor(ks, {m}),
+                                tensor(ke, {m}),
+                                tensor(out, {m, topk * kb})};
   return runOperator("block_sparse_mqa_logits",
                      formatv("dim={0},heads={1},kb={2}", dim, heads, kb),
                      arguments, stream);

@@ -33,6 +33,10 @@ using llvm::Expected;
 
 namespace {
 
+llvm::Error makeCompileError(const llvm::Twine &message) {
+  return llvm::make_error<CompileError>(message.str());
+}
+
 llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -84,7 +88,7 @@ llvm::Error recordGridProgram(tile::KernelOp kernel, KernelMetadata &metadata) {
       inst.a = ids.lookup(op.getOperand(0));
       inst.b = ids.lookup(op.getOperand(1));
     } else {
-      return makeError(
+      return makeCompileError(
           "kernel '" + metadata.kernelName + "': the JIT cannot evaluate '" +
           op.getName().getStringRef() + "' in the grid arithmetic");
     }
@@ -120,7 +124,7 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
   SmallString<128> ptxPath, cubinPath, logPath;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("hisa", "ptx", ptxPath))
-    return makeError("cannot create a temporary file: " + ec.message());
+    return makeCompileError("cannot create a temporary file: " + ec.message());
   llvm::sys::fs::createTemporaryFile("hisa", "cubin", cubinPath);
   llvm::sys::fs::createTemporaryFile("hisa", "log", logPath);
   llvm::scope_exit cleanup([&] {
@@ -132,7 +136,7 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
     std::error_code ec;
     llvm::raw_fd_ostream os(ptxPath, ec);
     if (ec)
-      return makeError("cannot write " + ptxPath + ": " + ec.message());
+      return makeCompileError("cannot write " + ptxPath + ": " + ec.message());
     os << ptx;
   }
   std::string arch = ("-arch=" + chip).str();
@@ -144,7 +148,7 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
                                          /*SecondsToWait=*/120, 0, &message);
   if (status != 0) {
     auto log = llvm::MemoryBuffer::getFile(logPath);
-    return makeError(
+    return makeCompileError(
         "ptxas failed (" +
         (message.empty() ? "exit " + std::to_string(status) : message) +
         "): " + (log ? (*log)->getBuffer().str() : ""));
@@ -152,7 +156,7 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
   if (!cubin)
-    return makeError("ptxas produced no cubin");
+    return makeCompileError("ptxas produced no cubin");
   return (*cubin)->getBuffer().str();
 }
 
@@ -178,8 +182,8 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
                                llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnosticStream);
   auto failure = [&](const llvm::Twine &what) {
-    return makeError("kernel '" + kernelName + "': " + what + "\n" +
-                     diagnostics);
+    return makeCompileError("kernel '" + kernelName + "': " + what + "\n" +
+                            diagnostics);
   };
 
   Block block;

@@ -20,6 +20,8 @@
 using namespace llvm;
 using namespace hisa::runtime;
 
+char CompileError::ID = 0;
+
 std::string KernelMetadata::serialize() const {
   std::string text;
   raw_string_ostream os(text);

@@ -22,6 +22,22 @@
 
 namespace hisa::runtime {
 
+/// A kernel that failed to compile (the message carries the diagnostics),
+/// as opposed to a bad request (unknown kernel, malformed parameters).
+class CompileError : public llvm::ErrorInfo<CompileError> {
+public:
+  static char ID;
+  explicit CompileError(std::string message) : message(std::move(message)) {}
+  const std::string &getMessage() const { return message; }
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+
+private:
+  std::string message;
+};
+
 /// What the host must know about a compiled kernel, stored next to its
 /// binary in the disk cache (see KernelMetadata::serialize for the format).
 struct KernelMetadata {
