@@ -234,7 +234,8 @@ int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
 }
 
 static bool isSupportedMqaShape(int64_t heads, int64_t dim) {
-  return (heads == 64 || heads == 128) && dim == 128;
+  return (heads == 16 || heads == 32 || heads == 64 || heads == 128) &&
+         (dim == 64 || dim == 128);
 }
 
 int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
@@ -245,8 +246,8 @@ int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
   if (m < 0 || nb < 0 || !isSupportedMqaShape(heads, dim))
     return failWith(HISA_ERROR_INVALID_ARGUMENT,
                     formatv("pool_mqa_logits: unsupported m = {0}, nb = {1}, "
-                            "heads = {2}, dim = {3} (heads in {{64, 128}, dim "
-                            "= 128)",
+                            "heads = {2}, dim = {3} (heads in {{16, 32, 64, "
+                            "128}, dim in {{64, 128})",
                             m, nb, heads, dim));
   if (m == 0 || nb == 0)
     return succeed();
@@ -275,8 +276,8 @@ int hisa_block_sparse_mqa_logits(const void *q, const void *k,
     return failWith(HISA_ERROR_INVALID_ARGUMENT,
                     formatv("block_sparse_mqa_logits: unsupported m = {0}, n = "
                             "{1}, topk = {2}, kb = {3}, heads = {4}, dim = {5} "
-                            "(kb in {{64, 128, 256}, heads in {{64, 128}, dim "
-                            "= 128)",
+                            "(kb in {{64, 128, 256}, heads in {{16, 32, 64, "
+                            "128}, dim in {{64, 128})",
                             m, n, topk, kb, heads, dim));
   if (m == 0 || topk == 0)
     return succeed();

@@ -60,8 +60,8 @@ _INT32_MAX = 2**31 - 1
 _INT32_MIN = -(2**31)
 # Shapes the MQA logits kernels (pool_mqa_logits, block_sparse_mqa_logits)
 # are compiled and tested for today.
-MQA_SUPPORTED_HEADS = (64, 128)
-MQA_SUPPORTED_DIMS = (128,)
+MQA_SUPPORTED_HEADS = (16, 32, 64, 128)
+MQA_SUPPORTED_DIMS = (64, 128)
 
 
 def fp8_block_mean_pooling(
@@ -381,7 +381,7 @@ def pool_mqa_logits(
 
     Args:
       q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.
-        Supported: H in {64, 128}, D == 128 (others raise ValueError).
+        Supported: H in {16, 32, 64, 128}, D in {64, 128} (others raise ValueError).
       blocked_k: [Nb, D] float8_e4m3fn pooled keys (``fp8_block_mean_pooling``).
       blocked_k_scale: [Nb] (or [Nb, 1]) float32 per-block dequantization scale.
       weights: [M, H] float32 per-(query, head) weights.
@@ -418,7 +418,7 @@ def mqa_logits(
 
     Args:
       q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.
-        Supported: H in {64, 128}, D == 128 (others raise ValueError).
+        Supported: H in {16, 32, 64, 128}, D in {64, 128} (others raise ValueError).
       k: [N, D] float8_e4m3fn keys.
       k_scale: [N] (or [N, 1]) float32 per-token dequantization scale.
       weights: [M, H] float32.
@@ -459,7 +459,7 @@ def block_sparse_mqa_logits(
 
     Args:
       q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.
-        Supported: H in {64, 128}, D == 128 (others raise ValueError).
+        Supported: H in {16, 32, 64, 128}, D in {64, 128} (others raise ValueError).
       k: [N, D] float8_e4m3fn raw keys.
       k_scale: [N] (or [N, 1]) float32 per-token dequantization scale.
       topk_block_index: [M, T] int32 or int64 (e.g. torch.topk's indices of

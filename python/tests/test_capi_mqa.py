@@ -76,6 +76,9 @@ def test_c_abi_rejects_unsupported_shapes():
         None, None, None, None, None, None, None, None, 1, 1, 1, 96, 64, 128, None)
     assert status == 1
     assert b"kb = 96" in _lib.lib().hisa_last_error()
-    status = runtime().hisa_pool_mqa_logits(None, None, None, None, None, None, None, 1, 1, 32, 128, None)
+    status = runtime().hisa_pool_mqa_logits(None, None, None, None, None, None, None, 1, 1, 48, 128, None)
     assert status == 1
-    assert b"heads = 32" in _lib.lib().hisa_last_error()
+    assert b"heads = 48" in _lib.lib().hisa_last_error()
+    status = runtime().hisa_pool_mqa_logits(None, None, None, None, None, None, None, 1, 1, 64, 96, None)
+    assert status == 1
+    assert b"dim = 96" in _lib.lib().hisa_last_error()

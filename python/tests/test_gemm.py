@@ -1,4 +1,4 @@
-"""tile.gemm on tensor cores (wgmma, sm_90a): fp8 e4m3 and bf16, one warpgroup.
+"""tile.gemm on tensor cores (wgmma, sm_90a): fp8 e4m3 and bf16, one to four warpgroups.
 
 The kernel test/Conversion/TileToGPU/Inputs/gemm.mlir loads A [m, K] and
 B [n, K] into 128-byte-swizzled shared tiles, computes A @ B^T with wgmma into
@@ -25,22 +25,23 @@ CASES = {
 }
 
 
-def gemm_source(element: str, k: int) -> str:
+def gemm_source(element: str, k: int, threads: int = 128, policy: str = "square") -> str:
     with open(SOURCE_PATH) as f:
         text = f.read()
     import re
 
     text = text.replace("ELEMENT", element).replace("EPILOGUE", "arith.addf %x, %x : f32")
+    text = text.replace("THREADS", str(threads)).replace("POLICY", policy)
     return re.sub(r"\bK\b", str(k), text)
 
 
-@pytest.mark.parametrize("kind", sorted(CASES))
-@pytest.mark.parametrize("m,n", [(64, 64), (64, 128), (64, 256), (128, 64), (128, 128)])
-@pytest.mark.parametrize("rows", ["full", "partial"])
-def test_gemm(kind, m, n, rows):
+def run_gemm(kind, m, n, rows, k=None, threads=128, policy="square"):
     fresh_seed(torch)
-    element, k, dtype, tolerance = CASES[kind]
-    kernel = hisa.jit.get_kernel("gemm", {"m": m, "n": n}, source=gemm_source(element, k))
+    element, default_k, dtype, tolerance = CASES[kind]
+    k = k or default_k
+    kernel = hisa.jit.get_kernel(
+        "gemm", {"m": m, "n": n}, source=gemm_source(element, k, threads, policy)
+    )
     a_rows = m if rows == "full" else m - 13
     b_rows = n if rows == "full" else n - 5
     a = (torch.randn(a_rows, k, device="cuda") * 2).to(dtype)
@@ -54,6 +55,43 @@ def test_gemm(kind, m, n, rows):
     error = (c - expected).abs()
     assert not torch.isnan(c).any(), "unwritten outputs"
     assert (error <= bound).all(), f"max error {error.max().item()} (bound {bound.max().item()})"
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+@pytest.mark.parametrize("m,n", [(64, 64), (64, 128), (64, 256), (128, 64), (128, 128)])
+@pytest.mark.parametrize("rows", ["full", "partial"])
+def test_gemm(kind, m, n, rows):
+    run_gemm(kind, m, n, rows)
+
+
+# Rows of 64 and 32 bytes: the 64- and 32-byte swizzles (fp8 K = 64, 32;
+# bf16 K = 32, 16).
+@pytest.mark.parametrize("kind,k", [("fp8", 64), ("fp8", 32), ("bf16", 32), ("bf16", 16)])
+@pytest.mark.parametrize("m,n", [(64, 64), (128, 32), (64, 16)])
+@pytest.mark.parametrize("rows", ["full", "partial"])
+def test_gemm_narrow_rows(kind, k, m, n, rows):
+    run_gemm(kind, m, n, rows, k=k)
+
+
+# Several warpgroups: full_row splits M, full_col splits N, square picks M
+# when each warpgroup gets whole 64-row blocks.
+@pytest.mark.parametrize("kind", sorted(CASES))
+@pytest.mark.parametrize(
+    "m,n,threads,policy",
+    [
+        (128, 128, 256, "full_row"),
+        (128, 256, 256, "square"),
+        (256, 128, 256, "square"),
+        (64, 256, 256, "square"),
+        (64, 128, 256, "full_col"),
+        (128, 64, 256, "full_col"),
+        (256, 64, 512, "full_row"),
+        (64, 256, 512, "full_col"),
+    ],
+)
+@pytest.mark.parametrize("rows", ["full", "partial"])
+def test_gemm_warpgroups(kind, m, n, threads, policy, rows):
+    run_gemm(kind, m, n, rows, threads=threads, policy=policy)
 
 
 @pytest.mark.parametrize("size", [(128, 128, 256), (256, 384, 1024), (200, 130, 512)])

@@ -30,15 +30,18 @@ torch, hisa = require_gpu()
 
 FP8 = torch.float8_e4m3fn
 DIM = 128
-HEADS = [64, 128]
+HEADS = [16, 32, 64, 128]
+# (heads H, head dimension D): every H with D = 128, and D = 64 (64-byte
+# swizzled tiles) with the smallest and the DeepSeek head counts.
+SHAPES = [(h, 128) for h in HEADS] + [(16, 64), (64, 64)]
 BLOCK_SIZES = [64, 128, 256]
 
 
 # ---- data ----------------------------------------------------------------------
 
 
-def random_q(m, heads):
-    return random_fp8(torch, m * heads, DIM).view(m, heads, DIM)
+def random_q(m, heads, dim=DIM):
+    return random_fp8(torch, m * heads, dim).view(m, heads, dim)
 
 
 def random_weights(m, heads):
@@ -142,9 +145,9 @@ POOL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("heads", HEADS)
+@pytest.mark.parametrize("heads,dim", SHAPES)
 @pytest.mark.parametrize("n,num_seqs,kb,m,int64,scale_2d,empty", POOL_CASES)
-def test_pool_mqa_logits(heads, n, num_seqs, kb, m, int64, scale_2d, empty):
+def test_pool_mqa_logits(heads, dim, n, num_seqs, kb, m, int64, scale_2d, empty):
     seed = fresh_seed(torch)
     rng = random.Random(seed)
     ks, ke = packed_windows(n, num_seqs, rng, m, empty)
@@ -157,8 +160,8 @@ def test_pool_mqa_logits(heads, n, num_seqs, kb, m, int64, scale_2d, empty):
         bke[::6] += 2**33
     else:
         bke[::6] += 3
-    q = random_q(m, heads)
-    blocked_k = random_fp8(torch, nb, DIM)
+    q = random_q(m, heads, dim)
+    blocked_k = random_fp8(torch, nb, dim)
     blocked_scale = torch.rand(nb, device="cuda") + 0.5
     weights = random_weights(m, heads)
     scale_arg = blocked_scale[:, None] if scale_2d else blocked_scale
@@ -185,15 +188,15 @@ FLAT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("heads", HEADS)
+@pytest.mark.parametrize("heads,dim", SHAPES)
 @pytest.mark.parametrize("n,num_seqs,m,int64,empty", FLAT_CASES)
-def test_mqa_logits(heads, n, num_seqs, m, int64, empty):
+def test_mqa_logits(heads, dim, n, num_seqs, m, int64, empty):
     seed = fresh_seed(torch)
     rng = random.Random(seed)
     ks, ke = packed_windows(n, num_seqs, rng, m, empty)
     m = ks.shape[0]
-    q = random_q(m, heads)
-    k = random_fp8(torch, n, DIM)
+    q = random_q(m, heads, dim)
+    k = random_fp8(torch, n, dim)
     k_scale = random_k_scale(torch, n)
     weights = random_weights(m, heads)
     ks_arg, ke_arg = (ks.long(), ke.long()) if int64 else (ks, ke)
@@ -242,12 +245,12 @@ SPARSE_CASES = [
 ]
 
 
-def run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed):
+def run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed, dim=DIM):
     rng = random.Random(seed)
     ks, ke = packed_windows(n, num_seqs, rng, m, empty)
     m = ks.shape[0]
-    q = random_q(m, heads)
-    k = random_fp8(torch, n, DIM)
+    q = random_q(m, heads, dim)
+    k = random_fp8(torch, n, dim)
     k_scale = random_k_scale(torch, n)
     weights = random_weights(m, heads)
     index = random_block_index(ks, ke, kb, n, topk, huge=int64)
@@ -279,12 +282,12 @@ def run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed):
     return valid
 
 
-@pytest.mark.parametrize("heads", HEADS)
+@pytest.mark.parametrize("heads,dim", SHAPES)
 @pytest.mark.parametrize("kb", BLOCK_SIZES)
 @pytest.mark.parametrize("n,num_seqs,topk,m,int64,empty", SPARSE_CASES)
-def test_block_sparse_mqa_logits(heads, kb, n, num_seqs, topk, m, int64, empty):
+def test_block_sparse_mqa_logits(heads, dim, kb, n, num_seqs, topk, m, int64, empty):
     seed = fresh_seed(torch)
-    valid = run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed)
+    valid = run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed, dim)
     assert bool(valid.any()) and not bool(valid.all())  # both paths exercised
 
 
@@ -548,13 +551,13 @@ def test_misaligned(op):
 @pytest.mark.parametrize("op", OP_NAMES)
 def test_unsupported_heads_or_dim(op):
     keys = keys_name(op)
-    for heads, dim in [(16, 128), (32, 128), (96, 128), (64, 64), (128, 256), (64, 192)]:
+    for heads, dim in [(8, 128), (48, 128), (96, 128), (256, 64), (128, 256), (64, 192), (64, 32)]:
         args = OPS[op]()
         rows = args[keys].shape[0]
         args["q"] = random_fp8(torch, M * heads, dim).view(M, heads, dim)
         args["weights"] = random_weights(M, heads)
         args[keys] = random_fp8(torch, rows, dim)
-        what = f"D={dim}" if heads in (64, 128) else f"H={heads}"
+        what = f"D={dim}" if heads in (16, 32, 64, 128) else f"H={heads}"
         with pytest.raises(ValueError, match=names("q") + ".*" + what + r".*supported"):
             call(op, args)
 

@@ -32,10 +32,16 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     0..S-2, iteration k issues k+S-1, waits for its own group
     (cp.async.wait_group S-1) and a barrier, runs the body, then a barrier
     protects the buffer that the next iteration refills.
+
+    With `fp-contract` (the default, as nvcc's `--fmad=true`) the float
+    arithmetic of the kernel may be contracted: a multiply feeding an add
+    becomes one fused multiply-add (e.g. `ReLU(x) * w` summed over heads).
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "Target SM; tensor-core gemm (wgmma) needs sm_90a">,
+    Option<"fpContract", "fp-contract", "bool", /*default=*/"true",
+           "Allow float multiply-add contraction (nvcc --fmad=true)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -94,8 +94,8 @@ HISA_EXPORT int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
 /* KERNELS.md 1.2 (and, with raw keys, the flat V3.2 indexer). q: [m, heads,
  * dim] fp8; blocked_k: [nb, dim] fp8; blocked_k_scale: [nb] f32; weights:
  * [m, heads] f32; bks, bke: [m] int32 block windows; logits: [m, nb] f32
- * (values outside a query's window are unspecified). heads in {64, 128},
- * dim = 128 for now. */
+ * (values outside a query's window are unspecified). heads in {16, 32,
+ * 64, 128}, dim in {64, 128}. */
 HISA_EXPORT int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
                                      const float *blocked_k_scale,
                                      const float *weights, const int32_t *bks,
@@ -106,7 +106,8 @@ HISA_EXPORT int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
 /* KERNELS.md 2.1. q: [m, heads, dim] fp8; k: [n, dim] fp8; k_scale: [n] f32;
  * topk_block_index: [m, topk] int32 (-1 = none); weights: [m, heads] f32;
  * ks, ke: [m] int32; out: [m, topk * kb] f32 (-inf outside the window, past
- * n or for -1). heads in {64, 128}, dim = 128, kb in {64, 128, 256}. */
+ * n or for -1). heads in {16, 32, 64, 128}, dim in {64, 128}, kb in {64, 128,
+ * 256}. */
 HISA_EXPORT int hisa_block_sparse_mqa_logits(
     const void *q, const void *k, const float *k_scale,
     const int32_t *topk_block_index, const float *weights, const int32_t *ks,

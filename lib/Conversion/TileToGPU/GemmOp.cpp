@@ -1,12 +1,14 @@
 //===- GemmOp.cpp - Lower tile.gemm to wgmma (sm_90a) ---------------------===//
 //
-// One warpgroup computes C[M, N] += A[M, K] * B[N, K]^T with A and B in
-// shared memory, K-major, in the 128-byte swizzled layout (one 128-byte row
-// per M or N index), and C in registers in the wgmma accumulator layout.
-// Each m64 block of C is one chain of wgmma.mma_async m64nNk(32 bytes).
-// Descriptor facts (checked on the H200, see TOOLCHAIN.md): start address
-// >> 4 in bits 0-13, leading byte offset >> 4 in 16-29 (unused here), stride
-// byte offset 1024 >> 4 in 32-45, swizzle mode 1 (128 B) in bits 62-63;
+// The warpgroups of a block compute C[M, N] += A[M, K] * B[N, K]^T with A and
+// B in shared memory, K-major, in the swizzled layout of one atom per row
+// (32, 64 or 128 bytes), and C in registers in the wgmma accumulator layout.
+// Each warpgroup owns a piece of C (split along M or N by the warp policy,
+// see getWgmmaPartition) and computes each m64 block of it as one chain of
+// wgmma.mma_async m64nNk(32 bytes). Descriptor facts (checked on the H200,
+// see TOOLCHAIN.md): start address >> 4 in bits 0-13, leading byte offset
+// >> 4 in 16-29 (unused for one atom per row), stride byte offset (8 rows)
+// >> 4 in 32-45, swizzle mode in bits 62-63 (1: 128 B, 2: 64 B, 3: 32 B);
 // the k-th 32-byte step advances the start address by 32 bytes.
 //
 //===----------------------------------------------------------------------===//
@@ -23,8 +25,10 @@ using namespace hisa::tile;
 
 namespace {
 
-/// The wgmma descriptor of a 128-byte-swizzled K-major tile at `address`.
-Value makeDescriptor(OpBuilder &b, Location loc, Value address) {
+/// The wgmma descriptor of a K-major tile at `address` whose rows are one
+/// swizzle atom of `rowBytes` (32, 64 or 128) bytes.
+Value makeDescriptor(OpBuilder &b, Location loc, Value address,
+                     int64_t rowBytes) {
   Type i64 = b.getI64Type();
   auto constant = [&](int64_t value) {
     return arith::ConstantIntOp::create(b, loc, i64, value).getResult();
@@ -32,8 +36,9 @@ Value makeDescriptor(OpBuilder &b, Location loc, Value address) {
   Value start = arith::ShRUIOp::create(
       b, loc, arith::AndIOp::create(b, loc, address, constant(0x3FFFF)),
       constant(4));
-  int64_t fixed =
-      (int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) | (int64_t(1) << 62);
+  int64_t mode = rowBytes == 128 ? 1 : rowBytes == 64 ? 2 : 3;
+  int64_t fixed = (int64_t(1) << 16) | (int64_t(8 * rowBytes >> 4) << 32) |
+                  (mode << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
 
@@ -73,10 +78,6 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   if (op.getTransposeA() || !op.getTransposeB())
     return op.emitOpError("supports K-major operands only for now: A as "
                           "[M, K] and B as [N, K] with transpose_b");
-  if (threads != 128)
-    return op.emitOpError("runs on one warpgroup (128 threads) for now; the "
-                          "launch has ")
-           << threads;
   auto aAlloc = op.getA().getDefiningOp<AllocOp>();
   auto bAlloc = op.getB().getDefiningOp<AllocOp>();
   if (!aAlloc || !bAlloc || !aAlloc->hasAttr("tile.swizzle") ||
@@ -85,11 +86,18 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
                           "tile-assign-layouts first");
   SmallVector<int64_t> cShape = *cType.getTileShape().getStaticSizes();
   int64_t m = cShape[0], n = cShape[1];
+  std::string reason;
+  FailureOr<WgmmaPartition> partition =
+      getWgmmaPartition(m, n, threads, op.getPolicy(), reason);
+  if (failed(partition))
+    return op.emitOpError(reason);
   Type elementType = aType.getElementType();
   int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   int64_t k = *aType.getTileShape().getStaticSize(1);
+  int64_t rowBytes = k * elementBytes;
   int64_t kPerInstruction = 32 / elementBytes;
   int64_t steps = k / kPerInstruction;
+  int64_t groupN = partition->colsPerGroup;
   NVVM::WGMMATypes inputType = *getWgmmaType(elementType);
   NVVM::WGMMATypes accumulatorType = *getWgmmaType(cType.getElementType());
   MLIRContext *context = b.getContext();
@@ -109,15 +117,30 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   };
   Value aAddress = addressOf(op.getA());
   Value bAddress = addressOf(op.getB());
+  // Each warpgroup starts at its own rows of A (split M) or of B (split N).
+  if (partition->warpgroups > 1) {
+    Value group = arith::IndexCastOp::create(
+        b, loc, i64,
+        arith::DivUIOp::create(
+            b, loc, threadId,
+            arith::ConstantIndexOp::create(b, loc, 128).getResult()));
+    int64_t groupBytes = (partition->splitN ? groupN
+                                            : partition->rowsPerGroup) *
+                         rowBytes;
+    Value offset = arith::MulIOp::create(
+        b, loc, group, arith::ConstantIntOp::create(b, loc, i64, groupBytes));
+    Value &base = partition->splitN ? bAddress : aAddress;
+    base = arith::AddIOp::create(b, loc, base, offset);
+  }
 
   SmallVector<Value> &regs = registers[op.getC()];
-  int64_t perBlock = n / 2;
+  int64_t perBlock = groupN / 2;
   Type f32 = cType.getElementType();
   auto structType = LLVM::LLVMStructType::getLiteral(
       context, SmallVector<Type>(perBlock, f32));
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
-  for (int64_t block = 0; block < m / 64; ++block) {
+  for (int64_t block = 0; block < partition->rowsPerGroup / 64; ++block) {
     Value accumulator = LLVM::PoisonOp::create(b, loc, structType);
     for (int64_t i = 0; i < perBlock; ++i)
       accumulator = LLVM::InsertValueOp::create(
@@ -129,12 +152,14 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
             b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes));
       };
       Value aDescriptor = makeDescriptor(
-          b, loc, offset(aAddress, block * 64 * 128 + step * 32));
-      Value bDescriptor = makeDescriptor(b, loc, offset(bAddress, step * 32));
+          b, loc, offset(aAddress, block * 64 * rowBytes + step * 32),
+          rowBytes);
+      Value bDescriptor =
+          makeDescriptor(b, loc, offset(bAddress, step * 32), rowBytes);
       bool overwrite = op.getClearAccum() && step == 0;
       accumulator = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, structType, accumulator, aDescriptor, bDescriptor,
-          NVVM::MMAShapeAttr::get(context, 64, n, kPerInstruction),
+          NVVM::MMAShapeAttr::get(context, 64, groupN, kPerInstruction),
           NVVM::WGMMATypesAttr::get(context, inputType),
           NVVM::WGMMATypesAttr::get(context, inputType),
           NVVM::WGMMATypesAttr::get(context, accumulatorType),

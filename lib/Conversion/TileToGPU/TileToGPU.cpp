@@ -271,9 +271,13 @@ SmallVector<Value> KernelLowering::sharedIndices(OpBuilder &b, Value tile,
   auto alloc = tile.getDefiningOp<AllocOp>();
   if (!alloc || !alloc->hasAttr("tile.swizzle"))
     return SmallVector<Value>(coords);
-  // 128-byte swizzle (the layout wgmma reads): byte o of the row-major tile
-  // lives at o ^ (((o >> 7) & 7) << 4), so 16-byte pieces stay whole.
+  // The swizzled layout wgmma reads (S = 32, 64 or 128 bytes, one row per
+  // atom): byte o of the row-major tile lives at o ^ (((o >> 7) & (S/16 - 1))
+  // << 4), so 16-byte pieces stay whole and 8 consecutive rows spread over
+  // the shared-memory banks.
   Location loc = func.getLoc();
+  int64_t swizzleMask =
+      cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt() / 16 - 1;
   auto type = cast<SharedType>(tile.getType());
   int64_t columns = *type.getTileShape().getStaticSize(1);
   int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
@@ -282,7 +286,8 @@ SmallVector<Value> KernelLowering::sharedIndices(OpBuilder &b, Value tile,
       coords[1]);
   Value offset = arith::MulIOp::create(b, loc, element, index(b, bytes));
   Value row = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, offset, index(b, 7)), index(b, 7));
+      b, loc, arith::ShRUIOp::create(b, loc, offset, index(b, 7)),
+      index(b, swizzleMask));
   Value swizzled = arith::XOrIOp::create(
       b, loc, offset, arith::ShLIOp::create(b, loc, row, index(b, 4)));
   return {arith::DivUIOp::create(b, loc, swizzled, index(b, bytes))};
@@ -492,6 +497,23 @@ struct ConvertTileToGPUPass
     for (KernelOp kernel : kernels)
       if (failed(convertKernel(kernel, chip)))
         return signalPassFailure();
+    if (fpContract)
+      allowContraction(module);
+  }
+
+  /// Marks the float arithmetic of the kernels contractible, so that LLVM
+  /// fuses multiplies into adds as nvcc does by default.
+  static void allowContraction(ModuleOp module) {
+    module.walk([](gpu::GPUFuncOp func) {
+      func.walk([](arith::ArithFastMathInterface op) {
+        arith::FastMathFlagsAttr known = op.getFastMathFlagsAttr();
+        arith::FastMathFlags flags =
+            known ? known.getValue() : arith::FastMathFlags::none;
+        op->setAttr(op.getFastMathAttrName(),
+                    arith::FastMathFlagsAttr::get(
+                        op->getContext(), flags | arith::FastMathFlags::contract));
+      });
+    });
   }
 };
 

@@ -1,4 +1,5 @@
 // RUN: hisa-opt %s -split-input-file --tile-assign-layouts --tile-plan-shared-memory --convert-tile-to-gpu -verify-diagnostics | FileCheck %s
+// RUN: hisa-opt %s -split-input-file --tile-assign-layouts --tile-plan-shared-memory --convert-tile-to-gpu="fp-contract=false" -verify-diagnostics | FileCheck %s --check-prefix=EXACT
 
 // Kernel outlining, the ABI (memrefs), vectorized predicated copies, and a
 // reduction through registers, xor shuffles and shared scratch.
@@ -12,8 +13,14 @@
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.barrier
 // CHECK: vector.maskedload %[[OUT]]
+// Float arithmetic may contract into fused multiply-adds (nvcc's default),
+// unless fp-contract=false.
+// CHECK: arith.addf {{.*}} fastmath<contract> : f32
 // CHECK: memref.store {{.*}} %[[OUT]]
 // CHECK-NOT: tile.
+// EXACT-LABEL: gpu.func @rows
+// EXACT-NOT: fastmath<contract>
+// EXACT: gpu.return
 tile.kernel @rows(%in: !tile.global<[?, 128], f32>, %out: !tile.global<[?], f32>) {
   %n = tile.dim %in, 0 : !tile.global<[?, 128], f32>
   tile.launch (%bx) in (%n) threads 128 {

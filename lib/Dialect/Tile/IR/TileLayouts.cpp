@@ -6,6 +6,7 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace hisa::tile;
@@ -66,18 +67,73 @@ VectorLayout VectorLayout::fromAttr(FragmentLayoutAttr attr,
   return general;
 }
 
-FragmentLayoutAttr hisa::tile::getWgmmaAccumulatorLayout(MLIRContext *context,
-                                                         int64_t m, int64_t n) {
+FailureOr<WgmmaPartition>
+hisa::tile::getWgmmaPartition(int64_t m, int64_t n, int64_t threads,
+                              GemmWarpPolicy policy, std::string &reason) {
+  llvm::raw_string_ostream os(reason);
+  if (threads % 128 != 0) {
+    os << "needs whole warpgroups (a multiple of 128 threads), got "
+       << threads << " threads";
+    return failure();
+  }
+  WgmmaPartition partition;
+  partition.warpgroups = threads / 128;
+  int64_t groups = partition.warpgroups;
+  bool mFits = m % (64 * groups) == 0;
+  bool nFits = n % (8 * groups) == 0;
+  switch (policy) {
+  case GemmWarpPolicy::FullRow:
+    partition.splitN = false;
+    break;
+  case GemmWarpPolicy::FullCol:
+    partition.splitN = true;
+    break;
+  case GemmWarpPolicy::Square:
+    partition.splitN = !mFits && nFits;
+    break;
+  }
+  partition.rowsPerGroup = partition.splitN ? m : m / groups;
+  partition.colsPerGroup = partition.splitN ? n / groups : n;
+  if (partition.splitN ? !nFits || m % 64 != 0 : !mFits || n % 8 != 0) {
+    os << "cannot split an accumulator [" << m << ", " << n << "] over "
+       << groups << " warpgroup(s) along " << (partition.splitN ? "N" : "M")
+       << ": each warpgroup needs M a multiple of 64 and N a multiple of 8";
+    return failure();
+  }
+  if (partition.colsPerGroup > 256) {
+    os << "gives each warpgroup " << partition.colsPerGroup
+       << " accumulator columns; wgmma computes at most 256 (split along N "
+          "or use more warpgroups)";
+    return failure();
+  }
+  return partition;
+}
+
+FragmentLayoutAttr
+hisa::tile::getWgmmaAccumulatorLayout(MLIRContext *context, int64_t m,
+                                      int64_t n,
+                                      const WgmmaPartition &partition) {
   AffineExpr t = getAffineDimExpr(0, context);
   AffineExpr v = getAffineDimExpr(1, context);
-  int64_t perBlock = n / 2;
+  int64_t perBlock = partition.colsPerGroup / 2;
   AffineExpr block = v.floorDiv(perBlock);
   AffineExpr i = v % perBlock;
   AffineExpr lane = t % 32;
-  AffineExpr row = block * 64 + t.floorDiv(32) * 16 + lane.floorDiv(4) +
-                   (i.floorDiv(2) % 2) * 8;
+  AffineExpr warp = t.floorDiv(32);
+  if (partition.warpgroups > 1)
+    warp = warp % 4;
+  AffineExpr row =
+      block * 64 + warp * 16 + lane.floorDiv(4) + (i.floorDiv(2) % 2) * 8;
   AffineExpr col = i.floorDiv(4) * 8 + (lane % 4) * 2 + i % 2;
-  return FragmentLayoutAttr::get(context, 128, (m / 64) * perBlock,
+  AffineExpr group = t.floorDiv(128);
+  if (partition.warpgroups == 1)
+    ; // One warpgroup: the piece is the whole tile.
+  else if (partition.splitN)
+    col = col + group * partition.colsPerGroup;
+  else
+    row = row + group * partition.rowsPerGroup;
+  int64_t values = (partition.rowsPerGroup / 64) * perBlock;
+  return FragmentLayoutAttr::get(context, 128 * partition.warpgroups, values,
                                  AffineMap::get(2, 0, {row, col}, context));
 }
 

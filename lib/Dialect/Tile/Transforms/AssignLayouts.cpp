@@ -120,8 +120,9 @@ struct TileAssignLayoutsPass
         vector /= 2;
       vectorOfLeader[(*it)->getData()] = vector;
     }
-    // tile.gemm fixes the layout of its accumulator (the wgmma one) and
-    // needs its shared operands in the 128-byte swizzled layout.
+    // tile.gemm fixes the layout of its accumulator (the wgmma one, split
+    // over the warpgroups by its policy) and needs its shared operands in
+    // the swizzled layout wgmma reads: one swizzle atom per K-major row.
     llvm::DenseMap<unsigned, FragmentLayoutAttr> accumulators;
     WalkResult gemms = launch.walk([&](GemmOp gemm) -> WalkResult {
       auto cType = cast<FragmentType>(gemm.getC().getType());
@@ -130,13 +131,22 @@ struct TileAssignLayoutsPass
       if (!cShape)
         return gemm.emitOpError("accumulator shape is not bound");
       int64_t m = (*cShape)[0], n = (*cShape)[1];
-      if (threads != 128 || m % 64 != 0 || n % 8 != 0 || n < 8 || n > 256)
-        return gemm.emitOpError("needs one warpgroup (128 threads) and an "
-                                "accumulator [M, N] with M a multiple of 64 "
-                                "and N a multiple of 8 up to 256, got [")
-               << m << ", " << n << "] over " << threads << " threads";
-      accumulators[shapeId(*cShape)] =
-          getWgmmaAccumulatorLayout(launch.getContext(), m, n);
+      std::string reason;
+      FailureOr<WgmmaPartition> partition =
+          getWgmmaPartition(m, n, threads, gemm.getPolicy(), reason);
+      if (failed(partition))
+        return gemm.emitOpError("with policy ")
+               << stringifyGemmWarpPolicy(gemm.getPolicy()) << " " << reason;
+      FragmentLayoutAttr layout =
+          getWgmmaAccumulatorLayout(launch.getContext(), m, n, *partition);
+      unsigned id = shapeId(*cShape);
+      if (FragmentLayoutAttr known = accumulators.lookup(id);
+          known && known != layout)
+        return gemm.emitOpError("splits its accumulator over the warpgroups "
+                                "differently from another gemm into a tile "
+                                "of the same shape; give both the same "
+                                "policy");
+      accumulators[id] = layout;
       for (Value operand : {Value(gemm.getA()), Value(gemm.getB())}) {
         auto shared = dyn_cast<SharedType>(operand.getType());
         auto alloc = operand.getDefiningOp<AllocOp>();
@@ -145,14 +155,15 @@ struct TileAssignLayoutsPass
                                   "by tile.alloc");
         int64_t rowBytes = *shared.getTileShape().getStaticSize(1) *
                            shared.getElementType().getIntOrFloatBitWidth() / 8;
-        if (rowBytes != 128)
-          return gemm.emitOpError("needs operand rows of exactly 128 bytes "
-                                  "(one 128-byte swizzle atom: K = 128 for "
-                                  "fp8, 64 for bf16/f16), got ")
+        if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
+          return gemm.emitOpError("needs K-major operand rows of 32, 64 or "
+                                  "128 bytes (one swizzle atom: K = 32, 64 "
+                                  "or 128 for fp8, 16, 32 or 64 for "
+                                  "bf16/f16), got ")
                  << rowBytes;
-        alloc->setAttr(
-            "tile.swizzle",
-            IntegerAttr::get(IntegerType::get(launch.getContext(), 64), 128));
+        alloc->setAttr("tile.swizzle",
+                       IntegerAttr::get(
+                           IntegerType::get(launch.getContext(), 64), rowBytes));
       }
       return WalkResult::advance();
     });

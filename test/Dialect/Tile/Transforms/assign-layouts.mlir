@@ -95,14 +95,77 @@ tile.kernel @gemm_layouts() {
 
 // -----
 
+// Two warpgroups: square splits M when it divides into 64-row blocks per
+// warpgroup (warpgroup t / 128 adds 64 to the row), else N.
+// CHECK-LABEL: tile.kernel @gemm_two_warpgroups
+// CHECK: tile.alloc : !tile.frag<[128, 64], f32, #tile.frag_layout<threads = 256, values = 32, map = (d0, d1) -> ((d1 floordiv 32) * 64 + ((d0 floordiv 32) mod 4) * 16 + (d0 mod 32) floordiv 4 + (((d1 mod 32) floordiv 2) mod 2) * 8 + (d0 floordiv 128) * 64, ((d1 mod 32) floordiv 4) * 8 + (d0 mod 4) * 2 + d1 mod 2)>>
+// CHECK: tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 256, values = 16, map = (d0, d1) -> ((d1 floordiv 16) * 64 + ((d0 floordiv 32) mod 4) * 16 + (d0 mod 32) floordiv 4 + (((d1 mod 16) floordiv 2) mod 2) * 8, ((d1 mod 16) floordiv 4) * 8 + (d0 mod 4) * 2 + d1 mod 2 + (d0 floordiv 128) * 32)>>
 tile.kernel @gemm_two_warpgroups() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %a = tile.alloc : !tile.shared<[128, 128], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[128, 64], f32>
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[128, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[128, 64], f32>
+    %a2 = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %c2 = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %a2, %b, %c2 transpose_b : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_full_row_too_few_rows() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 256 {
     %a = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
     %b = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
     %c = tile.alloc : !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.gemm' op needs one warpgroup (128 threads) and an accumulator [M, N] with M a multiple of 64 and N a multiple of 8 up to 256, got [64, 64] over 256 threads}}
+    // expected-error @+1 {{'tile.gemm' op with policy full_row cannot split an accumulator [64, 64] over 2 warpgroup(s) along M: each warpgroup needs M a multiple of 64 and N a multiple of 8}}
+    tile.gemm %a, %b, %c transpose_b policy(full_row) : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_partial_warpgroup() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 192 {
+    %a = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op with policy square needs whole warpgroups (a multiple of 128 threads), got 192 threads}}
     tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[64, 128], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_too_wide() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 128], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[512, 128], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 512], f32>
+    // expected-error @+1 {{'tile.gemm' op with policy square gives each warpgroup 512 accumulator columns; wgmma computes at most 256 (split along N or use more warpgroups)}}
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], f8E4M3FN>, !tile.shared<[512, 128], f8E4M3FN> -> !tile.frag<[64, 512], f32>
+  }
+}
+
+// -----
+
+// Rows of 64 and 32 bytes take the 64- and 32-byte swizzles.
+// CHECK-LABEL: tile.kernel @gemm_narrow_rows
+// CHECK: tile.alloc {tile.swizzle = 64 : i64} : !tile.shared<[64, 64], f8E4M3FN>
+// CHECK: tile.alloc {tile.swizzle = 32 : i64} : !tile.shared<[64, 16], bf16>
+tile.kernel @gemm_narrow_rows() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %a, %a, %c transpose_b : !tile.shared<[64, 64], f8E4M3FN>, !tile.shared<[64, 64], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+    %h = tile.alloc : !tile.shared<[64, 16], bf16>
+    tile.gemm %h, %h, %c transpose_b : !tile.shared<[64, 16], bf16>, !tile.shared<[64, 16], bf16> -> !tile.frag<[64, 64], f32>
   }
 }
 
@@ -114,7 +177,7 @@ tile.kernel @gemm_wide_rows() {
     %a = tile.alloc : !tile.shared<[64, 128], bf16>
     %b = tile.alloc : !tile.shared<[64, 128], bf16>
     %c = tile.alloc : !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.gemm' op needs operand rows of exactly 128 bytes (one 128-byte swizzle atom: K = 128 for fp8, 64 for bf16/f16), got 256}}
+    // expected-error @+1 {{'tile.gemm' op needs K-major operand rows of 32, 64 or 128 bytes (one swizzle atom: K = 32, 64 or 128 for fp8, 16, 32 or 64 for bf16/f16), got 256}}
     tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], bf16>, !tile.shared<[64, 128], bf16> -> !tile.frag<[64, 64], f32>
   }
 }

@@ -47,12 +47,34 @@ struct VectorLayout {
                                llvm::ArrayRef<int64_t> shape);
 };
 
-/// The accumulator layout of `wgmma.mma_async` m64nN over one warpgroup for
-/// an [m, n] tile (m a multiple of 64: one m64 block after the other). For
-/// thread t (warp w = t / 32, lane l = t % 32) and register i of a block:
-///   row = 16 w + l / 4 + 8 ((i / 2) % 2),  col = 8 (i / 4) + 2 (l % 4) + i % 2.
+/// How one tile.gemm is split over the warpgroups of a block: each
+/// warpgroup computes a [rowsPerGroup, colsPerGroup] piece of C, the pieces
+/// laid side by side along M (splitN false) or along N (splitN true).
+struct WgmmaPartition {
+  int64_t warpgroups = 1;
+  bool splitN = false;
+  int64_t rowsPerGroup = 0;
+  int64_t colsPerGroup = 0;
+};
+
+/// The partition of an [m, n] accumulator over `threads` threads under
+/// `policy` (full_row: split M; full_col: split N; square: M when it divides
+/// into 64-row blocks, else N), or failure with `reason` set.
+mlir::FailureOr<WgmmaPartition> getWgmmaPartition(int64_t m, int64_t n,
+                                                  int64_t threads,
+                                                  GemmWarpPolicy policy,
+                                                  std::string &reason);
+
+/// The accumulator layout of `wgmma.mma_async` m64nN for an [m, n] tile
+/// split as `partition`. Within a warpgroup's piece (m64 blocks one after the
+/// other), for thread t (warp w = t / 32 % 4, lane l = t % 32) and register
+/// i of a block:
+///   row = 16 w + l / 4 + 8 ((i / 2) % 2),  col = 8 (i / 4) + 2 (l % 4) + i % 2
+/// and warpgroup g = t / 128 adds g * rowsPerGroup to the row (split M) or
+/// g * colsPerGroup to the column (split N).
 FragmentLayoutAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *context,
-                                             int64_t m, int64_t n);
+                                             int64_t m, int64_t n,
+                                             const WgmmaPartition &partition);
 
 /// The layout in which a reduction along `dim` of a fragment laid out as
 /// `source` (over `shape`) leaves its results without moving them: the
