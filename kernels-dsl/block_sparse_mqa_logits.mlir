@@ -7,21 +7,28 @@
 // One block of threads per query; the gemm is [kb, dim] x [heads, dim]^T so
 // that the heads lie along the accumulator's columns, which a thread and its
 // lane neighbours hold: the reduction over heads needs no shared memory.
+// The query's weights and block indices are staged in shared memory once,
+// each block's key scales with its keys (cp.async), so the epilogue reads
+// shared memory only: no bounds checks, no branches, fused multiply-adds.
+// `topk` is the number of block slots T (the JIT checks it).
 
 tile.kernel @block_sparse_mqa_logits(
     %q: !tile.global<[?, heads, dim], f8E4M3FN>,
     %k: !tile.global<[?, dim], f8E4M3FN>,
     %k_scale: !tile.global<[?], f32>,
-    %topk_block_index: !tile.global<[?, ?], i32>,
+    %topk_block_index: !tile.global<[?, topk], i32>,
     %weights: !tile.global<[?, heads], f32>,
     %ks: !tile.global<[?], i32>,
     %ke: !tile.global<[?], i32>,
     %out: !tile.global<[?, ?], f32>)
-    params {heads = 64, dim = 128, kb = 128} {
+    params {heads = 64, dim = 128, kb = 128, topk = 64} {
   %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
   tile.launch (%bx) in (%m) threads 128 {
     %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
+    %weight_tile = tile.alloc : !tile.shared<[heads], f32>
+    %index_tile = tile.alloc : !tile.shared<[topk], i32>
     %k_tile = tile.alloc : !tile.shared<[kb, dim], f8E4M3FN>
+    %scale_tile = tile.alloc : !tile.shared<[kb], f32>
     %scores = tile.alloc : !tile.frag<[kb, heads], f32>
     %row_logits = tile.alloc : !tile.frag<[kb], f32>
     %c0 = arith.constant 0 : index
@@ -31,10 +38,14 @@ tile.kernel @block_sparse_mqa_logits(
     %c0_i32 = arith.constant 0 : i32
     %kb = tile.param "kb" : index
     %n = tile.dim %k, 0 : !tile.global<[?, dim], f8E4M3FN>
-    %num_slots = tile.dim %topk_block_index, 1 : !tile.global<[?, ?], i32>
+    %num_slots = tile.param "topk" : index
 
     tile.copy %q[%bx, %c0, %c0] to %q_tile
         : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[heads, dim], f8E4M3FN>
+    tile.copy %weights[%bx, %c0] to %weight_tile
+        : !tile.global<[?, heads], f32> to !tile.shared<[heads], f32>
+    tile.copy %topk_block_index[%bx, %c0] to %index_tile
+        : !tile.global<[?, topk], i32> to !tile.shared<[topk], i32>
     %start_i32 = tile.load %ks[%bx] : !tile.global<[?], i32>
     %end_i32 = tile.load %ke[%bx] : !tile.global<[?], i32>
     %start = arith.index_cast %start_i32 : i32 to index
@@ -42,21 +53,20 @@ tile.kernel @block_sparse_mqa_logits(
     %end = arith.minsi %end_window, %n : index
 
     tile.pipelined %t = %c0 to %num_slots step %c1 num_stages = 2 {
-      %block_i32 = tile.load %topk_block_index[%bx, %t] : !tile.global<[?, ?], i32>
+      %block_i32 = tile.load %index_tile[%t] : !tile.shared<[topk], i32>
       %block = arith.index_cast %block_i32 : i32 to index
       %row0 = arith.muli %block, %kb : index
       tile.copy %k[%row0, %c0] to %k_tile
           : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[kb, dim], f8E4M3FN>
+      tile.copy %k_scale[%row0] to %scale_tile
+          : !tile.global<[?], f32> to !tile.shared<[kb], f32>
       tile.gemm %k_tile, %q_tile, %scores transpose_b clear_accum
           : !tile.shared<[kb, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
             -> !tile.frag<[kb, heads], f32>
       tile.parallel (%i, %h) in [kb, heads] {
         %x = tile.load %scores[%i, %h] : !tile.frag<[kb, heads], f32>
-        // Scales and weights come from global (L1-cached): the accumulator
-        // layout spreads a key's heads over several threads.
-        %j = arith.addi %row0, %i : index
-        %s = tile.load %k_scale[%j] : !tile.global<[?], f32>
-        %wt = tile.load %weights[%bx, %h] : !tile.global<[?, heads], f32>
+        %s = tile.load %scale_tile[%i] : !tile.shared<[kb], f32>
+        %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
         %scaled = arith.mulf %x, %s : f32
         %relu = arith.maximumf %scaled, %zero : f32
         %weighted = arith.mulf %relu, %wt : f32

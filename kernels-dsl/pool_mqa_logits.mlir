@@ -10,7 +10,12 @@
 // [block_n, dim] x [block_q*heads, dim]^T on fp8 tensor cores (K-major), so
 // the heads lie along the accumulator's columns and their reduction stays in
 // registers and lanes. q is passed as [M*heads, dim] (the contiguous
-// [M, heads, dim] tensor, flattened).
+// [M, heads, dim] tensor, flattened). The block's weights are staged in
+// shared memory once and each key tile's scales with its keys (cp.async),
+// so the epilogue reads shared memory only. The walk starts at the union
+// window's first key rounded down to a multiple of 4 (16-byte aligned scale
+// pieces); the extra keys fall outside the windows, whose logits step 1.3
+// overwrites.
 
 tile.kernel @pool_mqa_logits(
     %q: !tile.global<[?, dim], f8E4M3FN>,
@@ -26,7 +31,9 @@ tile.kernel @pool_mqa_logits(
   %num_q_blocks = arith.ceildivui %m, %block_q : index
   tile.launch (%bx) in (%num_q_blocks) threads 128 {
     %q_rows = tile.alloc : !tile.shared<[block_q*heads, dim], f8E4M3FN>
+    %weight_tile = tile.alloc : !tile.shared<[block_q, heads], f32>
     %k_tile = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>
+    %scale_tile = tile.alloc : !tile.shared<[block_n], f32>
     %scores = tile.alloc : !tile.frag<[block_n, block_q*heads], f32>
     %out = tile.alloc : !tile.frag<[block_n, block_q], f32>
     %c0 = arith.constant 0 : index
@@ -40,6 +47,8 @@ tile.kernel @pool_mqa_logits(
     %q_row0 = arith.muli %q0, %heads : index
     tile.copy %q[%q_row0, %c0] to %q_rows
         : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
+    tile.copy %weights[%q0, %c0] to %weight_tile
+        : !tile.global<[?, heads], f32> to !tile.shared<[block_q, heads], f32>
 
     // Union of the windows of this block's queries (queries past M are skipped).
     %q_end_unclamped = arith.addi %q0, %block_q : index
@@ -54,7 +63,10 @@ tile.kernel @pool_mqa_logits(
       %hi_next = arith.maxsi %hi_acc, %e : i32
       scf.yield %lo_next, %hi_next : i32, i32
     }
-    %lo_index = arith.index_cast %lo : i32 to index
+    %c4 = arith.constant 4 : index
+    %lo_raw = arith.index_cast %lo : i32 to index
+    %lo_quads = arith.divsi %lo_raw, %c4 : index
+    %lo_index = arith.muli %lo_quads, %c4 : index
     %hi_index = arith.index_cast %hi : i32 to index
     %hi_clamped = arith.minsi %hi_index, %num_blocks : index
     %span = arith.subi %hi_clamped, %lo_index : index
@@ -66,6 +78,8 @@ tile.kernel @pool_mqa_logits(
       %n0 = arith.addi %lo_index, %tile_offset : index
       tile.copy %blocked_k[%n0, %c0] to %k_tile
           : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_n, dim], f8E4M3FN>
+      tile.copy %blocked_scale[%n0] to %scale_tile
+          : !tile.global<[?], f32> to !tile.shared<[block_n], f32>
       tile.gemm %k_tile, %q_rows, %scores transpose_b clear_accum
           : !tile.shared<[block_n, dim], f8E4M3FN>, !tile.shared<[block_q*heads, dim], f8E4M3FN>
             -> !tile.frag<[block_n, block_q*heads], f32>
@@ -73,12 +87,8 @@ tile.kernel @pool_mqa_logits(
           : !tile.frag<[block_n, block_q*heads], f32> to !tile.frag<[block_n, block_q, heads], f32>
       tile.parallel (%n, %qi, %h) in [block_n, block_q, heads] {
         %x = tile.load %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
-        // Scales and weights come from global (L1-cached): the accumulator
-        // layout spreads them over several threads.
-        %key = arith.addi %n0, %n : index
-        %query = arith.addi %q0, %qi : index
-        %s = tile.load %blocked_scale[%key] : !tile.global<[?], f32>
-        %wt = tile.load %weights[%query, %h] : !tile.global<[?, heads], f32>
+        %s = tile.load %scale_tile[%n] : !tile.shared<[block_n], f32>
+        %wt = tile.load %weight_tile[%qi, %h] : !tile.shared<[block_q, heads], f32>
         %scaled = arith.mulf %x, %s : f32
         %relu = arith.maximumf %scaled, %zero : f32
         %weighted = arith.mulf %relu, %wt : f32

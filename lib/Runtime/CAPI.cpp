@@ -290,7 +290,8 @@ int hisa_block_sparse_mqa_logits(const void *q, const void *k,
                                 tensor(ke, {m}),
                                 tensor(out, {m, topk * kb})};
   return runOperator("block_sparse_mqa_logits",
-                     formatv("dim={0},heads={1},kb={2}", dim, heads, kb),
+                     formatv("dim={0},heads={1},kb={2},topk={3}", dim, heads,
+                             kb, topk),
                      arguments, stream);
 }
 

@@ -29,6 +29,22 @@
 using namespace mlir;
 using namespace hisa;
 using namespace hisa::runtime;
+
+/// Whether `tensor` is the source of a global-to-shared copy at the top of a
+/// tile.pipelined loop with several stages (lowered to cp.async pieces of up
+/// to 16 bytes, which need aligned addresses).
+static bool isStagedByCpAsync(Value tensor) {
+  for (Operation *user : tensor.getUsers()) {
+    auto copy = dyn_cast<tile::CopyOp>(user);
+    if (!copy || copy.getSource() != tensor ||
+        !isa<tile::SharedType>(copy.getDest().getType()))
+      continue;
+    auto loop = dyn_cast<tile::PipelinedOp>(copy->getParentOp());
+    if (loop && loop.getNumStages() > 1)
+      return true;
+  }
+  return false;
+}
 using llvm::Expected;
 
 namespace {
@@ -255,11 +271,14 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
       for (int64_t d = 0; d < global.getRank(); ++d)
         arg.shape.push_back(
             global.getTileShape().getStaticSize(d).value_or(-1));
-      // Rows whose bytes are a multiple of 16 may be accessed as vectors.
+      // Rows whose bytes are a multiple of 16 may be accessed as vectors,
+      // and so is a 1-D tensor that a pipelined loop stages with cp.async.
       int64_t innermost = arg.shape.back();
-      arg.alignment = innermost > 0 && innermost * arg.elementBytes % 16 == 0
-                          ? 16
-                          : arg.elementBytes;
+      bool vectorRows =
+          innermost > 0 && innermost * arg.elementBytes % 16 == 0;
+      bool staged = global.getRank() == 1 && 16 % arg.elementBytes == 0 &&
+                    isStagedByCpAsync(kernel.getArgument(i));
+      arg.alignment = vectorRows || staged ? 16 : arg.elementBytes;
       continue;
     }
     arg.kind = isa<FloatType>(type) ? KernelMetadata::Argument::Float

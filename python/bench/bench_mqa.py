@@ -110,7 +110,7 @@ def main():
         weights = torch.randn(m, heads, device="cuda")
         index = torch.randint(0, -(-n // kb), (m, topk), device="cuda", dtype=torch.int32)
         out = torch.empty(m, topk * kb, device="cuda")
-        kernel = jit.get_kernel("block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb})
+        kernel = jit.get_kernel("block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb, "topk": topk})
         t = bench(lambda: kernel.launch(q, k, k_scale, index, weights, ks, ke, out), reps=5, batch=3)
         flops = 2 * m * topk * kb * heads * dim
         rows.append(("block_sparse_mqa_logits", f"H={heads} D={dim} kb={kb} T={topk} M=N={n}", t, flops / t, flops / t / fp8_rate))

@@ -88,7 +88,7 @@ def sparse_rows(fp8_rate):
         try:
             source = variant("block_sparse_mqa_logits", threads, stages)
             kernel = jit.get_kernel(
-                "block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb}, source=source
+                "block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb, "topk": topk}, source=source
             )
             out.fill_(float("nan"))
             kernel.launch(q, k, k_scale, index, weights, ks, ke, out)
@@ -126,6 +126,9 @@ def pool_rows(fp8_rate):
             (128, 2, 128, 2),
             (128, 2, 128, 3),
             (128, 2, 64, 2),
+            (128, 2, 64, 3),
+            (128, 1, 128, 2),
+            (128, 4, 64, 2),
             (256, 2, 128, 2),
             (256, 4, 128, 2),
             (256, 2, 256, 2),

@@ -327,9 +327,11 @@ def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
     check_contiguous(q_name, q)
     for name, t in tensors:
         check_contiguous(name, t)
-    # The runtime reads rows that are a multiple of 16 bytes as vectors.
+    # The runtime reads rows that are a multiple of 16 bytes as vectors, and
+    # stages the scales in shared memory with 16-byte cp.async pieces.
     check_aligned(q_name, q, VECTOR_ALIGNMENT)
     check_aligned(k_name, keys, VECTOR_ALIGNMENT)
+    check_aligned(s_name, scales, VECTOR_ALIGNMENT)
     check_aligned(w_name, weights, VECTOR_ALIGNMENT)
 
     logits = torch.empty((m, rows), dtype=torch.float32, device=q.device)
@@ -514,6 +516,7 @@ def block_sparse_mqa_logits(
         check_contiguous(name, t)
     check_aligned("q", q, VECTOR_ALIGNMENT)
     check_aligned("k", k, VECTOR_ALIGNMENT)
+    check_aligned("k_scale", k_scale, VECTOR_ALIGNMENT)
     check_aligned("weights", weights, VECTOR_ALIGNMENT)
 
     out = torch.empty((m, topk * kb), dtype=torch.float32, device=q.device)
@@ -524,7 +527,7 @@ def block_sparse_mqa_logits(
 
     _launch(
         "block_sparse_mqa_logits",
-        {"heads": heads, "dim": dim, "kb": kb},
+        {"heads": heads, "dim": dim, "kb": kb, "topk": topk},
         q.device,
         q,
         k,

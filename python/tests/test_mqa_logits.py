@@ -83,9 +83,13 @@ def test_block_sparse_mqa_logits(heads, kb, lengths, topk):
     # Random blocks: inside or outside the window, past the end, or -1.
     index = torch.randint(-1, nblocks + 1, (m, topk), device="cuda", dtype=torch.int32)
     out = torch.full((m, topk * kb), float("nan"), device="cuda")
-    kernel = jit.get_kernel("block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb})
+    kernel = jit.get_kernel("block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb, "topk": topk})
     kernel.launch(q, k, k_scale, index, weights, ks, ke, out)
     torch.cuda.synchronize()
+    # The kernel stages the T block indices in shared memory: another T is
+    # refused by the JIT's shape check, naming the argument.
+    with pytest.raises(hisa.InvalidArgumentError, match="topk_block_index"):
+        kernel.launch(q, k, k_scale, index[:, 1:].contiguous(), weights, ks, ke, out)
 
     slots = torch.arange(topk * kb, device="cuda")
     rows = index.long()[:, slots // kb] * kb + (slots % kb)[None, :]

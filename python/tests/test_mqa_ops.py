@@ -541,7 +541,7 @@ def test_non_contiguous(op):
 
 @pytest.mark.parametrize("op", OP_NAMES)
 def test_misaligned(op):
-    for arg in ("q", keys_name(op), "weights"):
+    for arg in ("q", keys_name(op), scale_name(op), "weights"):
         args = OPS[op]()
         args[arg] = misaligned(args[arg])
         with pytest.raises(ValueError, match=names(arg) + ".*16-byte aligned"):

@@ -47,3 +47,26 @@ def test_unvectorizable_pipelined_copy_is_refused():
     source = stream_sum_source(2).replace("!tile.global<[?, 128], f32>", "!tile.global<[?, ?], f32>")
     with pytest.raises(hisa.HisaError, match="cannot be pipelined with cp.async"):
         hisa.jit.get_kernel("stream_sum", {"rows": 32}, source=source)
+
+
+SOURCE_1D_PATH = os.path.join(os.path.dirname(SOURCE_PATH), "stream_sum_1d.mlir")
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("n", [1, 3, 511, 512, 513, 1030, 4099])
+@pytest.mark.parametrize("rows", [128, 512])
+def test_stream_sum_1d(stages, n, rows):
+    # 1-D tiles through cp.async: the piece straddling the end of x copies
+    # only the elements before it (the rest reads as 0).
+    fresh_seed(torch)
+    with open(SOURCE_1D_PATH) as f:
+        source = f.read().replace("NUM_STAGES", str(stages))
+    kernel = hisa.jit.get_kernel("stream_sum_1d", {"rows": rows}, source=source)
+    x = torch.randn(n, device="cuda")
+    out = torch.full((rows,), float("nan"), device="cuda")
+    kernel.launch(x, out)
+    torch.cuda.synchronize()
+    tiles = -(-n // rows)
+    padded = torch.zeros(tiles * rows, device="cuda")
+    padded[:n] = x
+    torch.testing.assert_close(out, padded.view(tiles, rows).sum(0), rtol=1e-5, atol=1e-4)

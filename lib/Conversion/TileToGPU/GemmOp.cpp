@@ -19,6 +19,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace hisa::tile;
@@ -55,6 +56,33 @@ std::optional<NVVM::WGMMATypes> getWgmmaType(Type type) {
 }
 
 } // namespace
+
+void KernelLowering::fenceSharedForAsyncProxy(OpBuilder &b) {
+  MLIRContext *context = b.getContext();
+  NVVM::FenceProxyOp::create(
+      b, func.getLoc(),
+      NVVM::ProxyKindAttr::get(context, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(context, NVVM::SharedSpace::shared_cta));
+}
+
+bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
+  if (loop.getNumStages() < 2)
+    return false;
+  for (Operation &op : loop.getBody().front()) {
+    if (&op == gemm.getOperation())
+      return true;
+    if (auto copy = dyn_cast<CopyOp>(op)) {
+      if (isa<GlobalType>(copy.getSource().getType()) &&
+          isa<SharedType>(copy.getDest().getType()))
+        continue; // a staged copy
+      return false;
+    }
+    if (isa<LoadOp, DimOp, ParamOp>(op) || isPure(&op))
+      continue;
+    return false;
+  }
+  return false;
+}
 
 LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   Location loc = op.getLoc();
@@ -103,13 +131,14 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   MLIRContext *context = b.getContext();
   Type i64 = b.getI64Type();
 
-  // Stores through the generic proxy must be visible to wgmma's async proxy.
-  NVVM::FenceProxyOp::create(
-      b, loc,
-      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(b.getContext(),
-                                 NVVM::SharedSpace::shared_cta));
-  gpu::BarrierOp::create(b, loc);
+  // Stores through the generic proxy must be visible to wgmma's async proxy:
+  // a fence in every thread, then a barrier. The top of a pipelined
+  // iteration already has both when nothing before the gemm in the body
+  // writes shared memory.
+  if (!fencedGemms.contains(op)) {
+    fenceSharedForAsyncProxy(b);
+    gpu::BarrierOp::create(b, loc);
+  }
   auto addressOf = [&](Value tile) -> Value {
     Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(
         b, loc, memrefs.lookup(tile));

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace hisa::tile {
 
@@ -23,6 +24,12 @@ struct ElementContext {
   ParallelOp parallel;
   int64_t value;
 };
+
+/// Whether `gemm` sits in the body of the multi-stage `loop` after nothing
+/// that writes shared memory (only staged copies, which become cp.async
+/// waited for at the top of the iteration, scalar math and loads): the fence
+/// and barrier at the top of each iteration then serve the gemm too.
+bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm);
 
 class KernelLowering {
 public:
@@ -97,6 +104,9 @@ public:
   void emitIf(mlir::OpBuilder &b, mlir::Value condition,
               llvm::function_ref<void(mlir::OpBuilder &)> body);
   void barrier(mlir::OpBuilder &b);
+  /// fence.proxy.async.shared::cta: this thread's shared-memory writes
+  /// become visible to the async proxy (wgmma operands).
+  void fenceSharedForAsyncProxy(mlir::OpBuilder &b);
   /// Indices into the storage of a shared tile for element coordinates
   /// (a 1-D swizzled position for tiles that wgmma reads).
   llvm::SmallVector<mlir::Value>
@@ -117,6 +127,9 @@ public:
   int64_t threads;
   std::string chip;
   mlir::Value threadId;
+  /// Gemms at the top of a pipelined body, after the fence and barrier that
+  /// the pipeline emits (see isFencedByPipeline).
+  llvm::SmallPtrSet<mlir::Operation *, 4> fencedGemms;
   mlir::Value sharedBase; // memref<?xi8, workgroup>
   /// Lowered storage of global, shared and local tiles.
   llvm::DenseMap<mlir::Value, mlir::Value> memrefs;

@@ -64,9 +64,10 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
 
 /// Clones into `b` the ops of `body` that `value` depends on, with the
 /// induction variable `inductionVar` replaced by `iteration`.
+/// The clones are appended to `created`, in order.
 static Value cloneSlice(OpBuilder &b, Value value, Block &body,
-                        Value inductionVar, Value iteration,
-                        IRMapping &mapping) {
+                        Value inductionVar, Value iteration, IRMapping &mapping,
+                        SmallVectorImpl<Operation *> &created) {
   if (Value mapped = mapping.lookupOrNull(value))
     return mapped;
   if (value == inductionVar)
@@ -75,9 +76,10 @@ static Value cloneSlice(OpBuilder &b, Value value, Block &body,
   if (!def || def->getBlock() != &body)
     return value; // defined before the loop
   for (Value operand : def->getOperands())
-    mapping.map(operand,
-                cloneSlice(b, operand, body, inductionVar, iteration, mapping));
+    mapping.map(operand, cloneSlice(b, operand, body, inductionVar, iteration,
+                                    mapping, created));
   Operation *clone = b.clone(*def, mapping);
+  created.push_back(clone);
   return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
 
@@ -105,36 +107,37 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   // Issues the producers of iteration `iteration` into buffer `stage`.
   auto issue = [&](OpBuilder &nested, Value iteration,
                    Value stage) -> LogicalResult {
+    // The offsets of all producers are cloned together, so that a slice
+    // they share (e.g. a block index read from memory) is cloned and
+    // lowered once. The slice may hold tile ops: they are lowered with the
+    // offsets kept as operands of a placeholder, where their replacements
+    // show up.
     IRMapping mapping;
-    for (CopyOp copy : producers) {
-      SmallVector<Value> offsets;
+    SmallVector<Operation *> created;
+    SmallVector<Value> offsets;
+    for (CopyOp copy : producers)
       for (Value offset : copy.getSourceOffsets())
-        offsets.push_back(
-            cloneSlice(nested, offset, body, inductionVar, iteration, mapping));
-      // The slice may hold tile ops (e.g. a block index read from global):
-      // lower them, keeping the offsets as operands of a placeholder so that
-      // their replacements show up there.
-      auto holder = UnrealizedConversionCastOp::create(nested, copy.getLoc(),
-                                                       TypeRange(), offsets);
-      SmallVector<Operation *> clones;
-      for (auto [from, to] : mapping.getValueMap())
-        if (Operation *def = to.getDefiningOp())
-          if (isa<TileDialect>(def->getDialect()) &&
-              !llvm::is_contained(clones, def))
-            clones.push_back(def);
-      llvm::sort(clones, [](Operation *a, Operation *b) {
-        return a->isBeforeInBlock(b);
-      });
-      for (Operation *clone : clones)
-        if (failed(lowerNested(clone, nullptr)))
-          return failure();
-      offsets.assign(holder->operand_begin(), holder->operand_end());
-      holder->erase();
-      if (failed(emitAsyncCopy(copy, nested, offsets, stage)))
+        offsets.push_back(cloneSlice(nested, offset, body, inductionVar,
+                                     iteration, mapping, created));
+    auto holder =
+        UnrealizedConversionCastOp::create(nested, loc, TypeRange(), offsets);
+    for (Operation *clone : created)
+      if (isa<TileDialect>(clone->getDialect()) &&
+          failed(lowerNested(clone, nullptr)))
         return failure();
+    offsets.assign(holder->operand_begin(), holder->operand_end());
+    holder->erase();
+    ArrayRef<Value> remaining = offsets;
+    for (CopyOp copy : producers) {
+      size_t count = copy.getSourceOffsets().size();
+      if (failed(emitAsyncCopy(copy, nested, remaining.take_front(count),
+                               stage)))
+        return failure();
+      remaining = remaining.drop_front(count);
     }
     return success();
   };
+
   auto commit = [&](OpBuilder &nested) {
     NVVM::CpAsyncCommitGroupOp::create(nested, loc);
   };
@@ -182,6 +185,14 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       return failure();
     commit(inner);
     NVVM::CpAsyncWaitGroupOp::create(inner, loc, stages - 1);
+    // The staged tiles (and whatever else this thread wrote to shared
+    // memory) become visible to wgmma's async proxy before the barrier, so
+    // a gemm at the top of the body needs no fence and barrier of its own.
+    if (!body.getOps<GemmOp>().empty())
+      fenceSharedForAsyncProxy(inner);
+    for (GemmOp gemm : body.getOps<GemmOp>())
+      if (isFencedByPipeline(op, gemm))
+        fencedGemms.insert(gemm);
     gpu::BarrierOp::create(inner, loc);
     Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
     for (CopyOp copy : producers) {
@@ -248,19 +259,24 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
   VectorLayout layout = getCooperativeLayout(shape, elementType);
   auto sourceType = cast<MemRefType>(source.getType());
   int64_t bytes = layout.vector * elementBytes;
-  bool innermostStatic =
-      !sourceType.isDynamicDim(sourceType.getRank() - 1) &&
-      sourceType.getDimSize(sourceType.getRank() - 1) % layout.vector == 0;
+  // Pieces must start 16/8/4-byte aligned in global memory: rows of a
+  // static size that is a multiple of the piece, or a 1-D tensor. The last
+  // piece of a 1-D tensor may straddle its end: it copies the elements
+  // before the end (cp.async's source size) and zero-fills the rest.
+  int64_t innermost = sourceType.getRank() - 1;
+  bool wholePieces = !sourceType.isDynamicDim(innermost) &&
+                     sourceType.getDimSize(innermost) % layout.vector == 0;
+  bool alignedRows = wholePieces || sourceType.getRank() == 1;
   bool alignedOffset =
       offsets.empty() || isKnownMultipleOf(offsets.back(), layout.vector);
-  if ((bytes != 4 && bytes != 8 && bytes != 16) || !innermostStatic ||
+  if ((bytes != 4 && bytes != 8 && bytes != 16) || !alignedRows ||
       !alignedOffset)
     return copy.emitOpError("cannot be pipelined with cp.async: it needs "
-                            "4, 8 or 16-byte runs that never straddle the end "
-                            "of a row (a static innermost size that is a "
-                            "multiple of the run and an innermost offset "
-                            "known to be a multiple of it); use "
-                            "num_stages = 1");
+                            "4, 8 or 16-byte runs that start aligned and "
+                            "never straddle the end of a row (a 1-D tensor, "
+                            "or a static innermost size that is a multiple "
+                            "of the run, and an innermost offset known to "
+                            "be a multiple of it); use num_stages = 1");
   Value buffer = getStageView(b, tile, stage);
   int64_t windowRank = sourceType.getRank();
   int64_t lead = windowRank - shape.size();
@@ -274,13 +290,24 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
                    : arith::AddIOp::create(b, loc, offset, coords[i - lead])
                          .getResult());
     }
-    Value inside = inBounds(b, source, indices, layout.vector);
+    Value inside, sourceElements;
+    if (wholePieces) {
+      inside = inBounds(b, source, indices, layout.vector);
+      sourceElements = arith::SelectOp::create(
+          b, loc, inside, index(b, layout.vector), index(b, 0));
+    } else {
+      // Elements of the piece inside the row: clamp(size - start, 0, V).
+      inside = inBounds(b, source, indices, 1);
+      Value size = memref::DimOp::create(b, loc, source, innermost);
+      Value left = arith::SubIOp::create(b, loc, size, indices.back());
+      Value count = arith::MinSIOp::create(b, loc, left, index(b, layout.vector));
+      sourceElements =
+          arith::SelectOp::create(b, loc, inside, count, index(b, 0));
+    }
     // A piece outside the tensor reads nothing (and from a valid address).
     SmallVector<Value> safe;
     for (Value idx : indices)
       safe.push_back(arith::SelectOp::create(b, loc, inside, idx, index(b, 0)));
-    Value sourceElements = arith::SelectOp::create(
-        b, loc, inside, index(b, layout.vector), index(b, 0));
     emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
       SmallVector<Value> destination = sharedIndices(nested, tile, coords);
       nvgpu::DeviceAsyncCopyOp::create(
