@@ -23,7 +23,7 @@ tile.kernel @block_sparse_mqa_logits(
     %out: !tile.global<[?, ?], f32>)
     params {heads = 64, dim = 128, kb = 128, topk = 64} {
   %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
-  tile.launch (%bx) in (%m) threads 128 {
+  tile.launch (%bx) in (%m) threads 128 blocks_per_sm 5 {
     %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
     %weight_tile = tile.alloc : !tile.shared<[heads], f32>
     %index_tile = tile.alloc : !tile.shared<[topk], i32>

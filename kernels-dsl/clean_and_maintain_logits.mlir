@@ -20,13 +20,13 @@ tile.kernel @clean_and_maintain_logits(
     %logits: !tile.global<[?, ?], f32>,
     %s: !tile.global<[?], i32>,
     %e: !tile.global<[?], i32>)
-    params {block_m = 8, rows_per_warp = 4} {
+    params {block_m = 4, rows_per_warp = 8} {
   %m = tile.dim %logits, 0 : !tile.global<[?, ?], f32>
   %block_m = tile.param "block_m" : index
   %rows_per_warp = tile.param "rows_per_warp" : index
   %rows_per_block = arith.muli %block_m, %rows_per_warp : index
   %grid = arith.ceildivui %m, %rows_per_block : index
-  tile.launch (%bx) in (%grid) threads 256 {
+  tile.launch (%bx) in (%grid) threads 128 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c8 = arith.constant 8 : index

@@ -29,7 +29,14 @@ tile.kernel @pool_mqa_logits(
   %m = tile.dim %bks, 0 : !tile.global<[?], i32>
   %block_q = tile.param "block_q" : index
   %num_q_blocks = arith.ceildivui %m, %block_q : index
-  tile.launch (%bx) in (%num_q_blocks) threads 128 {
+  tile.launch (%launch_index) in (%num_q_blocks) threads 128 blocks_per_sm 3 {
+    // The last query blocks first: with causal windows they walk the most
+    // keys, and starting the longest work first keeps the last wave short.
+    %c1_blocks = arith.constant 1 : index
+    %last_block = arith.subi %num_q_blocks, %c1_blocks : index
+    %bx = arith.subi %last_block, %launch_index : index
+    %starts = tile.alloc : !tile.local<[block_q], i32>
+    %ends = tile.alloc : !tile.local<[block_q], i32>
     %q_rows = tile.alloc : !tile.shared<[block_q*heads, dim], f8E4M3FN>
     %weight_tile = tile.alloc : !tile.shared<[block_q, heads], f32>
     %k_tile = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>
@@ -45,22 +52,27 @@ tile.kernel @pool_mqa_logits(
     %heads = tile.param "heads" : index
     %q0 = arith.muli %bx, %block_q : index
     %q_row0 = arith.muli %q0, %heads : index
+    // Union of the windows of this block's queries (queries past M are
+    // skipped). The window bounds of all block_q queries are read at once,
+    // in flight while the queries are copied.
+    tile.copy %bks[%q0] to %starts : !tile.global<[?], i32> to !tile.local<[block_q], i32>
+    tile.copy %bke[%q0] to %ends : !tile.global<[?], i32> to !tile.local<[block_q], i32>
     tile.copy %q[%q_row0, %c0] to %q_rows
         : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
     tile.copy %weights[%q0, %c0] to %weight_tile
         : !tile.global<[?, heads], f32> to !tile.shared<[block_q, heads], f32>
-
-    // Union of the windows of this block's queries (queries past M are skipped).
-    %q_end_unclamped = arith.addi %q0, %block_q : index
-    %q_end = arith.minui %q_end_unclamped, %m : index
     %max_i32 = arith.constant 2147483647 : i32
     %min_i32 = arith.constant 0 : i32
-    %lo, %hi = scf.for %i = %q0 to %q_end step %c1
+    %lo, %hi = scf.for %i = %c0 to %block_q step %c1
         iter_args(%lo_acc = %max_i32, %hi_acc = %min_i32) -> (i32, i32) {
-      %s = tile.load %bks[%i] : !tile.global<[?], i32>
-      %e = tile.load %bke[%i] : !tile.global<[?], i32>
-      %lo_next = arith.minsi %lo_acc, %s : i32
-      %hi_next = arith.maxsi %hi_acc, %e : i32
+      %query = arith.addi %q0, %i : index
+      %valid = arith.cmpi ult, %query, %m : index
+      %s = tile.load %starts[%i] : !tile.local<[block_q], i32>
+      %e = tile.load %ends[%i] : !tile.local<[block_q], i32>
+      %lo_min = arith.minsi %lo_acc, %s : i32
+      %hi_max = arith.maxsi %hi_acc, %e : i32
+      %lo_next = arith.select %valid, %lo_min, %lo_acc : i32
+      %hi_next = arith.select %valid, %hi_max, %hi_acc : i32
       scf.yield %lo_next, %hi_next : i32, i32
     }
     %c4 = arith.constant 4 : index

@@ -1,7 +1,8 @@
 """Tensor-core kernels vs cuBLAS fp8/bf16 rates measured in the same run.
 
-Prints a markdown table (and writes it to --out): the fp8 gemm of the DSL
-(kernels-dsl/fp8_gemm.mlir) against torch._scaled_mm, pool_mqa_logits (and
+Prints a markdown table (and writes it to --out): the fp8 and bf16 gemms of
+the DSL (kernels-dsl/{fp8,bf16}_gemm.mlir) against torch._scaled_mm and
+torch.matmul (cuBLAS, 8192^3, same run), pool_mqa_logits (and
 the flat V3.2 indexer = the same kernel on raw keys) and
 block_sparse_mqa_logits, counting useful FLOPs only.
 """
@@ -65,21 +66,35 @@ def main():
     bf16_rate = 2 * size**3 / t
     rows.append(("torch.matmul bf16", f"{size}^3", t, bf16_rate, bf16_rate / fp8_rate))
 
-    for size in (4096, 8192):
-        a, b = fp8(size, size), fp8(size, size)
-        c = torch.empty(size, size, device="cuda")
-        kernel = jit.get_kernel("fp8_gemm", {"k": size})
-        kernel.launch(a, b, c)
-        torch.cuda.synchronize()
-        # fp8 wgmma accumulation is not exact f32 (TOOLCHAIN.md): compare
-        # with a float reference within 1e-3 of sum |a*b|, on a corner.
-        corner = slice(0, 512)
-        ref = a[corner].float() @ b[corner].float().T
-        magnitude = a[corner].float().abs() @ b[corner].float().abs().T
-        ok = bool(((c[corner, corner] - ref).abs() <= 1e-3 * magnitude + 1e-3).all())
-        t = bench(lambda: kernel.launch(a, b, c))
-        rate = 2 * size**3 / t
-        rows.append((f"hisa fp8_gemm ({'ok' if ok else 'MISMATCH'})", f"{size}^3", t, rate, rate / fp8_rate))
+    for name, dtype, ceiling, ceiling_name in (
+        ("fp8_gemm", torch.float8_e4m3fn, fp8_rate, "fp8"),
+        ("bf16_gemm", torch.bfloat16, bf16_rate, "bf16"),
+    ):
+        for size in (4096, 8192):
+            a = torch.randn(size, size, device="cuda").to(dtype)
+            b = torch.randn(size, size, device="cuda").to(dtype)
+            c = torch.empty(size, size, device="cuda")
+            kernel = jit.get_kernel(name, {"k": size})
+            kernel.launch(a, b, c)
+            torch.cuda.synchronize()
+            # wgmma accumulation is not exact f32 (TOOLCHAIN.md): compare with
+            # a float reference within 1e-3 of sum |a*b|, on a corner.
+            corner = slice(0, 512)
+            ref = a[corner].float() @ b[corner].float().T
+            magnitude = a[corner].float().abs() @ b[corner].float().abs().T
+            ok = bool(((c[corner, corner] - ref).abs() <= 1e-3 * magnitude + 1e-3).all())
+            t = bench(lambda: kernel.launch(a, b, c))
+            rate = 2 * size**3 / t
+            rows.append(
+                (
+                    f"hisa {name} ({'ok' if ok else 'MISMATCH'}; {rate / ceiling * 100:.1f}% of {ceiling_name} cuBLAS)",
+                    f"{size}^3",
+                    t,
+                    rate,
+                    rate / fp8_rate,
+                )
+            )
+            del a, b, c
 
     heads, dim, kb = 64, 128, 128
     # pool_mqa_logits: one causal sequence, M = N = 131072, pooled keys.

@@ -25,10 +25,11 @@ from hisa import jit  # noqa: E402
 KERNELS = os.path.join(HERE, "..", "..", "kernels-dsl")
 
 
-def variant(name, threads=128, stages=None, element=None):
+def variant(name, threads=128, stages=None, element=None, blocks_per_sm=None):
     with open(os.path.join(KERNELS, f"{name}.mlir")) as f:
         text = f.read()
-    text = re.sub(r"threads \d+", f"threads {threads}", text)
+    launch = f"threads {threads}" + (f" blocks_per_sm {blocks_per_sm}" if blocks_per_sm else "")
+    text = re.sub(r"threads \d+( blocks_per_sm \d+)?", launch, text)
     if stages is not None:
         text = re.sub(r"num_stages = \d+", f"num_stages = {stages}", text)
     if element is not None:
@@ -84,9 +85,17 @@ def sparse_rows(fp8_rate):
     out = torch.empty(m, topk * kb, device="cuda")
     flops = 2 * m * topk * kb * heads * dim
     reference = None
-    for threads, stages in ((128, 2), (128, 3), (128, 4), (256, 2), (256, 3), (256, 4)):
+    for threads, stages, blocks in (
+        (128, 2, None),
+        (128, 2, 4),
+        (128, 2, 5),
+        (128, 3, 4),
+        (128, 4, None),
+        (256, 2, None),
+        (256, 2, 3),
+    ):
         try:
-            source = variant("block_sparse_mqa_logits", threads, stages)
+            source = variant("block_sparse_mqa_logits", threads, stages, blocks_per_sm=blocks)
             kernel = jit.get_kernel(
                 "block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb, "topk": topk}, source=source
             )
@@ -97,10 +106,10 @@ def sparse_rows(fp8_rate):
                 reference = out.clone()
             ok = bool(torch.allclose(out, reference, rtol=1e-5, atol=1e-5, equal_nan=False))
             t = bench(lambda: kernel.launch(q, k, k_scale, index, weights, ks, ke, out), reps=5, batch=3)
-            label = f"block_sparse T={topk} M=N={n} threads={threads} stages={stages}"
+            label = f"block_sparse T={topk} M=N={n} threads={threads} stages={stages} blocks_per_sm={blocks}"
             rows.append((label, "ok" if ok else "MISMATCH", t, flops / t, flops / t / fp8_rate))
         except Exception as exc:
-            rows.append((f"block_sparse threads={threads} stages={stages}", f"error: {exc}"[:120], 0, 0, 0))
+            rows.append((f"block_sparse threads={threads} stages={stages} blocks_per_sm={blocks}", f"error: {exc}"[:120], 0, 0, 0))
     return rows
 
 
@@ -157,9 +166,54 @@ def pool_rows(fp8_rate):
     return rows
 
 
+def clean_rows(copy_rate):
+    """clean_and_maintain_logits_ (memory-bound, for its tuning record):
+    rows per warp and warps per block."""
+    from bench_memory_bound import clean_bytes, clean_windows
+
+    rows = []
+    n, kb = 131072, 128
+    nn = n // kb
+    for num_seqs in (1, 16):
+        s, e = clean_windows(n, kb, num_seqs)
+        moved = clean_bytes(s, e, nn)
+        sets = [torch.randn(n, nn, device="cuda") for _ in range(4)]
+        reference = None
+        for threads, block_m, rows_per_warp in (
+            (256, 8, 2),
+            (256, 8, 4),
+            (256, 8, 8),
+            (128, 4, 4),
+            (128, 4, 8),
+            (128, 4, 16),
+            (64, 2, 8),
+        ):
+            kernel = jit.get_kernel(
+                "clean_and_maintain_logits",
+                {"block_m": block_m, "rows_per_warp": rows_per_warp},
+                source=variant("clean_and_maintain_logits", threads),
+            )
+            check = sets[0].clone()
+            kernel.launch(check, s, e)
+            if reference is None:
+                reference = check
+            ok = torch.equal(check.view(torch.int32), reference.view(torch.int32))
+            state = {"i": 0}
+
+            def run():
+                state["i"] += 1
+                kernel.launch(sets[state["i"] % 4], s, e)
+
+            t = bench(run, reps=10, batch=8)
+            label = f"clean {num_seqs} seq(s) threads={threads} block_m={block_m} rows_per_warp={rows_per_warp}"
+            rows.append((label, "ok" if ok else "MISMATCH", t, moved / t, moved / t / copy_rate))
+        del sets, reference, check
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", choices=["gemm", "sparse", "pool"])
+    parser.add_argument("--only", choices=["gemm", "sparse", "pool", "clean"])
     parser.add_argument("--out")
     args = parser.parse_args()
 
@@ -176,11 +230,19 @@ def main():
         rows += sparse_rows(fp8_rate)
     if args.only in (None, "pool"):
         rows += pool_rows(fp8_rate)
+    if args.only in (None, "clean"):
+        src = torch.empty(2**29, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        t = bench(lambda: dst.copy_(src))
+        copy_rate = 2 * src.numel() / t
+        del src, dst
+        rows.append(("device copy 512 MiB (read + write bytes, rate in TB/s)", "ceiling", t, copy_rate, 1.0))
+        rows += clean_rows(copy_rate)
 
     lines = [
         f"# tensor-core tuning sweep on {torch.cuda.get_device_name()}",
         "",
-        "| variant | check | time (ms) | TFLOP/s | % of fp8 cuBLAS |",
+        "| variant | check | time (ms) | TFLOP/s (clean: TB/s) | % of fp8 cuBLAS (clean: of copy) |",
         "| --- | --- | ---: | ---: | ---: |",
     ]
     for label, check, t, rate, ratio in rows:

@@ -94,15 +94,19 @@ def test_gemm_warpgroups(kind, m, n, threads, policy, rows):
     run_gemm(kind, m, n, rows, threads=threads, policy=policy)
 
 
-@pytest.mark.parametrize("size", [(128, 128, 256), (256, 384, 1024), (200, 130, 512)])
-def test_fp8_gemm_kernel(size):
-    """kernels-dsl/fp8_gemm.mlir: a K loop pipelined with cp.async (3 stages)."""
+@pytest.mark.parametrize("name", ["fp8_gemm", "bf16_gemm"])
+@pytest.mark.parametrize("size", [(128, 256, 256), (256, 384, 1024), (200, 130, 512), (333, 517, 768)])
+def test_gemm_kernels(name, size):
+    """kernels-dsl/{fp8,bf16}_gemm.mlir: two warpgroups, a K loop pipelined
+    with cp.async (4 stages) and one wgmma group in flight; partial tiles
+    along M and N."""
     fresh_seed(torch)
     m, n, k = size
-    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+    dtype = torch.float8_e4m3fn if name == "fp8_gemm" else torch.bfloat16
+    a = torch.randn(m, k, device="cuda").to(dtype)
+    b = torch.randn(n, k, device="cuda").to(dtype)
     c = torch.full((m, n), float("nan"), device="cuda")
-    kernel = hisa.jit.get_kernel("fp8_gemm", {"k": k})
+    kernel = hisa.jit.get_kernel(name, {"k": k})
     kernel.launch(a, b, c)
     torch.cuda.synchronize()
     ref = a.float() @ b.float().T
@@ -116,6 +120,7 @@ def test_fp8_gemm_kernel(size):
     "name,params,instruction",
     [
         ("fp8_gemm", {"k": 512}, "QGMMA"),
+        ("bf16_gemm", {"k": 512}, "HGMMA"),
         ("block_sparse_mqa_logits", {}, "QGMMA"),
         ("pool_mqa_logits", {}, "QGMMA"),
     ],

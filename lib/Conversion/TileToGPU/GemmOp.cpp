@@ -204,7 +204,9 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     results.push_back(accumulator);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  // A deferred gemm keeps its group in flight; the loop waits after it.
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
+                                     deferredGemms.contains(op) ? 1 : 0);
   for (auto [block, accumulator] : llvm::enumerate(results))
     for (int64_t i = 0; i < perBlock; ++i)
       memref::StoreOp::create(

@@ -130,6 +130,11 @@ public:
   /// Gemms at the top of a pipelined body, after the fence and barrier that
   /// the pipeline emits (see isFencedByPipeline).
   llvm::SmallPtrSet<mlir::Operation *, 4> fencedGemms;
+  /// Gemms whose wgmma group stays in flight (wait_group 1) across the
+  /// iterations of their pipelined loop (see getDeferrableGemm).
+  llvm::SmallPtrSet<mlir::Operation *, 4> deferredGemms;
+  /// The gemm of `loop` that may leave its wgmma in flight, if any.
+  GemmOp getDeferrableGemm(PipelinedOp loop);
   mlir::Value sharedBase; // memref<?xi8, workgroup>
   /// Lowered storage of global, shared and local tiles.
   llvm::DenseMap<mlir::Value, mlir::Value> memrefs;

@@ -159,10 +159,17 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     commit(b);
   }
 
+  // A gemm that only accumulates along the loop (the last op of the body,
+  // its accumulator used by nothing else in the body) need not wait for its
+  // wgmma: one group stays in flight while the next iteration's copies are
+  // issued. The copies for iteration k + S - 1 then go after the gemm of
+  // iteration k, once the wgmma of k - 1 (which read that buffer) is done.
+  GemmOp deferred = getDeferrableGemm(op);
   auto loop = scf::ForOp::create(b, loc, lower, upper, step);
   OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
   Value iv = loop.getInductionVar();
   SmallVector<std::pair<Value, Value>> savedViews;
+  SmallVector<Operation *> issueOps;
   if (stages > 1) {
     // Iteration k fills buffer (k + stages - 1) % stages, then waits for
     // its own buffer k % stages.
@@ -178,13 +185,19 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     Value inRange = arith::CmpIOp::create(inner, loc, arith::CmpIPredicate::slt,
                                           ahead, upper);
     LogicalResult result = success();
+    Block::iterator before = std::prev(inner.getInsertionPoint());
     emitIf(inner, inRange, [&](OpBuilder &nested) {
       result = issue(nested, ahead, aheadStage);
     });
     if (failed(result))
       return failure();
     commit(inner);
-    NVVM::CpAsyncWaitGroupOp::create(inner, loc, stages - 1);
+    for (Operation &issued : llvm::make_range(std::next(before),
+                                              inner.getInsertionPoint()))
+      issueOps.push_back(&issued);
+    // Deferred issue: this iteration's group is among the last S - 2.
+    NVVM::CpAsyncWaitGroupOp::create(inner, loc,
+                                     deferred ? stages - 2 : stages - 1);
     // The staged tiles (and whatever else this thread wrote to shared
     // memory) become visible to wgmma's async proxy before the barrier, so
     // a gemm at the top of the body needs no fence and barrier of its own.
@@ -221,11 +234,34 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     // Nobody may still read a buffer when a later iteration refills it.
     OpBuilder end(loopBody->getTerminator());
     barrier(end);
+    if (deferred)
+      for (Operation *issued : issueOps)
+        issued->moveBefore(loopBody->getTerminator());
     for (auto [tile, view] : savedViews)
       memrefs[tile] = view;
+    if (deferred)
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   }
   return success();
+}
+
+GemmOp KernelLowering::getDeferrableGemm(PipelinedOp loop) {
+  Block &body = loop.getBody().front();
+  if (loop.getNumStages() < 2 || !StringRef(chip).starts_with("sm_90"))
+    return {};
+  auto gemms = body.getOps<GemmOp>();
+  if (gemms.empty() || std::next(gemms.begin()) != gemms.end())
+    return {};
+  GemmOp gemm = *gemms.begin();
+  if (gemm->getNextNode() != body.getTerminator() ||
+      !isFencedByPipeline(loop, gemm))
+    return {};
+  for (Operation *user : gemm.getC().getUsers())
+    if (user != gemm.getOperation() && loop->isAncestor(user))
+      return {};
+  deferredGemms.insert(gemm);
+  return gemm;
 }
 
 Value KernelLowering::getStageView(OpBuilder &b, Value tile, Value stage) {
@@ -280,41 +316,72 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
   Value buffer = getStageView(b, tile, stage);
   int64_t windowRank = sourceType.getRank();
   int64_t lead = windowRank - shape.size();
-  for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector) {
-    SmallVector<Value> coords = coordinates(b, layout, v);
-    SmallVector<Value> indices;
-    for (int64_t i = 0; i < windowRank; ++i) {
-      Value offset = offsets.empty() ? index(b, 0) : offsets[i];
-      indices.push_back(
-          i < lead ? offset
-                   : arith::AddIOp::create(b, loc, offset, coords[i - lead])
-                         .getResult());
+  auto windowOffset = [&](OpBuilder &nested, int64_t i) {
+    return offsets.empty() ? index(nested, 0) : offsets[i];
+  };
+  // Issues every piece; `checked` guards each one against the tensor's
+  // bounds (zero-filling what lies outside).
+  auto emitPieces = [&](OpBuilder &nested, bool checked) {
+    for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector) {
+      SmallVector<Value> coords = coordinates(nested, layout, v);
+      SmallVector<Value> indices;
+      for (int64_t i = 0; i < windowRank; ++i)
+        indices.push_back(i < lead ? windowOffset(nested, i)
+                                   : arith::AddIOp::create(
+                                         nested, loc, windowOffset(nested, i),
+                                         coords[i - lead])
+                                         .getResult());
+      Value sourceElements = index(nested, layout.vector);
+      SmallVector<Value> safe = indices;
+      if (checked) {
+        Value inside;
+        if (wholePieces) {
+          inside = inBounds(nested, source, indices, layout.vector);
+        } else {
+          // Elements of the piece inside the row: min(size - start, V).
+          inside = inBounds(nested, source, indices, 1);
+          Value size = memref::DimOp::create(nested, loc, source, innermost);
+          Value left = arith::SubIOp::create(nested, loc, size, indices.back());
+          sourceElements = arith::MinSIOp::create(nested, loc, left,
+                                                  sourceElements);
+        }
+        sourceElements = arith::SelectOp::create(nested, loc, inside,
+                                                 sourceElements,
+                                                 index(nested, 0));
+        // A piece outside the tensor reads nothing, from a valid address.
+        for (Value &idx : safe)
+          idx = arith::SelectOp::create(nested, loc, inside, idx,
+                                        index(nested, 0));
+      }
+      emitIf(nested, isInside(nested, layout, v), [&](OpBuilder &inner) {
+        SmallVector<Value> destination = sharedIndices(inner, tile, coords);
+        nvgpu::DeviceAsyncCopyOp::create(
+            inner, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+            buffer, destination, source, safe, inner.getIndexAttr(layout.vector),
+            sourceElements, bytes == 16 ? inner.getUnitAttr() : UnitAttr());
+      });
     }
-    Value inside, sourceElements;
-    if (wholePieces) {
-      inside = inBounds(b, source, indices, layout.vector);
-      sourceElements = arith::SelectOp::create(
-          b, loc, inside, index(b, layout.vector), index(b, 0));
-    } else {
-      // Elements of the piece inside the row: clamp(size - start, 0, V).
-      inside = inBounds(b, source, indices, 1);
-      Value size = memref::DimOp::create(b, loc, source, innermost);
-      Value left = arith::SubIOp::create(b, loc, size, indices.back());
-      Value count = arith::MinSIOp::create(b, loc, left, index(b, layout.vector));
-      sourceElements =
-          arith::SelectOp::create(b, loc, inside, count, index(b, 0));
-    }
-    // A piece outside the tensor reads nothing (and from a valid address).
-    SmallVector<Value> safe;
-    for (Value idx : indices)
-      safe.push_back(arith::SelectOp::create(b, loc, inside, idx, index(b, 0)));
-    emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
-      SmallVector<Value> destination = sharedIndices(nested, tile, coords);
-      nvgpu::DeviceAsyncCopyOp::create(
-          nested, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
-          destination, source, safe, nested.getIndexAttr(layout.vector),
-          sourceElements, bytes == 16 ? nested.getUnitAttr() : UnitAttr());
-    });
+  };
+  // One check for the whole window: a tile inside the tensor (the common
+  // case) issues its pieces without per-piece bounds checks.
+  Value whole;
+  for (int64_t i = 0; i < windowRank; ++i) {
+    int64_t extent = i < lead ? 1 : shape[i - lead];
+    Value size = memref::DimOp::create(b, loc, source, i);
+    Value offset = windowOffset(b, i);
+    Value from = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                       offset, index(b, 0));
+    Value end = arith::AddIOp::create(b, loc, offset, index(b, extent));
+    Value to =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, end, size);
+    Value inside = arith::AndIOp::create(b, loc, from, to);
+    whole = whole ? arith::AndIOp::create(b, loc, whole, inside).getResult()
+                  : inside;
   }
+  auto ifOp = scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
+  OpBuilder thenBuilder = ifOp.getThenBodyBuilder();
+  emitPieces(thenBuilder, /*checked=*/false);
+  OpBuilder elseBuilder = ifOp.getElseBodyBuilder();
+  emitPieces(elseBuilder, /*checked=*/true);
   return success();
 }

@@ -181,9 +181,22 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
                          ? layout->vector
                          : 1;
     SmallVector<Value> &regs = registers[tile];
+    // A replicated fragment (e.g. a reduction result left in the lanes it
+    // combined) is stored by one thread of each replica group.
+    Value writer;
+    if (!windowIsSource)
+      if (int64_t replicated = getReplicatedThreadBits(fragment.getLayout()))
+        writer = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq,
+            arith::AndIOp::create(b, loc, threadId, index(b, replicated)),
+            index(b, 0));
     for (int64_t v = 0; v < layout->getValuesPerThread(); v += vector) {
       SmallVector<Value> coords = coordinates(b, *layout, v);
       Value inside = isInside(b, *layout, v);
+      if (writer)
+        inside = inside ? arith::AndIOp::create(b, loc, inside, writer)
+                              .getResult()
+                        : writer;
       SmallVector<Value> indices =
           windowIsGlobal
               ? windowIndices(b, loc, offsets, windowRank, coords)

@@ -426,6 +426,9 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(launch.getThreads()), 1, 1}));
+  // PTX .minnctapersm: ptxas limits registers so that many blocks fit.
+  if (std::optional<int64_t> blocks = launch.getBlocksPerSm())
+    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(*blocks));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
 

@@ -132,6 +132,24 @@ tile.kernel @threads_not_warp_multiple() {
 
 // -----
 
+tile.kernel @no_blocks_per_sm() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op blocks_per_sm must be at least 1 with at most 2048 threads per SM, got 0 blocks of 128 threads}}
+  tile.launch (%bx) in (%c1) threads 128 blocks_per_sm 0 {
+  }
+}
+
+// -----
+
+tile.kernel @too_many_blocks_per_sm() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op blocks_per_sm must be at least 1 with at most 2048 threads per SM, got 9 blocks of 256 threads}}
+  tile.launch (%bx) in (%c1) threads 256 blocks_per_sm 9 {
+  }
+}
+
+// -----
+
 tile.kernel @too_many_threads() {
   %c1 = arith.constant 1 : index
   // expected-error @+1 {{'tile.launch' op thread count must be a multiple of 32 between 32 and 1024, got 2048}}

@@ -124,3 +124,13 @@ tile.kernel @grid3(%a: index, %b: i32, %alpha: f32) {
   tile.launch (%x, %y, %z) in (%a, %a, %a) threads 32 {
   }
 }
+
+// -----
+
+// An occupancy hint: blocks_per_sm (CUDA's __launch_bounds__ second value).
+// CHECK-LABEL: tile.kernel @occupancy
+// CHECK: tile.launch (%{{.*}}) in (%{{.*}}) threads 128 blocks_per_sm 5 {
+tile.kernel @occupancy(%a: index) {
+  tile.launch (%x) in (%a) threads 128 blocks_per_sm 5 {
+  }
+}

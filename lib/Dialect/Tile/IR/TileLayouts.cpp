@@ -202,3 +202,32 @@ FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
       context, threads, values >> reducedValueBits.size(),
       simplifyAffineMap(AffineMap::get(2, 0, coords, context)));
 }
+
+int64_t hisa::tile::getReplicatedThreadBits(FragmentLayoutAttr layout) {
+  MLIRContext *context = layout.getContext();
+  AffineMap map = layout.getMap();
+  int64_t threads = layout.getThreads(), values = layout.getValues();
+  auto evaluate = [&](int64_t t, int64_t v) {
+    SmallVector<Attribute> operands = {
+        IntegerAttr::get(IndexType::get(context), t),
+        IntegerAttr::get(IndexType::get(context), v)};
+    SmallVector<Attribute> results;
+    (void)map.constantFold(operands, results);
+    return results;
+  };
+  if (!llvm::isPowerOf2_64(threads))
+    return 0;
+  int64_t bits = 0;
+  for (int64_t bit = 1; bit < threads; bit *= 2) {
+    bool same = true;
+    for (int64_t t = 0; t < threads && same; ++t) {
+      if (t & bit)
+        continue;
+      for (int64_t v = 0; v < values && same; ++v)
+        same = evaluate(t, v) == evaluate(t | bit, v);
+    }
+    if (same)
+      bits |= bit;
+  }
+  return bits;
+}

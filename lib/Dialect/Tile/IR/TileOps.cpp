@@ -280,6 +280,13 @@ ParseResult LaunchOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   result.addAttribute(getThreadsAttrName(result.name),
                       parser.getBuilder().getI64IntegerAttr(threads));
+  if (succeeded(parser.parseOptionalKeyword("blocks_per_sm"))) {
+    int64_t blocks;
+    if (parser.parseInteger(blocks))
+      return failure();
+    result.addAttribute(getBlocksPerSmAttrName(result.name),
+                        parser.getBuilder().getI64IntegerAttr(blocks));
+  }
   if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   for (OpAsmParser::Argument &index : blockIndices)
@@ -296,8 +303,10 @@ void LaunchOp::print(OpAsmPrinter &p) {
   llvm::interleaveComma(getBlockIndices(), p,
                         [&](BlockArgument index) { p.printOperand(index); });
   p << ") in (" << getGridSizes() << ") threads " << getThreads();
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
-                                     {getThreadsAttrName()});
+  if (std::optional<int64_t> blocks = getBlocksPerSm())
+    p << " blocks_per_sm " << *blocks;
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(), {getThreadsAttrName(), getBlocksPerSmAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
@@ -320,6 +329,11 @@ LogicalResult LaunchOp::verify() {
     return emitOpError("thread count must be a multiple of 32 between 32 and "
                        "1024, got ")
            << threads;
+  if (std::optional<int64_t> blocks = getBlocksPerSm())
+    if (*blocks < 1 || *blocks * threads > 2048)
+      return emitOpError("blocks_per_sm must be at least 1 with at most 2048 "
+                         "threads per SM, got ")
+             << *blocks << " blocks of " << threads << " threads";
   return success();
 }
 

@@ -85,6 +85,12 @@ FragmentLayoutAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *context,
 FragmentLayoutAttr getReducedLayout(FragmentLayoutAttr source,
                                     llvm::ArrayRef<int64_t> shape, int64_t dim);
 
+/// The thread-id bits that a fragment layout replicates over: flipping any
+/// of them gives the same coordinates for every value (e.g. the lanes a
+/// reduction combined). One thread of each replica group suffices to store
+/// the fragment. Zero when the layout has no replication.
+int64_t getReplicatedThreadBits(FragmentLayoutAttr layout);
+
 } // namespace hisa::tile
 
 #endif // HISA_DIALECT_TILE_IR_TILELAYOUTS_H

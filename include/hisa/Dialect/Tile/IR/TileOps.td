@@ -110,15 +110,20 @@ def Tile_LaunchOp : Tile_Op<"launch", [
   let summary = "The code each block of the grid runs";
   let description = [{
     Launches a grid of 1 to 3 dimensions with `threads` threads per block.
-    The region's arguments are the block indices.
+    The region's arguments are the block indices. `blocks_per_sm N` asks
+    that N blocks fit on one SM at a time (like CUDA's
+    `__launch_bounds__(threads, N)`): the register allocator then keeps
+    each thread within 65536 / (N * threads) registers.
 
     ```mlir
     tile.launch (%bx, %by) in (%nb, %heads) threads 256 {
       ...
     }
+    tile.launch (%bx) in (%m) threads 128 blocks_per_sm 5 { ... }
     ```
   }];
-  let arguments = (ins Variadic<Index>:$gridSizes, I64Attr:$threads);
+  let arguments = (ins Variadic<Index>:$gridSizes, I64Attr:$threads,
+                       OptionalAttr<I64Attr>:$blocks_per_sm);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
