@@ -20,8 +20,10 @@
 
 using namespace mlir;
 
-void hisa::buildTilePlanningPipeline(OpPassManager &pm) {
-  pm.addPass(tile::createTileAssignLayouts());
+void hisa::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip) {
+  tile::TileAssignLayoutsOptions layouts;
+  layouts.chip = chip.str();
+  pm.addPass(tile::createTileAssignLayouts(layouts));
   pm.addPass(tile::createTilePlanSharedMemory());
 }
 
@@ -30,7 +32,7 @@ void hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   tile::TileBindParamsOptions bind;
   bind.params.assign(options.params.begin(), options.params.end());
   pm.addPass(tile::createTileBindParams(bind));
-  buildTilePlanningPipeline(pm);
+  buildTilePlanningPipeline(pm, options.chip);
   buildTileLoweringPipeline(pm, options);
 }
 

@@ -290,7 +290,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   metadata.threads = kernel.getLaunch().getThreads();
 
   PassManager plan(&context);
-  buildTilePlanningPipeline(plan);
+  buildTilePlanningPipeline(plan, target);
   if (failed(plan.run(*module)))
     return failure("cannot assign layouts or plan shared memory");
   metadata.sharedBytes = kernel.getLaunch()

@@ -34,7 +34,8 @@ void buildTileToNVVMPipeline(mlir::OpPassManager &pm,
 
 /// The stages of the above after binding, for clients (the JIT) that read
 /// the IR in between: layouts and shared memory, then the lowering.
-void buildTilePlanningPipeline(mlir::OpPassManager &pm);
+void buildTilePlanningPipeline(mlir::OpPassManager &pm,
+                               llvm::StringRef chip = "sm_90a");
 void buildTileLoweringPipeline(mlir::OpPassManager &pm,
                                const TileToNVVMOptions &options);
 

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -89,16 +90,24 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   auto aType = dyn_cast<SharedType>(op.getA().getType());
   auto bType = cast<SharedType>(op.getB().getType());
   auto cType = cast<FragmentType>(op.getC().getType());
-  if (chip != "sm_90a") {
+  if (!cType.getElementType().isF32())
+    return op.emitOpError("accumulates in ")
+           << cType.getElementType()
+           << ", which is not supported yet (the wgmma and mma.sync lowerings "
+              "accumulate in f32); use an f32 accumulator";
+  if (!hasWgmma(chip)) {
     if (isa<Float8E4M3FNType>(bType.getElementType()))
       return op.emitOpError("fp8 (f8E4M3FN) gemm needs wgmma, which target ")
              << chip
              << " does not have (mma.sync would emulate fp8); compile for "
                 "sm_90a";
-    return op.emitOpError("for target ")
-           << chip
-           << " (mma.sync) is not implemented yet; refusing rather than "
-              "emitting a slow path";
+    int64_t sm = 0;
+    if (!StringRef(chip).drop_front(3).take_while(llvm::isDigit).getAsInteger(
+            10, sm) &&
+        sm < 80)
+      return op.emitOpError("needs tensor cores with bf16/f16 mma.sync "
+                            "(sm_80 or newer); target ")
+             << chip << " has none";
   }
   if (!aType)
     return op.emitOpError("with A in registers is not supported yet; stage A "
@@ -112,6 +121,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       !bAlloc->hasAttr("tile.swizzle"))
     return op.emitOpError("operands have no swizzled layout; run "
                           "tile-assign-layouts first");
+  if (!hasWgmma(chip))
+    return lowerMmaSyncGemm(op, b);
   SmallVector<int64_t> cShape = *cType.getTileShape().getStaticSizes();
   int64_t m = cShape[0], n = cShape[1];
   std::string reason;
@@ -212,5 +223,123 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       memref::StoreOp::create(
           b, loc, LLVM::ExtractValueOp::create(b, loc, accumulator, i),
           regs[block * perBlock + i]);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// mma.sync (sm_80 and newer without wgmma)
+//===----------------------------------------------------------------------===//
+
+/// Each warp computes its piece of C (see getMmaSyncPartition) as 16x8
+/// tiles with mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: per k16
+/// step, thread (g = lane / 4, q = lane % 4) loads the 32-bit pairs
+/// A[r, c..c+1] for r in {g, g+8} and c in {2q, 2q+8} of each 16-row tile
+/// and B[n, c..c+1] (B is [N, K], so a K pair is contiguous) for n = g of
+/// each 8-column tile, from the swizzled shared tiles (the swizzle keeps
+/// the eight rows of a load in different banks).
+LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  MLIRContext *context = b.getContext();
+  auto aType = cast<SharedType>(op.getA().getType());
+  auto cType = cast<FragmentType>(op.getC().getType());
+  Type elementType = aType.getElementType();
+  SmallVector<int64_t> cShape = *cType.getTileShape().getStaticSizes();
+  int64_t k = *aType.getTileShape().getStaticSize(1);
+  std::string reason;
+  FailureOr<MmaSyncPartition> partition = getMmaSyncPartition(
+      cShape[0], cShape[1], threads, op.getPolicy(), reason);
+  if (failed(partition))
+    return op.emitOpError(reason);
+  if (cType.getLayout() != getMmaSyncAccumulatorLayout(context, *partition))
+    return op.emitOpError("accumulator does not have the mma.sync layout of "
+                          "target ")
+           << chip << "; run tile-assign-layouts with chip=" << chip;
+  if (!fencedGemms.contains(op))
+    gpu::BarrierOp::create(b, loc); // other threads' shared writes
+
+  auto constant = [&](int64_t value) { return index(b, value); };
+  Value warp = arith::DivUIOp::create(b, loc, threadId, constant(32));
+  Value lane = arith::RemUIOp::create(b, loc, threadId, constant(32));
+  Value group = arith::DivUIOp::create(b, loc, lane, constant(4));
+  Value quad = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, lane, constant(4)), constant(2));
+  Value warpRow = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, warp, constant(partition->warpsN)),
+      constant(partition->rowsPerWarp));
+  Value warpCol = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, warp, constant(partition->warpsN)),
+      constant(partition->colsPerWarp));
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto pairType = VectorType::get({2}, elementType);
+  // The 32-bit pair at (row, col) and (row, col + 1) of a shared tile.
+  auto loadPair = [&](Value tile, Value row, int64_t rowOffset, Value col,
+                      int64_t colOffset) -> Value {
+    Value r = arith::AddIOp::create(b, loc, row, constant(rowOffset));
+    Value c = arith::AddIOp::create(b, loc, col, constant(colOffset));
+    Value pair = vector::LoadOp::create(b, loc, pairType, memrefs.lookup(tile),
+                                        sharedIndices(b, tile, {r, c}));
+    return LLVM::BitcastOp::create(b, loc, i32, pair);
+  };
+
+  int64_t tilesM = partition->rowsPerWarp / 16;
+  int64_t tilesN = partition->colsPerWarp / 8;
+  SmallVector<Value> &regs = registers[op.getC()];
+  SmallVector<Value> accumulators;
+  for (Value reg : regs)
+    accumulators.push_back(
+        op.getClearAccum()
+            ? arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(0))
+                  .getResult()
+            : memref::LoadOp::create(b, loc, reg).getResult());
+  std::string ptx =
+      (Twine("mma.sync.aligned.m16n8k16.row.col.f32.") +
+       (elementType.isBF16() ? "bf16.bf16" : "f16.f16") +
+       ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+       "{$10, $11, $12, $13};")
+          .str();
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(4, f32));
+  for (int64_t step = 0; step < k / 16; ++step) {
+    Value kBase = arith::AddIOp::create(b, loc, quad, constant(16 * step));
+    SmallVector<SmallVector<Value, 4>> aFragments, bFragments;
+    for (int64_t mi = 0; mi < tilesM; ++mi) {
+      Value row = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, warpRow, group),
+          constant(16 * mi));
+      aFragments.push_back({loadPair(op.getA(), row, 0, kBase, 0),
+                            loadPair(op.getA(), row, 8, kBase, 0),
+                            loadPair(op.getA(), row, 0, kBase, 8),
+                            loadPair(op.getA(), row, 8, kBase, 8)});
+    }
+    for (int64_t ni = 0; ni < tilesN; ++ni) {
+      Value column = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, warpCol, group),
+          constant(8 * ni));
+      bFragments.push_back({loadPair(op.getB(), column, 0, kBase, 0),
+                            loadPair(op.getB(), column, 0, kBase, 8)});
+    }
+    for (int64_t mi = 0; mi < tilesM; ++mi)
+      for (int64_t ni = 0; ni < tilesN; ++ni) {
+        int64_t first = (mi * tilesN + ni) * 4;
+        SmallVector<Value> operands(aFragments[mi].begin(),
+                                    aFragments[mi].end());
+        operands.append(bFragments[ni].begin(), bFragments[ni].end());
+        operands.append(accumulators.begin() + first,
+                        accumulators.begin() + first + 4);
+        Value result =
+            LLVM::InlineAsmOp::create(
+                b, loc, resultType, operands, ptx,
+                "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+                /*has_side_effects=*/false, /*is_align_stack=*/false,
+                LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+                /*operand_attrs=*/ArrayAttr())
+                .getResult(0);
+        for (int64_t r = 0; r < 4; ++r)
+          accumulators[first + r] =
+              LLVM::ExtractValueOp::create(b, loc, result, r);
+      }
+  }
+  for (auto [reg, value] : llvm::zip(regs, accumulators))
+    memref::StoreOp::create(b, loc, value, reg);
   return success();
 }

@@ -133,6 +133,8 @@ public:
   /// Gemms whose wgmma group stays in flight (wait_group 1) across the
   /// iterations of their pipelined loop (see getDeferrableGemm).
   llvm::SmallPtrSet<mlir::Operation *, 4> deferredGemms;
+  /// tile.gemm on mma.sync (targets without wgmma).
+  mlir::LogicalResult lowerMmaSyncGemm(GemmOp op, mlir::OpBuilder &b);
   /// The gemm of `loop` that may leave its wgmma in flight, if any.
   GemmOp getDeferrableGemm(PipelinedOp loop);
   mlir::Value sharedBase; // memref<?xi8, workgroup>

@@ -201,7 +201,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     // The staged tiles (and whatever else this thread wrote to shared
     // memory) become visible to wgmma's async proxy before the barrier, so
     // a gemm at the top of the body needs no fence and barrier of its own.
-    if (!body.getOps<GemmOp>().empty())
+    if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
       fenceSharedForAsyncProxy(inner);
     for (GemmOp gemm : body.getOps<GemmOp>())
       if (isFencedByPipeline(op, gemm))
@@ -248,7 +248,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
 
 GemmOp KernelLowering::getDeferrableGemm(PipelinedOp loop) {
   Block &body = loop.getBody().front();
-  if (loop.getNumStages() < 2 || !StringRef(chip).starts_with("sm_90"))
+  if (loop.getNumStages() < 2 || !hasWgmma(chip))
     return {};
   auto gemms = body.getOps<GemmOp>();
   if (gemms.empty() || std::next(gemms.begin()) != gemms.end())

@@ -231,3 +231,49 @@ int64_t hisa::tile::getReplicatedThreadBits(FragmentLayoutAttr layout) {
   }
   return bits;
 }
+
+bool hisa::tile::hasWgmma(StringRef chip) { return chip == "sm_90a"; }
+
+FailureOr<MmaSyncPartition>
+hisa::tile::getMmaSyncPartition(int64_t m, int64_t n, int64_t threads,
+                                GemmWarpPolicy policy, std::string &reason) {
+  llvm::raw_string_ostream os(reason);
+  int64_t warps = threads / 32;
+  bool alongM = m % (16 * warps) == 0 && n % 8 == 0;
+  bool alongN = n % (8 * warps) == 0 && m % 16 == 0;
+  bool splitN = policy == GemmWarpPolicy::FullCol ||
+                (policy == GemmWarpPolicy::Square && !alongM && alongN);
+  if (splitN ? !alongN : !alongM) {
+    os << "cannot split an accumulator [" << m << ", " << n << "] over "
+       << warps << " warp(s) along " << (splitN ? "N" : "M")
+       << " for mma.sync: each warp needs M a multiple of 16 and N a "
+          "multiple of 8";
+    return failure();
+  }
+  MmaSyncPartition partition;
+  partition.warpsM = splitN ? 1 : warps;
+  partition.warpsN = splitN ? warps : 1;
+  partition.rowsPerWarp = m / partition.warpsM;
+  partition.colsPerWarp = n / partition.warpsN;
+  return partition;
+}
+
+FragmentLayoutAttr
+hisa::tile::getMmaSyncAccumulatorLayout(MLIRContext *context,
+                                        const MmaSyncPartition &p) {
+  AffineExpr t = getAffineDimExpr(0, context);
+  AffineExpr v = getAffineDimExpr(1, context);
+  int64_t tilesM = p.rowsPerWarp / 16, tilesN = p.colsPerWarp / 8;
+  AffineExpr warp = t.floorDiv(32);
+  AffineExpr lane = t % 32;
+  AffineExpr tile = v.floorDiv(4);
+  AffineExpr r = v % 4;
+  AffineExpr row = warp.floorDiv(p.warpsN) * p.rowsPerWarp +
+                   tile.floorDiv(tilesN) * 16 + lane.floorDiv(4) +
+                   r.floorDiv(2) * 8;
+  AffineExpr col = (warp % p.warpsN) * p.colsPerWarp + (tile % tilesN) * 8 +
+                   (lane % 4) * 2 + r % 2;
+  return FragmentLayoutAttr::get(
+      context, 32 * p.warpsM * p.warpsN, tilesM * tilesN * 4,
+      simplifyAffineMap(AffineMap::get(2, 0, {row, col}, context)));
+}

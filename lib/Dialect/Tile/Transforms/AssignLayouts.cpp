@@ -131,14 +131,9 @@ struct TileAssignLayoutsPass
       if (!cShape)
         return gemm.emitOpError("accumulator shape is not bound");
       int64_t m = (*cShape)[0], n = (*cShape)[1];
-      std::string reason;
-      FailureOr<WgmmaPartition> partition =
-          getWgmmaPartition(m, n, threads, gemm.getPolicy(), reason);
-      if (failed(partition))
-        return gemm.emitOpError("with policy ")
-               << stringifyGemmWarpPolicy(gemm.getPolicy()) << " " << reason;
-      FragmentLayoutAttr layout =
-          getWgmmaAccumulatorLayout(launch.getContext(), m, n, *partition);
+      FragmentLayoutAttr layout = getGemmAccumulatorLayout(gemm, m, n, threads);
+      if (!layout)
+        return failure();
       unsigned id = shapeId(*cShape);
       if (FragmentLayoutAttr known = accumulators.lookup(id);
           known && known != layout)
@@ -241,6 +236,28 @@ struct TileAssignLayoutsPass
     for (ParallelOp parallel : parallels)
       parallel.setLayoutAttr(layoutFor(*parallel.getDomain().getStaticSizes()));
     return verifyFragmentAccesses(launch);
+  }
+
+  /// The accumulator layout of `gemm` for the target (null after a
+  /// diagnostic when the tile cannot be split over the threads).
+  FragmentLayoutAttr getGemmAccumulatorLayout(GemmOp gemm, int64_t m,
+                                              int64_t n, int64_t threads) {
+    std::string reason;
+    MLIRContext *context = gemm.getContext();
+    if (hasWgmma(chip)) {
+      FailureOr<WgmmaPartition> partition =
+          getWgmmaPartition(m, n, threads, gemm.getPolicy(), reason);
+      if (succeeded(partition))
+        return getWgmmaAccumulatorLayout(context, m, n, *partition);
+    } else {
+      FailureOr<MmaSyncPartition> partition =
+          getMmaSyncPartition(m, n, threads, gemm.getPolicy(), reason);
+      if (succeeded(partition))
+        return getMmaSyncAccumulatorLayout(context, *partition);
+    }
+    gemm.emitOpError("with policy ")
+        << stringifyGemmWarpPolicy(gemm.getPolicy()) << " " << reason;
+    return {};
   }
 
   /// Fragment elements live in the registers of the thread that owns them.

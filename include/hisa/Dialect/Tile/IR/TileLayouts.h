@@ -76,6 +76,32 @@ FragmentLayoutAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *context,
                                              int64_t m, int64_t n,
                                              const WgmmaPartition &partition);
 
+/// Whether `chip` runs tile.gemm on wgmma (sm_90a) rather than mma.sync.
+bool hasWgmma(llvm::StringRef chip);
+
+/// How one tile.gemm is split over the warps of a block for mma.sync
+/// (m16n8k16): a warpsM x warpsN grid of warps, each computing a
+/// [rowsPerWarp, colsPerWarp] piece of C.
+struct MmaSyncPartition {
+  int64_t warpsM = 1, warpsN = 1;
+  int64_t rowsPerWarp = 0, colsPerWarp = 0;
+};
+
+/// The mma.sync partition of an [m, n] accumulator over `threads` threads
+/// under `policy` (full_row: warps along M; full_col: along N; square: M
+/// when it divides into 16-row pieces, else N), or failure with `reason`.
+mlir::FailureOr<MmaSyncPartition>
+getMmaSyncPartition(int64_t m, int64_t n, int64_t threads,
+                    GemmWarpPolicy policy, std::string &reason);
+
+/// The accumulator layout of mma.sync m16n8k16 (f32): warp w = t / 32 at
+/// (w / warpsN, w % warpsN) of the warp grid, lane l = t % 32; register v
+/// is element r = v % 4 of the (mi, ni) = (v / 4 / tilesN, v / 4 % tilesN)
+/// 16x8 tile of the warp's piece:
+///   row = 16 mi + l / 4 + 8 (r / 2),  col = 8 ni + 2 (l % 4) + r % 2.
+FragmentLayoutAttr getMmaSyncAccumulatorLayout(mlir::MLIRContext *context,
+                                               const MmaSyncPartition &p);
+
 /// The layout in which a reduction along `dim` of a fragment laid out as
 /// `source` (over `shape`) leaves its results without moving them: the
 /// source map with the reduced value bits removed and `dim` dropped, each

@@ -244,9 +244,13 @@ def Tile_GemmOp : Tile_Op<"gemm"> {
     with `transpose_b`), `C` is `[M, N]`. A is in shared memory or a
     fragment, B in shared memory, C a fragment. With `clear_accum` C is
     overwritten, otherwise accumulated into. `policy` says how the output is
-    split across warps. Supported element types (A x B -> C): f8E4M3FN x
-    f8E4M3FN -> f32, bf16 x bf16 -> f32, f16 x f16 -> f32 or f16. fp8 needs
-    K-major operands (`transpose_b`, no `transpose_a`), as wgmma does.
+    split across warps (sm_90a: warpgroups; other targets: warps):
+    `full_row` along M, `full_col` along N, `square` along M when it divides
+    evenly, else N. Element types (A x B -> C): f8E4M3FN x f8E4M3FN -> f32,
+    bf16 x bf16 -> f32, f16 x f16 -> f32 (f16 -> f16 verifies but is not
+    lowered yet). fp8 needs K-major operands (`transpose_b`, no
+    `transpose_a`), as wgmma does. sm_90a lowers to wgmma; sm_80 and newer
+    without wgmma to mma.sync m16n8k16 (bf16/f16 only: fp8 is refused).
 
     ```mlir
     tile.gemm %k_s, %q_s, %acc transpose_b clear_accum policy(full_row)

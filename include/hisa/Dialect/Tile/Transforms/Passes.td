@@ -59,6 +59,11 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
     two sides of a `tile.view` share one layout; its run length is the
     largest that gives every member 16-byte (or narrower) accesses.
 
+    A `tile.gemm` fixes the layout of its accumulator: on sm_90a the wgmma
+    m64nN layout split over the warpgroups by the warp policy, elsewhere the
+    mma.sync m16n8k16 layout split over the warps; its shared operands get
+    the swizzled layout of one 32/64/128-byte atom per K-major row.
+
     Fragments are distributed, so the pass also checks that they are accessed
     where their elements live: inside a `tile.parallel` of the same shape, at
     exactly its induction variables. Anything else is an error naming the
@@ -68,6 +73,9 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
   let options = [
     Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
            "Widest access per thread, in bytes">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target SM: tile.gemm accumulators take the wgmma layout on "
+           "sm_90a and the mma.sync m16n8k16 layout elsewhere">,
   ];
 }
 
