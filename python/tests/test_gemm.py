@@ -116,6 +116,49 @@ def test_gemm_mma_sync(kind, m, n, k, threads, policy, rows):
     run_gemm(kind, m, n, rows, k=k, threads=threads, policy=policy, target="sm_90")
 
 
+REGISTER_A_PATH = os.path.join(os.path.dirname(SOURCE_PATH), "gemm_register_a.mlir")
+
+
+# wgmma with A from registers (k16 bf16 / k32 fp8 register fragments).
+@pytest.mark.parametrize(
+    "kind,m,n,k,threads,policy",
+    [
+        ("bf16", 64, 128, 64, 128, "square"),
+        ("bf16", 128, 64, 32, 128, "square"),
+        ("bf16", 64, 256, 16, 128, "square"),
+        ("bf16", 128, 128, 64, 256, "full_row"),
+        ("bf16", 64, 128, 32, 256, "full_col"),
+        ("fp8", 64, 64, 128, 128, "square"),
+        ("fp8", 128, 32, 64, 128, "square"),
+        ("fp8", 64, 16, 32, 128, "square"),
+        ("fp8", 128, 256, 128, 256, "full_row"),
+    ],
+)
+@pytest.mark.parametrize("rows", ["full", "partial"])
+def test_gemm_register_a(kind, m, n, k, threads, policy, rows):
+    fresh_seed(torch)
+    element, _, dtype, tolerance = CASES[kind]
+    import re
+
+    with open(REGISTER_A_PATH) as f:
+        text = f.read()
+    text = text.replace("ELEMENT", element).replace("THREADS", str(threads)).replace("POLICY", policy)
+    source = re.sub(r"\bK\b", str(k), text)
+    kernel = hisa.jit.get_kernel("gemm_ra", {"m": m, "n": n}, source=source)
+    a_rows = m if rows == "full" else m - 13
+    b_rows = n if rows == "full" else n - 5
+    a = (torch.randn(a_rows, k, device="cuda") * 2).to(dtype)
+    b = (torch.randn(b_rows, k, device="cuda") * 2).to(dtype)
+    c = torch.full((a_rows, b_rows), float("nan"), device="cuda")
+    kernel.launch(a, b, c)
+    torch.cuda.synchronize()
+    af, bf = a.float(), b.float()
+    error = (c - af @ bf.T).abs()
+    bound = (af.abs() @ bf.abs().T) * tolerance + 1e-4
+    assert not torch.isnan(c).any(), "unwritten outputs"
+    assert (error <= bound).all(), f"max error {error.max().item()}"
+
+
 def test_mma_sync_kernel_and_fp8_refusal():
     """bf16_gemm through a pipelined mma.sync loop on sm_90; fp8 without
     wgmma is refused by name."""

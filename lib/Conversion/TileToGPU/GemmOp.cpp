@@ -85,9 +85,86 @@ bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
   return false;
 }
 
+/// The four 32-bit registers of wgmma's A operand for k step `slice` (m64
+/// block times steps plus step) of a fragment laid out by
+/// getWgmmaOperandALayout: 4 / elementBytes consecutive values each.
+SmallVector<Value> KernelLowering::packOperandA(OpBuilder &b, Location loc,
+                                                Value fragment, int64_t slice,
+                                                int64_t elementBytes) {
+  SmallVector<Value> &values = registers[fragment];
+  int64_t perRegister = 4 / elementBytes;
+  Type i32 = b.getI32Type();
+  SmallVector<Value> packed;
+  for (int64_t j = 0; j < 4; ++j) {
+    int64_t first = (slice * 4 + j) * perRegister;
+    if (elementBytes == 2) {
+      Type elementType =
+          cast<MemRefType>(values[first].getType()).getElementType();
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, elementType),
+          ValueRange{memref::LoadOp::create(b, loc, values[first]),
+                     memref::LoadOp::create(b, loc, values[first + 1])});
+      packed.push_back(LLVM::BitcastOp::create(b, loc, i32, pair));
+      continue;
+    }
+    // Four fp8 bytes, the first in the lowest byte.
+    Value word = arith::ConstantIntOp::create(b, loc, i32, 0);
+    for (int64_t e = 0; e < 4; ++e) {
+      Value byte = arith::BitcastOp::create(
+          b, loc, b.getI8Type(),
+          memref::LoadOp::create(b, loc, values[first + e]));
+      Value wide = arith::ShLIOp::create(
+          b, loc, arith::ExtUIOp::create(b, loc, i32, byte),
+          arith::ConstantIntOp::create(b, loc, i32, 8 * e));
+      word = arith::OrIOp::create(b, loc, word, wide);
+    }
+    packed.push_back(word);
+  }
+  return packed;
+}
+
+/// wgmma.mma_async with A from registers (the NVVM op takes A as a
+/// descriptor only): inline PTX whose accumulator outputs are tied to
+/// their inputs.
+Value KernelLowering::emitWgmmaWithRegisterA(
+    OpBuilder &b, Location loc, Value accumulator, Type structType,
+    ArrayRef<Value> aRegisters, Value bDescriptor, int64_t n,
+    Type elementType, bool overwrite) {
+  int64_t count = cast<LLVM::LLVMStructType>(structType).getBody().size();
+  bool fp8 = isa<Float8E4M3FNType>(elementType);
+  std::string type = fp8 ? "e4m3" : elementType.isBF16() ? "bf16" : "f16";
+  std::string ptx;
+  llvm::raw_string_ostream os(ptx);
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << count + 5
+     << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << n << "k"
+     << (fp8 ? 32 : 16) << ".f32." << type << "." << type << " {";
+  for (int64_t i = 0; i < count; ++i)
+    os << (i ? ", " : "") << "$" << i;
+  os << "}, {$" << count << ", $" << count + 1 << ", $" << count + 2 << ", $"
+     << count + 3 << "}, $" << count + 4 << ", p, 1, 1" << (fp8 ? "" : ", 0")
+     << ";\n}";
+  std::string constraints;
+  for (int64_t i = 0; i < count; ++i)
+    constraints += "=f,";
+  constraints += "r,r,r,r,l,n";
+  for (int64_t i = 0; i < count; ++i)
+    constraints += "," + std::to_string(i);
+  SmallVector<Value> operands(aRegisters.begin(), aRegisters.end());
+  operands.push_back(bDescriptor);
+  operands.push_back(
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), overwrite ? 0 : 1));
+  for (int64_t i = 0; i < count; ++i)
+    operands.push_back(LLVM::ExtractValueOp::create(b, loc, accumulator, i));
+  return LLVM::InlineAsmOp::create(
+             b, loc, structType, operands, ptx, constraints,
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+             /*operand_attrs=*/ArrayAttr())
+      .getResult(0);
+}
+
 LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   Location loc = op.getLoc();
-  auto aType = dyn_cast<SharedType>(op.getA().getType());
   auto bType = cast<SharedType>(op.getB().getType());
   auto cType = cast<FragmentType>(op.getC().getType());
   if (!cType.getElementType().isF32())
@@ -109,16 +186,17 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
                             "(sm_80 or newer); target ")
              << chip << " has none";
   }
-  if (!aType)
-    return op.emitOpError("with A in registers is not supported yet; stage A "
-                          "in shared memory");
+  auto aFragment = dyn_cast<FragmentType>(op.getA().getType());
+  if (aFragment && !hasWgmma(chip))
+    return op.emitOpError("with A in registers needs wgmma (sm_90a); target ")
+           << chip << " reads A from shared memory";
   if (op.getTransposeA() || !op.getTransposeB())
     return op.emitOpError("supports K-major operands only for now: A as "
                           "[M, K] and B as [N, K] with transpose_b");
   auto aAlloc = op.getA().getDefiningOp<AllocOp>();
   auto bAlloc = op.getB().getDefiningOp<AllocOp>();
-  if (!aAlloc || !bAlloc || !aAlloc->hasAttr("tile.swizzle") ||
-      !bAlloc->hasAttr("tile.swizzle"))
+  if (!bAlloc || !bAlloc->hasAttr("tile.swizzle") ||
+      (!aFragment && (!aAlloc || !aAlloc->hasAttr("tile.swizzle"))))
     return op.emitOpError("operands have no swizzled layout; run "
                           "tile-assign-layouts first");
   if (!hasWgmma(chip))
@@ -130,16 +208,21 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       getWgmmaPartition(m, n, threads, op.getPolicy(), reason);
   if (failed(partition))
     return op.emitOpError(reason);
-  Type elementType = aType.getElementType();
+  MLIRContext *context = b.getContext();
+  Type elementType = bType.getElementType();
   int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
-  int64_t k = *aType.getTileShape().getStaticSize(1);
+  int64_t k = *bType.getTileShape().getStaticSize(1);
+  if (aFragment &&
+      aFragment.getLayout() !=
+          getWgmmaOperandALayout(context, m, k, elementBytes, *partition))
+    return op.emitOpError("A fragment does not have wgmma's A-operand "
+                          "layout; run tile-assign-layouts");
   int64_t rowBytes = k * elementBytes;
   int64_t kPerInstruction = 32 / elementBytes;
   int64_t steps = k / kPerInstruction;
   int64_t groupN = partition->colsPerGroup;
   NVVM::WGMMATypes inputType = *getWgmmaType(elementType);
   NVVM::WGMMATypes accumulatorType = *getWgmmaType(cType.getElementType());
-  MLIRContext *context = b.getContext();
   Type i64 = b.getI64Type();
 
   // Stores through the generic proxy must be visible to wgmma's async proxy:
@@ -155,7 +238,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
         b, loc, memrefs.lookup(tile));
     return arith::IndexCastOp::create(b, loc, i64, pointer);
   };
-  Value aAddress = addressOf(op.getA());
+  Value aAddress = aFragment ? Value() : addressOf(op.getA());
   Value bAddress = addressOf(op.getB());
   // Each warpgroup starts at its own rows of A (split M) or of B (split N).
   if (partition->warpgroups > 1) {
@@ -170,7 +253,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     Value offset = arith::MulIOp::create(
         b, loc, group, arith::ConstantIntOp::create(b, loc, i64, groupBytes));
     Value &base = partition->splitN ? bAddress : aAddress;
-    base = arith::AddIOp::create(b, loc, base, offset);
+    if (base) // A in registers: each warpgroup holds its own rows already
+      base = arith::AddIOp::create(b, loc, base, offset);
   }
 
   SmallVector<Value> &regs = registers[op.getC()];
@@ -178,6 +262,14 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   Type f32 = cType.getElementType();
   auto structType = LLVM::LLVMStructType::getLiteral(
       context, SmallVector<Type>(perBlock, f32));
+  // A registers are packed before the fence: wgmma must not see its
+  // operand registers written between the fence and the instructions.
+  SmallVector<SmallVector<Value>> aPacked;
+  if (aFragment)
+    for (int64_t slice = 0; slice < partition->rowsPerGroup / 64 * steps;
+         ++slice)
+      aPacked.push_back(
+          packOperandA(b, loc, op.getA(), slice, elementBytes));
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
   for (int64_t block = 0; block < partition->rowsPerGroup / 64; ++block) {
@@ -191,12 +283,19 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
         return arith::AddIOp::create(
             b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes));
       };
-      Value aDescriptor = makeDescriptor(
-          b, loc, offset(aAddress, block * 64 * rowBytes + step * 32),
-          rowBytes);
       Value bDescriptor =
           makeDescriptor(b, loc, offset(bAddress, step * 32), rowBytes);
       bool overwrite = op.getClearAccum() && step == 0;
+      if (aFragment) {
+        accumulator = emitWgmmaWithRegisterA(
+            b, loc, accumulator, structType,
+            aPacked[block * steps + step],
+            bDescriptor, groupN, elementType, overwrite);
+        continue;
+      }
+      Value aDescriptor = makeDescriptor(
+          b, loc, offset(aAddress, block * 64 * rowBytes + step * 32),
+          rowBytes);
       accumulator = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, structType, accumulator, aDescriptor, bDescriptor,
           NVVM::MMAShapeAttr::get(context, 64, groupN, kPerInstruction),

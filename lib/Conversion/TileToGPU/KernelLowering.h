@@ -133,6 +133,18 @@ public:
   /// Gemms whose wgmma group stays in flight (wait_group 1) across the
   /// iterations of their pipelined loop (see getDeferrableGemm).
   llvm::SmallPtrSet<mlir::Operation *, 4> deferredGemms;
+  /// wgmma's A operand from a register fragment, and wgmma with it.
+  llvm::SmallVector<mlir::Value> packOperandA(mlir::OpBuilder &b,
+                                              mlir::Location loc,
+                                              mlir::Value fragment,
+                                              int64_t slice,
+                                              int64_t elementBytes);
+  mlir::Value emitWgmmaWithRegisterA(mlir::OpBuilder &b, mlir::Location loc,
+                                     mlir::Value accumulator,
+                                     mlir::Type structType,
+                                     llvm::ArrayRef<mlir::Value> aRegisters,
+                                     mlir::Value bDescriptor, int64_t n,
+                                     mlir::Type elementType, bool overwrite);
   /// tile.gemm on mma.sync (targets without wgmma).
   mlir::LogicalResult lowerMmaSyncGemm(GemmOp op, mlir::OpBuilder &b);
   /// The gemm of `loop` that may leave its wgmma in flight, if any.

@@ -37,3 +37,17 @@ tile.kernel @bf16() {
     tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
   }
 }
+
+// -----
+
+// A in registers: wgmma only.
+tile.kernel @register_a() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[64, 32], bf16>
+    %b = tile.alloc : !tile.shared<[64, 32], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op with A in registers needs wgmma (sm_90a); target sm_89 reads A from shared memory}}
+    tile.gemm %a, %b, %c transpose_b : !tile.frag<[64, 32], bf16>, !tile.shared<[64, 32], bf16> -> !tile.frag<[64, 64], f32>
+  }
+}

@@ -273,7 +273,36 @@ hisa::tile::getMmaSyncAccumulatorLayout(MLIRContext *context,
                    r.floorDiv(2) * 8;
   AffineExpr col = (warp % p.warpsN) * p.colsPerWarp + (tile % tilesN) * 8 +
                    (lane % 4) * 2 + r % 2;
-  return FragmentLayoutAttr::get(
-      context, 32 * p.warpsM * p.warpsN, tilesM * tilesN * 4,
-      simplifyAffineMap(AffineMap::get(2, 0, {row, col}, context)));
+  return FragmentLayoutAttr::get(context, 32 * p.warpsM * p.warpsN,
+                                 tilesM * tilesN * 4,
+                                 AffineMap::get(2, 0, {row, col}, context));
+}
+
+FragmentLayoutAttr
+hisa::tile::getWgmmaOperandALayout(MLIRContext *context, int64_t m, int64_t k,
+                                   int64_t elementBytes,
+                                   const WgmmaPartition &partition) {
+  AffineExpr t = getAffineDimExpr(0, context);
+  AffineExpr v = getAffineDimExpr(1, context);
+  int64_t perRegister = 4 / elementBytes;
+  int64_t kStep = 32 / elementBytes;
+  int64_t steps = k / kStep;
+  int64_t rows = partition.splitN ? m : partition.rowsPerGroup;
+  AffineExpr element = v % perRegister;
+  AffineExpr reg = v.floorDiv(perRegister) % 4;
+  AffineExpr step = v.floorDiv(4 * perRegister) % steps;
+  AffineExpr block = v.floorDiv(4 * perRegister * steps);
+  AffineExpr warp = t.floorDiv(32);
+  if (partition.warpgroups > 1)
+    warp = warp % 4;
+  AffineExpr lane = t % 32;
+  AffineExpr row =
+      block * 64 + warp * 16 + lane.floorDiv(4) + (reg % 2) * 8;
+  if (partition.warpgroups > 1 && !partition.splitN)
+    row = row + t.floorDiv(128) * partition.rowsPerGroup;
+  AffineExpr col = step * kStep + (lane % 4) * perRegister +
+                   reg.floorDiv(2) * (kStep / 2) + element;
+  int64_t values = (rows / 64) * steps * 4 * perRegister;
+  return FragmentLayoutAttr::get(context, 128 * partition.warpgroups, values,
+                                 AffineMap::get(2, 0, {row, col}, context));
 }

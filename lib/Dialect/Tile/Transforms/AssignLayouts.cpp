@@ -142,7 +142,38 @@ struct TileAssignLayoutsPass
                                 "of the same shape; give both the same "
                                 "policy");
       accumulators[id] = layout;
+      // A in registers (wgmma only) takes wgmma's A-operand layout.
+      if (auto aFragment = dyn_cast<FragmentType>(gemm.getA().getType())) {
+        std::string reason;
+        FailureOr<WgmmaPartition> partition =
+            hasWgmma(chip)
+                ? getWgmmaPartition(m, n, threads, gemm.getPolicy(), reason)
+                : FailureOr<WgmmaPartition>(failure());
+        if (failed(partition))
+          return gemm.emitOpError("with A in registers needs wgmma (sm_90a); "
+                                  "target ")
+                 << chip << " reads A from shared memory";
+        SmallVector<int64_t> aShape =
+            *aFragment.getTileShape().getStaticSizes();
+        int64_t bytes = aFragment.getElementType().getIntOrFloatBitWidth() / 8;
+        if (aShape[1] % (32 / bytes) != 0)
+          return gemm.emitOpError("with A in registers needs K a multiple of ")
+                 << 32 / bytes << " (one wgmma k step), got " << aShape[1];
+        FragmentLayoutAttr aLayout = getWgmmaOperandALayout(
+            launch.getContext(), aShape[0], aShape[1], bytes, *partition);
+        unsigned aId = shapeId(aShape);
+        if (FragmentLayoutAttr known = accumulators.lookup(aId);
+            known && known != aLayout)
+          return gemm.emitOpError("A fragment ")
+                 << formatDims(aFragment.getDims())
+                 << " needs wgmma's A-operand layout, but another fragment "
+                    "of that shape has a different layout; give A its own "
+                    "shape";
+        accumulators[aId] = aLayout;
+      }
       for (Value operand : {Value(gemm.getA()), Value(gemm.getB())}) {
+        if (isa<FragmentType>(operand.getType()))
+          continue;
         auto shared = dyn_cast<SharedType>(operand.getType());
         auto alloc = operand.getDefiningOp<AllocOp>();
         if (!shared || !alloc)

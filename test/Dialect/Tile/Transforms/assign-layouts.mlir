@@ -171,6 +171,35 @@ tile.kernel @gemm_narrow_rows() {
 
 // -----
 
+// A in registers takes wgmma's A-operand layout: per k16 step four 32-bit
+// registers of two bf16 each (rows g and g + 8, columns 2q and 2q + 8).
+// CHECK-LABEL: tile.kernel @gemm_register_a
+// CHECK: tile.alloc : !tile.frag<[64, 32], bf16, #tile.frag_layout<threads = 128, values = 16, map = (d0, d1) -> ((d1 floordiv 16) * 64 + (d0 floordiv 32) * 16 + (d0 mod 32) floordiv 4 + ((d1 floordiv 2) mod 2) * 8, ((d1 floordiv 8) mod 2) * 16 + (d0 mod 4) * 2 + (((d1 floordiv 2) mod 4) floordiv 2) * 8 + d1 mod 2)>>
+tile.kernel @gemm_register_a() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[64, 32], bf16>
+    %b = tile.alloc : !tile.shared<[64, 32], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %a, %b, %c transpose_b : !tile.frag<[64, 32], bf16>, !tile.shared<[64, 32], bf16> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gemm_register_a_shape_clash() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op A fragment [64, 64] needs wgmma's A-operand layout, but another fragment of that shape has a different layout; give A its own shape}}
+    tile.gemm %a, %b, %c transpose_b : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
 tile.kernel @gemm_wide_rows() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

@@ -76,6 +76,18 @@ FragmentLayoutAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *context,
                                              int64_t m, int64_t n,
                                              const WgmmaPartition &partition);
 
+/// The layout wgmma reads an A operand from registers in, for an [m, k] tile
+/// of `elementBytes`-byte elements (2: bf16/f16, k16 steps; 1: fp8, k32
+/// steps) split as `partition` (split N: every warpgroup holds all of A).
+/// Within a warpgroup's m64 block and k step, warp w, lane l (g = l / 4,
+/// q = l % 4) holds 32-bit register j (4 per step) of 4 / elementBytes
+/// elements e:  row = 16 w + g + 8 (j % 2),
+///              col = (4 / elementBytes) q + (16 / elementBytes) (j / 2) + e.
+FragmentLayoutAttr getWgmmaOperandALayout(mlir::MLIRContext *context,
+                                          int64_t m, int64_t k,
+                                          int64_t elementBytes,
+                                          const WgmmaPartition &partition);
+
 /// Whether `chip` runs tile.gemm on wgmma (sm_90a) rather than mma.sync.
 bool hasWgmma(llvm::StringRef chip);
 
