@@ -10,7 +10,10 @@
 // The query's weights and block indices are staged in shared memory once,
 // each block's key scales with its keys (cp.async), so the epilogue reads
 // shared memory only: no bounds checks, no branches, fused multiply-adds.
-// `topk` is the number of block slots T (the JIT checks it).
+// `topk` is the number of block slots T (the JIT checks it); `min_blocks`
+// blocks share an SM (5 for the accumulators of H=64 x kb <= 256; the
+// operators pick fewer for larger tiles, whose accumulators need more
+// registers).
 
 tile.kernel @block_sparse_mqa_logits(
     %q: !tile.global<[?, heads, dim], f8E4M3FN>,
@@ -21,9 +24,9 @@ tile.kernel @block_sparse_mqa_logits(
     %ks: !tile.global<[?], i32>,
     %ke: !tile.global<[?], i32>,
     %out: !tile.global<[?, ?], f32>)
-    params {heads = 64, dim = 128, kb = 128, topk = 64} {
+    params {heads = 64, dim = 128, kb = 128, topk = 64, min_blocks = 5} {
   %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
-  tile.launch (%bx) in (%m) threads 128 blocks_per_sm 5 {
+  tile.launch (%bx) in (%m) threads 128 blocks_per_sm "min_blocks" {
     %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
     %weight_tile = tile.alloc : !tile.shared<[heads], f32>
     %index_tile = tile.alloc : !tile.shared<[topk], i32>

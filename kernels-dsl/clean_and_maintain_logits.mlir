@@ -2,7 +2,8 @@
 //
 // For row m with window [s, e): columns outside it become -inf, columns s and
 // e-1 become +inf (the sink and the local block always survive top-k); an
-// empty window leaves the row all -inf. Each warp cleans rows_per_warp rows.
+// empty window leaves the row all -inf. A window may reach past either end
+// of the row (an edge outside the row is simply not written). Each warp cleans rows_per_warp rows.
 //
 // DRAM is written in whole 32-byte sectors (8 floats): a sector that a kernel
 // writes only in part is read back and merged by the memory system, which on
@@ -153,9 +154,14 @@ tile.kernel @clean_and_maintain_logits(
         }
         scf.if %merge {
           %old = tile.load %kept[%i] : !tile.local<[rows_per_warp], f32>
-          %is_start = arith.cmpi eq, %col, %start : index
-          %is_last = arith.cmpi eq, %col, %last : index
-          %is_edge = arith.ori %is_start, %is_last : i1
+          // The edges are the window's own s and e - 1: a window reaching
+          // past the row has no edge there.
+          %raw_last = arith.subi %end_raw, %c1 : index
+          %raw_non_empty = arith.cmpi slt, %start_raw, %end_raw : index
+          %is_start = arith.cmpi eq, %col, %start_raw : index
+          %is_last = arith.cmpi eq, %col, %raw_last : index
+          %is_either = arith.ori %is_start, %is_last : i1
+          %is_edge = arith.andi %is_either, %raw_non_empty : i1
           %before = arith.cmpi slt, %col, %start : index
           %after = arith.cmpi sge, %col, %end : index
           %outside = arith.ori %before, %after : i1

@@ -233,6 +233,15 @@ int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
   return runOperator("clean_and_maintain_logits", "", arguments, stream);
 }
 
+/// Blocks per SM for block_sparse_mqa_logits: five fit while the [kb, heads]
+/// accumulator needs at most ~100 registers a thread (measured with ptxas:
+/// no spills); H = 128 tiles need more (kb = 128: 163, kb = 256: 255).
+static int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
+  if (heads <= 64 || kb <= 64)
+    return 5;
+  return kb == 128 ? 3 : 1;
+}
+
 static bool isSupportedMqaShape(int64_t heads, int64_t dim) {
   return (heads == 16 || heads == 32 || heads == 64 || heads == 128) &&
          (dim == 64 || dim == 128);
@@ -290,8 +299,9 @@ int hisa_block_sparse_mqa_logits(const void *q, const void *k,
                                 tensor(ke, {m}),
                                 tensor(out, {m, topk * kb})};
   return runOperator("block_sparse_mqa_logits",
-                     formatv("dim={0},heads={1},kb={2},topk={3}", dim, heads,
-                             kb, topk),
+                     formatv("dim={0},heads={1},kb={2},min_blocks={3},topk={4}",
+                             dim, heads, kb, blockSparseMinBlocks(heads, kb),
+                             topk),
                      arguments, stream);
 }
 

@@ -29,7 +29,7 @@ def variant(name, threads=128, stages=None, element=None, blocks_per_sm=None):
     with open(os.path.join(KERNELS, f"{name}.mlir")) as f:
         text = f.read()
     launch = f"threads {threads}" + (f" blocks_per_sm {blocks_per_sm}" if blocks_per_sm else "")
-    text = re.sub(r"threads \d+( blocks_per_sm \d+)?", launch, text)
+    text = re.sub(r'threads \d+( blocks_per_sm (\d+|"\w+"))?', launch, text)
     if stages is not None:
         text = re.sub(r"num_stages = \d+", f"num_stages = {stages}", text)
     if element is not None:

@@ -255,6 +255,15 @@ def _as_int32(t: torch.Tensor, lo: int = _INT32_MIN, hi: int = _INT32_MAX) -> to
     return t.clamp(max(lo, _INT32_MIN), min(hi, _INT32_MAX)).to(torch.int32)
 
 
+def _block_sparse_min_blocks(heads: int, kb: int) -> int:
+    """Blocks per SM for block_sparse_mqa_logits (as hisa_runtime's C ABI):
+    5 while the [kb, H] accumulator fits in ~100 registers a thread, fewer
+    for H = 128 with kb = 128 (3) or 256 (1)."""
+    if heads <= 64 or kb <= 64:
+        return 5
+    return 3 if kb == 128 else 1
+
+
 def _check_mqa_q(name: str, q: torch.Tensor) -> Tuple[int, int, int]:
     """q [M, H, D] with H and D among the shapes the MQA kernels support."""
     check_rank(name, q, 3, "[M, H, D]")
@@ -527,7 +536,7 @@ def block_sparse_mqa_logits(
 
     _launch(
         "block_sparse_mqa_logits",
-        {"heads": heads, "dim": dim, "kb": kb, "topk": topk},
+        {"heads": heads, "dim": dim, "kb": kb, "topk": topk, "min_blocks": _block_sparse_min_blocks(heads, kb)},
         q.device,
         q,
         k,

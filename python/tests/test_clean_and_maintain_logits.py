@@ -112,11 +112,12 @@ def test_random_and_edge_windows(m, nn):
 
 @pytest.mark.parametrize("nn", [1, 7, 8, 9, 16, 17, 24, 40])
 def test_every_window_of_short_rows(nn):
-    """Every (s, e) in [0, nn]^2, one per row: windows inside one 32-byte
-    sector, across sector edges, touching either end; rows of nn floats start
-    mid-sector unless 8 divides nn (the kernel writes whole sectors)."""
+    """Every (s, e) in [-2, nn + 2]^2, one per row: windows inside one 32-byte
+    sector, across sector edges, touching or reaching past either end; rows
+    of nn floats start mid-sector unless 8 divides nn (the kernel writes
+    whole sectors)."""
     seed = fresh_seed(torch)
-    values = torch.arange(0, nn + 1, device="cuda", dtype=torch.int32)
+    values = torch.arange(-2, nn + 3, device="cuda", dtype=torch.int32)
     s = values.repeat_interleave(values.numel())
     e = values.repeat(values.numel())
     logits = random_logits(s.numel(), nn)

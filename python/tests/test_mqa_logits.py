@@ -83,7 +83,9 @@ def test_block_sparse_mqa_logits(heads, kb, lengths, topk):
     # Random blocks: inside or outside the window, past the end, or -1.
     index = torch.randint(-1, nblocks + 1, (m, topk), device="cuda", dtype=torch.int32)
     out = torch.full((m, topk * kb), float("nan"), device="cuda")
-    kernel = jit.get_kernel("block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb, "topk": topk})
+    params = {"heads": heads, "dim": dim, "kb": kb, "topk": topk}
+    params["min_blocks"] = hisa.ops._block_sparse_min_blocks(heads, kb)
+    kernel = jit.get_kernel("block_sparse_mqa_logits", params)
     kernel.launch(q, k, k_scale, index, weights, ks, ke, out)
     torch.cuda.synchronize()
     # The kernel stages the T block indices in shared memory: another T is

@@ -217,6 +217,17 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
           getWgmmaOperandALayout(context, m, k, elementBytes, *partition))
     return op.emitOpError("A fragment does not have wgmma's A-operand "
                           "layout; run tile-assign-layouts");
+  if (cType.getLayout() !=
+      getWgmmaAccumulatorLayout(context, m, n, *partition))
+    return op.emitOpError("accumulator does not have the wgmma layout of "
+                          "target ")
+           << chip << "; run tile-assign-layouts with chip=" << chip;
+  for (Operation *alloc :
+       {aFragment ? nullptr : aAlloc.getOperation(), bAlloc.getOperation()})
+    if (alloc && cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt() !=
+                     k * elementBytes)
+      return op.emitOpError("operand swizzle does not match its ")
+             << k * elementBytes << "-byte rows; run tile-assign-layouts";
   int64_t rowBytes = k * elementBytes;
   int64_t kPerInstruction = 32 / elementBytes;
   int64_t steps = k / kPerInstruction;

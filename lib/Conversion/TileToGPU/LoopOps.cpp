@@ -239,9 +239,14 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
         issued->moveBefore(loopBody->getTerminator());
     for (auto [tile, view] : savedViews)
       memrefs[tile] = view;
-    if (deferred)
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    if (deferred) {
+      // The last wgmma of every warpgroup is done before anyone reuses the
+      // stage buffers (a later loop's prologue, shared tiles that share
+      // their bytes).
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+      gpu::BarrierOp::create(b, loc);
+    }
   }
   return success();
 }

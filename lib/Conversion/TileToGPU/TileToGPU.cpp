@@ -412,6 +412,9 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
           return kernel.emitOpError("has unbound parameters; run "
                                     "tile-bind-params first");
 
+  if (isa_and_nonnull<StringAttr>(launch.getBlocksPerSmAttr()))
+    return launch.emitOpError("blocks_per_sm names a parameter that is not "
+                              "bound; run tile-bind-params first");
   OpBuilder b(kernel);
   auto gpuModule =
       gpu::GPUModuleOp::create(b, loc, (kernel.getSymName() + "_module").str());
@@ -427,7 +430,7 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(launch.getThreads()), 1, 1}));
   // PTX .minnctapersm: ptxas limits registers so that many blocks fit.
-  if (std::optional<int64_t> blocks = launch.getBlocksPerSm())
+  if (std::optional<int64_t> blocks = launch.getBoundBlocksPerSm())
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(*blocks));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);

@@ -141,6 +141,15 @@ tile.kernel @no_blocks_per_sm() {
 
 // -----
 
+tile.kernel @blocks_per_sm_unknown_param() params {blocks = 2} {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op blocks_per_sm names 'block', which is not a parameter of kernel @blocks_per_sm_unknown_param}}
+  tile.launch (%bx) in (%c1) threads 128 blocks_per_sm "block" {
+  }
+}
+
+// -----
+
 tile.kernel @too_many_blocks_per_sm() {
   %c1 = arith.constant 1 : index
   // expected-error @+1 {{'tile.launch' op blocks_per_sm must be at least 1 with at most 2048 threads per SM, got 9 blocks of 256 threads}}

@@ -134,3 +134,13 @@ tile.kernel @occupancy(%a: index) {
   tile.launch (%x) in (%a) threads 128 blocks_per_sm 5 {
   }
 }
+
+// -----
+
+// blocks_per_sm may name a parameter.
+// CHECK-LABEL: tile.kernel @occupancy_param
+// CHECK: tile.launch (%{{.*}}) in (%{{.*}}) threads 256 blocks_per_sm "blocks" {
+tile.kernel @occupancy_param(%a: index) params {blocks = 3} {
+  tile.launch (%x) in (%a) threads 256 blocks_per_sm "blocks" {
+  }
+}

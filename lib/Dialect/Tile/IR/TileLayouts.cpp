@@ -212,7 +212,8 @@ int64_t hisa::tile::getReplicatedThreadBits(FragmentLayoutAttr layout) {
         IntegerAttr::get(IndexType::get(context), t),
         IntegerAttr::get(IndexType::get(context), v)};
     SmallVector<Attribute> results;
-    (void)map.constantFold(operands, results);
+    if (failed(map.constantFold(operands, results)))
+      results.clear();
     return results;
   };
   if (!llvm::isPowerOf2_64(threads))
@@ -223,8 +224,11 @@ int64_t hisa::tile::getReplicatedThreadBits(FragmentLayoutAttr layout) {
     for (int64_t t = 0; t < threads && same; ++t) {
       if (t & bit)
         continue;
-      for (int64_t v = 0; v < values && same; ++v)
-        same = evaluate(t, v) == evaluate(t | bit, v);
+      for (int64_t v = 0; v < values && same; ++v) {
+        SmallVector<Attribute> here = evaluate(t, v);
+        // A map that does not fold is never taken as replicated.
+        same = !here.empty() && here == evaluate(t | bit, v);
+      }
     }
     if (same)
       bits |= bit;

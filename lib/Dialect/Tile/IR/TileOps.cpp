@@ -281,11 +281,16 @@ ParseResult LaunchOp::parse(OpAsmParser &parser, OperationState &result) {
   result.addAttribute(getThreadsAttrName(result.name),
                       parser.getBuilder().getI64IntegerAttr(threads));
   if (succeeded(parser.parseOptionalKeyword("blocks_per_sm"))) {
+    std::string param;
     int64_t blocks;
-    if (parser.parseInteger(blocks))
+    Attribute value;
+    if (succeeded(parser.parseOptionalString(&param)))
+      value = parser.getBuilder().getStringAttr(param);
+    else if (parser.parseInteger(blocks))
       return failure();
-    result.addAttribute(getBlocksPerSmAttrName(result.name),
-                        parser.getBuilder().getI64IntegerAttr(blocks));
+    else
+      value = parser.getBuilder().getI64IntegerAttr(blocks);
+    result.addAttribute(getBlocksPerSmAttrName(result.name), value);
   }
   if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
@@ -303,8 +308,13 @@ void LaunchOp::print(OpAsmPrinter &p) {
   llvm::interleaveComma(getBlockIndices(), p,
                         [&](BlockArgument index) { p.printOperand(index); });
   p << ") in (" << getGridSizes() << ") threads " << getThreads();
-  if (std::optional<int64_t> blocks = getBlocksPerSm())
-    p << " blocks_per_sm " << *blocks;
+  if (Attribute blocks = getBlocksPerSmAttr()) {
+    p << " blocks_per_sm ";
+    if (auto name = dyn_cast<StringAttr>(blocks))
+      p << name;
+    else
+      p << cast<IntegerAttr>(blocks).getInt();
+  }
   p.printOptionalAttrDictWithKeyword(
       (*this)->getAttrs(), {getThreadsAttrName(), getBlocksPerSmAttrName()});
   p << ' ';
@@ -329,7 +339,14 @@ LogicalResult LaunchOp::verify() {
     return emitOpError("thread count must be a multiple of 32 between 32 and "
                        "1024, got ")
            << threads;
-  if (std::optional<int64_t> blocks = getBlocksPerSm())
+  if (auto name = dyn_cast_or_null<StringAttr>(getBlocksPerSmAttr())) {
+    auto kernel = (*this)->getParentOfType<KernelOp>();
+    if (kernel && !kernel.getParams().get(name))
+      return emitOpError("blocks_per_sm names '")
+             << name.getValue() << "', which is not a parameter of kernel @"
+             << kernel.getSymName();
+  }
+  if (std::optional<int64_t> blocks = getBoundBlocksPerSm())
     if (*blocks < 1 || *blocks * threads > 2048)
       return emitOpError("blocks_per_sm must be at least 1 with at most 2048 "
                          "threads per SM, got ")

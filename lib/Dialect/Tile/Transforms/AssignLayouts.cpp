@@ -153,8 +153,11 @@ struct TileAssignLayoutsPass
           return gemm.emitOpError("with A in registers needs wgmma (sm_90a); "
                                   "target ")
                  << chip << " reads A from shared memory";
-        SmallVector<int64_t> aShape =
-            *aFragment.getTileShape().getStaticSizes();
+        std::optional<SmallVector<int64_t>> aSizes =
+            aFragment.getTileShape().getStaticSizes();
+        if (!aSizes)
+          return gemm.emitOpError("A fragment shape is not bound");
+        SmallVector<int64_t> aShape = *aSizes;
         int64_t bytes = aFragment.getElementType().getIntOrFloatBitWidth() / 8;
         if (aShape[1] % (32 / bytes) != 0)
           return gemm.emitOpError("with A in registers needs K a multiple of ")
@@ -179,8 +182,11 @@ struct TileAssignLayoutsPass
         if (!shared || !alloc)
           return gemm.emitOpError("operands must be shared tiles allocated "
                                   "by tile.alloc");
-        int64_t rowBytes = *shared.getTileShape().getStaticSize(1) *
-                           shared.getElementType().getIntOrFloatBitWidth() / 8;
+        std::optional<int64_t> k = shared.getTileShape().getStaticSize(1);
+        if (!k)
+          return gemm.emitOpError("operand shape is not bound");
+        int64_t rowBytes =
+            *k * shared.getElementType().getIntOrFloatBitWidth() / 8;
         if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
           return gemm.emitOpError("needs K-major operand rows of 32, 64 or "
                                   "128 bytes (one swizzle atom: K = 32, 64 "

@@ -73,6 +73,18 @@ LogicalResult bindKernel(KernelOp kernel,
   kernel.walk([&](ParallelOp parallel) {
     parallel.setExtentsAttr(bind(parallel.getExtents()));
   });
+  kernel.walk([&](LaunchOp launch) {
+    auto name = dyn_cast_or_null<StringAttr>(launch.getBlocksPerSmAttr());
+    if (!name)
+      return;
+    std::optional<int64_t> value = lookup(name.getValue());
+    if (!value) {
+      emitError() << "blocks_per_sm names unknown parameter '"
+                  << name.getValue() << "'";
+      return;
+    }
+    launch.setBlocksPerSmAttr(builder.getI64IntegerAttr(*value));
+  });
   if (failed)
     return failure();
 

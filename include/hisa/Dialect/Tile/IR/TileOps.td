@@ -113,26 +113,37 @@ def Tile_LaunchOp : Tile_Op<"launch", [
     The region's arguments are the block indices. `blocks_per_sm N` asks
     that N blocks fit on one SM at a time (like CUDA's
     `__launch_bounds__(threads, N)`): the register allocator then keeps
-    each thread within 65536 / (N * threads) registers.
+    each thread within 65536 / (N * threads) registers. N is an integer or
+    the name of a kernel parameter (bound by `tile-bind-params`), so that
+    the specialization that knows the tile sizes can choose it.
 
     ```mlir
     tile.launch (%bx, %by) in (%nb, %heads) threads 256 {
       ...
     }
     tile.launch (%bx) in (%m) threads 128 blocks_per_sm 5 { ... }
+    tile.launch (%bx) in (%m) threads 128 blocks_per_sm "min_blocks" { ... }
     ```
   }];
   let arguments = (ins Variadic<Index>:$gridSizes, I64Attr:$threads,
-                       OptionalAttr<I64Attr>:$blocks_per_sm);
-  let regions = (region SizedRegion<1>:$body);
-  let hasCustomAssemblyFormat = 1;
-  let hasVerifier = 1;
-  let hasRegionVerifier = 1;
+                       OptionalAttr<AnyAttrOf<[I64Attr, StrAttr]>>:$blocks_per_sm);
   let extraClassDeclaration = [{
     ::mlir::Block::BlockArgListType getBlockIndices() {
       return getBody().getArguments();
     }
+    /// The bound blocks_per_sm, if any (nullopt also while it still names
+    /// a parameter).
+    std::optional<int64_t> getBoundBlocksPerSm() {
+      if (auto value = ::llvm::dyn_cast_or_null<::mlir::IntegerAttr>(
+              getBlocksPerSmAttr()))
+        return value.getInt();
+      return std::nullopt;
+    }
   }];
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
 }
 
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
