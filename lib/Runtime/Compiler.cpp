@@ -276,15 +276,14 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
       // (8- and 4-byte vectors for rows of 8 or 4 bytes times n).
       int64_t innermost = arg.shape.back();
       int64_t rowAlignment =
-          innermost > 0 ? std::min<int64_t>(
-                              16, int64_t(1) << llvm::countr_zero(uint64_t(
-                                      innermost * arg.elementBytes)))
-                        : 1;
+          innermost > 0
+              ? std::min<int64_t>(16, int64_t(1) << llvm::countr_zero(uint64_t(
+                                          innermost * arg.elementBytes)))
+              : 1;
       bool staged = global.getRank() == 1 && 16 % arg.elementBytes == 0 &&
                     isStagedByCpAsync(kernel.getArgument(i));
-      arg.alignment = staged ? 16
-                             : std::max<int64_t>(rowAlignment,
-                                                 arg.elementBytes);
+      arg.alignment =
+          staged ? 16 : std::max<int64_t>(rowAlignment, arg.elementBytes);
       continue;
     }
     arg.kind = isa<FloatType>(type) ? KernelMetadata::Argument::Float

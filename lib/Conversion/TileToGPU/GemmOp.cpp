@@ -39,8 +39,8 @@ Value makeDescriptor(OpBuilder &b, Location loc, Value address,
       b, loc, arith::AndIOp::create(b, loc, address, constant(0x3FFFF)),
       constant(4));
   int64_t mode = rowBytes == 128 ? 1 : rowBytes == 64 ? 2 : 3;
-  int64_t fixed = (int64_t(1) << 16) | (int64_t(8 * rowBytes >> 4) << 32) |
-                  (mode << 62);
+  int64_t fixed =
+      (int64_t(1) << 16) | (int64_t(8 * rowBytes >> 4) << 32) | (mode << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
 
@@ -126,18 +126,19 @@ SmallVector<Value> KernelLowering::packOperandA(OpBuilder &b, Location loc,
 /// wgmma.mma_async with A from registers (the NVVM op takes A as a
 /// descriptor only): inline PTX whose accumulator outputs are tied to
 /// their inputs.
-Value KernelLowering::emitWgmmaWithRegisterA(
-    OpBuilder &b, Location loc, Value accumulator, Type structType,
-    ArrayRef<Value> aRegisters, Value bDescriptor, int64_t n,
-    Type elementType, bool overwrite) {
+Value KernelLowering::emitWgmmaWithRegisterA(OpBuilder &b, Location loc,
+                                             Value accumulator, Type structType,
+                                             ArrayRef<Value> aRegisters,
+                                             Value bDescriptor, int64_t n,
+                                             Type elementType, bool overwrite) {
   int64_t count = cast<LLVM::LLVMStructType>(structType).getBody().size();
   bool fp8 = isa<Float8E4M3FNType>(elementType);
   std::string type = fp8 ? "e4m3" : elementType.isBF16() ? "bf16" : "f16";
   std::string ptx;
   llvm::raw_string_ostream os(ptx);
   os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << count + 5
-     << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << n << "k"
-     << (fp8 ? 32 : 16) << ".f32." << type << "." << type << " {";
+     << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << n << "k" << (fp8 ? 32 : 16)
+     << ".f32." << type << "." << type << " {";
   for (int64_t i = 0; i < count; ++i)
     os << (i ? ", " : "") << "$" << i;
   os << "}, {$" << count << ", $" << count + 1 << ", $" << count + 2 << ", $"
@@ -179,8 +180,10 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
              << " does not have (mma.sync would emulate fp8); compile for "
                 "sm_90a";
     int64_t sm = 0;
-    if (!StringRef(chip).drop_front(3).take_while(llvm::isDigit).getAsInteger(
-            10, sm) &&
+    if (!StringRef(chip)
+             .drop_front(3)
+             .take_while(llvm::isDigit)
+             .getAsInteger(10, sm) &&
         sm < 80)
       return op.emitOpError("needs tensor cores with bf16/f16 mma.sync "
                             "(sm_80 or newer); target ")
@@ -217,8 +220,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
           getWgmmaOperandALayout(context, m, k, elementBytes, *partition))
     return op.emitOpError("A fragment does not have wgmma's A-operand "
                           "layout; run tile-assign-layouts");
-  if (cType.getLayout() !=
-      getWgmmaAccumulatorLayout(context, m, n, *partition))
+  if (cType.getLayout() != getWgmmaAccumulatorLayout(context, m, n, *partition))
     return op.emitOpError("accumulator does not have the wgmma layout of "
                           "target ")
            << chip << "; run tile-assign-layouts with chip=" << chip;
@@ -258,9 +260,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
         arith::DivUIOp::create(
             b, loc, threadId,
             arith::ConstantIndexOp::create(b, loc, 128).getResult()));
-    int64_t groupBytes = (partition->splitN ? groupN
-                                            : partition->rowsPerGroup) *
-                         rowBytes;
+    int64_t groupBytes =
+        (partition->splitN ? groupN : partition->rowsPerGroup) * rowBytes;
     Value offset = arith::MulIOp::create(
         b, loc, group, arith::ConstantIntOp::create(b, loc, i64, groupBytes));
     Value &base = partition->splitN ? bAddress : aAddress;
@@ -279,8 +280,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   if (aFragment)
     for (int64_t slice = 0; slice < partition->rowsPerGroup / 64 * steps;
          ++slice)
-      aPacked.push_back(
-          packOperandA(b, loc, op.getA(), slice, elementBytes));
+      aPacked.push_back(packOperandA(b, loc, op.getA(), slice, elementBytes));
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
   for (int64_t block = 0; block < partition->rowsPerGroup / 64; ++block) {
@@ -299,8 +299,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       bool overwrite = op.getClearAccum() && step == 0;
       if (aFragment) {
         accumulator = emitWgmmaWithRegisterA(
-            b, loc, accumulator, structType,
-            aPacked[block * steps + step],
+            b, loc, accumulator, structType, aPacked[block * steps + step],
             bDescriptor, groupN, elementType, overwrite);
         continue;
       }
@@ -401,12 +400,11 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
             ? arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(0))
                   .getResult()
             : memref::LoadOp::create(b, loc, reg).getResult());
-  std::string ptx =
-      (Twine("mma.sync.aligned.m16n8k16.row.col.f32.") +
-       (elementType.isBF16() ? "bf16.bf16" : "f16.f16") +
-       ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
-       "{$10, $11, $12, $13};")
-          .str();
+  std::string ptx = (Twine("mma.sync.aligned.m16n8k16.row.col.f32.") +
+                     (elementType.isBF16() ? "bf16.bf16" : "f16.f16") +
+                     ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+                     "{$10, $11, $12, $13};")
+                        .str();
   auto resultType =
       LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(4, f32));
   for (int64_t step = 0; step < k / 16; ++step) {
@@ -436,14 +434,13 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
         operands.append(bFragments[ni].begin(), bFragments[ni].end());
         operands.append(accumulators.begin() + first,
                         accumulators.begin() + first + 4);
-        Value result =
-            LLVM::InlineAsmOp::create(
-                b, loc, resultType, operands, ptx,
-                "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
-                /*has_side_effects=*/false, /*is_align_stack=*/false,
-                LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-                /*operand_attrs=*/ArrayAttr())
-                .getResult(0);
+        Value result = LLVM::InlineAsmOp::create(
+                           b, loc, resultType, operands, ptx,
+                           "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+                           /*has_side_effects=*/false, /*is_align_stack=*/false,
+                           LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+                           /*operand_attrs=*/ArrayAttr())
+                           .getResult(0);
         for (int64_t r = 0; r < 4; ++r)
           accumulators[first + r] =
               LLVM::ExtractValueOp::create(b, loc, result, r);

@@ -134,11 +134,9 @@ public:
   /// iterations of their pipelined loop (see getDeferrableGemm).
   llvm::SmallPtrSet<mlir::Operation *, 4> deferredGemms;
   /// wgmma's A operand from a register fragment, and wgmma with it.
-  llvm::SmallVector<mlir::Value> packOperandA(mlir::OpBuilder &b,
-                                              mlir::Location loc,
-                                              mlir::Value fragment,
-                                              int64_t slice,
-                                              int64_t elementBytes);
+  llvm::SmallVector<mlir::Value>
+  packOperandA(mlir::OpBuilder &b, mlir::Location loc, mlir::Value fragment,
+               int64_t slice, int64_t elementBytes);
   mlir::Value emitWgmmaWithRegisterA(mlir::OpBuilder &b, mlir::Location loc,
                                      mlir::Value accumulator,
                                      mlir::Type structType,

@@ -130,8 +130,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     ArrayRef<Value> remaining = offsets;
     for (CopyOp copy : producers) {
       size_t count = copy.getSourceOffsets().size();
-      if (failed(emitAsyncCopy(copy, nested, remaining.take_front(count),
-                               stage)))
+      if (failed(
+              emitAsyncCopy(copy, nested, remaining.take_front(count), stage)))
         return failure();
       remaining = remaining.drop_front(count);
     }
@@ -192,8 +192,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     if (failed(result))
       return failure();
     commit(inner);
-    for (Operation &issued : llvm::make_range(std::next(before),
-                                              inner.getInsertionPoint()))
+    for (Operation &issued :
+         llvm::make_range(std::next(before), inner.getInsertionPoint()))
       issueOps.push_back(&issued);
     // Deferred issue: this iteration's group is among the last S - 2.
     NVVM::CpAsyncWaitGroupOp::create(inner, loc,
@@ -347,12 +347,11 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
           inside = inBounds(nested, source, indices, 1);
           Value size = memref::DimOp::create(nested, loc, source, innermost);
           Value left = arith::SubIOp::create(nested, loc, size, indices.back());
-          sourceElements = arith::MinSIOp::create(nested, loc, left,
-                                                  sourceElements);
+          sourceElements =
+              arith::MinSIOp::create(nested, loc, left, sourceElements);
         }
-        sourceElements = arith::SelectOp::create(nested, loc, inside,
-                                                 sourceElements,
-                                                 index(nested, 0));
+        sourceElements = arith::SelectOp::create(
+            nested, loc, inside, sourceElements, index(nested, 0));
         // A piece outside the tensor reads nothing, from a valid address.
         for (Value &idx : safe)
           idx = arith::SelectOp::create(nested, loc, inside, idx,
@@ -362,8 +361,9 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
         SmallVector<Value> destination = sharedIndices(inner, tile, coords);
         nvgpu::DeviceAsyncCopyOp::create(
             inner, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-            buffer, destination, source, safe, inner.getIndexAttr(layout.vector),
-            sourceElements, bytes == 16 ? inner.getUnitAttr() : UnitAttr());
+            buffer, destination, source, safe,
+            inner.getIndexAttr(layout.vector), sourceElements,
+            bytes == 16 ? inner.getUnitAttr() : UnitAttr());
       });
     }
   };

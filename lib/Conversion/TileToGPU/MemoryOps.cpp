@@ -194,9 +194,9 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       SmallVector<Value> coords = coordinates(b, *layout, v);
       Value inside = isInside(b, *layout, v);
       if (writer)
-        inside = inside ? arith::AndIOp::create(b, loc, inside, writer)
-                              .getResult()
-                        : writer;
+        inside = inside
+                     ? arith::AndIOp::create(b, loc, inside, writer).getResult()
+                     : writer;
       SmallVector<Value> indices =
           windowIsGlobal
               ? windowIndices(b, loc, offsets, windowRank, coords)

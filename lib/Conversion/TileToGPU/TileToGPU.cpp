@@ -515,9 +515,10 @@ struct ConvertTileToGPUPass
         arith::FastMathFlagsAttr known = op.getFastMathFlagsAttr();
         arith::FastMathFlags flags =
             known ? known.getValue() : arith::FastMathFlags::none;
-        op->setAttr(op.getFastMathAttrName(),
-                    arith::FastMathFlagsAttr::get(
-                        op->getContext(), flags | arith::FastMathFlags::contract));
+        op->setAttr(
+            op.getFastMathAttrName(),
+            arith::FastMathFlagsAttr::get(
+                op->getContext(), flags | arith::FastMathFlags::contract));
       });
     });
   }

@@ -67,13 +67,14 @@ VectorLayout VectorLayout::fromAttr(FragmentLayoutAttr attr,
   return general;
 }
 
-FailureOr<WgmmaPartition>
-hisa::tile::getWgmmaPartition(int64_t m, int64_t n, int64_t threads,
-                              GemmWarpPolicy policy, std::string &reason) {
+FailureOr<WgmmaPartition> hisa::tile::getWgmmaPartition(int64_t m, int64_t n,
+                                                        int64_t threads,
+                                                        GemmWarpPolicy policy,
+                                                        std::string &reason) {
   llvm::raw_string_ostream os(reason);
   if (threads % 128 != 0) {
-    os << "needs whole warpgroups (a multiple of 128 threads), got "
-       << threads << " threads";
+    os << "needs whole warpgroups (a multiple of 128 threads), got " << threads
+       << " threads";
     return failure();
   }
   WgmmaPartition partition;
@@ -155,9 +156,8 @@ FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
     SmallVector<Attribute> results;
     if (failed(map.constantFold(operands, results)))
       return {};
-    return llvm::map_to_vector(results, [](Attribute a) {
-      return cast<IntegerAttr>(a).getInt();
-    });
+    return llvm::map_to_vector(
+        results, [](Attribute a) { return cast<IntegerAttr>(a).getInt(); });
   };
   auto movesDim = [&](SmallVector<int64_t> coords) -> int64_t {
     int64_t moved = -1;
@@ -300,8 +300,7 @@ hisa::tile::getWgmmaOperandALayout(MLIRContext *context, int64_t m, int64_t k,
   if (partition.warpgroups > 1)
     warp = warp % 4;
   AffineExpr lane = t % 32;
-  AffineExpr row =
-      block * 64 + warp * 16 + lane.floorDiv(4) + (reg % 2) * 8;
+  AffineExpr row = block * 64 + warp * 16 + lane.floorDiv(4) + (reg % 2) * 8;
   if (partition.warpgroups > 1 && !partition.splitN)
     row = row + t.floorDiv(128) * partition.rowsPerGroup;
   AffineExpr col = step * kStep + (lane % 4) * perRegister +

@@ -193,9 +193,10 @@ struct TileAssignLayoutsPass
                                   "or 128 for fp8, 16, 32 or 64 for "
                                   "bf16/f16), got ")
                  << rowBytes;
-        alloc->setAttr("tile.swizzle",
-                       IntegerAttr::get(
-                           IntegerType::get(launch.getContext(), 64), rowBytes));
+        alloc->setAttr(
+            "tile.swizzle",
+            IntegerAttr::get(IntegerType::get(launch.getContext(), 64),
+                             rowBytes));
       }
       return WalkResult::advance();
     });
@@ -246,8 +247,7 @@ struct TileAssignLayoutsPass
       FragmentLayoutAttr accumulator =
           accumulators.lookup(shapeId(*sourceShape));
       auto destShape = destType.getTileShape().getStaticSizes();
-      if (!accumulator || !destShape ||
-          accumulators.count(shapeId(*destShape)))
+      if (!accumulator || !destShape || accumulators.count(shapeId(*destShape)))
         return;
       if (FragmentLayoutAttr reduced =
               getReducedLayout(accumulator, *sourceShape, reduce.getDim()))
@@ -277,8 +277,8 @@ struct TileAssignLayoutsPass
 
   /// The accumulator layout of `gemm` for the target (null after a
   /// diagnostic when the tile cannot be split over the threads).
-  FragmentLayoutAttr getGemmAccumulatorLayout(GemmOp gemm, int64_t m,
-                                              int64_t n, int64_t threads) {
+  FragmentLayoutAttr getGemmAccumulatorLayout(GemmOp gemm, int64_t m, int64_t n,
+                                              int64_t threads) {
     std::string reason;
     MLIRContext *context = gemm.getContext();
     if (hasWgmma(chip)) {

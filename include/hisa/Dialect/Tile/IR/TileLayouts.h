@@ -83,9 +83,8 @@ FragmentLayoutAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *context,
 /// q = l % 4) holds 32-bit register j (4 per step) of 4 / elementBytes
 /// elements e:  row = 16 w + g + 8 (j % 2),
 ///              col = (4 / elementBytes) q + (16 / elementBytes) (j / 2) + e.
-FragmentLayoutAttr getWgmmaOperandALayout(mlir::MLIRContext *context,
-                                          int64_t m, int64_t k,
-                                          int64_t elementBytes,
+FragmentLayoutAttr getWgmmaOperandALayout(mlir::MLIRContext *context, int64_t m,
+                                          int64_t k, int64_t elementBytes,
                                           const WgmmaPartition &partition);
 
 /// Whether `chip` runs tile.gemm on wgmma (sm_90a) rather than mma.sync.
@@ -102,9 +101,10 @@ struct MmaSyncPartition {
 /// The mma.sync partition of an [m, n] accumulator over `threads` threads
 /// under `policy` (full_row: warps along M; full_col: along N; square: M
 /// when it divides into 16-row pieces, else N), or failure with `reason`.
-mlir::FailureOr<MmaSyncPartition>
-getMmaSyncPartition(int64_t m, int64_t n, int64_t threads,
-                    GemmWarpPolicy policy, std::string &reason);
+mlir::FailureOr<MmaSyncPartition> getMmaSyncPartition(int64_t m, int64_t n,
+                                                      int64_t threads,
+                                                      GemmWarpPolicy policy,
+                                                      std::string &reason);
 
 /// The accumulator layout of mma.sync m16n8k16 (f32): warp w = t / 32 at
 /// (w / warpsN, w % warpsN) of the warp grid, lane l = t % 32; register v
