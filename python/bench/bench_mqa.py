@@ -130,18 +130,24 @@ def main():
         flops = 2 * m * topk * kb * heads * dim
         rows.append(("block_sparse_mqa_logits", f"H={heads} D={dim} kb={kb} T={topk} M=N={n}", t, flops / t, flops / t / fp8_rate))
 
-    lines = [
-        f"# hisa tensor-core kernels on {torch.cuda.get_device_name()}",
-        "",
-        "| op | config | time (ms) | TFLOP/s | % of fp8 cuBLAS |",
-        "| --- | --- | ---: | ---: | ---: |",
-    ]
-    for name, config, t, rate, ratio in rows:
-        lines.append(f"| {name} | {config} | {t * 1e3:.3f} | {rate / 1e12:.0f} | {ratio * 100:.1f} |")
+    write_table(
+        f"hisa tensor-core kernels on {torch.cuda.get_device_name()}",
+        ("op", "config", "time (ms)", "TFLOP/s", "% of fp8 cuBLAS"),
+        rows,
+        args.out,
+    )
+
+
+def write_table(title, columns, rows, out=None):
+    """Prints (and writes to `out`) a markdown table of (name, detail, time
+    in s, rate per s, ratio) rows; the rate is shown in units of 1e12."""
+    lines = [f"# {title}", "", "| " + " | ".join(columns) + " |", "| --- | --- | ---: | ---: | ---: |"]
+    for name, detail, t, rate, ratio in rows:
+        lines.append(f"| {name} | {detail} | {t * 1e3:.3f} | {rate / 1e12:.0f} | {ratio * 100:.1f} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
-        with open(args.out, "w") as f:
+    if out:
+        with open(out, "w") as f:
             f.write(text)
 
 

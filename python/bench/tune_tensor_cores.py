@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import torch  # noqa: E402
 
-from bench_mqa import bench, causal_windows, fp8  # noqa: E402
+from bench_mqa import bench, causal_windows, fp8, write_table  # noqa: E402
 from hisa import jit  # noqa: E402
 
 KERNELS = os.path.join(HERE, "..", "..", "kernels-dsl")
@@ -239,19 +239,12 @@ def main():
         rows.append(("device copy 512 MiB (read + write bytes, rate in TB/s)", "ceiling", t, copy_rate, 1.0))
         rows += clean_rows(copy_rate)
 
-    lines = [
-        f"# tensor-core tuning sweep on {torch.cuda.get_device_name()}",
-        "",
-        "| variant | check | time (ms) | TFLOP/s (clean: TB/s) | % of fp8 cuBLAS (clean: of copy) |",
-        "| --- | --- | ---: | ---: | ---: |",
-    ]
-    for label, check, t, rate, ratio in rows:
-        lines.append(f"| {label} | {check} | {t * 1e3:.3f} | {rate / 1e12:.0f} | {ratio * 100:.1f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    write_table(
+        f"tensor-core tuning sweep on {torch.cuda.get_device_name()}",
+        ("variant", "check", "time (ms)", "TFLOP/s (clean: TB/s)", "% of fp8 cuBLAS (clean: of copy)"),
+        rows,
+        args.out,
+    )
 
 
 if __name__ == "__main__":

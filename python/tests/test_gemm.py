@@ -26,8 +26,8 @@ CASES = {
 }
 
 
-def gemm_source(element: str, k: int, threads: int = 128, policy: str = "square") -> str:
-    with open(SOURCE_PATH) as f:
+def gemm_source(element: str, k: int, threads: int = 128, policy: str = "square", path: str = SOURCE_PATH) -> str:
+    with open(path) as f:
         text = f.read()
     import re
 
@@ -36,12 +36,14 @@ def gemm_source(element: str, k: int, threads: int = 128, policy: str = "square"
     return re.sub(r"\bK\b", str(k), text)
 
 
-def run_gemm(kind, m, n, rows, k=None, threads=128, policy="square", target=hisa.jit.DEFAULT_TARGET):
+def run_gemm(kind, m, n, rows, k=None, threads=128, policy="square", target=hisa.jit.DEFAULT_TARGET,
+             name="gemm", path=SOURCE_PATH, factor=2):
+    """Runs kernel `name` of `path` (C = factor * A @ B^T) and checks it."""
     fresh_seed(torch)
     element, default_k, dtype, tolerance = CASES[kind]
     k = k or default_k
     kernel = hisa.jit.get_kernel(
-        "gemm", {"m": m, "n": n}, target=target, source=gemm_source(element, k, threads, policy)
+        name, {"m": m, "n": n}, target=target, source=gemm_source(element, k, threads, policy, path)
     )
     a_rows = m if rows == "full" else m - 13
     b_rows = n if rows == "full" else n - 5
@@ -51,8 +53,8 @@ def run_gemm(kind, m, n, rows, k=None, threads=128, policy="square", target=hisa
     kernel.launch(a, b, c)
     torch.cuda.synchronize()
     af, bf = a.float(), b.float()
-    expected = 2 * (af @ bf.T)
-    bound = 2 * (af.abs() @ bf.abs().T) * tolerance + 1e-4
+    expected = factor * (af @ bf.T)
+    bound = factor * (af.abs() @ bf.abs().T) * tolerance + 1e-4
     error = (c - expected).abs()
     assert not torch.isnan(c).any(), "unwritten outputs"
     assert (error <= bound).all(), f"max error {error.max().item()} (bound {bound.max().item()})"
@@ -136,27 +138,7 @@ REGISTER_A_PATH = os.path.join(os.path.dirname(SOURCE_PATH), "gemm_register_a.ml
 )
 @pytest.mark.parametrize("rows", ["full", "partial"])
 def test_gemm_register_a(kind, m, n, k, threads, policy, rows):
-    fresh_seed(torch)
-    element, _, dtype, tolerance = CASES[kind]
-    import re
-
-    with open(REGISTER_A_PATH) as f:
-        text = f.read()
-    text = text.replace("ELEMENT", element).replace("THREADS", str(threads)).replace("POLICY", policy)
-    source = re.sub(r"\bK\b", str(k), text)
-    kernel = hisa.jit.get_kernel("gemm_ra", {"m": m, "n": n}, source=source)
-    a_rows = m if rows == "full" else m - 13
-    b_rows = n if rows == "full" else n - 5
-    a = (torch.randn(a_rows, k, device="cuda") * 2).to(dtype)
-    b = (torch.randn(b_rows, k, device="cuda") * 2).to(dtype)
-    c = torch.full((a_rows, b_rows), float("nan"), device="cuda")
-    kernel.launch(a, b, c)
-    torch.cuda.synchronize()
-    af, bf = a.float(), b.float()
-    error = (c - af @ bf.T).abs()
-    bound = (af.abs() @ bf.abs().T) * tolerance + 1e-4
-    assert not torch.isnan(c).any(), "unwritten outputs"
-    assert (error <= bound).all(), f"max error {error.max().item()}"
+    run_gemm(kind, m, n, rows, k=k, threads=threads, policy=policy, name="gemm_ra", path=REGISTER_A_PATH, factor=1)
 
 
 def test_mma_sync_kernel_and_fp8_refusal():
