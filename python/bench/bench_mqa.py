@@ -48,6 +48,36 @@ def causal_windows(n):
     return torch.zeros(n, device="cuda", dtype=torch.int32), pos + 1
 
 
+def pool_inputs(n, block, heads, dim):
+    """Launch arguments of pool_mqa_logits for one causal sequence of n
+    tokens pooled in blocks of `block` (1: the flat indexer on raw keys),
+    M = n, and the useful FLOPs (2 H D per visible (query, key) pair)."""
+    ks, ke = causal_windows(n)
+    nkeys = -(-n // block)
+    bks = (ks // block).int()
+    bke = ((ke + block - 1) // block).int()
+    q = fp8(n * heads, dim)
+    keys = fp8(nkeys, dim)
+    scales = torch.rand(nkeys, device="cuda") + 0.5
+    weights = torch.randn(n, heads, device="cuda")
+    logits = torch.empty(n, nkeys, device="cuda")
+    flops = 2 * heads * dim * int((bke - bks).sum().item())
+    return [q, keys, scales, weights, bks, bke, logits], flops
+
+
+def block_sparse_inputs(n, topk, kb, heads, dim):
+    """Launch arguments of block_sparse_mqa_logits for M = N = n causal
+    queries with topk random blocks of kb keys each, and its FLOPs."""
+    ks, ke = causal_windows(n)
+    q = fp8(n, heads, dim)
+    k = fp8(n, dim)
+    k_scale = torch.rand(n, device="cuda") + 0.5
+    weights = torch.randn(n, heads, device="cuda")
+    index = torch.randint(0, -(-n // kb), (n, topk), device="cuda", dtype=torch.int32)
+    out = torch.empty(n, topk * kb, device="cuda")
+    return [q, k, k_scale, index, weights, ks, ke, out], 2 * n * topk * kb * heads * dim
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out")
@@ -99,35 +129,18 @@ def main():
     heads, dim, kb = 64, 128, 128
     # pool_mqa_logits: one causal sequence, M = N = 131072, pooled keys.
     for n, label, block in ((131072, "pool_mqa_logits", kb), (32768, "mqa_logits (flat, raw keys)", 1)):
-        m = n
-        ks, ke = causal_windows(n)
-        nkeys = -(-n // block)
-        bks = (ks // block).int()
-        bke = ((ke + block - 1) // block).int()
-        q = fp8(m * heads, dim)
-        keys = fp8(nkeys, dim)
-        scales = torch.rand(nkeys, device="cuda") + 0.5
-        weights = torch.randn(m, heads, device="cuda")
-        logits = torch.empty(m, nkeys, device="cuda")
+        launch_args, flops = pool_inputs(n, block, heads, dim)
         kernel = jit.get_kernel("pool_mqa_logits", {"heads": heads, "dim": dim, "block_q": 2})
-        t = bench(lambda: kernel.launch(q, keys, scales, weights, bks, bke, logits), reps=5, batch=3)
-        flops = 2 * heads * dim * int((bke - bks).sum().item())
+        t = bench(lambda: kernel.launch(*launch_args), reps=5, batch=3)
         rows.append((label, f"H={heads} D={dim} M=N={n}", t, flops / t, flops / t / fp8_rate))
-        del q, keys, logits
+        del launch_args
 
     # block_sparse_mqa_logits: M = N = 32768, T = 64 blocks of 128.
     for n in (32768,):
-        m, topk = n, 64
-        ks, ke = causal_windows(n)
-        q = fp8(m, heads, dim)
-        k = fp8(n, dim)
-        k_scale = torch.rand(n, device="cuda") + 0.5
-        weights = torch.randn(m, heads, device="cuda")
-        index = torch.randint(0, -(-n // kb), (m, topk), device="cuda", dtype=torch.int32)
-        out = torch.empty(m, topk * kb, device="cuda")
+        topk = 64
+        launch_args, flops = block_sparse_inputs(n, topk, kb, heads, dim)
         kernel = jit.get_kernel("block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb, "topk": topk})
-        t = bench(lambda: kernel.launch(q, k, k_scale, index, weights, ks, ke, out), reps=5, batch=3)
-        flops = 2 * m * topk * kb * heads * dim
+        t = bench(lambda: kernel.launch(*launch_args), reps=5, batch=3)
         rows.append(("block_sparse_mqa_logits", f"H={heads} D={dim} kb={kb} T={topk} M=N={n}", t, flops / t, flops / t / fp8_rate))
 
     write_table(

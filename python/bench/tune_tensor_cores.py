@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import torch  # noqa: E402
 
-from bench_mqa import bench, causal_windows, fp8, write_table  # noqa: E402
+from bench_mqa import bench, block_sparse_inputs, fp8, pool_inputs, write_table  # noqa: E402
 from hisa import jit  # noqa: E402
 
 KERNELS = os.path.join(HERE, "..", "..", "kernels-dsl")
@@ -75,15 +75,8 @@ def gemm_rows(fp8_rate):
 def sparse_rows(fp8_rate):
     rows = []
     heads, dim, kb, n, topk = 64, 128, 128, 32768, 64
-    m = n
-    ks, ke = causal_windows(n)
-    q = fp8(m, heads, dim)
-    k = fp8(n, dim)
-    k_scale = torch.rand(n, device="cuda") + 0.5
-    weights = torch.randn(m, heads, device="cuda")
-    index = torch.randint(0, -(-n // kb), (m, topk), device="cuda", dtype=torch.int32)
-    out = torch.empty(m, topk * kb, device="cuda")
-    flops = 2 * m * topk * kb * heads * dim
+    launch_args, flops = block_sparse_inputs(n, topk, kb, heads, dim)
+    out = launch_args[-1]
     reference = None
     for threads, stages, blocks in (
         (128, 2, None),
@@ -100,12 +93,12 @@ def sparse_rows(fp8_rate):
                 "block_sparse_mqa_logits", {"heads": heads, "dim": dim, "kb": kb, "topk": topk}, source=source
             )
             out.fill_(float("nan"))
-            kernel.launch(q, k, k_scale, index, weights, ks, ke, out)
+            kernel.launch(*launch_args)
             torch.cuda.synchronize()
             if reference is None:
                 reference = out.clone()
             ok = bool(torch.allclose(out, reference, rtol=1e-5, atol=1e-5, equal_nan=False))
-            t = bench(lambda: kernel.launch(q, k, k_scale, index, weights, ks, ke, out), reps=5, batch=3)
+            t = bench(lambda: kernel.launch(*launch_args), reps=5, batch=3)
             label = f"block_sparse T={topk} M=N={n} threads={threads} stages={stages} blocks_per_sm={blocks}"
             rows.append((label, "ok" if ok else "MISMATCH", t, flops / t, flops / t / fp8_rate))
         except Exception as exc:
@@ -118,17 +111,9 @@ def pool_rows(fp8_rate):
     heads, dim, block = 64, 128, 128
     for n in (131072, 32768):
         pooled = block if n == 131072 else 1
-        m = n
-        ks, ke = causal_windows(n)
-        nkeys = -(-n // pooled)
-        bks = (ks // pooled).int()
-        bke = ((ke + pooled - 1) // pooled).int()
-        q = fp8(m * heads, dim)
-        keys = fp8(nkeys, dim)
-        scales = torch.rand(nkeys, device="cuda") + 0.5
-        weights = torch.randn(m, heads, device="cuda")
-        logits = torch.empty(m, nkeys, device="cuda")
-        flops = 2 * heads * dim * int((bke - bks).sum().item())
+        launch_args, flops = pool_inputs(n, pooled, heads, dim)
+        bke, logits = launch_args[5], launch_args[6]
+        nkeys = logits.shape[1]
         inside = torch.arange(nkeys, device="cuda")[None, :] < bke[:, None]
         reference = None
         for threads, block_q, block_n, stages in (
@@ -148,13 +133,13 @@ def pool_rows(fp8_rate):
                 params = {"heads": heads, "dim": dim, "block_q": block_q, "block_n": block_n}
                 kernel = jit.get_kernel("pool_mqa_logits", params, source=source)
                 logits.fill_(float("nan"))
-                kernel.launch(q, keys, scales, weights, bks, bke, logits)
+                kernel.launch(*launch_args)
                 torch.cuda.synchronize()
                 got = torch.where(inside, logits, torch.zeros_like(logits))
                 if reference is None:
                     reference = got.clone()
                 ok = bool(torch.allclose(got, reference, rtol=1e-5, atol=1e-5))
-                t = bench(lambda: kernel.launch(q, keys, scales, weights, bks, bke, logits), reps=5, batch=3)
+                t = bench(lambda: kernel.launch(*launch_args), reps=5, batch=3)
                 label = (
                     f"{'pool' if pooled > 1 else 'flat'} M=N={n} threads={threads} "
                     f"block_q={block_q} block_n={block_n} stages={stages}"
@@ -162,7 +147,7 @@ def pool_rows(fp8_rate):
                 rows.append((label, "ok" if ok else "MISMATCH", t, flops / t, flops / t / fp8_rate))
             except Exception as exc:
                 rows.append((f"pool threads={threads} block_q={block_q} block_n={block_n}", f"error: {exc}"[:120], 0, 0, 0))
-        del q, keys, logits, reference, got
+        del launch_args, logits, reference, got
     return rows
 
 

@@ -215,6 +215,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   Type elementType = bType.getElementType();
   int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   int64_t k = *bType.getTileShape().getStaticSize(1);
+  int64_t rowBytes = k * elementBytes;
   if (aFragment &&
       aFragment.getLayout() !=
           getWgmmaOperandALayout(context, m, k, elementBytes, *partition))
@@ -226,11 +227,10 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
            << chip << "; run tile-assign-layouts with chip=" << chip;
   for (Operation *alloc :
        {aFragment ? nullptr : aAlloc.getOperation(), bAlloc.getOperation()})
-    if (alloc && cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt() !=
-                     k * elementBytes)
+    if (alloc &&
+        cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt() != rowBytes)
       return op.emitOpError("operand swizzle does not match its ")
-             << k * elementBytes << "-byte rows; run tile-assign-layouts";
-  int64_t rowBytes = k * elementBytes;
+             << rowBytes << "-byte rows; run tile-assign-layouts";
   int64_t kPerInstruction = 32 / elementBytes;
   int64_t steps = k / kPerInstruction;
   int64_t groupN = partition->colsPerGroup;
