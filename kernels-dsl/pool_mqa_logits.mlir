@@ -25,7 +25,7 @@ tile.kernel @pool_mqa_logits(
     %bks: !tile.global<[?], i32>,
     %bke: !tile.global<[?], i32>,
     %logits: !tile.global<[?, ?], f32>)
-    params {heads = 64, dim = 128, block_q = 2, block_n = 128} {
+    params {heads = 64, dim = 128, block_q = 4, block_n = 64} {
   %m = tile.dim %bks, 0 : !tile.global<[?], i32>
   %block_q = tile.param "block_q" : index
   %num_q_blocks = arith.ceildivui %m, %block_q : index

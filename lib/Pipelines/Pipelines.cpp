@@ -20,10 +20,15 @@
 
 using namespace mlir;
 
-void hisa::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip) {
+void hisa::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip,
+                                     bool useTma) {
   tile::TileAssignLayoutsOptions layouts;
   layouts.chip = chip.str();
   pm.addPass(tile::createTileAssignLayouts(layouts));
+  tile::TileUseTmaOptions tma;
+  tma.chip = chip.str();
+  tma.enable = useTma;
+  pm.addPass(tile::createTileUseTma(tma));
   pm.addPass(tile::createTilePlanSharedMemory());
 }
 
@@ -32,7 +37,7 @@ void hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   tile::TileBindParamsOptions bind;
   bind.params.assign(options.params.begin(), options.params.end());
   pm.addPass(tile::createTileBindParams(bind));
-  buildTilePlanningPipeline(pm, options.chip);
+  buildTilePlanningPipeline(pm, options.chip, options.tma);
   buildTileLoweringPipeline(pm, options);
 }
 
@@ -58,6 +63,8 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // Tensor maps are passed by value and addressed in parameter space.
+  device.addPass(createTileMarkTensorMapParams());
   // wgmma and other PTX-builder NVVM ops become inline PTX.
   device.addPass(createConvertNVVMToLLVMPass());
   device.addPass(createCanonicalizerPass());

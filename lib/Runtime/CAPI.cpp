@@ -233,6 +233,10 @@ int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
   return runOperator("clean_and_maintain_logits", "", arguments, stream);
 }
 
+/// Queries per block of pool_mqa_logits: 256 query rows (the widest wgmma),
+/// as the Python op (_pool_mqa_block_q) chooses.
+static int64_t poolMqaBlockQ(int64_t heads) { return 256 / heads; }
+
 /// Blocks per SM for block_sparse_mqa_logits: five fit while the [kb, heads]
 /// accumulator needs at most ~100 registers a thread (measured with ptxas:
 /// no spills); H = 128 tiles need more (kb = 128: 163, kb = 256: 255).
@@ -269,7 +273,8 @@ int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
                                 tensor(logits, {m, nb})};
   return runOperator(
       "pool_mqa_logits",
-      formatv("block_q={0},dim={1},heads={2}", 128 / heads, dim, heads),
+      formatv("block_q={0},dim={1},heads={2}", poolMqaBlockQ(heads), dim,
+              heads),
       arguments, stream);
 }
 

@@ -2,6 +2,7 @@
 
 #include "Compiler.h"
 
+#include "hisa/Dialect/Tile/IR/TensorMaps.h"
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 #include "hisa/Pipelines/Pipelines.h"
@@ -301,6 +302,14 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   metadata.sharedBytes = kernel.getLaunch()
                              ->getAttrOfType<IntegerAttr>("tile.shared_bytes")
                              .getInt();
+  for (const tile::TensorMapSpec &spec : tile::getTensorMaps(kernel)) {
+    KernelMetadata::TensorMap map;
+    map.argument = spec.argNumber;
+    map.elementBytes = spec.elementBytes;
+    map.swizzleBytes = spec.swizzleBytes;
+    map.box.assign(spec.box.begin(), spec.box.end());
+    metadata.tensorMaps.push_back(std::move(map));
+  }
 
   TileToNVVMOptions options;
   options.chip = target.str();

@@ -60,7 +60,8 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(memFree, cuMemFree, true)                                                  \
   X(memcpyHtoD, cuMemcpyHtoD, true)                                            \
   X(memcpyDtoH, cuMemcpyDtoH, true)                                            \
-  X(pointerGetAttribute, cuPointerGetAttribute, true)
+  X(pointerGetAttribute, cuPointerGetAttribute, true)                          \
+  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, false)
 
 // Two levels, so that the argument is macro-expanded before it is quoted.
 #define HISA_EXPANDED_NAME(function) HISA_QUOTE(function)

@@ -7,11 +7,13 @@
 #include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/DiskCache.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <dlfcn.h>
+#include <limits>
 #include <mutex>
 #include <sys/stat.h>
 
@@ -33,6 +35,117 @@ struct BuiltinKernel {
 const BuiltinKernel builtinKernels[] = {
 #include "BuiltinKernels.inc"
 };
+
+/// 256 zero bytes of device memory in the current context: what the tensor
+/// map of an empty tensor points at (a map cannot describe zero elements;
+/// one element that is zero reads the same as nothing, zero-filled).
+Expected<void *> getZeroBuffer(CudaDriver &driver) {
+  static std::mutex mutex;
+  static DenseMap<CUcontext, CUdeviceptr> buffers;
+  CUcontext context = nullptr;
+  if (Error error =
+          checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
+    return std::move(error);
+  std::lock_guard<std::mutex> lock(mutex);
+  CUdeviceptr &buffer = buffers[context];
+  if (!buffer) {
+    static const char zeros[256] = {};
+    if (Error error =
+            checkCuda(driver.memAlloc(&buffer, sizeof(zeros)), "cuMemAlloc"))
+      return std::move(error);
+    if (Error error = checkCuda(
+            driver.memcpyHtoD(buffer, zeros, sizeof(zeros)), "cuMemcpyHtoD"))
+      return std::move(error);
+  }
+  return reinterpret_cast<void *>(buffer);
+}
+
+/// Encodes the tensor map `map` of `kernel` for the tensor `given` (whose
+/// sizes, data pointer and alignment the caller has checked).
+Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
+                      const LaunchArgument &given, const std::string &what,
+                      StringRef kernel, CUtensorMap &encoded) {
+  if (!driver.tensorMapEncodeTiled)
+    return makeError(formatv("kernel '{0}' reads {1} through TMA, but the "
+                             "CUDA driver has no cuTensorMapEncodeTiled "
+                             "(CUDA 12 or newer is needed)",
+                             kernel, what));
+  size_t rank = given.sizes.size();
+  if (map.box.size() != rank || rank > 5)
+    return makeError(formatv("{0}: the kernel's tensor map has rank {1}, the "
+                             "tensor {2}",
+                             what, map.box.size(), rank));
+  void *address = given.data;
+  bool empty = llvm::is_contained(given.sizes, 0);
+  if (empty) {
+    Expected<void *> zeros = getZeroBuffer(driver);
+    if (!zeros)
+      return zeros.takeError();
+    address = *zeros;
+  }
+  // Innermost first; strides in bytes for every dimension but the innermost.
+  cuuint64_t sizes[5], strides[4];
+  cuuint32_t box[5], elementStrides[5];
+  uint64_t stride = map.elementBytes;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t size = empty ? 1 : given.sizes[rank - 1 - i];
+    // Box coordinates are signed 32-bit.
+    if (size > std::numeric_limits<int32_t>::max())
+      return makeError(formatv("{0}: dimension {1} is {2}, more than TMA "
+                               "coordinates (32-bit) reach",
+                               what, rank - 1 - i, size));
+    sizes[i] = static_cast<cuuint64_t>(size);
+    box[i] = static_cast<cuuint32_t>(map.box[rank - 1 - i]);
+    elementStrides[i] = 1;
+    if (i > 0)
+      strides[i - 1] = stride;
+    stride *= sizes[i];
+  }
+  CUtensorMapDataType type;
+  switch (map.elementBytes) {
+  case 1:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    break;
+  case 2:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    break;
+  case 4:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT32;
+    break;
+  case 8:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT64;
+    break;
+  default:
+    return makeError(formatv("{0}: no TMA element type of {1} bytes", what,
+                             map.elementBytes));
+  }
+  CUtensorMapSwizzle swizzle;
+  switch (map.swizzleBytes) {
+  case 0:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+    break;
+  case 32:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
+    break;
+  case 64:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+    break;
+  case 128:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    break;
+  default:
+    return makeError(formatv("{0}: no TMA swizzle of {1} bytes", what,
+                             map.swizzleBytes));
+  }
+  // Boxes outside the tensor read zeros (FLOAT_OOB_FILL_NONE), as tile.copy
+  // requires.
+  CUresult result = driver.tensorMapEncodeTiled(
+      &encoded, type, static_cast<cuuint32_t>(rank), address, sizes, strides,
+      box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return checkCuda(result, "cuTensorMapEncodeTiled for " + what,
+                   kernel);
+}
 
 class LoadedKernelImpl : public LoadedKernel {
 public:
@@ -147,6 +260,22 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   SmallVector<void *, 64> params;
   for (uint64_t &slot : slots)
     params.push_back(&slot);
+  // Tensor maps go by value (128 bytes each, 64-byte aligned) after the
+  // arguments.
+  std::vector<CUtensorMap> tensorMaps(metadata.tensorMaps.size()); // aligned
+  for (auto [map, encoded] : llvm::zip(metadata.tensorMaps, tensorMaps)) {
+    if (map.argument >= arguments.size())
+      return makeError(formatv("kernel '{0}': a tensor map names argument "
+                               "#{1}, which it does not have",
+                               kernel, map.argument));
+    std::string what =
+        formatv("kernel '{0}' argument '{1}' (#{2})", kernel,
+                metadata.arguments[map.argument].name, map.argument);
+    if (Error error = encodeTensorMap(*driver, map, arguments[map.argument],
+                                      what, kernel, encoded))
+      return error;
+    params.push_back(&encoded);
+  }
   return driver->launch(function, blocks,
                         {static_cast<unsigned>(metadata.threads), 1, 1},
                         static_cast<unsigned>(metadata.sharedBytes),

@@ -4,7 +4,10 @@
 //   hisa-kernel-metadata 1
 //   kernel <name> <cubin|ptx> <threads> <shared bytes>
 //   arg tensor <name> <element type> <element bytes> <alignment> <rank>
-//   <dims...> arg int|float <name> <bits> inst <op> <a> <b> <immediate> <bits>
+//   <dims...>
+//   arg int|float <name> <bits>
+//   tensormap <argument> <element bytes> <swizzle bytes> <rank> <box...>
+//   inst <op> <a> <b> <immediate> <bits>
 //   grid <value id>...
 //
 //===----------------------------------------------------------------------===//
@@ -39,6 +42,13 @@ std::string KernelMetadata::serialize() const {
     }
     os << "arg " << (arg.kind == Argument::Int ? "int" : "float") << " "
        << arg.name << " " << arg.scalarBits << "\n";
+  }
+  for (const TensorMap &map : tensorMaps) {
+    os << "tensormap " << map.argument << " " << map.elementBytes << " "
+       << map.swizzleBytes << " " << map.box.size();
+    for (int64_t extent : map.box)
+      os << " " << extent;
+    os << "\n";
   }
   for (const Instruction &inst : program)
     os << "inst " << inst.op << " " << inst.a << " " << inst.b << " "
@@ -99,6 +109,26 @@ Expected<KernelMetadata> KernelMetadata::parse(StringRef text) {
         arg.scalarBits = value;
       }
       metadata.arguments.push_back(std::move(arg));
+    } else if (fields[0] == "tensormap") {
+      TensorMap map;
+      int64_t argument, bytes, rank;
+      if (!number(1, argument) || !number(2, bytes) ||
+          !number(3, map.swizzleBytes) || !number(4, rank) || rank < 1 ||
+          fields.size() != 5 + size_t(rank) || argument < 0 ||
+          argument >= static_cast<int64_t>(metadata.arguments.size()) ||
+          metadata.arguments[argument].kind != Argument::Tensor ||
+          static_cast<int64_t>(metadata.arguments[argument].shape.size()) !=
+              rank)
+        return malformed(line);
+      map.argument = argument;
+      map.elementBytes = bytes;
+      for (int64_t i = 0; i < rank; ++i) {
+        int64_t extent;
+        if (!number(5 + i, extent) || extent < 1 || extent > 256)
+          return malformed(line);
+        map.box.push_back(extent);
+      }
+      metadata.tensorMaps.push_back(std::move(map));
     } else if (fields[0] == "inst" && fields.size() == 6) {
       Instruction inst;
       int64_t bits;

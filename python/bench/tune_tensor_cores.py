@@ -47,16 +47,18 @@ def gemm_rows(fp8_rate):
         c = torch.empty(size, size, device="cuda")
         ref = a[:256].float() @ b[:256].float().T
         magnitude = a[:256].float().abs() @ b[:256].float().abs().T
-        for threads, bm, bn, stages in (
-            (128, 128, 128, 3),
-            (128, 128, 128, 4),
-            (256, 128, 256, 3),
-            (256, 128, 256, 4),
-            (256, 256, 128, 3),
-            (256, 256, 128, 4),
+        for threads, bm, bn, stages, blocks in (
+            (128, 128, 128, 3, None),
+            (128, 128, 128, 3, 2),
+            (128, 128, 128, 4, None),
+            (256, 128, 128, 3, 2),
+            (256, 128, 256, 3, None),
+            (256, 128, 256, 4, None),
+            (256, 256, 128, 3, None),
+            (256, 256, 128, 4, None),
         ):
             try:
-                source = variant("fp8_gemm", threads, stages, element)
+                source = variant("fp8_gemm", threads, stages, element, blocks_per_sm=blocks)
                 params = {"k": size, "block_m": bm, "block_n": bn, "block_k": block_k}
                 kernel = jit.get_kernel("fp8_gemm", params, source=source)
                 c.fill_(float("nan"))
@@ -65,7 +67,10 @@ def gemm_rows(fp8_rate):
                 ok = bool(((c[:256, :256] - ref).abs() <= 2e-3 * magnitude + 1e-3).all())
                 t = bench(lambda: kernel.launch(a, b, c))
                 rate = 2 * size**3 / t
-                label = f"{element} gemm {size}^3 threads={threads} tile={bm}x{bn}x{block_k} stages={stages}"
+                label = (
+                    f"{element} gemm {size}^3 threads={threads} tile={bm}x{bn}x{block_k} "
+                    f"stages={stages} blocks_per_sm={blocks}"
+                )
                 rows.append((label, "ok" if ok else "MISMATCH", t, rate, rate / fp8_rate))
             except Exception as exc:  # a variant that does not compile is reported
                 rows.append((f"{element} threads={threads} tile={bm}x{bn} stages={stages}", f"error: {exc}"[:120], 0, 0, 0))
@@ -116,20 +121,20 @@ def pool_rows(fp8_rate):
         nkeys = logits.shape[1]
         inside = torch.arange(nkeys, device="cuda")[None, :] < bke[:, None]
         reference = None
-        for threads, block_q, block_n, stages in (
-            (128, 2, 128, 2),
-            (128, 2, 128, 3),
-            (128, 2, 64, 2),
-            (128, 2, 64, 3),
-            (128, 1, 128, 2),
-            (128, 4, 64, 2),
-            (256, 2, 128, 2),
-            (256, 4, 128, 2),
-            (256, 2, 256, 2),
-            (256, 4, 256, 2),
+        for threads, block_q, block_n, stages, blocks in (
+            (128, 2, 128, 2, None),
+            (128, 2, 128, 2, 3),
+            (128, 2, 128, 3, 3),
+            (128, 2, 64, 2, None),
+            (128, 2, 64, 2, 3),
+            (128, 2, 64, 2, 4),
+            (128, 2, 64, 3, 3),
+            (128, 2, 64, 4, 3),
+            (128, 4, 64, 2, 3),
+            (256, 2, 128, 2, None),
         ):
             try:
-                source = variant("pool_mqa_logits", threads, stages)
+                source = variant("pool_mqa_logits", threads, stages, blocks_per_sm=blocks)
                 params = {"heads": heads, "dim": dim, "block_q": block_q, "block_n": block_n}
                 kernel = jit.get_kernel("pool_mqa_logits", params, source=source)
                 logits.fill_(float("nan"))
@@ -142,7 +147,7 @@ def pool_rows(fp8_rate):
                 t = bench(lambda: kernel.launch(*launch_args), reps=5, batch=3)
                 label = (
                     f"{'pool' if pooled > 1 else 'flat'} M=N={n} threads={threads} "
-                    f"block_q={block_q} block_n={block_n} stages={stages}"
+                    f"block_q={block_q} block_n={block_n} stages={stages} blocks_per_sm={blocks}"
                 )
                 rows.append((label, "ok" if ok else "MISMATCH", t, flops / t, flops / t / fp8_rate))
             except Exception as exc:

@@ -255,6 +255,13 @@ def _as_int32(t: torch.Tensor, lo: int = _INT32_MIN, hi: int = _INT32_MAX) -> to
     return t.clamp(max(lo, _INT32_MIN), min(hi, _INT32_MAX)).to(torch.int32)
 
 
+def _pool_mqa_block_q(heads: int) -> int:
+    """Queries per block of pool_mqa_logits: 256 query rows (block_q * H),
+    the widest wgmma (N = 256), against key tiles of 64 (tuning record in
+    docs/performance.md). The C API (poolMqaBlockQ) agrees."""
+    return 256 // heads
+
+
 def _block_sparse_min_blocks(heads: int, kb: int) -> int:
     """Blocks per SM for block_sparse_mqa_logits (as hisa_runtime's C ABI):
     5 while the [kb, H] accumulator fits in ~100 registers a thread, fewer
@@ -349,7 +356,7 @@ def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
 
     _launch(
         "pool_mqa_logits",
-        {"heads": heads, "dim": dim, "block_q": 128 // heads},
+        {"heads": heads, "dim": dim, "block_q": _pool_mqa_block_q(heads)},
         q.device,
         q.view(m * heads, dim),
         keys,

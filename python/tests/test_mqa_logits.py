@@ -12,6 +12,7 @@ from hisa_testutil import fresh_seed, require_gpu
 
 torch, hisa = require_gpu()
 jit = hisa.jit
+ops = hisa.ops
 
 
 def packed_windows(lengths, device="cuda"):
@@ -55,7 +56,7 @@ def test_pool_mqa_logits(heads, lengths):
     blocked_scale = torch.rand(nb, device="cuda") + 0.5
     weights = torch.randn(m, heads, device="cuda") / heads**0.5
     logits = torch.full((m, nb), float("nan"), device="cuda")
-    kernel = jit.get_kernel("pool_mqa_logits", {"heads": heads, "dim": dim, "block_q": 128 // heads})
+    kernel = jit.get_kernel("pool_mqa_logits", {"heads": heads, "dim": dim, "block_q": ops._pool_mqa_block_q(heads)})
     kernel.launch(q.view(m * heads, dim), blocked_k, blocked_scale, weights, bks, bke, logits)
     torch.cuda.synchronize()
     expected = relu_logits(q, blocked_k, blocked_scale, weights)

@@ -88,6 +88,7 @@ TEST(CudaDriver, ReportsLibraryWithoutTheEntryPoints) {
   EXPECT_TRUE(contains(message, "cuMemAlloc_v2")) << message;
   // The optional entry point is not demanded.
   EXPECT_FALSE(contains(message, "cuModuleLoadDataEx")) << message;
+  EXPECT_FALSE(contains(message, "cuTensorMapEncodeTiled")) << message;
 }
 
 TEST(CudaDriver, ResolvesTheVersionedSymbols) {
@@ -104,7 +105,8 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
         "cuDevicePrimaryCtxRetain", "cuFuncSetAttribute"})
     EXPECT_TRUE(has(name)) << name;
   EXPECT_FALSE(has("cuMemAlloc"));
-  EXPECT_EQ(names.size(), 23u);
+  EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
+  EXPECT_EQ(names.size(), 24u);
 }
 
 TEST(CudaDriver, CheckCudaNamesTheCallAndTheKernel) {

@@ -31,7 +31,15 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     the tensor) into S rotating buffers: a prologue issues iterations
     0..S-2, iteration k issues k+S-1, waits for its own group
     (cp.async.wait_group S-1) and a barrier, runs the body, then a barrier
-    protects the buffer that the next iteration refills.
+    protects the buffer that the next iteration refills. Copies marked
+    `tile.tma` (tile-use-tma) are issued instead by thread 0 as one
+    `cp.async.bulk.tensor` each, completing on the stage's mbarrier
+    (`mbarrier.arrive.expect_tx` with the boxes' bytes); every thread waits
+    on it (`mbarrier.try_wait.parity`, parity (k / S) mod 2) where it would
+    wait for cp.async. Each distinct tensor map is one more kernel
+    parameter, after the kernel's own arguments, in the order of
+    `getTensorMaps` (TensorMaps.h); the gpu.func records their number as
+    `tile.tensor_maps`.
 
     With `fp-contract` (the default, as nvcc's `--fmad=true`) the float
     arithmetic of the kernel may be contracted: a multiply feeding an add
@@ -49,6 +57,22 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def TileMarkTensorMapParams
+    : Pass<"tile-mark-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Passes the tensor maps of lowered kernels by value";
+  let description = [{
+    Runs after `convert-gpu-to-nvvm`. The last `tile.tensor_maps` parameters
+    of a kernel `llvm.func` are tensor maps: each becomes a 128-byte,
+    64-byte-aligned by-value parameter marked `nvvm.grid_constant` (CUDA's
+    `const __grid_constant__ CUtensorMap`), so that the kernel addresses it
+    in parameter space (`cvta.param`) instead of copying it to local memory,
+    which TMA cannot read.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"
   ];
 }
 

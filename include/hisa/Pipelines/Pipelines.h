@@ -21,6 +21,10 @@ struct TileToNVVMOptions : public mlir::PassPipelineOptions<TileToNVVMOptions> {
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features"),
                                llvm::cl::init("+ptx80")};
+  Option<bool> tma{*this, "tma",
+                   llvm::cl::desc("Stage eligible pipelined copies through "
+                                  "TMA on sm_90+ (false: cp.async only)"),
+                   llvm::cl::init(true)};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};
@@ -35,7 +39,8 @@ void buildTileToNVVMPipeline(mlir::OpPassManager &pm,
 /// The stages of the above after binding, for clients (the JIT) that read
 /// the IR in between: layouts and shared memory, then the lowering.
 void buildTilePlanningPipeline(mlir::OpPassManager &pm,
-                               llvm::StringRef chip = "sm_90a");
+                               llvm::StringRef chip = "sm_90a",
+                               bool useTma = true);
 void buildTileLoweringPipeline(mlir::OpPassManager &pm,
                                const TileToNVVMOptions &options);
 

@@ -108,8 +108,8 @@ public:
   static llvm::Expected<std::unique_ptr<CudaDriver>>
   load(llvm::StringRef libraryName);
 
-  /// The symbols that load() resolves, in order; cuModuleLoadDataEx is the
-  /// only optional one.
+  /// The symbols that load() resolves, in order; cuModuleLoadDataEx and
+  /// cuTensorMapEncodeTiled are optional.
   static llvm::ArrayRef<const char *> getSymbolNames();
 
   /// "CUDA_ERROR_INVALID_VALUE (invalid argument)" for `result`.
@@ -140,7 +140,7 @@ public:
                      void **kernelParams, llvm::StringRef kernelName) const;
 
   // Entry points. All are non-null after a successful load() except
-  // moduleLoadDataEx, which may be null.
+  // moduleLoadDataEx and tensorMapEncodeTiled, which may be null.
   decltype(&::cuInit) init = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
@@ -164,6 +164,8 @@ public:
   decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
+  /// Optional (CUDA 12+): kernels with TMA copies need it.
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
 private:
   CudaDriver() = default;

@@ -58,11 +58,21 @@ struct KernelMetadata {
     unsigned bits = 64;
   };
 
+  /// A tensor map the kernel takes after its arguments (TMA copies): the
+  /// host encodes it at launch for the argument's address and sizes.
+  struct TensorMap {
+    unsigned argument = 0;     // index into `arguments` (a tensor)
+    unsigned elementBytes = 0;
+    int64_t swizzleBytes = 0;  // 0, 32, 64 or 128
+    std::vector<int64_t> box;  // extents, outermost first, one per dimension
+  };
+
   std::string kernelName;
   std::string binaryKind; // "cubin" or "ptx"
   int64_t threads = 0;
   int64_t sharedBytes = 0;
   std::vector<Argument> arguments;
+  std::vector<TensorMap> tensorMaps;
   std::vector<Instruction> program;
   std::vector<int64_t> gridValues; // value ids of the grid extents
 

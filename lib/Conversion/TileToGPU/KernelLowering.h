@@ -58,6 +58,13 @@ public:
   mlir::LogicalResult emitAsyncCopy(CopyOp copy, mlir::OpBuilder &b,
                                     mlir::ValueRange offsets,
                                     mlir::Value stage);
+  /// cp.async.bulk.tensor of `copy`'s box (at `offsets`) into buffer `stage`
+  /// through its tensor map, completing on `mbarrier` (thread 0 only).
+  mlir::LogicalResult emitTmaCopy(CopyOp copy, mlir::OpBuilder &b,
+                                  mlir::ValueRange offsets, mlir::Value stage,
+                                  mlir::Value mbarrier);
+  /// The address of a shared-memory memref's first element (!llvm.ptr<3>).
+  mlir::Value getSharedPointer(mlir::OpBuilder &b, mlir::Value memref);
   /// The buffer of pipeline stage `stage` of a multi-buffered shared tile.
   mlir::Value getStageView(mlir::OpBuilder &b, mlir::Value tile,
                            mlir::Value stage);
@@ -148,6 +155,8 @@ public:
   /// The gemm of `loop` that may leave its wgmma in flight, if any.
   GemmOp getDeferrableGemm(PipelinedOp loop);
   mlir::Value sharedBase; // memref<?xi8, workgroup>
+  /// The tensor-map parameter each TMA copy (tile.tma) reads through.
+  llvm::DenseMap<mlir::Operation *, mlir::Value> tensorMaps;
   /// Lowered storage of global, shared and local tiles.
   llvm::DenseMap<mlir::Value, mlir::Value> memrefs;
   /// Byte offset of each shared tile in the shared buffer.

@@ -2,7 +2,10 @@
 
 #include "KernelLowering.h"
 
+#include "hisa/Dialect/Tile/IR/TensorMaps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -104,6 +107,53 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
              << stages << " stages; run tile-plan-shared-memory first";
   }
 
+  // Producers marked by tile-use-tma are issued by thread 0 as one
+  // cp.async.bulk.tensor each and complete on their stage's mbarrier; the
+  // others are cp.async pieces of every thread.
+  auto isTma = [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); };
+  bool anyTma = llvm::any_of(producers, isTma);
+  bool allTma = !producers.empty() && llvm::all_of(producers, isTma);
+  int64_t tmaBytes = 0;
+  for (CopyOp copy : producers)
+    if (isTma(copy)) {
+      auto type = cast<SharedType>(copy.getDest().getType());
+      int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+      for (int64_t size : *type.getTileShape().getStaticSizes())
+        bytes *= size;
+      tmaBytes += bytes;
+    }
+  Value mbarriers; // !llvm.ptr<3> to the mbarrier of stage 0
+  Type i32 = b.getI32Type();
+  auto mbarrierOf = [&](OpBuilder &nested, Value stage) -> Value {
+    Value stage64 = arith::IndexCastOp::create(nested, loc,
+                                               nested.getI64Type(), stage);
+    return LLVM::GEPOp::create(nested, loc, mbarriers.getType(),
+                               nested.getI64Type(), mbarriers,
+                               ArrayRef<LLVM::GEPArg>{stage64});
+  };
+  if (anyTma) {
+    auto offset = op->getAttrOfType<IntegerAttr>("tile.mbarrier_offset");
+    if (!offset)
+      return op.emitOpError("has TMA copies but no mbarriers; run "
+                            "tile-plan-shared-memory first");
+    mbarriers = LLVM::GEPOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), b.getI8Type(),
+        getSharedPointer(b, sharedBase),
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset.getInt())});
+    emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
+      Value one = arith::ConstantIntOp::create(leader, loc, i32, 1);
+      for (int64_t s = 0; s < stages; ++s)
+        NVVM::MBarrierInitOp::create(leader, loc,
+                                     mbarrierOf(leader, index(leader, s)), one,
+                                     Value());
+    });
+    // The initialized mbarriers, and whatever the block wrote to shared
+    // memory before (operands a gemm in the body reads), are visible to
+    // the async proxy and to every thread.
+    fenceSharedForAsyncProxy(b);
+    gpu::BarrierOp::create(b, loc);
+  }
+
   // Issues the producers of iteration `iteration` into buffer `stage`.
   auto issue = [&](OpBuilder &nested, Value iteration,
                    Value stage) -> LogicalResult {
@@ -128,18 +178,39 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     offsets.assign(holder->operand_begin(), holder->operand_end());
     holder->erase();
     ArrayRef<Value> remaining = offsets;
+    SmallVector<std::pair<CopyOp, ArrayRef<Value>>> tmaCopies;
     for (CopyOp copy : producers) {
       size_t count = copy.getSourceOffsets().size();
-      if (failed(
-              emitAsyncCopy(copy, nested, remaining.take_front(count), stage)))
+      if (isTma(copy))
+        tmaCopies.push_back({copy, remaining.take_front(count)});
+      else if (failed(emitAsyncCopy(copy, nested, remaining.take_front(count),
+                                    stage)))
         return failure();
       remaining = remaining.drop_front(count);
     }
-    return success();
+    if (tmaCopies.empty())
+      return success();
+    Value mbarrier = mbarrierOf(nested, stage);
+    LogicalResult result = success();
+    emitIf(nested, isThreadZero(nested), [&](OpBuilder &leader) {
+      // The stage's phase completes once this arrival and all the boxes'
+      // bytes (zero-filled ones included) are in.
+      NVVM::MBarrierArriveExpectTxOp::create(
+          leader, loc, Type(), mbarrier,
+          arith::ConstantIntOp::create(leader, loc, i32, tmaBytes),
+          NVVM::MemScopeKindAttr::get(leader.getContext(),
+                                      NVVM::MemScopeKind::CTA),
+          leader.getBoolAttr(false), Value());
+      for (auto [copy, copyOffsets] : tmaCopies)
+        if (failed(emitTmaCopy(copy, leader, copyOffsets, stage, mbarrier)))
+          result = failure();
+    });
+    return result;
   };
 
   auto commit = [&](OpBuilder &nested) {
-    NVVM::CpAsyncCommitGroupOp::create(nested, loc);
+    if (!allTma)
+      NVVM::CpAsyncCommitGroupOp::create(nested, loc);
   };
 
   Value lower = op.getLowerBound(), upper = op.getUpperBound(),
@@ -195,19 +266,50 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     for (Operation &issued :
          llvm::make_range(std::next(before), inner.getInsertionPoint()))
       issueOps.push_back(&issued);
+    Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
     // Deferred issue: this iteration's group is among the last S - 2.
-    NVVM::CpAsyncWaitGroupOp::create(inner, loc,
-                                     deferred ? stages - 2 : stages - 1);
-    // The staged tiles (and whatever else this thread wrote to shared
-    // memory) become visible to wgmma's async proxy before the barrier, so
-    // a gemm at the top of the body needs no fence and barrier of its own.
-    if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
-      fenceSharedForAsyncProxy(inner);
+    if (!allTma)
+      NVVM::CpAsyncWaitGroupOp::create(inner, loc,
+                                       deferred ? stages - 2 : stages - 1);
+    if (anyTma) {
+      // Phase k / S of the stage's mbarrier: its TMA boxes have landed.
+      Value round = arith::DivSIOp::create(inner, loc, k, index(inner, stages));
+      Value parity = arith::IndexCastOp::create(
+          inner, loc, i32,
+          arith::AndIOp::create(inner, loc, round, index(inner, 1)));
+      NVVM::MBarrierTryWaitParityOp::create(
+          inner, loc, mbarrierOf(inner, stage), parity,
+          arith::ConstantIntOp::create(inner, loc, i32, 10000000));
+    }
     for (GemmOp gemm : body.getOps<GemmOp>())
       if (isFencedByPipeline(op, gemm))
         fencedGemms.insert(gemm);
-    gpu::BarrierOp::create(inner, loc);
-    Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
+    // With TMA alone, the mbarrier wait makes the stage visible to every
+    // thread and to wgmma, and the fence and barrier before the loop cover
+    // what was written before it; a body that writes shared memory itself
+    // still needs them every iteration.
+    bool bodyWritesShared = false;
+    body.walk([&](Operation *inside) {
+      Value dest;
+      if (auto store = dyn_cast<StoreOp>(inside))
+        dest = store.getDest();
+      else if (auto copy = dyn_cast<CopyOp>(inside))
+        dest = llvm::is_contained(producers, copy) ? Value() : copy.getDest();
+      else if (auto fill = dyn_cast<FillOp>(inside))
+        dest = fill.getDest();
+      else if (auto clear = dyn_cast<ClearOp>(inside))
+        dest = clear.getDest();
+      bodyWritesShared |= dest && isa<SharedType>(dest.getType());
+    });
+    if (!allTma || bodyWritesShared) {
+      // The staged tiles (and whatever else this thread wrote to shared
+      // memory) become visible to wgmma's async proxy before the barrier,
+      // so a gemm at the top of the body needs no fence and barrier of its
+      // own.
+      if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
+        fenceSharedForAsyncProxy(inner);
+      gpu::BarrierOp::create(inner, loc);
+    }
     for (CopyOp copy : producers) {
       Value tile = copy.getDest();
       savedViews.push_back({tile, memrefs.lookup(tile)});
@@ -239,7 +341,16 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
         issued->moveBefore(loopBody->getTerminator());
     for (auto [tile, view] : savedViews)
       memrefs[tile] = view;
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    if (!allTma)
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    if (anyTma)
+      // Every wait is behind the last iteration's barrier: the mbarriers
+      // may be initialized again (a loop nested in another).
+      emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
+        for (int64_t s = 0; s < stages; ++s)
+          NVVM::MBarrierInvalOp::create(leader, loc,
+                                        mbarrierOf(leader, index(leader, s)));
+      });
     if (deferred) {
       // The last wgmma of every warpgroup is done before anyone reuses the
       // stage buffers (a later loop's prologue, shared tiles that share
@@ -388,5 +499,44 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
   emitPieces(thenBuilder, /*checked=*/false);
   OpBuilder elseBuilder = ifOp.getElseBodyBuilder();
   emitPieces(elseBuilder, /*checked=*/true);
+  return success();
+}
+
+Value KernelLowering::getSharedPointer(OpBuilder &b, Value memref) {
+  Location loc = func.getLoc();
+  Value address = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+}
+
+/// One cp.async.bulk.tensor of the whole shared tile: TMA reads the box at
+/// `offsets` (innermost coordinate first, signed 32-bit: boxes past either
+/// end of the tensor are zero-filled) and swizzles it as the tensor map
+/// says, which is the layout sharedIndices gives swizzled tiles.
+LogicalResult KernelLowering::emitTmaCopy(CopyOp copy, OpBuilder &b,
+                                          ValueRange offsets, Value stage,
+                                          Value mbarrier) {
+  Location loc = copy.getLoc();
+  Value tensorMap = tensorMaps.lookup(copy);
+  if (!tensorMap)
+    return copy.emitOpError("is marked tile.tma but the kernel has no "
+                            "tensor map for it");
+  auto sourceType = cast<MemRefType>(memrefs.lookup(copy.getSource()).getType());
+  SmallVector<Value> coordinates;
+  for (int64_t i = sourceType.getRank() - 1; i >= 0; --i)
+    coordinates.push_back(arith::IndexCastOp::create(
+        b, loc, b.getI32Type(), offsets.empty() ? index(b, 0) : offsets[i]));
+  Value buffer = getSharedPointer(b, getStageView(b, copy.getDest(), stage));
+  // Without a cluster, the block's shared memory is its shared::cluster
+  // window.
+  Value destination = LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), buffer);
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, loc, destination, tensorMap, coordinates, mbarrier, ValueRange(),
+      Value(), Value(),
+      NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
+      b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
   return success();
 }

@@ -3,6 +3,7 @@
 #include "KernelLowering.h"
 
 #include "hisa/Conversion/Passes.h"
+#include "hisa/Dialect/Tile/IR/TensorMaps.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -424,6 +425,11 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
     argumentTypes.push_back(isa<GlobalType>(type)
                                 ? getGlobalMemRefType(cast<GlobalType>(type))
                                 : type);
+  // The tensor maps of TMA copies follow the kernel's own arguments.
+  DenseMap<Operation *, unsigned> mapOfCopy;
+  size_t tensorMapCount = getTensorMaps(kernel, &mapOfCopy).size();
+  argumentTypes.append(tensorMapCount,
+                       LLVM::LLVMPointerType::get(b.getContext()));
   auto func = gpu::GPUFuncOp::create(b, loc, kernel.getSymName(),
                                      b.getFunctionType(argumentTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -432,6 +438,8 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   // PTX .minnctapersm: ptxas limits registers so that many blocks fit.
   if (std::optional<int64_t> blocks = launch.getBoundBlocksPerSm())
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(*blocks));
+  if (tensorMapCount)
+    func->setAttr("tile.tensor_maps", b.getI64IntegerAttr(tensorMapCount));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
 
@@ -439,6 +447,9 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   // need it) through a cast from the memref argument; the lowering then uses
   // the memref.
   KernelLowering lowering(launch, func, chip);
+  for (auto [copy, map] : mapOfCopy)
+    lowering.tensorMaps[copy] =
+        entry.getArgument(kernel.getNumArguments() + map);
   IRMapping mapping;
   SmallVector<Operation *> argumentCasts;
   for (auto [from, to] :

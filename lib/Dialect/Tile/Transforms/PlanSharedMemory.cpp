@@ -1,5 +1,6 @@
 //===- PlanSharedMemory.cpp - Place shared tiles in one buffer ------------===//
 
+#include "hisa/Dialect/Tile/IR/TensorMaps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -142,6 +143,19 @@ struct TilePlanSharedMemoryPass
       tile.alloc->setAttr("tile.offset",
                           Builder(launch).getI64IntegerAttr(offset));
     }
+
+    // TMA copies of a pipelined loop complete on one mbarrier per stage.
+    launch.walk([&](PipelinedOp loop) {
+      auto copies = loop.getBody().front().getOps<CopyOp>();
+      if (llvm::none_of(copies, [](CopyOp copy) {
+            return copy->hasAttr(kTmaAttrName);
+          }))
+        return;
+      int64_t offset = llvm::alignTo(end, 8);
+      loop->setAttr("tile.mbarrier_offset",
+                    Builder(loop).getI64IntegerAttr(offset));
+      end = offset + 8 * loop.getNumStages();
+    });
 
     // Cross-warp reductions combine per-warp partial results in shared
     // memory: at most one f32 per output element per warp.

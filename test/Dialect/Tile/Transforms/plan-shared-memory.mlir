@@ -37,3 +37,26 @@ tile.kernel @too_large() {
     tile.fill %a, %zero : !tile.shared<[256, 256], f32>, f32
   }
 }
+
+// -----
+
+// A loop with TMA copies gets one 8-byte mbarrier per stage after its tiles
+// (2 stages x 8 KiB), a loop without none.
+// CHECK-LABEL: tile.kernel @mbarriers
+// CHECK: tile.launch {{.*}}tile.shared_bytes = 16400 : i64
+// CHECK: tile.pipelined {{.*}} num_stages = 2 attributes {tile.mbarrier_offset = 16384 : i64}
+// CHECK: tile.pipelined {{.*}} num_stages = 2 {
+tile.kernel @mbarriers(%g: !tile.global<[?, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %s = tile.alloc : !tile.shared<[32, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 {
+      tile.copy %g[%t, %c0] to %s {tile.tma} : !tile.global<[?, 64], f32> to !tile.shared<[32, 64], f32>
+    }
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 {
+      tile.copy %g[%t, %c0] to %s : !tile.global<[?, 64], f32> to !tile.shared<[32, 64], f32>
+    }
+  }
+}

@@ -79,6 +79,38 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
   ];
 }
 
+def TileUseTma : Pass<"tile-use-tma", "::mlir::ModuleOp"> {
+  let summary = "Stages pipelined global-to-shared copies through TMA";
+  let description = [{
+    On targets with the Tensor Memory Accelerator (sm_90 and newer), marks
+    with `tile.tma` every copy that a `tile.pipelined` loop with
+    `num_stages` > 1 stages and that TMA can express as one box: a whole
+    shared tile filled from a window of a kernel argument whose rows have a
+    static size of a multiple of 16 bytes, box extents of at most 256 and an
+    innermost box of a multiple of 16 bytes (exactly one swizzle atom for the
+    swizzled operands of a `tile.gemm`). The lowering then issues one
+    `cp.async.bulk.tensor` per copy from one thread, completing on an
+    mbarrier per stage, through a tensor map the host encodes at launch
+    (`cuTensorMapEncodeTiled`) and passes as a `__grid_constant__`
+    parameter. Reads outside the tensor are zero-filled by TMA, as
+    `tile.copy` requires.
+
+    Other staged copies (gathered rows, rows of run-time size) stay on
+    cp.async; with `report`, a remark on each says why. Run after
+    `tile-assign-layouts` (which decides the swizzles) and before
+    `tile-plan-shared-memory` (which places the mbarriers).
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target SM: nothing is marked below sm_90">,
+    Option<"enable", "enable", "bool", /*default=*/"true",
+           "Mark eligible copies (false keeps every copy on cp.async)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark for each staged copy that stays on cp.async, "
+           "saying why">,
+  ];
+}
+
 def TilePlanSharedMemory : Pass<"tile-plan-shared-memory", "::mlir::ModuleOp"> {
   let summary = "Assigns shared-memory offsets to shared tiles";
   let description = [{
@@ -90,7 +122,9 @@ def TilePlanSharedMemory : Pass<"tile-plan-shared-memory", "::mlir::ModuleOp"> {
     cross-warp reductions at `tile.scratch_offset`). A shared tile that a
     global-to-shared copy of a `tile.pipelined` loop with `num_stages` > 1
     fills gets one buffer per stage (`tile.stages`), each aligned. A launch
-    that needs more than `max-bytes` is an error.
+    that needs more than `max-bytes` is an error. A pipelined loop with copies
+    marked `tile.tma` gets one 8-byte mbarrier per stage after the tiles, at
+    `tile.mbarrier_offset` on the loop.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"128",
