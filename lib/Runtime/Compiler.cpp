@@ -181,9 +181,24 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
 
 Expected<CompiledKernel>
 hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
-                             ArrayRef<std::string> params, StringRef target) {
+                             ArrayRef<std::string> params,
+                             StringRef targetSpec) {
+  // "sm_90a", optionally with features: "sm_90a,-tma" keeps every staged
+  // copy on cp.async (for comparisons and as a workaround).
+  SmallVector<StringRef> parts;
+  targetSpec.split(parts, ',');
+  StringRef target = parts.front();
   if (!target.starts_with("sm_") || target.size() < 5)
-    return makeError("invalid target '" + target + "' (expected e.g. sm_90a)");
+    return makeError("invalid target '" + targetSpec +
+                     "' (expected e.g. sm_90a or sm_90a,-tma)");
+  bool useTma = true;
+  for (StringRef feature : ArrayRef<StringRef>(parts).drop_front()) {
+    if (feature == "-tma" || feature == "+tma")
+      useTma = feature == "+tma";
+    else
+      return makeError("unknown feature '" + feature + "' in target '" +
+                       targetSpec + "' (known: +tma, -tma)");
+  }
   DialectRegistry registry;
   registerAllHisaDialects(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
@@ -296,7 +311,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   metadata.threads = kernel.getLaunch().getThreads();
 
   PassManager plan(&context);
-  buildTilePlanningPipeline(plan, target);
+  buildTilePlanningPipeline(plan, target, useTma);
   if (failed(plan.run(*module)))
     return failure("cannot assign layouts or plan shared memory");
   metadata.sharedBytes = kernel.getLaunch()

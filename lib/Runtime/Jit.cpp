@@ -36,26 +36,30 @@ const BuiltinKernel builtinKernels[] = {
 #include "BuiltinKernels.inc"
 };
 
-/// 256 zero bytes of device memory in the current context: what the tensor
-/// map of an empty tensor points at (a map cannot describe zero elements;
-/// one element that is zero reads the same as nothing, zero-filled).
-Expected<void *> getZeroBuffer(CudaDriver &driver) {
+/// At least `bytes` zero bytes of device memory in the current context: what
+/// the tensor map of an empty tensor points at (a map cannot describe zero
+/// elements; one zero row reads the same as nothing, zero-filled). Buffers
+/// are never freed: a launch still in flight may read an outgrown one.
+Expected<void *> getZeroBuffer(CudaDriver &driver, uint64_t bytes) {
   static std::mutex mutex;
-  static DenseMap<CUcontext, CUdeviceptr> buffers;
+  static DenseMap<CUcontext, std::pair<CUdeviceptr, uint64_t>> buffers;
   CUcontext context = nullptr;
   if (Error error =
           checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
     return std::move(error);
   std::lock_guard<std::mutex> lock(mutex);
-  CUdeviceptr &buffer = buffers[context];
-  if (!buffer) {
-    static const char zeros[256] = {};
-    if (Error error =
-            checkCuda(driver.memAlloc(&buffer, sizeof(zeros)), "cuMemAlloc"))
+  auto &[buffer, size] = buffers[context];
+  if (size < bytes) {
+    uint64_t grown = std::max<uint64_t>(bytes, 4096);
+    std::vector<char> zeros(grown, 0);
+    CUdeviceptr fresh = 0;
+    if (Error error = checkCuda(driver.memAlloc(&fresh, grown), "cuMemAlloc"))
       return std::move(error);
-    if (Error error = checkCuda(
-            driver.memcpyHtoD(buffer, zeros, sizeof(zeros)), "cuMemcpyHtoD"))
+    if (Error error = checkCuda(driver.memcpyHtoD(fresh, zeros.data(), grown),
+                                "cuMemcpyHtoD"))
       return std::move(error);
+    buffer = fresh;
+    size = grown;
   }
   return reinterpret_cast<void *>(buffer);
 }
@@ -76,9 +80,15 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
                              "tensor {2}",
                              what, map.box.size(), rank));
   void *address = given.data;
-  bool empty = llvm::is_contained(given.sizes, 0);
-  if (empty) {
-    Expected<void *> zeros = getZeroBuffer(driver);
+  SmallVector<int64_t, 8> extents(given.sizes);
+  if (llvm::is_contained(extents, 0)) {
+    // One row of zeros: strides stay multiples of 16 bytes.
+    for (int64_t &extent : MutableArrayRef<int64_t>(extents).drop_back())
+      extent = 1;
+    if (extents.back() == 0)
+      extents.back() = std::max<int64_t>(1, 16 / map.elementBytes);
+    Expected<void *> zeros =
+        getZeroBuffer(driver, extents.back() * map.elementBytes);
     if (!zeros)
       return zeros.takeError();
     address = *zeros;
@@ -88,7 +98,7 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
   cuuint32_t box[5], elementStrides[5];
   uint64_t stride = map.elementBytes;
   for (size_t i = 0; i < rank; ++i) {
-    int64_t size = empty ? 1 : given.sizes[rank - 1 - i];
+    int64_t size = extents[rank - 1 - i];
     // Box coordinates are signed 32-bit.
     if (size > std::numeric_limits<int32_t>::max())
       return makeError(formatv("{0}: dimension {1} is {2}, more than TMA "

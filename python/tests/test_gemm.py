@@ -158,19 +158,20 @@ def test_mma_sync_kernel_and_fp8_refusal():
         hisa.jit.get_kernel("fp8_gemm", {"k": k}, target="sm_90")
 
 
+@pytest.mark.parametrize("target", ["sm_90a", "sm_90a,-tma"])
 @pytest.mark.parametrize("name", ["fp8_gemm", "bf16_gemm"])
 @pytest.mark.parametrize("size", [(128, 256, 256), (256, 384, 1024), (200, 130, 512), (333, 517, 768)])
-def test_gemm_kernels(name, size):
+def test_gemm_kernels(name, size, target):
     """kernels-dsl/{fp8,bf16}_gemm.mlir: two warpgroups, a K loop pipelined
-    with cp.async (4 stages) and one wgmma group in flight; partial tiles
-    along M and N."""
+    with TMA (or cp.async with -tma; 4 stages) and one wgmma group in flight;
+    partial tiles along M and N (TMA zero-fills the boxes past the end)."""
     fresh_seed(torch)
     m, n, k = size
     dtype = torch.float8_e4m3fn if name == "fp8_gemm" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     b = torch.randn(n, k, device="cuda").to(dtype)
     c = torch.full((m, n), float("nan"), device="cuda")
-    kernel = hisa.jit.get_kernel(name, {"k": k})
+    kernel = hisa.jit.get_kernel(name, {"k": k}, target=target)
     kernel.launch(a, b, c)
     torch.cuda.synchronize()
     ref = a.float() @ b.float().T
@@ -181,16 +182,17 @@ def test_gemm_kernels(name, size):
 
 
 @pytest.mark.parametrize(
-    "name,params,instruction",
+    "name,params,instructions",
     [
-        ("fp8_gemm", {"k": 512}, "QGMMA"),
-        ("bf16_gemm", {"k": 512}, "HGMMA"),
-        ("block_sparse_mqa_logits", {}, "QGMMA"),
-        ("pool_mqa_logits", {}, "QGMMA"),
+        ("fp8_gemm", {"k": 512}, ("QGMMA", "UTMALDG", "SYNCS")),
+        ("bf16_gemm", {"k": 512}, ("HGMMA", "UTMALDG", "SYNCS")),
+        ("block_sparse_mqa_logits", {}, ("QGMMA", "UTMALDG")),
+        ("pool_mqa_logits", {}, ("QGMMA", "UTMALDG")),
     ],
 )
-def test_sass_uses_tensor_cores(tmp_path, name, params, instruction):
-    """The cubins hold Hopper tensor-core instructions (cuobjdump -sass)."""
+def test_sass_uses_tensor_cores(tmp_path, name, params, instructions):
+    """The cubins hold Hopper tensor-core instructions and TMA loads with
+    mbarrier waits (cuobjdump -sass)."""
     import shutil
     import subprocess
 
@@ -201,4 +203,5 @@ def test_sass_uses_tensor_cores(tmp_path, name, params, instruction):
     cubin = tmp_path / "kernel.cubin"
     shutil.copyfile(path, cubin)
     sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    assert instruction in sass, f"no {instruction} in the SASS of {name}"
+    for instruction in instructions:
+        assert instruction in sass, f"no {instruction} in the SASS of {name}"

@@ -44,7 +44,8 @@ typedef struct hisa_kernel
 
 /* Compiles `kernel_name` from `source` (DSL text; NULL = the built-in source
  * of that name) with parameters `params` ("heads=32,dim=64"; NULL or "" =
- * defaults) for `target` (e.g. "sm_90a"), or fetches it from the in-memory or
+ * defaults) for `target` (e.g. "sm_90a"; "sm_90a,-tma" stages pipelined
+ * copies with cp.async instead of TMA), or fetches it from the in-memory or
  * on-disk cache, and loads it into the current CUDA context. */
 HISA_EXPORT int hisa_kernel_get(const char *source, const char *kernel_name,
                                 const char *params, const char *target,
