@@ -19,6 +19,8 @@ SOURCE_PATH = os.path.join(
     os.path.dirname(__file__), "..", "..", "test", "Conversion", "TileToGPU", "Inputs", "gemm.mlir"
 )
 
+KERNELS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "kernels-dsl")
+
 CASES = {
     "fp8": ("f8E4M3FN", 128, torch.float8_e4m3fn, 2e-3),
     "bf16": ("bf16", 64, torch.bfloat16, 1e-5),
@@ -76,6 +78,15 @@ def test_gemm_narrow_rows(kind, k, m, n, rows):
     run_gemm(kind, m, n, rows, k=k)
 
 
+# Rows wider than 128 bytes: K-major operands in several swizzle panels
+# (fp8 K = 256, bf16 K = 128, 256).
+@pytest.mark.parametrize("kind,k", [("fp8", 256), ("bf16", 128), ("bf16", 256)])
+@pytest.mark.parametrize("m,n", [(64, 64), (128, 128)])
+@pytest.mark.parametrize("rows", ["full", "partial"])
+def test_gemm_wide_rows(kind, k, m, n, rows):
+    run_gemm(kind, m, n, rows, k=k)
+
+
 # Several warpgroups: full_row splits M, full_col splits N, square picks M
 # when each warpgroup gets whole 64-row blocks.
 @pytest.mark.parametrize("kind", ["fp8", "bf16"])
@@ -95,6 +106,83 @@ def test_gemm_narrow_rows(kind, k, m, n, rows):
 @pytest.mark.parametrize("rows", ["full", "partial"])
 def test_gemm_warpgroups(kind, m, n, threads, policy, rows):
     run_gemm(kind, m, n, rows, threads=threads, policy=policy)
+
+
+TRANSPOSED_PATH = os.path.join(os.path.dirname(SOURCE_PATH), "gemm_transposed.mlir")
+
+
+def run_transposed_gemm(kind, m, n, k, transpose_a, transpose_b, rows, threads=128, policy="square",
+                        target=hisa.jit.DEFAULT_TARGET):
+    """C = op(A) @ op(B) through gemm_transposed.mlir: A as [K, m] with
+    transpose_a (MN-major), B as [K, n] without transpose_b (MN-major). With
+    rows="partial" the globals have fewer rows than the tiles (zero-filled)."""
+    fresh_seed(torch)
+    element, _, dtype, tolerance = CASES[kind]
+    a_tile = f"[{k}, m]" if transpose_a else f"[m, {k}]"
+    b_tile = f"[n, {k}]" if transpose_b else f"[{k}, n]"
+    flags = " ".join(f for f, on in (("transpose_a", transpose_a), ("transpose_b", transpose_b)) if on)
+    with open(TRANSPOSED_PATH) as f:
+        text = f.read()
+    for key, value in (
+        ("A_TILE", a_tile), ("B_TILE", b_tile), ("A_ROW", str(m if transpose_a else k)),
+        ("B_ROW", str(k if transpose_b else n)), ("FLAGS", flags), ("ELEMENT", element),
+        ("THREADS", str(threads)), ("POLICY", policy),
+    ):
+        text = text.replace(key, value)
+    kernel = hisa.jit.get_kernel("gemm_t", {"m": m, "n": n}, target=target, source=text)
+    a = (torch.randn(m, k, device="cuda") * 2).to(dtype)  # op(A)
+    b = (torch.randn(k, n, device="cuda") * 2).to(dtype)  # op(B)
+    if rows == "partial":  # drop the last rows of each global (zero-filled reads)
+        if transpose_a:
+            a[:, k - 3:] = 0
+        else:
+            a[m - 13:] = 0
+        if transpose_b:
+            b[:, n - 5:] = 0
+        else:
+            b[k - 7:] = 0
+    a_global = a.T.contiguous() if transpose_a else a
+    b_global = b.T.contiguous() if transpose_b else b
+    if rows == "partial":
+        a_global = a_global[: (k - 3 if transpose_a else m - 13)].contiguous()
+        b_global = b_global[: (n - 5 if transpose_b else k - 7)].contiguous()
+    c = torch.full((m, n), float("nan"), device="cuda")
+    kernel.launch(a_global, b_global, c)
+    torch.cuda.synchronize()
+    af, bf = a.float(), b.float()
+    expected = af @ bf
+    bound = (af.abs() @ bf.abs()) * tolerance + 1e-4
+    error = (c - expected).abs()
+    assert not torch.isnan(c).any(), "unwritten outputs"
+    assert (error <= bound).all(), f"max error {error.max().item()} (bound {bound.max().item()})"
+
+
+# Transposed (MN-major) operands: bf16/f16 wgmma reads them with its trans
+# bits, over several 128-byte panels when the rows are wider (A [K, 128],
+# B [K, 256]); warpgroups split them at panel boundaries.
+@pytest.mark.parametrize("kind", ["bf16", "f16"])
+@pytest.mark.parametrize("transpose_a,transpose_b", [(True, True), (False, False), (True, False)])
+@pytest.mark.parametrize(
+    "m,n,k,threads,policy",
+    [
+        (64, 64, 64, 128, "square"),
+        (64, 256, 32, 128, "square"),
+        (128, 128, 128, 128, "square"),
+        (64, 32, 16, 128, "square"),
+        (128, 128, 64, 256, "full_row"),
+        (64, 256, 64, 256, "full_col"),
+    ],
+)
+@pytest.mark.parametrize("rows", ["full", "partial"])
+def test_gemm_transposed(kind, transpose_a, transpose_b, m, n, k, threads, policy, rows):
+    run_transposed_gemm(kind, m, n, k, transpose_a, transpose_b, rows, threads, policy)
+
+
+# The same on mma.sync (compiled for sm_90 without wgmma).
+@pytest.mark.parametrize("transpose_a,transpose_b", [(True, True), (False, False), (True, False)])
+@pytest.mark.parametrize("m,n,k", [(64, 64, 64), (128, 128, 128)])
+def test_gemm_transposed_mma_sync(transpose_a, transpose_b, m, n, k):
+    run_transposed_gemm("bf16", m, n, k, transpose_a, transpose_b, "partial", target="sm_90")
 
 
 # mma.sync m16n8k16 (the lowering for targets without wgmma: sm_80, sm_89),
@@ -159,9 +247,9 @@ def test_mma_sync_kernel_and_fp8_refusal():
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_90a,-tma"])
-@pytest.mark.parametrize("name", ["fp8_gemm", "bf16_gemm"])
+@pytest.mark.parametrize("name,block_k", [("fp8_gemm", 128), ("bf16_gemm", 64), ("bf16_gemm", 128)])
 @pytest.mark.parametrize("size", [(128, 256, 256), (256, 384, 1024), (200, 130, 512), (333, 517, 768)])
-def test_gemm_kernels(name, size, target):
+def test_gemm_kernels(name, block_k, size, target):
     """kernels-dsl/{fp8,bf16}_gemm.mlir: two warpgroups, a K loop pipelined
     with TMA (or cp.async with -tma; 4 stages) and one wgmma group in flight;
     partial tiles along M and N (TMA zero-fills the boxes past the end)."""
@@ -171,7 +259,13 @@ def test_gemm_kernels(name, size, target):
     a = torch.randn(m, k, device="cuda").to(dtype)
     b = torch.randn(n, k, device="cuda").to(dtype)
     c = torch.full((m, n), float("nan"), device="cuda")
-    kernel = hisa.jit.get_kernel(name, {"k": k}, target=target)
+    # bf16 block_k = 128: 256-byte rows, two swizzle panels (two TMA boxes);
+    # two stages of 96 KiB fit.
+    source = None
+    if block_k * dtype.itemsize > 128:
+        with open(os.path.join(KERNELS_DIR, f"{name}.mlir")) as f:
+            source = f.read().replace("num_stages = 4", "num_stages = 2")
+    kernel = hisa.jit.get_kernel(name, {"k": k, "block_k": block_k}, target=target, source=source)
     kernel.launch(a, b, c)
     torch.cuda.synchronize()
     ref = a.float() @ b.float().T

@@ -1,15 +1,25 @@
 //===- GemmOp.cpp - Lower tile.gemm to wgmma (sm_90a) ---------------------===//
 //
-// The warpgroups of a block compute C[M, N] += A[M, K] * B[N, K]^T with A and
-// B in shared memory, K-major, in the swizzled layout of one atom per row
-// (32, 64 or 128 bytes), and C in registers in the wgmma accumulator layout.
-// Each warpgroup owns a piece of C (split along M or N by the warp policy,
-// see getWgmmaPartition) and computes each m64 block of it as one chain of
-// wgmma.mma_async m64nNk(32 bytes). Descriptor facts (checked on the H200,
-// see TOOLCHAIN.md): start address >> 4 in bits 0-13, leading byte offset
-// >> 4 in 16-29 (unused for one atom per row), stride byte offset (8 rows)
-// >> 4 in 32-45, swizzle mode in bits 62-63 (1: 128 B, 2: 64 B, 3: 32 B);
-// the k-th 32-byte step advances the start address by 32 bytes.
+// The warpgroups of a block compute C[M, N] += A * B with A and B in shared
+// memory (A may be in registers) and C in registers in the wgmma accumulator
+// layout. Each warpgroup owns a piece of C (split along M or N by the warp
+// policy, see getWgmmaPartition) and computes each m64 block of it as one
+// chain of wgmma.mma_async m64nNk(32 bytes).
+//
+// Shared operands are stored as the swizzled panels of sharedIndices: rows
+// of the tile's contiguous dimension cut into S-byte panels (S = 32, 64 or
+// 128). A K-major operand (A [M, K], B [N, K] with transpose_b) has K along
+// its rows; a transposed one (A [K, M] with transpose_a, B [K, N]: bf16/f16
+// only) has M or N along them, and wgmma reads it "MN-major" (its trans
+// bit). Descriptor facts (checked on the H200, see TOOLCHAIN.md): start
+// address >> 4 in bits 0-13, leading byte offset >> 4 in 16-29, stride byte
+// offset >> 4 in 32-45, swizzle mode in bits 62-63 (1: 128 B, 2: 64 B, 3:
+// 32 B). K-major: the stride offset is 8 rows (8 S), the leading offset is
+// unused (one instruction reads 32 bytes of K, inside one panel), k step s
+// starts at byte 32 s of the rows. MN-major: the stride offset is 8 K-rows
+// (8 S), the leading offset the distance between the panels an instruction
+// spans along M or N (rows * S), k step s starts 32 / (element bytes) K-rows
+// further.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +37,11 @@ using namespace hisa::tile;
 
 namespace {
 
-/// The wgmma descriptor of a K-major tile at `address` whose rows are one
-/// swizzle atom of `rowBytes` (32, 64 or 128) bytes.
+/// The wgmma descriptor of a tile at `address` stored in `swizzleBytes`
+/// (32, 64 or 128) panels: 8 rows apart by 8 * swizzleBytes, and panels
+/// `leadingBytes` apart (0: one panel, the field's unused value 1).
 Value makeDescriptor(OpBuilder &b, Location loc, Value address,
-                     int64_t rowBytes) {
+                     int64_t swizzleBytes, int64_t leadingBytes = 0) {
   Type i64 = b.getI64Type();
   auto constant = [&](int64_t value) {
     return arith::ConstantIntOp::create(b, loc, i64, value).getResult();
@@ -38,11 +49,35 @@ Value makeDescriptor(OpBuilder &b, Location loc, Value address,
   Value start = arith::ShRUIOp::create(
       b, loc, arith::AndIOp::create(b, loc, address, constant(0x3FFFF)),
       constant(4));
-  int64_t mode = rowBytes == 128 ? 1 : rowBytes == 64 ? 2 : 3;
-  int64_t fixed =
-      (int64_t(1) << 16) | (int64_t(8 * rowBytes >> 4) << 32) | (mode << 62);
+  int64_t mode = swizzleBytes == 128 ? 1 : swizzleBytes == 64 ? 2 : 3;
+  int64_t leading = leadingBytes ? (leadingBytes >> 4) & 0x3FFF : 1;
+  int64_t fixed = (leading << 16) | (int64_t(8 * swizzleBytes >> 4) << 32) |
+                  (mode << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
+
+/// Where a shared gemm operand's wgmma reads start: the tile's geometry
+/// (tile-assign-layouts' swizzle) and its major-ness.
+struct OperandGeometry {
+  bool kMajor;
+  int64_t rows;         // of the stored tile (M/N if K-major, else K)
+  int64_t swizzleBytes; // panel width S
+  int64_t elementBytes;
+
+  int64_t getPanelBytes() const { return rows * swizzleBytes; }
+  /// Byte offset of element `mn` along M/N at the start of k step `step`
+  /// (32 bytes of K each).
+  int64_t getOffset(int64_t mn, int64_t step) const {
+    if (kMajor)
+      return 32 * step / swizzleBytes * getPanelBytes() +
+             32 * step % swizzleBytes + mn * swizzleBytes;
+    int64_t column = mn * elementBytes;
+    return column / swizzleBytes * getPanelBytes() + column % swizzleBytes +
+           32 / elementBytes * step * swizzleBytes;
+  }
+  /// The descriptor's leading byte offset (0: unused).
+  int64_t getLeadingBytes() const { return kMajor ? 0 : getPanelBytes(); }
+};
 
 std::optional<NVVM::WGMMATypes> getWgmmaType(Type type) {
   if (isa<Float8E4M3FNType>(type))
@@ -130,7 +165,8 @@ Value KernelLowering::emitWgmmaWithRegisterA(OpBuilder &b, Location loc,
                                              Value accumulator, Type structType,
                                              ArrayRef<Value> aRegisters,
                                              Value bDescriptor, int64_t n,
-                                             Type elementType, bool overwrite) {
+                                             Type elementType, bool overwrite,
+                                             bool transposeB) {
   int64_t count = cast<LLVM::LLVMStructType>(structType).getBody().size();
   bool fp8 = isa<Float8E4M3FNType>(elementType);
   std::string type = fp8 ? "e4m3" : elementType.isBF16() ? "bf16" : "f16";
@@ -142,8 +178,8 @@ Value KernelLowering::emitWgmmaWithRegisterA(OpBuilder &b, Location loc,
   for (int64_t i = 0; i < count; ++i)
     os << (i ? ", " : "") << "$" << i;
   os << "}, {$" << count << ", $" << count + 1 << ", $" << count + 2 << ", $"
-     << count + 3 << "}, $" << count + 4 << ", p, 1, 1" << (fp8 ? "" : ", 0")
-     << ";\n}";
+     << count + 3 << "}, $" << count + 4 << ", p, 1, 1"
+     << (fp8 ? "" : transposeB ? ", 1" : ", 0") << ";\n}";
   std::string constraints;
   for (int64_t i = 0; i < count; ++i)
     constraints += "=f,";
@@ -190,12 +226,12 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
              << chip << " has none";
   }
   auto aFragment = dyn_cast<FragmentType>(op.getA().getType());
+  if (aFragment && op.getTransposeA())
+    return op.emitOpError("with A in registers takes A as [M, K] (wgmma's "
+                          "register operand is K-major); drop transpose_a");
   if (aFragment && !hasWgmma(chip))
     return op.emitOpError("with A in registers needs wgmma (sm_90a); target ")
            << chip << " reads A from shared memory";
-  if (op.getTransposeA() || !op.getTransposeB())
-    return op.emitOpError("supports K-major operands only for now: A as "
-                          "[M, K] and B as [N, K] with transpose_b");
   auto aAlloc = op.getA().getDefiningOp<AllocOp>();
   auto bAlloc = op.getB().getDefiningOp<AllocOp>();
   if (!bAlloc || !bAlloc->hasAttr("tile.swizzle") ||
@@ -214,8 +250,20 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   MLIRContext *context = b.getContext();
   Type elementType = bType.getElementType();
   int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
-  int64_t k = *bType.getTileShape().getStaticSize(1);
-  int64_t rowBytes = k * elementBytes;
+  bool bKMajor = op.getTransposeB(), aKMajor = !op.getTransposeA();
+  int64_t k = *bType.getTileShape().getStaticSize(bKMajor ? 1 : 0);
+  auto geometryOf = [&](Value tile, bool kMajor) {
+    auto type = cast<SharedType>(tile.getType());
+    auto alloc = tile.getDefiningOp<AllocOp>();
+    return OperandGeometry{
+        kMajor, *type.getTileShape().getStaticSize(0),
+        cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt(),
+        elementBytes};
+  };
+  OperandGeometry bGeometry = geometryOf(op.getB(), bKMajor);
+  std::optional<OperandGeometry> aGeometry;
+  if (!aFragment)
+    aGeometry = geometryOf(op.getA(), aKMajor);
   if (aFragment &&
       aFragment.getLayout() !=
           getWgmmaOperandALayout(context, m, k, elementBytes, *partition))
@@ -225,12 +273,29 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     return op.emitOpError("accumulator does not have the wgmma layout of "
                           "target ")
            << chip << "; run tile-assign-layouts with chip=" << chip;
-  for (Operation *alloc :
-       {aFragment ? nullptr : aAlloc.getOperation(), bAlloc.getOperation()})
-    if (alloc &&
-        cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt() != rowBytes)
+  for (Value tile : {aFragment ? Value() : op.getA(), Value(op.getB())}) {
+    if (!tile)
+      continue;
+    auto type = cast<SharedType>(tile.getType());
+    int64_t rowBytes = *type.getTileShape().getStaticSize(1) * elementBytes;
+    int64_t swizzle = cast<IntegerAttr>(
+                          tile.getDefiningOp<AllocOp>()->getAttr("tile.swizzle"))
+                          .getInt();
+    if (rowBytes <= 128 ? swizzle != rowBytes
+                        : swizzle != 128 || rowBytes % 128 != 0)
       return op.emitOpError("operand swizzle does not match its ")
              << rowBytes << "-byte rows; run tile-assign-layouts";
+  }
+  // A warpgroup's part of a transposed operand must start at a panel.
+  auto panelAligned = [&](const OperandGeometry &geometry, int64_t mn) {
+    return geometry.kMajor || (mn * elementBytes) % geometry.swizzleBytes == 0;
+  };
+  if (!panelAligned(bGeometry, partition->splitN ? partition->colsPerGroup : 0) ||
+      (aGeometry &&
+       !panelAligned(*aGeometry,
+                     partition->splitN ? 0 : partition->rowsPerGroup)))
+    return op.emitOpError("splits a transposed operand between warpgroups "
+                          "inside a swizzle panel; use another policy");
   int64_t kPerInstruction = 32 / elementBytes;
   int64_t steps = k / kPerInstruction;
   int64_t groupN = partition->colsPerGroup;
@@ -261,7 +326,10 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
             b, loc, threadId,
             arith::ConstantIndexOp::create(b, loc, 128).getResult()));
     int64_t groupBytes =
-        (partition->splitN ? groupN : partition->rowsPerGroup) * rowBytes;
+        partition->splitN
+            ? bGeometry.getOffset(groupN, 0)
+            : (aGeometry ? aGeometry->getOffset(partition->rowsPerGroup, 0)
+                         : 0);
     Value offset = arith::MulIOp::create(
         b, loc, group, arith::ConstantIntOp::create(b, loc, i64, groupBytes));
     Value &base = partition->splitN ? bAddress : aAddress;
@@ -294,18 +362,19 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
         return arith::AddIOp::create(
             b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes));
       };
-      Value bDescriptor =
-          makeDescriptor(b, loc, offset(bAddress, step * 32), rowBytes);
+      Value bDescriptor = makeDescriptor(
+          b, loc, offset(bAddress, bGeometry.getOffset(0, step)),
+          bGeometry.swizzleBytes, bGeometry.getLeadingBytes());
       bool overwrite = op.getClearAccum() && step == 0;
       if (aFragment) {
         accumulator = emitWgmmaWithRegisterA(
             b, loc, accumulator, structType, aPacked[block * steps + step],
-            bDescriptor, groupN, elementType, overwrite);
+            bDescriptor, groupN, elementType, overwrite, !bKMajor);
         continue;
       }
       Value aDescriptor = makeDescriptor(
-          b, loc, offset(aAddress, block * 64 * rowBytes + step * 32),
-          rowBytes);
+          b, loc, offset(aAddress, aGeometry->getOffset(block * 64, step)),
+          aGeometry->swizzleBytes, aGeometry->getLeadingBytes());
       accumulator = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, structType, accumulator, aDescriptor, bDescriptor,
           NVVM::MMAShapeAttr::get(context, 64, groupN, kPerInstruction),
@@ -317,8 +386,11 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
                                                     : NVVM::WGMMAScaleOut::one),
           NVVM::WGMMAScaleInAttr::get(context, NVVM::WGMMAScaleIn::one),
           NVVM::WGMMAScaleInAttr::get(context, NVVM::WGMMAScaleIn::one),
-          NVVM::MMALayoutAttr::get(context, NVVM::MMALayout::row),
-          NVVM::MMALayoutAttr::get(context, NVVM::MMALayout::col),
+          // row A and col B are K-major; the others set the trans bits.
+          NVVM::MMALayoutAttr::get(context, aKMajor ? NVVM::MMALayout::row
+                                                    : NVVM::MMALayout::col),
+          NVVM::MMALayoutAttr::get(context, bKMajor ? NVVM::MMALayout::col
+                                                    : NVVM::MMALayout::row),
           NVVM::MMAIntOverflowAttr());
     }
     results.push_back(accumulator);
@@ -343,9 +415,9 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
 /// tiles with mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: per k16
 /// step, thread (g = lane / 4, q = lane % 4) loads the 32-bit pairs
 /// A[r, c..c+1] for r in {g, g+8} and c in {2q, 2q+8} of each 16-row tile
-/// and B[n, c..c+1] (B is [N, K], so a K pair is contiguous) for n = g of
-/// each 8-column tile, from the swizzled shared tiles (the swizzle keeps
-/// the eight rows of a load in different banks).
+/// and B[n, c..c+1] for n = g of each 8-column tile, from the swizzled shared
+/// tiles (the swizzle keeps the eight rows of a load in different banks). A
+/// K pair of a K-major operand is one 32-bit load; of a transposed one, two.
 LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   MLIRContext *context = b.getContext();
@@ -353,7 +425,8 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
   auto cType = cast<FragmentType>(op.getC().getType());
   Type elementType = aType.getElementType();
   SmallVector<int64_t> cShape = *cType.getTileShape().getStaticSizes();
-  int64_t k = *aType.getTileShape().getStaticSize(1);
+  bool aKMajor = !op.getTransposeA(), bKMajor = op.getTransposeB();
+  int64_t k = *aType.getTileShape().getStaticSize(aKMajor ? 1 : 0);
   std::string reason;
   FailureOr<MmaSyncPartition> partition = getMmaSyncPartition(
       cShape[0], cShape[1], threads, op.getPolicy(), reason);
@@ -380,13 +453,27 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
       constant(partition->colsPerWarp));
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   auto pairType = VectorType::get({2}, elementType);
-  // The 32-bit pair at (row, col) and (row, col + 1) of a shared tile.
-  auto loadPair = [&](Value tile, Value row, int64_t rowOffset, Value col,
-                      int64_t colOffset) -> Value {
-    Value r = arith::AddIOp::create(b, loc, row, constant(rowOffset));
-    Value c = arith::AddIOp::create(b, loc, col, constant(colOffset));
-    Value pair = vector::LoadOp::create(b, loc, pairType, memrefs.lookup(tile),
-                                        sharedIndices(b, tile, {r, c}));
+  // The 32-bit pair of elements (mn, k) and (mn, k + 1) of an operand: one
+  // load from a K-major tile, two from a transposed one ([K, M] / [K, N]).
+  auto loadPair = [&](Value tile, bool kMajor, Value mn, int64_t mnOffset,
+                      Value kIndex, int64_t kOffset) -> Value {
+    Value r = arith::AddIOp::create(b, loc, mn, constant(mnOffset));
+    Value c = arith::AddIOp::create(b, loc, kIndex, constant(kOffset));
+    Value storage = memrefs.lookup(tile);
+    Value pair;
+    if (kMajor) {
+      pair = vector::LoadOp::create(b, loc, pairType, storage,
+                                    sharedIndices(b, tile, {r, c}));
+    } else {
+      Value next = arith::AddIOp::create(b, loc, c, constant(1));
+      pair = vector::FromElementsOp::create(
+          b, loc, pairType,
+          ValueRange{
+              memref::LoadOp::create(b, loc, storage,
+                                     sharedIndices(b, tile, {c, r})),
+              memref::LoadOp::create(b, loc, storage,
+                                     sharedIndices(b, tile, {next, r}))});
+    }
     return LLVM::BitcastOp::create(b, loc, i32, pair);
   };
 
@@ -414,17 +501,18 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
       Value row = arith::AddIOp::create(
           b, loc, arith::AddIOp::create(b, loc, warpRow, group),
           constant(16 * mi));
-      aFragments.push_back({loadPair(op.getA(), row, 0, kBase, 0),
-                            loadPair(op.getA(), row, 8, kBase, 0),
-                            loadPair(op.getA(), row, 0, kBase, 8),
-                            loadPair(op.getA(), row, 8, kBase, 8)});
+      aFragments.push_back({loadPair(op.getA(), aKMajor, row, 0, kBase, 0),
+                            loadPair(op.getA(), aKMajor, row, 8, kBase, 0),
+                            loadPair(op.getA(), aKMajor, row, 0, kBase, 8),
+                            loadPair(op.getA(), aKMajor, row, 8, kBase, 8)});
     }
     for (int64_t ni = 0; ni < tilesN; ++ni) {
       Value column = arith::AddIOp::create(
           b, loc, arith::AddIOp::create(b, loc, warpCol, group),
           constant(8 * ni));
-      bFragments.push_back({loadPair(op.getB(), column, 0, kBase, 0),
-                            loadPair(op.getB(), column, 0, kBase, 8)});
+      bFragments.push_back(
+          {loadPair(op.getB(), bKMajor, column, 0, kBase, 0),
+           loadPair(op.getB(), bKMajor, column, 0, kBase, 8)});
     }
     for (int64_t mi = 0; mi < tilesM; ++mi)
       for (int64_t ni = 0; ni < tilesN; ++ni) {

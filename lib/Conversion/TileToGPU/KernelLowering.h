@@ -149,7 +149,8 @@ public:
                                      mlir::Type structType,
                                      llvm::ArrayRef<mlir::Value> aRegisters,
                                      mlir::Value bDescriptor, int64_t n,
-                                     mlir::Type elementType, bool overwrite);
+                                     mlir::Type elementType, bool overwrite,
+                                     bool transposeB);
   /// tile.gemm on mma.sync (targets without wgmma).
   mlir::LogicalResult lowerMmaSyncGemm(GemmOp op, mlir::OpBuilder &b);
   /// The gemm of `loop` that may leave its wgmma in flight, if any.

@@ -529,14 +529,39 @@ LogicalResult KernelLowering::emitTmaCopy(CopyOp copy, OpBuilder &b,
     coordinates.push_back(arith::IndexCastOp::create(
         b, loc, b.getI32Type(), offsets.empty() ? index(b, 0) : offsets[i]));
   Value buffer = getSharedPointer(b, getStageView(b, copy.getDest(), stage));
-  // Without a cluster, the block's shared memory is its shared::cluster
-  // window.
-  Value destination = LLVM::AddrSpaceCastOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), buffer);
-  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-      b, loc, destination, tensorMap, coordinates, mbarrier, ValueRange(),
-      Value(), Value(),
-      NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
-      b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+  // A swizzled tile whose rows span several panels is one box per panel
+  // (see sharedIndices), `rows * swizzle` bytes apart.
+  auto tileType = cast<SharedType>(copy.getDest().getType());
+  int64_t elementBytes = tileType.getElementType().getIntOrFloatBitWidth() / 8;
+  SmallVector<int64_t> shape = *tileType.getTileShape().getStaticSizes();
+  int64_t panels = 1, panelBytes = 0, panelColumns = 0;
+  if (auto swizzle = copy.getDest().getDefiningOp<AllocOp>()->getAttrOfType<
+                     IntegerAttr>("tile.swizzle")) {
+    panels = shape.back() * elementBytes / swizzle.getInt();
+    panelBytes = shape.front() * swizzle.getInt();
+    panelColumns = swizzle.getInt() / elementBytes;
+  }
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    SmallVector<Value> boxCoordinates = coordinates;
+    Value destination = buffer;
+    if (panel > 0) {
+      boxCoordinates.front() = arith::AddIOp::create(
+          b, loc, coordinates.front(),
+          arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                       panel * panelColumns));
+      destination = LLVM::GEPOp::create(
+          b, loc, buffer.getType(), b.getI8Type(), buffer,
+          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(panel * panelBytes)});
+    }
+    // Without a cluster, the block's shared memory is its shared::cluster
+    // window.
+    destination = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), destination);
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, destination, tensorMap, boxCoordinates, mbarrier, ValueRange(),
+        Value(), Value(),
+        NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
+        b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+  }
   return success();
 }

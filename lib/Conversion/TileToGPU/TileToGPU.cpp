@@ -272,23 +272,40 @@ SmallVector<Value> KernelLowering::sharedIndices(OpBuilder &b, Value tile,
   auto alloc = tile.getDefiningOp<AllocOp>();
   if (!alloc || !alloc->hasAttr("tile.swizzle"))
     return SmallVector<Value>(coords);
-  // The swizzled layout wgmma reads (S = 32, 64 or 128 bytes, one row per
-  // atom): byte o of the row-major tile lives at o ^ (((o >> 7) & (S/16 - 1))
-  // << 4), so 16-byte pieces stay whole and 8 consecutive rows spread over
-  // the shared-memory banks.
+  // The swizzled layout wgmma reads (S = 32, 64 or 128 bytes): the tile's
+  // rows are cut into panels of S bytes, stored one after another (panel p
+  // holds bytes [p*S, (p+1)*S) of every row; a row of at most S bytes is one
+  // panel). Byte o of a panel lives at o ^ (((o >> 7) & (S/16 - 1)) << 4),
+  // so 16-byte pieces stay whole and 8 consecutive rows spread over the
+  // shared-memory banks; this is TMA's swizzle of a box of one panel.
   Location loc = func.getLoc();
-  int64_t swizzleMask =
-      cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt() / 16 - 1;
+  int64_t swizzleBytes =
+      cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt();
   auto type = cast<SharedType>(tile.getType());
+  int64_t rows = *type.getTileShape().getStaticSize(0);
   int64_t columns = *type.getTileShape().getStaticSize(1);
   int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
-  Value element = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, coords[0], index(b, columns)),
-      coords[1]);
-  Value offset = arith::MulIOp::create(b, loc, element, index(b, bytes));
+  Value offset;
+  if (columns * bytes <= swizzleBytes) {
+    Value element = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, coords[0], index(b, columns)),
+        coords[1]);
+    offset = arith::MulIOp::create(b, loc, element, index(b, bytes));
+  } else {
+    Value column = arith::MulIOp::create(b, loc, coords[1], index(b, bytes));
+    Value panel = arith::DivUIOp::create(b, loc, column, index(b, swizzleBytes));
+    Value within = arith::RemUIOp::create(b, loc, column, index(b, swizzleBytes));
+    offset = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, panel, index(b, rows * swizzleBytes)),
+        arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, coords[0], index(b, swizzleBytes)),
+            within));
+  }
   Value row = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, offset, index(b, 7)),
-      index(b, swizzleMask));
+      index(b, swizzleBytes / 16 - 1));
   Value swizzled = arith::XOrIOp::create(
       b, loc, offset, arith::ShLIOp::create(b, loc, row, index(b, 4)));
   return {arith::DivUIOp::create(b, loc, swizzled, index(b, bytes))};

@@ -86,13 +86,22 @@ tile.kernel @gemm(%a: !tile.global<[?, 128], f8E4M3FN>) {
 
 // -----
 
-tile.kernel @gemm_mn_major() {
+// Transposed (MN-major) operands set wgmma's trans bits: A [K, M] is "col",
+// B [K, N] "row". B's rows (N = 128 bf16) span two 128-byte panels, 64 rows
+// x 128 bytes apart: the descriptor's leading byte offset is 8192 (>> 4 =
+// 512 in bits 16-29), its stride offset 8 rows of 128 bytes (1024 >> 4 = 64
+// in bits 32-45), 128-byte swizzle (1 in bits 62-63): 0x4000004002000000.
+// CHECK-LABEL: gpu.func @gemm_mn_major
+// CHECK: arith.constant 4611686293338849280 : i64
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+tile.kernel @gemm_mn_major(%g: !tile.global<[?, ?], f32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
     %a = tile.alloc : !tile.shared<[64, 64], bf16>
-    %b = tile.alloc : !tile.shared<[64, 64], bf16>
-    %c = tile.alloc : !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.gemm' op supports K-major operands only for now: A as [M, K] and B as [N, K] with transpose_b}}
-    tile.gemm %a, %b, %c : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    %b = tile.alloc : !tile.shared<[64, 128], bf16>
+    %c = tile.alloc : !tile.frag<[64, 128], f32>
+    %c0 = arith.constant 0 : index
+    tile.gemm %a, %b, %c transpose_a clear_accum : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 128], bf16> -> !tile.frag<[64, 128], f32>
+    tile.copy %c to %g[%c0, %c0] : !tile.frag<[64, 128], f32> to !tile.global<[?, ?], f32>
   }
 }

@@ -52,10 +52,20 @@ std::string hisa::tile::getTmaIneligibility(CopyOp copy) {
   if (bits % 8 != 0 || !llvm::is_contained({8u, 16u, 32u, 64u}, bits))
     return "its elements are not 1, 2, 4 or 8 bytes";
   int64_t elementBytes = bits / 8;
-  for (int64_t extent : *shape)
+  Operation *alloc = copy.getDest().getDefiningOp<AllocOp>();
+  if (!alloc)
+    return "its destination is not allocated by tile.alloc";
+  int64_t innerBytes = shape->back() * elementBytes;
+  auto swizzle = alloc->getAttrOfType<IntegerAttr>("tile.swizzle");
+  if (swizzle && (shape->size() != 2 || innerBytes % swizzle.getInt() != 0))
+    return "the swizzled tile's rows are not whole swizzle panels";
+  // A swizzled tile is one box per panel (the box's rows are the panel's).
+  SmallVector<int64_t> box(*shape);
+  if (swizzle)
+    box.back() = swizzle.getInt() / elementBytes;
+  for (int64_t extent : box)
     if (extent > 256)
       return "a box extent is larger than 256";
-  int64_t innerBytes = shape->back() * elementBytes;
   if (innerBytes % 16 != 0)
     return "the innermost box is not a multiple of 16 bytes";
   if (rank > 1) {
@@ -67,12 +77,6 @@ std::string hisa::tile::getTmaIneligibility(CopyOp copy) {
       return "its rows are not of a static size that is a multiple of 16 "
              "bytes";
   }
-  Operation *alloc = copy.getDest().getDefiningOp<AllocOp>();
-  if (!alloc)
-    return "its destination is not allocated by tile.alloc";
-  if (auto swizzle = alloc->getAttrOfType<IntegerAttr>("tile.swizzle"))
-    if (shape->size() != 2 || swizzle.getInt() != innerBytes)
-      return "the swizzled tile's rows are not one swizzle atom";
   return "";
 }
 
@@ -92,8 +96,10 @@ hisa::tile::getTensorMaps(KernelOp kernel,
     spec.box.assign(globalType.getRank() - shape.size(), 1);
     spec.box.append(shape.begin(), shape.end());
     if (auto alloc = copy.getDest().getDefiningOp<AllocOp>())
-      if (auto swizzle = alloc->getAttrOfType<IntegerAttr>("tile.swizzle"))
+      if (auto swizzle = alloc->getAttrOfType<IntegerAttr>("tile.swizzle")) {
         spec.swizzleBytes = swizzle.getInt();
+        spec.box.back() = spec.swizzleBytes / spec.elementBytes;
+      }
     auto *found = llvm::find(maps, spec);
     if (mapOfCopy)
       (*mapOfCopy)[copy] = found - maps.begin();

@@ -182,21 +182,34 @@ struct TileAssignLayoutsPass
         if (!shared || !alloc)
           return gemm.emitOpError("operands must be shared tiles allocated "
                                   "by tile.alloc");
-        std::optional<int64_t> k = shared.getTileShape().getStaticSize(1);
-        if (!k)
+        std::optional<SmallVector<int64_t>> shape =
+            shared.getTileShape().getStaticSizes();
+        if (!shape)
           return gemm.emitOpError("operand shape is not bound");
+        // Rows (the contiguous dimension: K of a K-major operand, M or N of
+        // a transposed one) of one 32/64/128-byte swizzle atom, or several
+        // 128-byte panels (see sharedIndices in the lowering).
         int64_t rowBytes =
-            *k * shared.getElementType().getIntOrFloatBitWidth() / 8;
-        if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
-          return gemm.emitOpError("needs K-major operand rows of 32, 64 or "
-                                  "128 bytes (one swizzle atom: K = 32, 64 "
-                                  "or 128 for fp8, 16, 32 or 64 for "
-                                  "bf16/f16), got ")
-                 << rowBytes;
+            (*shape)[1] * shared.getElementType().getIntOrFloatBitWidth() / 8;
+        int64_t swizzle = rowBytes == 32 || rowBytes == 64 ? rowBytes
+                          : rowBytes % 128 == 0            ? 128
+                                                           : 0;
+        if (!swizzle)
+          return gemm.emitOpError("needs operand rows (the contiguous "
+                                  "dimension) of 32, 64 or a multiple of 128 "
+                                  "bytes (fp8: 32, 64, 128, 256...; "
+                                  "bf16/f16: 16, 32, 64, 128... elements), "
+                                  "got ")
+                 << rowBytes << " bytes in " << formatDims(shared.getDims());
+        if (rowBytes > 128 && (*shape)[0] % 8 != 0)
+          return gemm.emitOpError("operand ")
+                 << formatDims(shared.getDims())
+                 << " spans several 128-byte swizzle panels and needs a "
+                    "multiple of 8 rows";
         alloc->setAttr(
             "tile.swizzle",
             IntegerAttr::get(IntegerType::get(launch.getContext(), 64),
-                             rowBytes));
+                             swizzle));
       }
       return WalkResult::advance();
     });

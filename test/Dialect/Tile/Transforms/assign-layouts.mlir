@@ -200,14 +200,37 @@ tile.kernel @gemm_register_a_shape_clash() {
 
 // -----
 
-tile.kernel @gemm_wide_rows() {
+tile.kernel @gemm_odd_rows() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 24], bf16>
+    %b = tile.alloc : !tile.shared<[64, 24], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op needs operand rows (the contiguous dimension) of 32, 64 or a multiple of 128 bytes (fp8: 32, 64, 128, 256...; bf16/f16: 16, 32, 64, 128... elements), got 48 bytes in [64, 24]}}
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 24], bf16>, !tile.shared<[64, 24], bf16> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+// Rows wider than 128 bytes are stored in 128-byte swizzle panels: K-major
+// bf16 rows of K = 128, and a transposed B whose rows are N = 256 wide.
+// CHECK-LABEL: tile.kernel @gemm_panels
+// CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[64, 128], bf16>
+// CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[128, 256], bf16>
+// CHECK: tile.alloc {tile.swizzle = 32 : i64} : !tile.shared<[64, 16], bf16>
+// CHECK: tile.alloc {tile.swizzle = 32 : i64} : !tile.shared<[16, 16], bf16>
+tile.kernel @gemm_panels() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
     %a = tile.alloc : !tile.shared<[64, 128], bf16>
-    %b = tile.alloc : !tile.shared<[64, 128], bf16>
-    %c = tile.alloc : !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.gemm' op needs K-major operand rows of 32, 64 or 128 bytes (one swizzle atom: K = 32, 64 or 128 for fp8, 16, 32 or 64 for bf16/f16), got 256}}
-    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 128], bf16>, !tile.shared<[64, 128], bf16> -> !tile.frag<[64, 64], f32>
+    %b = tile.alloc : !tile.shared<[128, 256], bf16>
+    %a2 = tile.alloc : !tile.shared<[64, 16], bf16>
+    %b2 = tile.alloc : !tile.shared<[16, 16], bf16>
+    %c = tile.alloc : !tile.frag<[64, 256], f32>
+    %c2 = tile.alloc : !tile.frag<[64, 16], f32>
+    tile.gemm %a, %b, %c : !tile.shared<[64, 128], bf16>, !tile.shared<[128, 256], bf16> -> !tile.frag<[64, 256], f32>
+    tile.gemm %a2, %b2, %c2 : !tile.shared<[64, 16], bf16>, !tile.shared<[16, 16], bf16> -> !tile.frag<[64, 16], f32>
   }
 }
 

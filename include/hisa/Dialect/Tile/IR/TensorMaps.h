@@ -31,7 +31,8 @@ struct TensorMapSpec {
   /// The kernel argument (a !tile.global) the map describes.
   unsigned argNumber = 0;
   /// Box extents, outermost first, one per tensor dimension (leading window
-  /// dimensions have extent 1).
+  /// dimensions have extent 1). A swizzled tile is read as one box per
+  /// swizzle panel (its innermost extent is the panel's).
   llvm::SmallVector<int64_t, 4> box;
   /// Swizzle of the destination rows: 0 (none), 32, 64 or 128 bytes.
   int64_t swizzleBytes = 0;
@@ -42,8 +43,8 @@ struct TensorMapSpec {
            swizzleBytes == other.swizzleBytes &&
            elementBytes == other.elementBytes;
   }
-  /// Bytes one copy through this map writes (the whole box, zero-filled
-  /// where it lies outside the tensor).
+  /// Bytes one box of this map writes (zero-filled where it lies outside
+  /// the tensor).
   int64_t getBoxBytes() const;
 };
 
@@ -51,7 +52,7 @@ struct TensorMapSpec {
 /// a staged copy (top level of a tile.pipelined loop with num_stages > 1)
 /// from a kernel argument into a whole shared tile, with static rows whose
 /// bytes are a multiple of 16, box extents of at most 256 and an innermost
-/// box of a multiple of 16 bytes (the swizzle width for swizzled tiles).
+/// box of a multiple of 16 bytes (whole swizzle panels for swizzled tiles).
 std::string getTmaIneligibility(CopyOp copy);
 
 /// Whether `chip` (sm_XX[a]) has TMA: sm_90 and newer.

@@ -260,8 +260,12 @@ def Tile_GemmOp : Tile_Op<"gemm"> {
     evenly, else N. Element types (A x B -> C): f8E4M3FN x f8E4M3FN -> f32,
     bf16 x bf16 -> f32, f16 x f16 -> f32 (f16 -> f16 verifies but is not
     lowered yet). fp8 needs K-major operands (`transpose_b`, no
-    `transpose_a`), as wgmma does. sm_90a lowers to wgmma; sm_80 and newer
-    without wgmma to mma.sync m16n8k16 (bf16/f16 only: fp8 is refused).
+    `transpose_a`), as wgmma does; bf16/f16 operands may be either way round
+    (wgmma reads the transposed ones MN-major). A shared operand's rows (its
+    contiguous dimension) must be 32, 64 or a multiple of 128 bytes; wider
+    rows are stored in 128-byte swizzle panels. sm_90a lowers to wgmma;
+    sm_80 and newer without wgmma to mma.sync m16n8k16 (bf16/f16 only: fp8
+    is refused).
 
     ```mlir
     tile.gemm %k_s, %q_s, %acc transpose_b clear_accum policy(full_row)
