@@ -102,7 +102,9 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
     // Box coordinates are signed 32-bit.
     if (size > std::numeric_limits<int32_t>::max())
       return makeError(formatv("{0}: dimension {1} is {2}, more than TMA "
-                               "coordinates (32-bit) reach",
+                               "coordinates (32-bit) reach; compile for "
+                               "target 'sm_90a,-tma' to stage it with "
+                               "cp.async",
                                what, rank - 1 - i, size));
     sizes[i] = static_cast<cuuint64_t>(size);
     box[i] = static_cast<cuuint32_t>(map.box[rank - 1 - i]);

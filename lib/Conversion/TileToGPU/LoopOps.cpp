@@ -12,10 +12,45 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace hisa::tile;
+
+/// Waits until the phase of parity `parity` (i32) of `mbarrier` (a shared
+/// pointer) completes: mbarrier.try_wait.parity in a loop. The branch back
+/// is a plain `bra`, not `bra.uni` (upstream's lowering): lanes of a warp
+/// may see the phase complete at different tries.
+static void waitForPhase(OpBuilder &b, Location loc, Value mbarrier,
+                         Value parity) {
+  // The suspend-time hint of each try, in ns (as CUTLASS uses).
+  constexpr int64_t kSuspendHintNs = 10000000;
+  Value address =
+      LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), mbarrier).getResult();
+  std::string ptx = "{\n.reg .pred done;\nwait:\n"
+                    "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1, " +
+                    std::to_string(kSuspendHintNs) +
+                    ";\n@!done bra wait;\n}";
+  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange{address, parity},
+                            ptx, "r,r,~{memory}", /*has_side_effects=*/true,
+                            /*is_align_stack=*/false, LLVM::TailCallKind::None,
+                            LLVM::AsmDialectAttr(),
+                            /*operand_attrs=*/ArrayAttr());
+}
+
+/// Whether tile op `op` writes a shared tile (its destination operand).
+static bool writesSharedTile(Operation *op) {
+  Value dest = llvm::TypeSwitch<Operation *, Value>(op)
+                   .Case([](StoreOp store) { return store.getDest(); })
+                   .Case([](CopyOp copy) { return copy.getDest(); })
+                   .Case([](FillOp fill) { return fill.getDest(); })
+                   .Case([](ClearOp clear) { return clear.getDest(); })
+                   .Case([](CastOp cast) { return cast.getDest(); })
+                   .Case([](ReduceOp reduce) { return reduce.getDest(); })
+                   .Default([](Operation *) { return Value(); });
+  return dest && isa<SharedType>(dest.getType());
+}
 
 /// Every thread runs the body once per value its layout gives it, with the
 /// induction variables set to that value's coordinates. The loop is fully
@@ -102,7 +137,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     auto alloc = copy.getDest().getDefiningOp<AllocOp>();
     auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
                          : IntegerAttr();
-    if (!planned || planned.getInt() < stages)
+    if (!planned || planned.getInt() < stages ||
+        !alloc->hasAttr("tile.stage_bytes"))
       return copy.emitOpError("is not planned for ")
              << stages << " stages; run tile-plan-shared-memory first";
   }
@@ -111,6 +147,11 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   // cp.async.bulk.tensor each and complete on their stage's mbarrier; the
   // others are cp.async pieces of every thread.
   auto isTma = [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); };
+  for (CopyOp copy : producers)
+    if (isTma(copy) && !tensorMaps.count(copy))
+      return copy.emitOpError("is marked tile.tma, but TMA cannot copy it; "
+                              "run tile-use-tma (its `report` option says "
+                              "why a copy stays on cp.async)");
   bool anyTma = llvm::any_of(producers, isTma);
   bool allTma = !producers.empty() && llvm::all_of(producers, isTma);
   int64_t tmaBytes = 0;
@@ -132,7 +173,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
                                ArrayRef<LLVM::GEPArg>{stage64});
   };
   if (anyTma) {
-    auto offset = op->getAttrOfType<IntegerAttr>("tile.mbarrier_offset");
+    auto offset = op->getAttrOfType<IntegerAttr>(kMbarrierOffsetAttrName);
     if (!offset)
       return op.emitOpError("has TMA copies but no mbarriers; run "
                             "tile-plan-shared-memory first");
@@ -277,9 +318,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       Value parity = arith::IndexCastOp::create(
           inner, loc, i32,
           arith::AndIOp::create(inner, loc, round, index(inner, 1)));
-      NVVM::MBarrierTryWaitParityOp::create(
-          inner, loc, mbarrierOf(inner, stage), parity,
-          arith::ConstantIntOp::create(inner, loc, i32, 10000000));
+      waitForPhase(inner, loc, mbarrierOf(inner, stage), parity);
     }
     for (GemmOp gemm : body.getOps<GemmOp>())
       if (isFencedByPipeline(op, gemm))
@@ -290,16 +329,10 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     // still needs them every iteration.
     bool bodyWritesShared = false;
     body.walk([&](Operation *inside) {
-      Value dest;
-      if (auto store = dyn_cast<StoreOp>(inside))
-        dest = store.getDest();
-      else if (auto copy = dyn_cast<CopyOp>(inside))
-        dest = llvm::is_contained(producers, copy) ? Value() : copy.getDest();
-      else if (auto fill = dyn_cast<FillOp>(inside))
-        dest = fill.getDest();
-      else if (auto clear = dyn_cast<ClearOp>(inside))
-        dest = clear.getDest();
-      bodyWritesShared |= dest && isa<SharedType>(dest.getType());
+      if (auto copy = dyn_cast<CopyOp>(inside);
+          copy && llvm::is_contained(producers, copy))
+        return;
+      bodyWritesShared |= writesSharedTile(inside);
     });
     if (!allTma || bodyWritesShared) {
       // The staged tiles (and whatever else this thread wrote to shared
@@ -383,13 +416,10 @@ GemmOp KernelLowering::getDeferrableGemm(PipelinedOp loop) {
 Value KernelLowering::getStageView(OpBuilder &b, Value tile, Value stage) {
   auto alloc = tile.getDefiningOp<AllocOp>();
   int64_t base = alloc->getAttrOfType<IntegerAttr>("tile.offset").getInt();
-  int64_t stages = alloc->getAttrOfType<IntegerAttr>("tile.stages").getInt();
+  // tile-plan-shared-memory's stride between stages.
+  int64_t stride =
+      alloc->getAttrOfType<IntegerAttr>("tile.stage_bytes").getInt();
   auto type = cast<MemRefType>(memrefs.lookup(tile).getType());
-  int64_t bytes =
-      type.getNumElements() * type.getElementType().getIntOrFloatBitWidth() / 8;
-  // tile-plan-shared-memory aligned each stage to 128 bytes.
-  int64_t stride = llvm::alignTo(bytes, 128);
-  (void)stages;
   Location loc = func.getLoc();
   Value offset = arith::AddIOp::create(
       b, loc, index(b, base),

@@ -1,6 +1,7 @@
 //===- MarkTensorMapParams.cpp - Tensor maps as grid constants ------------===//
 
 #include "hisa/Conversion/Passes.h"
+#include "hisa/Dialect/Tile/IR/TensorMaps.h"
 
 namespace hisa {
 #define GEN_PASS_DEF_TILEMARKTENSORMAPPARAMS
@@ -19,7 +20,7 @@ struct TileMarkTensorMapParamsPass
     // CUtensorMap: 128 opaque bytes, 64-byte aligned.
     Type storage = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
     getOperation().walk([&](LLVM::LLVMFuncOp func) {
-      auto count = func->getAttrOfType<IntegerAttr>("tile.tensor_maps");
+      auto count = func->getAttrOfType<IntegerAttr>(hisa::tile::kTensorMapCountAttrName);
       if (!count)
         return;
       unsigned arguments = func.getNumArguments();
@@ -41,7 +42,7 @@ struct TileMarkTensorMapParamsPass
         func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
                         b.getUnitAttr());
       }
-      func->removeAttr("tile.tensor_maps");
+      func->removeAttr(hisa::tile::kTensorMapCountAttrName);
     });
   }
 };

@@ -456,7 +456,8 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   if (std::optional<int64_t> blocks = launch.getBoundBlocksPerSm())
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(*blocks));
   if (tensorMapCount)
-    func->setAttr("tile.tensor_maps", b.getI64IntegerAttr(tensorMapCount));
+    func->setAttr(kTensorMapCountAttrName,
+                  b.getI64IntegerAttr(tensorMapCount));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
 

@@ -9,13 +9,6 @@
 using namespace mlir;
 using namespace hisa::tile;
 
-int64_t TensorMapSpec::getBoxBytes() const {
-  int64_t bytes = elementBytes;
-  for (int64_t extent : box)
-    bytes *= extent;
-  return bytes;
-}
-
 bool hisa::tile::hasTma(StringRef chip) {
   int64_t sm = 0;
   return chip.consume_front("sm_") &&
@@ -48,8 +41,10 @@ std::string hisa::tile::getTmaIneligibility(CopyOp copy) {
   int64_t rank = globalType.getRank();
   if (rank > 5 || static_cast<int64_t>(shape->size()) > rank)
     return "TMA boxes have at most 5 dimensions";
-  unsigned bits = globalType.getElementType().getIntOrFloatBitWidth();
-  if (bits % 8 != 0 || !llvm::is_contained({8u, 16u, 32u, 64u}, bits))
+  Type elementType = globalType.getElementType();
+  unsigned bits =
+      elementType.isIntOrFloat() ? elementType.getIntOrFloatBitWidth() : 0;
+  if (!llvm::is_contained({8u, 16u, 32u, 64u}, bits))
     return "its elements are not 1, 2, 4 or 8 bytes";
   int64_t elementBytes = bits / 8;
   Operation *alloc = copy.getDest().getDefiningOp<AllocOp>();
@@ -77,6 +72,14 @@ std::string hisa::tile::getTmaIneligibility(CopyOp copy) {
       return "its rows are not of a static size that is a multiple of 16 "
              "bytes";
   }
+  // The kernel's own writes to the tensor would need a proxy fence.
+  for (Operation *user : copy.getSource().getUsers()) {
+    auto other = dyn_cast<CopyOp>(user);
+    if (isa<StoreOp>(user) ||
+        (other && other.getDest() == copy.getSource()))
+      return "the kernel also writes its source (TMA reads through the "
+             "async proxy)";
+  }
   return "";
 }
 
@@ -85,7 +88,7 @@ hisa::tile::getTensorMaps(KernelOp kernel,
                           DenseMap<Operation *, unsigned> *mapOfCopy) {
   SmallVector<TensorMapSpec> maps;
   kernel.walk([&](CopyOp copy) {
-    if (!copy->hasAttr(kTmaAttrName))
+    if (!copy->hasAttr(kTmaAttrName) || !getTmaIneligibility(copy).empty())
       return;
     auto globalType = cast<GlobalType>(copy.getSource().getType());
     auto sharedType = cast<SharedType>(copy.getDest().getType());

@@ -105,8 +105,15 @@ struct TilePlanSharedMemoryPass
       if (tile.firstUse == UINT_MAX)
         tile.firstUse = at;
       if (int64_t stages = stagesOf.lookup(alloc)) {
-        tile.bytes = llvm::alignTo(tile.bytes, alignment) * stages;
-        alloc->setAttr("tile.stages", Builder(alloc).getI64IntegerAttr(stages));
+        // Every stage starts as aligned as the tile: 1024 bytes for wgmma's
+        // swizzled operands, at least 128 for TMA boxes.
+        int64_t stageAlignment = std::max<int64_t>(
+            alignment, alloc->hasAttr("tile.swizzle") ? 1024 : 128);
+        int64_t stride = llvm::alignTo(tile.bytes, stageAlignment);
+        tile.bytes = stride * stages;
+        Builder builder(alloc);
+        alloc->setAttr("tile.stages", builder.getI64IntegerAttr(stages));
+        alloc->setAttr("tile.stage_bytes", builder.getI64IntegerAttr(stride));
       }
       tiles.push_back(tile);
     }
@@ -152,7 +159,7 @@ struct TilePlanSharedMemoryPass
           }))
         return;
       int64_t offset = llvm::alignTo(end, 8);
-      loop->setAttr("tile.mbarrier_offset",
+      loop->setAttr(kMbarrierOffsetAttrName,
                     Builder(loop).getI64IntegerAttr(offset));
       end = offset + 8 * loop.getNumStages();
     });
@@ -171,7 +178,8 @@ struct TilePlanSharedMemoryPass
     int64_t total = scratch ? scratchOffset + scratch : end;
     if (total > maxBytes)
       return launch.emitOpError("needs ")
-             << total << " bytes of shared memory (" << end << " for tiles, "
+             << total << " bytes of shared memory (" << end
+             << " for tiles and mbarriers, "
              << scratch << " for reductions); a block may use at most "
              << static_cast<int64_t>(maxBytes);
     Builder builder(launch);

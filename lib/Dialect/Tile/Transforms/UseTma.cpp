@@ -21,6 +21,8 @@ struct TileUseTmaPass
 
   void runOnOperation() override {
     bool available = enable && hasTma(chip);
+    // Marks from the input are decided again.
+    getOperation().walk([](CopyOp copy) { copy->removeAttr(kTmaAttrName); });
     getOperation().walk([&](PipelinedOp loop) {
       if (loop.getNumStages() < 2)
         return;
@@ -35,7 +37,6 @@ struct TileUseTmaPass
           copy->setAttr(kTmaAttrName, UnitAttr::get(&getContext()));
           continue;
         }
-        copy->removeAttr(kTmaAttrName);
         if (report)
           copy.emitRemark("stays on cp.async: ") << reason;
       }

@@ -29,7 +29,7 @@ tile.kernel @reuse(%g: !tile.global<[?, 64], f8E4M3FN>) {
 
 tile.kernel @too_large() {
   %c1 = arith.constant 1 : index
-  // expected-error @+1 {{'tile.launch' op needs 262144 bytes of shared memory (262144 for tiles, 0 for reductions); a block may use at most 232448}}
+  // expected-error @+1 {{'tile.launch' op needs 262144 bytes of shared memory (262144 for tiles and mbarriers, 0 for reductions); a block may use at most 232448}}
   tile.launch (%bx) in (%c1) threads 128 {
     %a = tile.alloc : !tile.shared<[256, 256], f32>
     %c0 = arith.constant 0 : index

@@ -1,4 +1,4 @@
-// RUN: hisa-opt %s --tile-assign-layouts --tile-use-tma=report -verify-diagnostics | FileCheck %s
+// RUN: hisa-opt %s -split-input-file --tile-assign-layouts --tile-use-tma=report -verify-diagnostics | FileCheck %s
 // RUN: hisa-opt %s --tile-assign-layouts --tile-use-tma="chip=sm_80" | FileCheck %s --check-prefix=SM80
 // RUN: hisa-opt %s --tile-assign-layouts --tile-use-tma="enable=false" | FileCheck %s --check-prefix=OFF
 // RUN: hisa-opt %s --tile-assign-layouts --tile-use-tma="chip=sm_80 report" 2>&1 >/dev/null | FileCheck %s --check-prefix=SM80-REMARK
@@ -67,5 +67,26 @@ tile.kernel @staged(%q: !tile.global<[?, 128], f8E4M3FN>,
           : !tile.global<[?, 32], f32> to !tile.shared<[16, 32], f32>
     }
     tile.copy %acc to %out[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[?, ?], f32>
+  }
+}
+
+// -----
+
+// Marks from the input are decided again (a copy that is not staged loses
+// its mark), and a source the kernel also writes stays on cp.async.
+// CHECK-LABEL: tile.kernel @remarked
+// CHECK-NOT: tile.tma
+tile.kernel @remarked(%x: !tile.global<[?, 32], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %s = tile.alloc : !tile.shared<[16, 32], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.copy %x[%c0, %c0] to %s {tile.tma} : !tile.global<[?, 32], f32> to !tile.shared<[16, 32], f32>
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 {
+      // expected-remark @+1 {{stays on cp.async: the kernel also writes its source (TMA reads through the async proxy)}}
+      tile.copy %x[%t, %c0] to %s : !tile.global<[?, 32], f32> to !tile.shared<[16, 32], f32>
+      tile.copy %s to %x[%t, %c0] : !tile.shared<[16, 32], f32> to !tile.global<[?, 32], f32>
+    }
   }
 }

@@ -25,6 +25,13 @@ namespace hisa::tile {
 
 /// The attribute tile-use-tma puts on copies that go through TMA.
 inline constexpr llvm::StringLiteral kTmaAttrName = "tile.tma";
+/// Byte offset of a pipelined loop's mbarriers (tile-plan-shared-memory).
+inline constexpr llvm::StringLiteral kMbarrierOffsetAttrName =
+    "tile.mbarrier_offset";
+/// Number of tensor-map parameters at the end of a lowered kernel's
+/// signature (convert-tile-to-gpu, read by tile-mark-tensor-map-params).
+inline constexpr llvm::StringLiteral kTensorMapCountAttrName =
+    "tile.tensor_maps";
 
 /// One tensor map parameter of a kernel.
 struct TensorMapSpec {
@@ -43,16 +50,15 @@ struct TensorMapSpec {
            swizzleBytes == other.swizzleBytes &&
            elementBytes == other.elementBytes;
   }
-  /// Bytes one box of this map writes (zero-filled where it lies outside
-  /// the tensor).
-  int64_t getBoxBytes() const;
 };
 
 /// Why `copy` cannot go through TMA on a chip that has it, or "" if it can:
 /// a staged copy (top level of a tile.pipelined loop with num_stages > 1)
 /// from a kernel argument into a whole shared tile, with static rows whose
 /// bytes are a multiple of 16, box extents of at most 256 and an innermost
-/// box of a multiple of 16 bytes (whole swizzle panels for swizzled tiles).
+/// box of a multiple of 16 bytes (whole swizzle panels for swizzled tiles),
+/// from an argument the kernel never writes (TMA reads through the async
+/// proxy, which would not see the kernel's own writes).
 std::string getTmaIneligibility(CopyOp copy);
 
 /// Whether `chip` (sm_XX[a]) has TMA: sm_90 and newer.
@@ -60,8 +66,9 @@ bool hasTma(llvm::StringRef chip);
 
 /// The tensor maps `kernel` takes, in parameter order (after its own
 /// arguments): one per distinct (argument, box, swizzle) among its copies
-/// marked `tile.tma`, in walk order. `mapOfCopy`, when given, receives the
-/// index of the map each marked copy uses.
+/// marked `tile.tma` (and eligible: a stale mark is ignored here and
+/// reported by the lowering), in walk order. `mapOfCopy`, when given,
+/// receives the index of the map each such copy uses.
 llvm::SmallVector<TensorMapSpec>
 getTensorMaps(KernelOp kernel,
               llvm::DenseMap<mlir::Operation *, unsigned> *mapOfCopy = nullptr);

@@ -87,8 +87,9 @@ def TileUseTma : Pass<"tile-use-tma", "::mlir::ModuleOp"> {
     `num_stages` > 1 stages and that TMA can express as one box: a whole
     shared tile filled from a window of a kernel argument whose rows have a
     static size of a multiple of 16 bytes, box extents of at most 256 and an
-    innermost box of a multiple of 16 bytes (exactly one swizzle atom for the
-    swizzled operands of a `tile.gemm`). The lowering then issues one
+    innermost box of a multiple of 16 bytes (one box per swizzle panel for
+    the swizzled operands of a `tile.gemm`), from an argument the kernel
+    does not also write. The lowering then issues one
     `cp.async.bulk.tensor` per copy from one thread, completing on an
     mbarrier per stage, through a tensor map the host encodes at launch
     (`cuTensorMapEncodeTiled`) and passes as a `__grid_constant__`
