@@ -190,7 +190,9 @@ def get_kernel(
     """hisa_kernel_get: compile (or fetch from the memory/disk cache) and load.
 
     `name` is the tile.kernel name (a built-in kernel when `source` is None),
-    `params` the specialization ({} or None = the kernel's defaults).
+    `params` the specialization ({} or None = the kernel's defaults),
+    `target` the SM ("sm_90a"), optionally with features: "sm_90a,-tma"
+    stages pipelined copies with cp.async instead of TMA.
     An unknown parameter name or a bad value raises HisaError naming it.
     """
     c_name = _encode("name", name)
