@@ -271,11 +271,10 @@ int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
                                 tensor(bks, {m}),
                                 tensor(bke, {m}),
                                 tensor(logits, {m, nb})};
-  return runOperator(
-      "pool_mqa_logits",
-      formatv("block_q={0},dim={1},heads={2}", poolMqaBlockQ(heads), dim,
-              heads),
-      arguments, stream);
+  return runOperator("pool_mqa_logits",
+                     formatv("block_q={0},dim={1},heads={2}",
+                             poolMqaBlockQ(heads), dim, heads),
+                     arguments, stream);
 }
 
 int hisa_block_sparse_mqa_logits(const void *q, const void *k,

@@ -146,8 +146,8 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
     swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
     break;
   default:
-    return makeError(formatv("{0}: no TMA swizzle of {1} bytes", what,
-                             map.swizzleBytes));
+    return makeError(
+        formatv("{0}: no TMA swizzle of {1} bytes", what, map.swizzleBytes));
   }
   // Boxes outside the tensor read zeros (FLOAT_OOB_FILL_NONE), as tile.copy
   // requires.
@@ -155,8 +155,7 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
       &encoded, type, static_cast<cuuint32_t>(rank), address, sizes, strides,
       box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return checkCuda(result, "cuTensorMapEncodeTiled for " + what,
-                   kernel);
+  return checkCuda(result, "cuTensorMapEncodeTiled for " + what, kernel);
 }
 
 class LoadedKernelImpl : public LoadedKernel {

@@ -72,15 +72,15 @@ def raw(t):
 CHUNK = 64  # queries per reference step (bounds the [chunk, H, J] temporaries)
 
 
-def ref_dense(q, keys, scales, weights):
+def ref_dense(q, keys, scales, weights, chunk=CHUNK):
     """(expected, tolerance) [M, J] f32 of sum_h ReLU(q[m,h].keys[j] * scales[j]) * w[m,h]."""
     kf = keys.float()
     kabs = kf.abs()
     s = scales.reshape(-1).float()
     expected, tolerance = [], []
-    for m0 in range(0, q.shape[0], CHUNK):
-        qc = q[m0 : m0 + CHUNK].float()
-        wc = weights[m0 : m0 + CHUNK]
+    for m0 in range(0, q.shape[0], chunk):
+        qc = q[m0 : m0 + chunk].float()
+        wc = weights[m0 : m0 + chunk]
         dots = torch.einsum("mhd,jd->mhj", qc, kf) * s[None, None, :]
         expected.append((dots.clamp(min=0) * wc[:, :, None]).sum(1))
         magnitude = torch.einsum("mhd,jd->mhj", qc.abs(), kabs) * s[None, None, :]
@@ -175,6 +175,26 @@ def test_pool_mqa_logits(heads, dim, n, num_seqs, kb, m, int64, scale_2d, empty)
     for before, after in zip(copies, inputs):
         assert torch.equal(raw(before), raw(after)), "an input was modified"
     expected, tolerance = ref_dense(q, blocked_k, blocked_scale, weights)
+    check_inside_windows(logits, expected, tolerance, bks, bke, seed)
+
+
+# The anchor configurations of the issue: H=64, D=128, kb=128, M = N tokens
+# of 1 or 16 packed causal sequences.
+@pytest.mark.parametrize("n", [32768, 65536, 131072])
+@pytest.mark.parametrize("num_seqs", [1, 16])
+def test_pool_mqa_logits_anchor(n, num_seqs):
+    seed = fresh_seed(torch)
+    heads, dim, kb = 64, 128, 128
+    ks, ke = packed_windows(n, num_seqs, random.Random(seed))
+    bks, bke = block_windows(torch, ks, ke, kb)
+    nb = n // kb
+    q = random_q(n, heads, dim)
+    blocked_k = random_fp8(torch, nb, dim)
+    blocked_scale = torch.rand(nb, device="cuda") + 0.5
+    weights = random_weights(n, heads)
+    logits = hisa.pool_mqa_logits(q, blocked_k, blocked_scale, weights, bks, bke)
+    torch.cuda.synchronize()
+    expected, tolerance = ref_dense(q, blocked_k, blocked_scale, weights, chunk=1024)
     check_inside_windows(logits, expected, tolerance, bks, bke, seed)
 
 
@@ -289,6 +309,18 @@ def test_block_sparse_mqa_logits(heads, dim, kb, n, num_seqs, topk, m, int64, em
     seed = fresh_seed(torch)
     valid = run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed, dim)
     assert bool(valid.any()) and not bool(valid.all())  # both paths exercised
+
+
+# The anchor configurations of the issue: H=64, D=128, kb=128, M = 1024 to
+# 8192 queries of N-token packed causal sequences, T = 32 to 128 blocks.
+@pytest.mark.parametrize(
+    "n,num_seqs,topk,m",
+    [(8192, 1, 128, None), (32768, 4, 32, 1024), (16384, 16, 64, 4096), (65536, 2, 96, 2048)],
+)
+def test_block_sparse_mqa_logits_anchor(n, num_seqs, topk, m):
+    seed = fresh_seed(torch)
+    valid = run_block_sparse(64, 128, n, num_seqs, topk, m, False, False, seed)
+    assert bool(valid.any()) and not bool(valid.all())
 
 
 def test_block_sparse_mqa_logits_tiny():

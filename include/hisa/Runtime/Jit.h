@@ -61,10 +61,10 @@ struct KernelMetadata {
   /// A tensor map the kernel takes after its arguments (TMA copies): the
   /// host encodes it at launch for the argument's address and sizes.
   struct TensorMap {
-    unsigned argument = 0;     // index into `arguments` (a tensor)
+    unsigned argument = 0; // index into `arguments` (a tensor)
     unsigned elementBytes = 0;
-    int64_t swizzleBytes = 0;  // 0, 32, 64 or 128
-    std::vector<int64_t> box;  // extents, outermost first, one per dimension
+    int64_t swizzleBytes = 0; // 0, 32, 64 or 128
+    std::vector<int64_t> box; // extents, outermost first, one per dimension
   };
 
   std::string kernelName;

@@ -51,8 +51,8 @@ Value makeDescriptor(OpBuilder &b, Location loc, Value address,
       constant(4));
   int64_t mode = swizzleBytes == 128 ? 1 : swizzleBytes == 64 ? 2 : 3;
   int64_t leading = leadingBytes ? (leadingBytes >> 4) & 0x3FFF : 1;
-  int64_t fixed = (leading << 16) | (int64_t(8 * swizzleBytes >> 4) << 32) |
-                  (mode << 62);
+  int64_t fixed =
+      (leading << 16) | (int64_t(8 * swizzleBytes >> 4) << 32) | (mode << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
 
@@ -179,7 +179,10 @@ Value KernelLowering::emitWgmmaWithRegisterA(OpBuilder &b, Location loc,
     os << (i ? ", " : "") << "$" << i;
   os << "}, {$" << count << ", $" << count + 1 << ", $" << count + 2 << ", $"
      << count + 3 << "}, $" << count + 4 << ", p, 1, 1"
-     << (fp8 ? "" : transposeB ? ", 1" : ", 0") << ";\n}";
+     << (fp8          ? ""
+         : transposeB ? ", 1"
+                      : ", 0")
+     << ";\n}";
   std::string constraints;
   for (int64_t i = 0; i < count; ++i)
     constraints += "=f,";
@@ -278,8 +281,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       continue;
     auto type = cast<SharedType>(tile.getType());
     int64_t rowBytes = *type.getTileShape().getStaticSize(1) * elementBytes;
-    int64_t swizzle = cast<IntegerAttr>(
-                          tile.getDefiningOp<AllocOp>()->getAttr("tile.swizzle"))
+    int64_t swizzle = cast<IntegerAttr>(tile.getDefiningOp<AllocOp>()->getAttr(
+                                            "tile.swizzle"))
                           .getInt();
     if (rowBytes <= 128 ? swizzle != rowBytes
                         : swizzle != 128 || rowBytes % 128 != 0)
@@ -290,7 +293,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   auto panelAligned = [&](const OperandGeometry &geometry, int64_t mn) {
     return geometry.kMajor || (mn * elementBytes) % geometry.swizzleBytes == 0;
   };
-  if (!panelAligned(bGeometry, partition->splitN ? partition->colsPerGroup : 0) ||
+  if (!panelAligned(bGeometry,
+                    partition->splitN ? partition->colsPerGroup : 0) ||
       (aGeometry &&
        !panelAligned(*aGeometry,
                      partition->splitN ? 0 : partition->rowsPerGroup)))
@@ -362,9 +366,9 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
         return arith::AddIOp::create(
             b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes));
       };
-      Value bDescriptor = makeDescriptor(
-          b, loc, offset(bAddress, bGeometry.getOffset(0, step)),
-          bGeometry.swizzleBytes, bGeometry.getLeadingBytes());
+      Value bDescriptor =
+          makeDescriptor(b, loc, offset(bAddress, bGeometry.getOffset(0, step)),
+                         bGeometry.swizzleBytes, bGeometry.getLeadingBytes());
       bool overwrite = op.getClearAccum() && step == 0;
       if (aFragment) {
         accumulator = emitWgmmaWithRegisterA(
@@ -468,11 +472,10 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
       Value next = arith::AddIOp::create(b, loc, c, constant(1));
       pair = vector::FromElementsOp::create(
           b, loc, pairType,
-          ValueRange{
-              memref::LoadOp::create(b, loc, storage,
-                                     sharedIndices(b, tile, {c, r})),
-              memref::LoadOp::create(b, loc, storage,
-                                     sharedIndices(b, tile, {next, r}))});
+          ValueRange{memref::LoadOp::create(b, loc, storage,
+                                            sharedIndices(b, tile, {c, r})),
+                     memref::LoadOp::create(
+                         b, loc, storage, sharedIndices(b, tile, {next, r}))});
     }
     return LLVM::BitcastOp::create(b, loc, i32, pair);
   };
@@ -510,9 +513,8 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
       Value column = arith::AddIOp::create(
           b, loc, arith::AddIOp::create(b, loc, warpCol, group),
           constant(8 * ni));
-      bFragments.push_back(
-          {loadPair(op.getB(), bKMajor, column, 0, kBase, 0),
-           loadPair(op.getB(), bKMajor, column, 0, kBase, 8)});
+      bFragments.push_back({loadPair(op.getB(), bKMajor, column, 0, kBase, 0),
+                            loadPair(op.getB(), bKMajor, column, 0, kBase, 8)});
     }
     for (int64_t mi = 0; mi < tilesM; ++mi)
       for (int64_t ni = 0; ni < tilesN; ++ni) {

@@ -3,7 +3,8 @@
 // State shared by the per-op-family lowerings of convert-tile-to-gpu. The
 // body of a tile.launch has been moved into a gpu.func; KernelLowering then
 // replaces every tile op in place. Implementations live in one file per op
-// family (MemoryOps.cpp, ParallelOp.cpp, ReduceOp.cpp, Conversions.cpp).
+// family (MemoryOps.cpp, ParallelOp.cpp, PipelinedOp.cpp, ReduceOp.cpp,
+// GemmOp.cpp, Conversions.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +64,19 @@ public:
   mlir::LogicalResult emitTmaCopy(CopyOp copy, mlir::OpBuilder &b,
                                   mlir::ValueRange offsets, mlir::Value stage,
                                   mlir::Value mbarrier);
+  /// The mbarriers of a pipelined loop with TMA copies (one per stage, at
+  /// its tile.mbarrier_offset; a !llvm.ptr<3> to the first), initialized by
+  /// thread 0 behind a proxy fence and a barrier.
+  mlir::FailureOr<mlir::Value> initStageMbarriers(PipelinedOp op,
+                                                  mlir::OpBuilder &b);
+  mlir::Value getStageMbarrier(mlir::OpBuilder &b, mlir::Value mbarriers,
+                               mlir::Value stage);
+  /// Thread 0 expects `bytes` on `mbarrier`, then issues the TMA copies of
+  /// one stage (each with its source offsets).
+  mlir::LogicalResult issueTmaStage(
+      mlir::OpBuilder &b,
+      llvm::ArrayRef<std::pair<CopyOp, llvm::ArrayRef<mlir::Value>>> copies,
+      mlir::Value stage, mlir::Value mbarrier, int64_t bytes);
   /// The address of a shared-memory memref's first element (!llvm.ptr<3>).
   mlir::Value getSharedPointer(mlir::OpBuilder &b, mlir::Value memref);
   /// The buffer of pipeline stage `stage` of a multi-buffered shared tile.
@@ -167,6 +181,9 @@ public:
   /// Tile ops lowered so far, erased at the end.
   llvm::SmallVector<mlir::Operation *> lowered;
 };
+
+/// Bytes of a shared tile of static shape.
+int64_t getTileBytes(SharedType type);
 
 /// Whether a type is a float8 type (stored as bytes, converted with cvt).
 bool isFloat8(mlir::Type type);

@@ -20,7 +20,8 @@ struct TileMarkTensorMapParamsPass
     // CUtensorMap: 128 opaque bytes, 64-byte aligned.
     Type storage = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
     getOperation().walk([&](LLVM::LLVMFuncOp func) {
-      auto count = func->getAttrOfType<IntegerAttr>(hisa::tile::kTensorMapCountAttrName);
+      auto count =
+          func->getAttrOfType<IntegerAttr>(hisa::tile::kTensorMapCountAttrName);
       if (!count)
         return;
       unsigned arguments = func.getNumArguments();

@@ -293,8 +293,10 @@ SmallVector<Value> KernelLowering::sharedIndices(OpBuilder &b, Value tile,
     offset = arith::MulIOp::create(b, loc, element, index(b, bytes));
   } else {
     Value column = arith::MulIOp::create(b, loc, coords[1], index(b, bytes));
-    Value panel = arith::DivUIOp::create(b, loc, column, index(b, swizzleBytes));
-    Value within = arith::RemUIOp::create(b, loc, column, index(b, swizzleBytes));
+    Value panel =
+        arith::DivUIOp::create(b, loc, column, index(b, swizzleBytes));
+    Value within =
+        arith::RemUIOp::create(b, loc, column, index(b, swizzleBytes));
     offset = arith::AddIOp::create(
         b, loc,
         arith::MulIOp::create(b, loc, panel, index(b, rows * swizzleBytes)),
@@ -456,8 +458,7 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   if (std::optional<int64_t> blocks = launch.getBoundBlocksPerSm())
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(*blocks));
   if (tensorMapCount)
-    func->setAttr(kTensorMapCountAttrName,
-                  b.getI64IntegerAttr(tensorMapCount));
+    func->setAttr(kTensorMapCountAttrName, b.getI64IntegerAttr(tensorMapCount));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
 

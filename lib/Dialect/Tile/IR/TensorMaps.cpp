@@ -75,8 +75,7 @@ std::string hisa::tile::getTmaIneligibility(CopyOp copy) {
   // The kernel's own writes to the tensor would need a proxy fence.
   for (Operation *user : copy.getSource().getUsers()) {
     auto other = dyn_cast<CopyOp>(user);
-    if (isa<StoreOp>(user) ||
-        (other && other.getDest() == copy.getSource()))
+    if (isa<StoreOp>(user) || (other && other.getDest() == copy.getSource()))
       return "the kernel also writes its source (TMA reads through the "
              "async proxy)";
   }

@@ -206,10 +206,9 @@ struct TileAssignLayoutsPass
                  << formatDims(shared.getDims())
                  << " spans several 128-byte swizzle panels and needs a "
                     "multiple of 8 rows";
-        alloc->setAttr(
-            "tile.swizzle",
-            IntegerAttr::get(IntegerType::get(launch.getContext(), 64),
-                             swizzle));
+        alloc->setAttr("tile.swizzle",
+                       IntegerAttr::get(
+                           IntegerType::get(launch.getContext(), 64), swizzle));
       }
       return WalkResult::advance();
     });

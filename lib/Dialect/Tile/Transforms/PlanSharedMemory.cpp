@@ -154,9 +154,8 @@ struct TilePlanSharedMemoryPass
     // TMA copies of a pipelined loop complete on one mbarrier per stage.
     launch.walk([&](PipelinedOp loop) {
       auto copies = loop.getBody().front().getOps<CopyOp>();
-      if (llvm::none_of(copies, [](CopyOp copy) {
-            return copy->hasAttr(kTmaAttrName);
-          }))
+      if (llvm::none_of(
+              copies, [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); }))
         return;
       int64_t offset = llvm::alignTo(end, 8);
       loop->setAttr(kMbarrierOffsetAttrName,
@@ -179,8 +178,8 @@ struct TilePlanSharedMemoryPass
     if (total > maxBytes)
       return launch.emitOpError("needs ")
              << total << " bytes of shared memory (" << end
-             << " for tiles and mbarriers, "
-             << scratch << " for reductions); a block may use at most "
+             << " for tiles and mbarriers, " << scratch
+             << " for reductions); a block may use at most "
              << static_cast<int64_t>(maxBytes);
     Builder builder(launch);
     launch->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(total));

@@ -1,4 +1,11 @@
-//===- LoopOps.cpp - Lower tile.parallel and tile.pipelined ---------------===//
+//===- PipelinedOp.cpp - Lower tile.pipelined (cp.async and TMA) ---------===//
+//
+// A pipelined loop with S > 1 stages fills S rotating buffers per staged
+// tile: cp.async pieces of every thread (wait_group), or TMA boxes issued by
+// thread 0 that complete on the stage's mbarrier (try_wait.parity). See
+// convert-tile-to-gpu's description for the schedule.
+//
+//===----------------------------------------------------------------------===//
 
 #include "KernelLowering.h"
 
@@ -28,10 +35,10 @@ static void waitForPhase(OpBuilder &b, Location loc, Value mbarrier,
   constexpr int64_t kSuspendHintNs = 10000000;
   Value address =
       LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), mbarrier).getResult();
-  std::string ptx = "{\n.reg .pred done;\nwait:\n"
-                    "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1, " +
-                    std::to_string(kSuspendHintNs) +
-                    ";\n@!done bra wait;\n}";
+  std::string ptx =
+      "{\n.reg .pred done;\nwait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1, " +
+      std::to_string(kSuspendHintNs) + ";\n@!done bra wait;\n}";
   LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange{address, parity},
                             ptx, "r,r,~{memory}", /*has_side_effects=*/true,
                             /*is_align_stack=*/false, LLVM::TailCallKind::None,
@@ -50,54 +57,6 @@ static bool writesSharedTile(Operation *op) {
                    .Case([](ReduceOp reduce) { return reduce.getDest(); })
                    .Default([](Operation *) { return Value(); });
   return dest && isa<SharedType>(dest.getType());
-}
-
-/// Every thread runs the body once per value its layout gives it, with the
-/// induction variables set to that value's coordinates. The loop is fully
-/// unrolled so that fragment registers are addressed by constants.
-LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
-  if (!op.getLayout())
-    return op.emitOpError("has no layout; run tile-assign-layouts first");
-  std::optional<VectorLayout> layout =
-      VectorLayout::fromAttr(*op.getLayout(), *op.getDomain().getStaticSizes());
-  bool writesShared = false;
-  op.walk([&](StoreOp store) {
-    writesShared |= isa<SharedType>(store.getDest().getType());
-  });
-
-  Block &body = op.getBody().front();
-  SmallVector<Value> runStart;
-  for (int64_t v = 0; v < layout->getValuesPerThread(); ++v) {
-    // Values of one run share all coordinates but the innermost, which
-    // steps by one: computing them from the run's start lets CSE (and LLVM)
-    // see that, e.g., a per-row load is the same for the whole run.
-    if (v % layout->vector == 0)
-      runStart = coordinates(b, *layout, v);
-    SmallVector<Value> coords = runStart;
-    if (int64_t step = v % layout->vector)
-      coords.back() = arith::AddIOp::create(b, op.getLoc(), runStart.back(),
-                                            index(b, step));
-    Value inside = isInside(b, *layout, v);
-    LogicalResult result = success();
-    emitIf(b, inside, [&](OpBuilder &nested) {
-      IRMapping mapping;
-      mapping.map(body.getArguments(), coords);
-      ElementContext context{op, v};
-      // Clone the whole body before lowering: lowering replaces the uses of
-      // the clones' results, which later clones must already hold.
-      SmallVector<Operation *> clones;
-      for (Operation &inner : body.without_terminator())
-        clones.push_back(nested.clone(inner, mapping));
-      for (Operation *clone : clones)
-        if (failed(lowerNested(clone, &context)))
-          result = failure();
-    });
-    if (failed(result))
-      return failure();
-  }
-  if (writesShared)
-    barrier(b);
-  return success();
 }
 
 /// Clones into `b` the ops of `body` that `value` depends on, with the
@@ -144,7 +103,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   }
 
   // Producers marked by tile-use-tma are issued by thread 0 as one
-  // cp.async.bulk.tensor each and complete on their stage's mbarrier; the
+  // cp.async.bulk.tensor per box and complete on their stage's mbarrier; the
   // others are cp.async pieces of every thread.
   auto isTma = [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); };
   for (CopyOp copy : producers)
@@ -156,43 +115,14 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   bool allTma = !producers.empty() && llvm::all_of(producers, isTma);
   int64_t tmaBytes = 0;
   for (CopyOp copy : producers)
-    if (isTma(copy)) {
-      auto type = cast<SharedType>(copy.getDest().getType());
-      int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
-      for (int64_t size : *type.getTileShape().getStaticSizes())
-        bytes *= size;
-      tmaBytes += bytes;
-    }
+    if (isTma(copy))
+      tmaBytes += getTileBytes(cast<SharedType>(copy.getDest().getType()));
   Value mbarriers; // !llvm.ptr<3> to the mbarrier of stage 0
-  Type i32 = b.getI32Type();
-  auto mbarrierOf = [&](OpBuilder &nested, Value stage) -> Value {
-    Value stage64 = arith::IndexCastOp::create(nested, loc,
-                                               nested.getI64Type(), stage);
-    return LLVM::GEPOp::create(nested, loc, mbarriers.getType(),
-                               nested.getI64Type(), mbarriers,
-                               ArrayRef<LLVM::GEPArg>{stage64});
-  };
   if (anyTma) {
-    auto offset = op->getAttrOfType<IntegerAttr>(kMbarrierOffsetAttrName);
-    if (!offset)
-      return op.emitOpError("has TMA copies but no mbarriers; run "
-                            "tile-plan-shared-memory first");
-    mbarriers = LLVM::GEPOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), b.getI8Type(),
-        getSharedPointer(b, sharedBase),
-        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset.getInt())});
-    emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
-      Value one = arith::ConstantIntOp::create(leader, loc, i32, 1);
-      for (int64_t s = 0; s < stages; ++s)
-        NVVM::MBarrierInitOp::create(leader, loc,
-                                     mbarrierOf(leader, index(leader, s)), one,
-                                     Value());
-    });
-    // The initialized mbarriers, and whatever the block wrote to shared
-    // memory before (operands a gemm in the body reads), are visible to
-    // the async proxy and to every thread.
-    fenceSharedForAsyncProxy(b);
-    gpu::BarrierOp::create(b, loc);
+    FailureOr<Value> initialized = initStageMbarriers(op, b);
+    if (failed(initialized))
+      return failure();
+    mbarriers = *initialized;
   }
 
   // Issues the producers of iteration `iteration` into buffer `stage`.
@@ -231,22 +161,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     }
     if (tmaCopies.empty())
       return success();
-    Value mbarrier = mbarrierOf(nested, stage);
-    LogicalResult result = success();
-    emitIf(nested, isThreadZero(nested), [&](OpBuilder &leader) {
-      // The stage's phase completes once this arrival and all the boxes'
-      // bytes (zero-filled ones included) are in.
-      NVVM::MBarrierArriveExpectTxOp::create(
-          leader, loc, Type(), mbarrier,
-          arith::ConstantIntOp::create(leader, loc, i32, tmaBytes),
-          NVVM::MemScopeKindAttr::get(leader.getContext(),
-                                      NVVM::MemScopeKind::CTA),
-          leader.getBoolAttr(false), Value());
-      for (auto [copy, copyOffsets] : tmaCopies)
-        if (failed(emitTmaCopy(copy, leader, copyOffsets, stage, mbarrier)))
-          result = failure();
-    });
-    return result;
+    return issueTmaStage(nested, tmaCopies, stage,
+                         getStageMbarrier(nested, mbarriers, stage), tmaBytes);
   };
 
   auto commit = [&](OpBuilder &nested) {
@@ -316,9 +232,10 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       // Phase k / S of the stage's mbarrier: its TMA boxes have landed.
       Value round = arith::DivSIOp::create(inner, loc, k, index(inner, stages));
       Value parity = arith::IndexCastOp::create(
-          inner, loc, i32,
+          inner, loc, inner.getI32Type(),
           arith::AndIOp::create(inner, loc, round, index(inner, 1)));
-      waitForPhase(inner, loc, mbarrierOf(inner, stage), parity);
+      waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
+                   parity);
     }
     for (GemmOp gemm : body.getOps<GemmOp>())
       if (isFencedByPipeline(op, gemm))
@@ -381,8 +298,9 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       // may be initialized again (a loop nested in another).
       emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
         for (int64_t s = 0; s < stages; ++s)
-          NVVM::MBarrierInvalOp::create(leader, loc,
-                                        mbarrierOf(leader, index(leader, s)));
+          NVVM::MBarrierInvalOp::create(
+              leader, loc,
+              getStageMbarrier(leader, mbarriers, index(leader, s)));
       });
     if (deferred) {
       // The last wgmma of every warpgroup is done before anyone reuses the
@@ -532,6 +450,69 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
   return success();
 }
 
+int64_t hisa::tile::getTileBytes(SharedType type) {
+  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  for (int64_t size : *type.getTileShape().getStaticSizes())
+    bytes *= size;
+  return bytes;
+}
+
+FailureOr<Value> KernelLowering::initStageMbarriers(PipelinedOp op,
+                                                    OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto offset = op->getAttrOfType<IntegerAttr>(kMbarrierOffsetAttrName);
+  if (!offset)
+    return op.emitOpError("has TMA copies but no mbarriers; run "
+                          "tile-plan-shared-memory first");
+  Value mbarriers = LLVM::GEPOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), b.getI8Type(),
+      getSharedPointer(b, sharedBase),
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset.getInt())});
+  emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
+    Value one =
+        arith::ConstantIntOp::create(leader, loc, leader.getI32Type(), 1);
+    for (int64_t s = 0; s < op.getNumStages(); ++s)
+      NVVM::MBarrierInitOp::create(
+          leader, loc, getStageMbarrier(leader, mbarriers, index(leader, s)),
+          one, Value());
+  });
+  // The initialized mbarriers, and whatever the block wrote to shared memory
+  // before (operands a gemm in the body reads), are visible to the async
+  // proxy and to every thread.
+  fenceSharedForAsyncProxy(b);
+  gpu::BarrierOp::create(b, loc);
+  return mbarriers;
+}
+
+Value KernelLowering::getStageMbarrier(OpBuilder &b, Value mbarriers,
+                                       Value stage) {
+  Location loc = func.getLoc();
+  Value stage64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), stage);
+  return LLVM::GEPOp::create(b, loc, mbarriers.getType(), b.getI64Type(),
+                             mbarriers, ArrayRef<LLVM::GEPArg>{stage64});
+}
+
+LogicalResult KernelLowering::issueTmaStage(
+    OpBuilder &b, ArrayRef<std::pair<CopyOp, ArrayRef<Value>>> copies,
+    Value stage, Value mbarrier, int64_t bytes) {
+  Location loc = func.getLoc();
+  LogicalResult result = success();
+  emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
+    // The stage's phase completes once this arrival and all the boxes'
+    // bytes (zero-filled ones included) are in.
+    NVVM::MBarrierArriveExpectTxOp::create(
+        leader, loc, Type(), mbarrier,
+        arith::ConstantIntOp::create(leader, loc, leader.getI32Type(), bytes),
+        NVVM::MemScopeKindAttr::get(leader.getContext(),
+                                    NVVM::MemScopeKind::CTA),
+        leader.getBoolAttr(false), Value());
+    for (auto [copy, offsets] : copies)
+      if (failed(emitTmaCopy(copy, leader, offsets, stage, mbarrier)))
+        result = failure();
+  });
+  return result;
+}
+
 Value KernelLowering::getSharedPointer(OpBuilder &b, Value memref) {
   Location loc = func.getLoc();
   Value address = arith::IndexCastOp::create(
@@ -553,7 +534,8 @@ LogicalResult KernelLowering::emitTmaCopy(CopyOp copy, OpBuilder &b,
   if (!tensorMap)
     return copy.emitOpError("is marked tile.tma but the kernel has no "
                             "tensor map for it");
-  auto sourceType = cast<MemRefType>(memrefs.lookup(copy.getSource()).getType());
+  auto sourceType =
+      cast<MemRefType>(memrefs.lookup(copy.getSource()).getType());
   SmallVector<Value> coordinates;
   for (int64_t i = sourceType.getRank() - 1; i >= 0; --i)
     coordinates.push_back(arith::IndexCastOp::create(
@@ -565,8 +547,9 @@ LogicalResult KernelLowering::emitTmaCopy(CopyOp copy, OpBuilder &b,
   int64_t elementBytes = tileType.getElementType().getIntOrFloatBitWidth() / 8;
   SmallVector<int64_t> shape = *tileType.getTileShape().getStaticSizes();
   int64_t panels = 1, panelBytes = 0, panelColumns = 0;
-  if (auto swizzle = copy.getDest().getDefiningOp<AllocOp>()->getAttrOfType<
-                     IntegerAttr>("tile.swizzle")) {
+  if (auto swizzle =
+          copy.getDest().getDefiningOp<AllocOp>()->getAttrOfType<IntegerAttr>(
+              "tile.swizzle")) {
     panels = shape.back() * elementBytes / swizzle.getInt();
     panelBytes = shape.front() * swizzle.getInt();
     panelColumns = swizzle.getInt() / elementBytes;
