@@ -39,25 +39,29 @@ def gemm_source(element: str, k: int, threads: int = 128, policy: str = "square"
 
 
 def run_gemm(kind, m, n, rows, k=None, threads=128, policy="square", target=hisa.jit.DEFAULT_TARGET,
-             name="gemm", path=SOURCE_PATH, factor=2):
-    """Runs kernel `name` of `path` (C = factor * A @ B^T) and checks it."""
+             name="gemm", path=SOURCE_PATH, factor=2, accumulator="f32"):
+    """Runs kernel `name` of `path` (C = factor * A @ B^T) and checks it.
+    accumulator="f16" (f16 operands) accumulates and stores C in f16."""
     fresh_seed(torch)
     element, default_k, dtype, tolerance = CASES[kind]
     k = k or default_k
-    kernel = hisa.jit.get_kernel(
-        name, {"m": m, "n": n}, target=target, source=gemm_source(element, k, threads, policy, path)
-    )
+    source = gemm_source(element, k, threads, policy, path)
+    out_dtype = torch.float32
+    if accumulator == "f16":
+        # Every partial sum rounds to f16 (11-bit significand).
+        source, out_dtype, tolerance = source.replace("f32", "f16"), torch.float16, 1e-2
+    kernel = hisa.jit.get_kernel(name, {"m": m, "n": n}, target=target, source=source)
     a_rows = m if rows == "full" else m - 13
     b_rows = n if rows == "full" else n - 5
     a = (torch.randn(a_rows, k, device="cuda") * 2).to(dtype)
     b = (torch.randn(b_rows, k, device="cuda") * 2).to(dtype)
-    c = torch.full((a_rows, b_rows), float("nan"), device="cuda")
+    c = torch.full((a_rows, b_rows), float("nan"), device="cuda", dtype=out_dtype)
     kernel.launch(a, b, c)
     torch.cuda.synchronize()
     af, bf = a.float(), b.float()
     expected = factor * (af @ bf.T)
     bound = factor * (af.abs() @ bf.abs().T) * tolerance + 1e-4
-    error = (c - expected).abs()
+    error = (c.float() - expected).abs()
     assert not torch.isnan(c).any(), "unwritten outputs"
     assert (error <= bound).all(), f"max error {error.max().item()} (bound {bound.max().item()})"
 
@@ -76,6 +80,17 @@ def test_gemm(kind, m, n, rows):
 @pytest.mark.parametrize("rows", ["full", "partial"])
 def test_gemm_narrow_rows(kind, k, m, n, rows):
     run_gemm(kind, m, n, rows, k=k)
+
+
+# f16 accumulators (f16 operands): wgmma's .f16 accumulator, mma.sync's
+# .f16 variant (compiled for sm_90 without wgmma), one and two warpgroups.
+@pytest.mark.parametrize("target", ["sm_90a", "sm_90"])
+@pytest.mark.parametrize(
+    "m,n,threads,policy", [(64, 64, 128, "square"), (128, 256, 256, "square"), (64, 128, 256, "full_col")]
+)
+@pytest.mark.parametrize("rows", ["full", "partial"])
+def test_gemm_f16_accumulator(target, m, n, threads, policy, rows):
+    run_gemm("f16", m, n, rows, threads=threads, policy=policy, target=target, accumulator="f16")
 
 
 # Rows wider than 128 bytes: K-major operands in several swizzle panels

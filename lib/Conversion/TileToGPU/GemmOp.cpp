@@ -79,6 +79,21 @@ struct OperandGeometry {
   int64_t getLeadingBytes() const { return kMajor ? 0 : getPanelBytes(); }
 };
 
+/// Two f16 accumulator values as one 32-bit register (the first in the low
+/// half), as wgmma and mma.sync hold f16 accumulators.
+Value packHalves(OpBuilder &b, Location loc, Value low, Value high) {
+  Value pair = vector::FromElementsOp::create(
+      b, loc, VectorType::get({2}, b.getF16Type()), ValueRange{low, high});
+  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair);
+}
+
+std::pair<Value, Value> unpackHalves(OpBuilder &b, Location loc, Value word) {
+  Value pair = LLVM::BitcastOp::create(
+      b, loc, VectorType::get({2}, b.getF16Type()), word);
+  return {vector::ExtractOp::create(b, loc, pair, 0),
+          vector::ExtractOp::create(b, loc, pair, 1)};
+}
+
 std::optional<NVVM::WGMMATypes> getWgmmaType(Type type) {
   if (isa<Float8E4M3FNType>(type))
     return NVVM::WGMMATypes::e4m3;
@@ -167,14 +182,17 @@ Value KernelLowering::emitWgmmaWithRegisterA(OpBuilder &b, Location loc,
                                              Value bDescriptor, int64_t n,
                                              Type elementType, bool overwrite,
                                              bool transposeB) {
-  int64_t count = cast<LLVM::LLVMStructType>(structType).getBody().size();
+  auto body = cast<LLVM::LLVMStructType>(structType).getBody();
+  int64_t count = body.size();
+  // f16 accumulators come in 32-bit registers of two.
+  bool halfAccumulator = body.front().isInteger(32);
   bool fp8 = isa<Float8E4M3FNType>(elementType);
   std::string type = fp8 ? "e4m3" : elementType.isBF16() ? "bf16" : "f16";
   std::string ptx;
   llvm::raw_string_ostream os(ptx);
   os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << count + 5
      << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << n << "k" << (fp8 ? 32 : 16)
-     << ".f32." << type << "." << type << " {";
+     << (halfAccumulator ? ".f16." : ".f32.") << type << "." << type << " {";
   for (int64_t i = 0; i < count; ++i)
     os << (i ? ", " : "") << "$" << i;
   os << "}, {$" << count << ", $" << count + 1 << ", $" << count + 2 << ", $"
@@ -185,7 +203,7 @@ Value KernelLowering::emitWgmmaWithRegisterA(OpBuilder &b, Location loc,
      << ";\n}";
   std::string constraints;
   for (int64_t i = 0; i < count; ++i)
-    constraints += "=f,";
+    constraints += halfAccumulator ? "=r," : "=f,";
   constraints += "r,r,r,r,l,n";
   for (int64_t i = 0; i < count; ++i)
     constraints += "," + std::to_string(i);
@@ -207,11 +225,12 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   auto bType = cast<SharedType>(op.getB().getType());
   auto cType = cast<FragmentType>(op.getC().getType());
-  if (!cType.getElementType().isF32())
+  if (!cType.getElementType().isF32() &&
+      !(cType.getElementType().isF16() && bType.getElementType().isF16()))
     return op.emitOpError("accumulates in ")
-           << cType.getElementType()
-           << ", which is not supported yet (the wgmma and mma.sync lowerings "
-              "accumulate in f32); use an f32 accumulator";
+           << cType.getElementType() << ", which the tensor cores do not "
+           << "for " << bType.getElementType()
+           << " operands (f32, or f16 for f16 operands)";
   if (!hasWgmma(chip)) {
     if (isa<Float8E4M3FNType>(bType.getElementType()))
       return op.emitOpError("fp8 (f8E4M3FN) gemm needs wgmma, which target ")
@@ -342,10 +361,15 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   }
 
   SmallVector<Value> &regs = registers[op.getC()];
+  // Accumulator values per m64 block; f16 ones go two to a 32-bit register.
   int64_t perBlock = groupN / 2;
-  Type f32 = cType.getElementType();
+  bool halfAccumulator = cType.getElementType().isF16();
+  int64_t perRegister = halfAccumulator ? 2 : 1;
+  int64_t registersPerBlock = perBlock / perRegister;
   auto structType = LLVM::LLVMStructType::getLiteral(
-      context, SmallVector<Type>(perBlock, f32));
+      context, SmallVector<Type>(registersPerBlock,
+                                 halfAccumulator ? b.getI32Type()
+                                                 : cType.getElementType()));
   // A registers are packed before the fence: wgmma must not see its
   // operand registers written between the fence and the instructions.
   SmallVector<SmallVector<Value>> aPacked;
@@ -357,10 +381,16 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   SmallVector<Value> results;
   for (int64_t block = 0; block < partition->rowsPerGroup / 64; ++block) {
     Value accumulator = LLVM::PoisonOp::create(b, loc, structType);
-    for (int64_t i = 0; i < perBlock; ++i)
+    for (int64_t i = 0; i < registersPerBlock; ++i) {
+      auto value = [&](int64_t j) -> Value {
+        return memref::LoadOp::create(
+            b, loc, regs[block * perBlock + i * perRegister + j]);
+      };
       accumulator = LLVM::InsertValueOp::create(
           b, loc, accumulator,
-          memref::LoadOp::create(b, loc, regs[block * perBlock + i]), i);
+          halfAccumulator ? packHalves(b, loc, value(0), value(1)) : value(0),
+          i);
+    }
     for (int64_t step = 0; step < steps; ++step) {
       auto offset = [&](Value base, int64_t bytes) {
         return arith::AddIOp::create(
@@ -404,10 +434,17 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
                                      deferredGemms.contains(op) ? 1 : 0);
   for (auto [block, accumulator] : llvm::enumerate(results))
-    for (int64_t i = 0; i < perBlock; ++i)
-      memref::StoreOp::create(
-          b, loc, LLVM::ExtractValueOp::create(b, loc, accumulator, i),
-          regs[block * perBlock + i]);
+    for (int64_t i = 0; i < registersPerBlock; ++i) {
+      Value word = LLVM::ExtractValueOp::create(b, loc, accumulator, i);
+      int64_t first = block * perBlock + i * perRegister;
+      if (!halfAccumulator) {
+        memref::StoreOp::create(b, loc, word, regs[first]);
+        continue;
+      }
+      auto [low, high] = unpackHalves(b, loc, word);
+      memref::StoreOp::create(b, loc, low, regs[first]);
+      memref::StoreOp::create(b, loc, high, regs[first + 1]);
+    }
   return success();
 }
 
@@ -455,7 +492,7 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
   Value warpCol = arith::MulIOp::create(
       b, loc, arith::RemUIOp::create(b, loc, warp, constant(partition->warpsN)),
       constant(partition->colsPerWarp));
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Type i32 = b.getI32Type();
   auto pairType = VectorType::get({2}, elementType);
   // The 32-bit pair of elements (mn, k) and (mn, k + 1) of an operand: one
   // load from a K-major tile, two from a transposed one ([K, M] / [K, N]).
@@ -483,20 +520,29 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
   int64_t tilesM = partition->rowsPerWarp / 16;
   int64_t tilesN = partition->colsPerWarp / 8;
   SmallVector<Value> &regs = registers[op.getC()];
+  // Four accumulator values per 16x8 tile: four f32 registers, or two
+  // 32-bit registers of two f16 each.
+  Type accumulatorType = cType.getElementType();
+  bool halfAccumulator = accumulatorType.isF16();
   SmallVector<Value> accumulators;
   for (Value reg : regs)
     accumulators.push_back(
-        op.getClearAccum()
-            ? arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(0))
-                  .getResult()
-            : memref::LoadOp::create(b, loc, reg).getResult());
-  std::string ptx = (Twine("mma.sync.aligned.m16n8k16.row.col.f32.") +
-                     (elementType.isBF16() ? "bf16.bf16" : "f16.f16") +
-                     ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
-                     "{$10, $11, $12, $13};")
-                        .str();
-  auto resultType =
-      LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(4, f32));
+        op.getClearAccum() ? zero(b, accumulatorType)
+                           : memref::LoadOp::create(b, loc, reg).getResult());
+  std::string inputs = elementType.isBF16() ? "bf16.bf16" : "f16.f16";
+  std::string ptx =
+      halfAccumulator
+          ? "mma.sync.aligned.m16n8k16.row.col.f16." + inputs +
+                ".f16 {$0, $1}, {$2, $3, $4, $5}, {$6, $7}, {$8, $9};"
+          : "mma.sync.aligned.m16n8k16.row.col.f32." + inputs +
+                ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+                "{$10, $11, $12, $13};";
+  std::string constraints = halfAccumulator ? "=r,=r,r,r,r,r,r,r,r,r"
+                                            : "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f";
+  int64_t resultRegisters = halfAccumulator ? 2 : 4;
+  auto resultType = LLVM::LLVMStructType::getLiteral(
+      context, SmallVector<Type>(resultRegisters,
+                                 halfAccumulator ? i32 : accumulatorType));
   for (int64_t step = 0; step < k / 16; ++step) {
     Value kBase = arith::AddIOp::create(b, loc, quad, constant(16 * step));
     SmallVector<SmallVector<Value, 4>> aFragments, bFragments;
@@ -522,18 +568,29 @@ LogicalResult KernelLowering::lowerMmaSyncGemm(GemmOp op, OpBuilder &b) {
         SmallVector<Value> operands(aFragments[mi].begin(),
                                     aFragments[mi].end());
         operands.append(bFragments[ni].begin(), bFragments[ni].end());
-        operands.append(accumulators.begin() + first,
-                        accumulators.begin() + first + 4);
+        if (halfAccumulator)
+          for (int64_t r = 0; r < 4; r += 2)
+            operands.push_back(packHalves(b, loc, accumulators[first + r],
+                                          accumulators[first + r + 1]));
+        else
+          operands.append(accumulators.begin() + first,
+                          accumulators.begin() + first + 4);
         Value result = LLVM::InlineAsmOp::create(
-                           b, loc, resultType, operands, ptx,
-                           "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+                           b, loc, resultType, operands, ptx, constraints,
                            /*has_side_effects=*/false, /*is_align_stack=*/false,
                            LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
                            /*operand_attrs=*/ArrayAttr())
                            .getResult(0);
-        for (int64_t r = 0; r < 4; ++r)
-          accumulators[first + r] =
-              LLVM::ExtractValueOp::create(b, loc, result, r);
+        for (int64_t r = 0; r < resultRegisters; ++r) {
+          Value word = LLVM::ExtractValueOp::create(b, loc, result, r);
+          if (!halfAccumulator) {
+            accumulators[first + r] = word;
+            continue;
+          }
+          std::tie(accumulators[first + 2 * r],
+                   accumulators[first + 2 * r + 1]) =
+              unpackHalves(b, loc, word);
+        }
       }
   }
   for (auto [reg, value] : llvm::zip(regs, accumulators))

@@ -258,8 +258,8 @@ def Tile_GemmOp : Tile_Op<"gemm"> {
     split across warps (sm_90a: warpgroups; other targets: warps):
     `full_row` along M, `full_col` along N, `square` along M when it divides
     evenly, else N. Element types (A x B -> C): f8E4M3FN x f8E4M3FN -> f32,
-    bf16 x bf16 -> f32, f16 x f16 -> f32 (f16 -> f16 verifies but is not
-    lowered yet). fp8 needs K-major operands (`transpose_b`, no
+    bf16 x bf16 -> f32, f16 x f16 -> f32 or f16 (f16 accumulators hold two
+    values per 32-bit register, as the tensor cores do). fp8 needs K-major operands (`transpose_b`, no
     `transpose_a`), as wgmma does; bf16/f16 operands may be either way round
     (wgmma reads the transposed ones MN-major). A shared operand's rows (its
     contiguous dimension) must be 32, 64 or a multiple of 128 bytes; wider
