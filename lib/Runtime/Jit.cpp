@@ -39,7 +39,9 @@ const BuiltinKernel builtinKernels[] = {
 /// At least `bytes` zero bytes of device memory in the current context: what
 /// the tensor map of an empty tensor points at (a map cannot describe zero
 /// elements; one zero row reads the same as nothing, zero-filled). Buffers
-/// are never freed: a launch still in flight may read an outgrown one.
+/// are never freed: a launch still in flight may read an outgrown one. The
+/// JIT gets it when it loads a kernel with tensor maps, so that launches
+/// never allocate (they may be captured into a CUDA graph).
 Expected<void *> getZeroBuffer(CudaDriver &driver, uint64_t bytes) {
   static std::mutex mutex;
   static DenseMap<CUcontext, std::pair<CUdeviceptr, uint64_t>> buffers;
@@ -64,11 +66,24 @@ Expected<void *> getZeroBuffer(CudaDriver &driver, uint64_t bytes) {
   return reinterpret_cast<void *>(buffer);
 }
 
+/// Bytes of the zero row the tensor maps of `metadata` may need (one row
+/// of the widest map; 16 for 1-D tensors), or 0 without tensor maps.
+uint64_t getZeroRowBytes(const KernelMetadata &metadata) {
+  uint64_t bytes = 0;
+  for (const KernelMetadata::TensorMap &map : metadata.tensorMaps) {
+    int64_t row = metadata.arguments[map.argument].shape.back();
+    bytes = std::max<uint64_t>(
+        bytes, std::max<int64_t>(16, row > 0 ? row * map.elementBytes : 16));
+  }
+  return bytes;
+}
+
 /// Encodes the tensor map `map` of `kernel` for the tensor `given` (whose
-/// sizes, data pointer and alignment the caller has checked).
+/// sizes, data pointer and alignment the caller has checked); an empty
+/// tensor reads `zeroRow` (getZeroRowBytes of device zeros).
 Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
                       const LaunchArgument &given, const std::string &what,
-                      StringRef kernel, CUtensorMap &encoded) {
+                      StringRef kernel, void *zeroRow, CUtensorMap &encoded) {
   if (!driver.tensorMapEncodeTiled)
     return makeError(formatv("kernel '{0}' reads {1} through TMA, but the "
                              "CUDA driver has no cuTensorMapEncodeTiled "
@@ -87,11 +102,9 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
       extent = 1;
     if (extents.back() == 0)
       extents.back() = std::max<int64_t>(1, 16 / map.elementBytes);
-    Expected<void *> zeros =
-        getZeroBuffer(driver, extents.back() * map.elementBytes);
-    if (!zeros)
-      return zeros.takeError();
-    address = *zeros;
+    if (!zeroRow)
+      return makeError(what + ": no zero row was allocated for the kernel");
+    address = zeroRow;
   }
   // Innermost first; strides in bytes for every dimension but the innermost.
   cuuint64_t sizes[5], strides[4];
@@ -161,9 +174,9 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
 class LoadedKernelImpl : public LoadedKernel {
 public:
   LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled,
-                   LoadedModule module, CUfunction function)
+                   LoadedModule module, CUfunction function, void *zeroRow)
       : compiled(std::move(compiled)), module(std::move(module)),
-        function(function) {}
+        function(function), zeroRow(zeroRow) {}
 
   const KernelMetadata &getMetadata() const override {
     return compiled->metadata;
@@ -175,6 +188,7 @@ private:
   std::shared_ptr<CompiledKernel> compiled;
   LoadedModule module;
   CUfunction function;
+  void *zeroRow; // what empty tensors' tensor maps read (getZeroBuffer)
 };
 
 Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
@@ -283,7 +297,7 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
         formatv("kernel '{0}' argument '{1}' (#{2})", kernel,
                 metadata.arguments[map.argument].name, map.argument);
     if (Error error = encodeTensorMap(*driver, map, arguments[map.argument],
-                                      what, kernel, encoded))
+                                      what, kernel, zeroRow, encoded))
       return error;
     params.push_back(&encoded);
   }
@@ -457,8 +471,15 @@ Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
       kernelName, static_cast<unsigned>((*compiled)->metadata.sharedBytes));
   if (!function)
     return function.takeError();
+  void *zeroRow = nullptr;
+  if (uint64_t bytes = getZeroRowBytes((*compiled)->metadata)) {
+    Expected<void *> zeros = getZeroBuffer(*driver, bytes);
+    if (!zeros)
+      return zeros.takeError();
+    zeroRow = *zeros;
+  }
   auto kernel = std::make_unique<LoadedKernelImpl>(
-      *compiled, std::move(*module), *function);
+      *compiled, std::move(*module), *function, zeroRow);
   LoadedKernel *result = kernel.get();
   state->loaded[key->digest] = std::move(kernel);
   return result;
