@@ -64,19 +64,25 @@ public:
   mlir::LogicalResult emitTmaCopy(CopyOp copy, mlir::OpBuilder &b,
                                   mlir::ValueRange offsets, mlir::Value stage,
                                   mlir::Value mbarrier);
-  /// The mbarriers of a pipelined loop with TMA copies (one per stage, at
-  /// its tile.mbarrier_offset; a !llvm.ptr<3> to the first), initialized by
-  /// thread 0 behind a proxy fence and a barrier.
-  mlir::FailureOr<mlir::Value> initStageMbarriers(PipelinedOp op,
-                                                  mlir::OpBuilder &b);
+  /// The mbarriers of a pipelined loop with TMA copies (at its
+  /// tile.mbarrier_offset; a !llvm.ptr<3> to the first): one "full" per
+  /// stage (count 1), then, with `releaseCount`, one "empty" per stage that
+  /// many threads arrive on; initialized by thread 0 behind a proxy fence
+  /// and a barrier.
+  mlir::FailureOr<mlir::Value>
+  initStageMbarriers(PipelinedOp op, mlir::OpBuilder &b, int64_t releaseCount);
   mlir::Value getStageMbarrier(mlir::OpBuilder &b, mlir::Value mbarriers,
                                mlir::Value stage);
   /// Thread 0 expects `bytes` on `mbarrier`, then issues the TMA copies of
-  /// one stage (each with its source offsets).
+  /// one stage (each with its source offsets); with `release` (the stage's
+  /// empty mbarrier) it first waits, when `releaseNeeded`, for the phase of
+  /// parity `releaseParity`.
   mlir::LogicalResult issueTmaStage(
       mlir::OpBuilder &b,
       llvm::ArrayRef<std::pair<CopyOp, llvm::ArrayRef<mlir::Value>>> copies,
-      mlir::Value stage, mlir::Value mbarrier, int64_t bytes);
+      mlir::Value stage, mlir::Value mbarrier, int64_t bytes,
+      mlir::Value releaseNeeded = {}, mlir::Value release = {},
+      mlir::Value releaseParity = {});
   /// The address of a shared-memory memref's first element (!llvm.ptr<3>).
   mlir::Value getSharedPointer(mlir::OpBuilder &b, mlir::Value memref);
   /// The buffer of pipeline stage `stage` of a multi-buffered shared tile.

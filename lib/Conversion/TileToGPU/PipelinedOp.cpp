@@ -117,17 +117,50 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   for (CopyOp copy : producers)
     if (isTma(copy))
       tmaBytes += getTileBytes(cast<SharedType>(copy.getDest().getType()));
-  Value mbarriers; // !llvm.ptr<3> to the mbarrier of stage 0
+  // Whether the body itself writes shared memory (then every iteration
+  // needs a fence and a block barrier at its top).
+  bool bodyWritesShared = false;
+  body.walk([&](Operation *inside) {
+    if (auto copy = dyn_cast<CopyOp>(inside);
+        copy && llvm::is_contained(producers, copy))
+      return;
+    bodyWritesShared |= writesSharedTile(inside);
+  });
+  // A gemm that only accumulates along the loop (the last op of the body,
+  // its accumulator used by nothing else in the body) need not wait for its
+  // wgmma: one group stays in flight while the next iteration's copies are
+  // issued. The copies for iteration k + S - 1 then go after the gemm of
+  // iteration k, once the wgmma of k - 1 (which read that buffer) is done.
+  GemmOp deferred = getDeferrableGemm(op);
+  // Such a loop fed by TMA alone (no shared writes in the body) releases a
+  // stage through its "empty" mbarrier instead of a block barrier at the
+  // end of every iteration: each warp arrives once its wgmma no longer
+  // reads the stage, and thread 0 waits for all of them before refilling
+  // it, so the other warps run on. (Measured on the H200: +3 points for the
+  // bf16 gemm; the MQA kernels, whose epilogue follows the gemm, lose 2-4
+  // points with it and keep the barrier.)
+  bool releaseByMbarrier = allTma && !bodyWritesShared && deferred;
+  Value mbarriers; // !llvm.ptr<3> to the "full" mbarrier of stage 0
   if (anyTma) {
-    FailureOr<Value> initialized = initStageMbarriers(op, b);
+    FailureOr<Value> initialized =
+        initStageMbarriers(op, b, releaseByMbarrier ? threads / 32 : 0);
     if (failed(initialized))
       return failure();
     mbarriers = *initialized;
   }
+  // The "empty" mbarrier of a stage follows the S "full" ones.
+  auto emptyMbarrier = [&](OpBuilder &nested, Value stage) {
+    return getStageMbarrier(
+        nested, mbarriers,
+        arith::AddIOp::create(nested, loc, stage, index(nested, stages)));
+  };
 
-  // Issues the producers of iteration `iteration` into buffer `stage`.
-  auto issue = [&](OpBuilder &nested, Value iteration,
-                   Value stage) -> LogicalResult {
+  // Issues the producers of iteration `iteration` into buffer `stage`;
+  // with `releaseParity`, thread 0 first waits (when `releaseNeeded`) for
+  // that phase of the stage's empty mbarrier.
+  auto issue = [&](OpBuilder &nested, Value iteration, Value stage,
+                   Value releaseNeeded = Value(),
+                   Value releaseParity = Value()) -> LogicalResult {
     // The offsets of all producers are cloned together, so that a slice
     // they share (e.g. a block index read from memory) is cloned and
     // lowered once. The slice may hold tile ops: they are lowered with the
@@ -161,8 +194,12 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     }
     if (tmaCopies.empty())
       return success();
+    Value release;
+    if (releaseParity)
+      release = emptyMbarrier(nested, stage);
     return issueTmaStage(nested, tmaCopies, stage,
-                         getStageMbarrier(nested, mbarriers, stage), tmaBytes);
+                         getStageMbarrier(nested, mbarriers, stage), tmaBytes,
+                         releaseNeeded, release, releaseParity);
   };
 
   auto commit = [&](OpBuilder &nested) {
@@ -187,17 +224,12 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     commit(b);
   }
 
-  // A gemm that only accumulates along the loop (the last op of the body,
-  // its accumulator used by nothing else in the body) need not wait for its
-  // wgmma: one group stays in flight while the next iteration's copies are
-  // issued. The copies for iteration k + S - 1 then go after the gemm of
-  // iteration k, once the wgmma of k - 1 (which read that buffer) is done.
-  GemmOp deferred = getDeferrableGemm(op);
   auto loop = scf::ForOp::create(b, loc, lower, upper, step);
   OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
   Value iv = loop.getInductionVar();
   SmallVector<std::pair<Value, Value>> savedViews;
   SmallVector<Operation *> issueOps;
+  Value iterationNumber, refilledStage;
   if (stages > 1) {
     // Iteration k fills buffer (k + stages - 1) % stages, then waits for
     // its own buffer k % stages.
@@ -212,10 +244,24 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
         index(inner, stages));
     Value inRange = arith::CmpIOp::create(inner, loc, arith::CmpIPredicate::slt,
                                           ahead, upper);
+    // The buffer refilled here was read in iteration k - 1: released in
+    // round (k - 1) / S of its empty mbarrier (none before k = 1).
+    Value releaseNeeded, releaseParity;
+    if (releaseByMbarrier) {
+      releaseNeeded = arith::CmpIOp::create(
+          inner, loc, arith::CmpIPredicate::sge, k, index(inner, 1));
+      Value previous = arith::SubIOp::create(inner, loc, k, index(inner, 1));
+      releaseParity = arith::IndexCastOp::create(
+          inner, loc, inner.getI32Type(),
+          arith::AndIOp::create(inner, loc,
+                                arith::DivSIOp::create(inner, loc, previous,
+                                                       index(inner, stages)),
+                                index(inner, 1)));
+    }
     LogicalResult result = success();
     Block::iterator before = std::prev(inner.getInsertionPoint());
     emitIf(inner, inRange, [&](OpBuilder &nested) {
-      result = issue(nested, ahead, aheadStage);
+      result = issue(nested, ahead, aheadStage, releaseNeeded, releaseParity);
     });
     if (failed(result))
       return failure();
@@ -224,6 +270,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
          llvm::make_range(std::next(before), inner.getInsertionPoint()))
       issueOps.push_back(&issued);
     Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
+    iterationNumber = k;
+    refilledStage = aheadStage;
     // Deferred issue: this iteration's group is among the last S - 2.
     if (!allTma)
       NVVM::CpAsyncWaitGroupOp::create(inner, loc,
@@ -244,13 +292,6 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     // thread and to wgmma, and the fence and barrier before the loop cover
     // what was written before it; a body that writes shared memory itself
     // still needs them every iteration.
-    bool bodyWritesShared = false;
-    body.walk([&](Operation *inside) {
-      if (auto copy = dyn_cast<CopyOp>(inside);
-          copy && llvm::is_contained(producers, copy))
-        return;
-      bodyWritesShared |= writesSharedTile(inside);
-    });
     if (!allTma || bodyWritesShared) {
       // The staged tiles (and whatever else this thread wrote to shared
       // memory) become visible to wgmma's async proxy before the barrier,
@@ -285,7 +326,31 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   if (stages > 1) {
     // Nobody may still read a buffer when a later iteration refills it.
     OpBuilder end(loopBody->getTerminator());
-    barrier(end);
+    if (!releaseByMbarrier) {
+      barrier(end);
+    } else {
+      // The wgmma of iteration k - 1 is done (wait_group 1) in this warp's
+      // warpgroup: its stage, the one refilled next, is released by one
+      // arrival per warp once every lane is here.
+      Value started = arith::CmpIOp::create(end, loc, arith::CmpIPredicate::sge,
+                                            iterationNumber, index(end, 1));
+      emitIf(end, started, [&](OpBuilder &nested) {
+        NVVM::SyncWarpOp::create(
+            nested, loc,
+            arith::ConstantIntOp::create(nested, loc, nested.getI32Type(), -1));
+        Value lane =
+            arith::RemUIOp::create(nested, loc, threadId, index(nested, 32));
+        Value leader = arith::CmpIOp::create(
+            nested, loc, arith::CmpIPredicate::eq, lane, index(nested, 0));
+        emitIf(nested, leader, [&](OpBuilder &arriving) {
+          NVVM::MBarrierArriveOp::create(
+              arriving, loc, Type(), emptyMbarrier(arriving, refilledStage),
+              Value(),
+              NVVM::MemScopeKindAttr::get(arriving.getContext(),
+                                          NVVM::MemScopeKind::CTA));
+        });
+      });
+    }
     if (deferred)
       for (Operation *issued : issueOps)
         issued->moveBefore(loopBody->getTerminator());
@@ -293,11 +358,14 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       memrefs[tile] = view;
     if (!allTma)
       NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    // Every thread is done with the stages (their reads, waits and
+    // arrivals) before the mbarriers are invalidated (then they may be
+    // initialized again: a loop nested in another) and the buffers reused.
+    if (releaseByMbarrier)
+      gpu::BarrierOp::create(b, loc);
     if (anyTma)
-      // Every wait is behind the last iteration's barrier: the mbarriers
-      // may be initialized again (a loop nested in another).
       emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
-        for (int64_t s = 0; s < stages; ++s)
+        for (int64_t s = 0; s < (releaseByMbarrier ? 2 : 1) * stages; ++s)
           NVVM::MBarrierInvalOp::create(
               leader, loc,
               getStageMbarrier(leader, mbarriers, index(leader, s)));
@@ -458,7 +526,8 @@ int64_t hisa::tile::getTileBytes(SharedType type) {
 }
 
 FailureOr<Value> KernelLowering::initStageMbarriers(PipelinedOp op,
-                                                    OpBuilder &b) {
+                                                    OpBuilder &b,
+                                                    int64_t releaseCount) {
   Location loc = op.getLoc();
   auto offset = op->getAttrOfType<IntegerAttr>(kMbarrierOffsetAttrName);
   if (!offset)
@@ -471,10 +540,20 @@ FailureOr<Value> KernelLowering::initStageMbarriers(PipelinedOp op,
   emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
     Value one =
         arith::ConstantIntOp::create(leader, loc, leader.getI32Type(), 1);
-    for (int64_t s = 0; s < op.getNumStages(); ++s)
+    int64_t stages = op.getNumStages();
+    for (int64_t s = 0; s < stages; ++s)
       NVVM::MBarrierInitOp::create(
           leader, loc, getStageMbarrier(leader, mbarriers, index(leader, s)),
           one, Value());
+    if (releaseCount) {
+      Value count = arith::ConstantIntOp::create(
+          leader, loc, leader.getI32Type(), releaseCount);
+      for (int64_t s = 0; s < stages; ++s)
+        NVVM::MBarrierInitOp::create(
+            leader, loc,
+            getStageMbarrier(leader, mbarriers, index(leader, stages + s)),
+            count, Value());
+    }
   });
   // The initialized mbarriers, and whatever the block wrote to shared memory
   // before (operands a gemm in the body reads), are visible to the async
@@ -494,10 +573,15 @@ Value KernelLowering::getStageMbarrier(OpBuilder &b, Value mbarriers,
 
 LogicalResult KernelLowering::issueTmaStage(
     OpBuilder &b, ArrayRef<std::pair<CopyOp, ArrayRef<Value>>> copies,
-    Value stage, Value mbarrier, int64_t bytes) {
+    Value stage, Value mbarrier, int64_t bytes, Value releaseNeeded,
+    Value release, Value releaseParity) {
   Location loc = func.getLoc();
   LogicalResult result = success();
   emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
+    if (release)
+      emitIf(leader, releaseNeeded, [&](OpBuilder &waiting) {
+        waitForPhase(waiting, loc, release, releaseParity);
+      });
     // The stage's phase completes once this arrival and all the boxes'
     // bytes (zero-filled ones included) are in.
     NVVM::MBarrierArriveExpectTxOp::create(

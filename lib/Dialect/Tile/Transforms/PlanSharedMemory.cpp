@@ -151,7 +151,8 @@ struct TilePlanSharedMemoryPass
                           Builder(launch).getI64IntegerAttr(offset));
     }
 
-    // TMA copies of a pipelined loop complete on one mbarrier per stage.
+    // TMA copies of a pipelined loop complete on one mbarrier per stage;
+    // another per stage may release it.
     launch.walk([&](PipelinedOp loop) {
       auto copies = loop.getBody().front().getOps<CopyOp>();
       if (llvm::none_of(
@@ -160,7 +161,8 @@ struct TilePlanSharedMemoryPass
       int64_t offset = llvm::alignTo(end, 8);
       loop->setAttr(kMbarrierOffsetAttrName,
                     Builder(loop).getI64IntegerAttr(offset));
-      end = offset + 8 * loop.getNumStages();
+      // "full" and "empty" mbarriers (see the pipelined lowering).
+      end = offset + 16 * loop.getNumStages();
     });
 
     // Cross-warp reductions combine per-warp partial results in shared

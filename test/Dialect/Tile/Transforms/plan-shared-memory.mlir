@@ -40,10 +40,10 @@ tile.kernel @too_large() {
 
 // -----
 
-// A loop with TMA copies gets one 8-byte mbarrier per stage after its tiles
-// (2 stages x 8 KiB), a loop without none.
+// A loop with TMA copies gets two 8-byte mbarriers per stage ("full" and
+// "empty") after its tiles (2 stages x 8 KiB), a loop without none.
 // CHECK-LABEL: tile.kernel @mbarriers
-// CHECK: tile.launch {{.*}}tile.shared_bytes = 16400 : i64
+// CHECK: tile.launch {{.*}}tile.shared_bytes = 16416 : i64
 // CHECK: tile.pipelined {{.*}} num_stages = 2 attributes {tile.mbarrier_offset = 16384 : i64}
 // CHECK: tile.pipelined {{.*}} num_stages = 2 {
 tile.kernel @mbarriers(%g: !tile.global<[?, 64], f32>) {
