@@ -237,12 +237,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
              << chip
              << " does not have (mma.sync would emulate fp8); compile for "
                 "sm_90a";
-    int64_t sm = 0;
-    if (!StringRef(chip)
-             .drop_front(3)
-             .take_while(llvm::isDigit)
-             .getAsInteger(10, sm) &&
-        sm < 80)
+    if (std::optional<int64_t> sm = getSmVersion(chip); sm && *sm < 80)
       return op.emitOpError("needs tensor cores with bf16/f16 mma.sync "
                             "(sm_80 or newer); target ")
              << chip << " has none";

@@ -46,6 +46,17 @@ static void waitForPhase(OpBuilder &b, Location loc, Value mbarrier,
                             /*operand_attrs=*/ArrayAttr());
 }
 
+/// The parity (i32) of round `iteration` / `stages` of a stage's mbarrier.
+static Value getRoundParity(OpBuilder &b, Location loc, Value iteration,
+                            int64_t stages) {
+  Value round = arith::DivSIOp::create(
+      b, loc, iteration, arith::ConstantIndexOp::create(b, loc, stages));
+  return arith::IndexCastOp::create(
+      b, loc, b.getI32Type(),
+      arith::AndIOp::create(b, loc, round,
+                            arith::ConstantIndexOp::create(b, loc, 1)));
+}
+
 /// Whether tile op `op` writes a shared tile (its destination operand).
 static bool writesSharedTile(Operation *op) {
   Value dest = llvm::TypeSwitch<Operation *, Value>(op)
@@ -250,13 +261,9 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     if (releaseByMbarrier) {
       releaseNeeded = arith::CmpIOp::create(
           inner, loc, arith::CmpIPredicate::sge, k, index(inner, 1));
-      Value previous = arith::SubIOp::create(inner, loc, k, index(inner, 1));
-      releaseParity = arith::IndexCastOp::create(
-          inner, loc, inner.getI32Type(),
-          arith::AndIOp::create(inner, loc,
-                                arith::DivSIOp::create(inner, loc, previous,
-                                                       index(inner, stages)),
-                                index(inner, 1)));
+      releaseParity = getRoundParity(
+          inner, loc, arith::SubIOp::create(inner, loc, k, index(inner, 1)),
+          stages);
     }
     LogicalResult result = success();
     Block::iterator before = std::prev(inner.getInsertionPoint());
@@ -278,12 +285,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
                                        deferred ? stages - 2 : stages - 1);
     if (anyTma) {
       // Phase k / S of the stage's mbarrier: its TMA boxes have landed.
-      Value round = arith::DivSIOp::create(inner, loc, k, index(inner, stages));
-      Value parity = arith::IndexCastOp::create(
-          inner, loc, inner.getI32Type(),
-          arith::AndIOp::create(inner, loc, round, index(inner, 1)));
       waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
-                   parity);
+                   getRoundParity(inner, loc, k, stages));
     }
     for (GemmOp gemm : body.getOps<GemmOp>())
       if (isFencedByPipeline(op, gemm))
@@ -614,10 +617,9 @@ LogicalResult KernelLowering::emitTmaCopy(CopyOp copy, OpBuilder &b,
                                           ValueRange offsets, Value stage,
                                           Value mbarrier) {
   Location loc = copy.getLoc();
+  // lowerPipelined refused marked copies without one.
   Value tensorMap = tensorMaps.lookup(copy);
-  if (!tensorMap)
-    return copy.emitOpError("is marked tile.tma but the kernel has no "
-                            "tensor map for it");
+  assert(tensorMap && "a TMA copy without a tensor map");
   auto sourceType =
       cast<MemRefType>(memrefs.lookup(copy.getSource()).getType());
   SmallVector<Value> coordinates;

@@ -2,6 +2,8 @@
 
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
 
+#include "hisa/Dialect/Tile/IR/TileLayouts.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -10,9 +12,8 @@ using namespace mlir;
 using namespace hisa::tile;
 
 bool hisa::tile::hasTma(StringRef chip) {
-  int64_t sm = 0;
-  return chip.consume_front("sm_") &&
-         !chip.take_while(llvm::isDigit).getAsInteger(10, sm) && sm >= 90;
+  std::optional<int64_t> sm = getSmVersion(chip);
+  return sm && *sm >= 90;
 }
 
 /// The kernel argument `value` is, if it is one.

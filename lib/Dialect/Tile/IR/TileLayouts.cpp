@@ -5,6 +5,7 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -237,6 +238,14 @@ int64_t hisa::tile::getReplicatedThreadBits(FragmentLayoutAttr layout) {
 }
 
 bool hisa::tile::hasWgmma(StringRef chip) { return chip == "sm_90a"; }
+
+std::optional<int64_t> hisa::tile::getSmVersion(StringRef chip) {
+  int64_t sm = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+    return std::nullopt;
+  return sm;
+}
 
 FailureOr<MmaSyncPartition>
 hisa::tile::getMmaSyncPartition(int64_t m, int64_t n, int64_t threads,

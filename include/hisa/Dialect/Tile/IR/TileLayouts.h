@@ -18,6 +18,8 @@
 
 #include "hisa/Dialect/Tile/IR/TileDialect.h"
 
+#include <optional>
+
 namespace hisa::tile {
 
 /// A vector row-major layout of a fully static shape over `threads` threads,
@@ -89,6 +91,9 @@ FragmentLayoutAttr getWgmmaOperandALayout(mlir::MLIRContext *context, int64_t m,
 
 /// Whether `chip` runs tile.gemm on wgmma (sm_90a) rather than mma.sync.
 bool hasWgmma(llvm::StringRef chip);
+
+/// The SM version of `chip` ("sm_90a" -> 90), if it names one.
+std::optional<int64_t> getSmVersion(llvm::StringRef chip);
 
 /// How one tile.gemm is split over the warps of a block for mma.sync
 /// (m16n8k16): a warpsM x warpsN grid of warps, each computing a
