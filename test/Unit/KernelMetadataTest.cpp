@@ -40,6 +40,44 @@ TEST(KernelMetadata, RoundTrips) {
   EXPECT_EQ(parsed->arguments[0].shape, (std::vector<int64_t>{-1, 128}));
 }
 
+TEST(KernelMetadata, RoundTripsTensorMaps) {
+  KernelMetadata metadata = makePooling();
+  KernelMetadata::TensorMap map;
+  map.argument = 0;
+  map.elementBytes = 1;
+  map.swizzleBytes = 128;
+  map.box = {64, 128};
+  metadata.tensorMaps.push_back(map);
+  llvm::Expected<KernelMetadata> parsed =
+      KernelMetadata::parse(metadata.serialize());
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_EQ(parsed->tensorMaps.size(), 1u);
+  EXPECT_EQ(parsed->tensorMaps[0].box, (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(parsed->tensorMaps[0].swizzleBytes, 128);
+  EXPECT_EQ(parsed->serialize(), metadata.serialize());
+}
+
+TEST(KernelMetadata, RejectsMalformedTensorMaps) {
+  // The pooling metadata has one rank-2 tensor argument (#0).
+  std::string text = makePooling().serialize();
+  for (const char *line :
+       {"tensormap 1 1 128 2 64 128\n",    // no argument #1
+        "tensormap 0 1 128 1 64\n",        // rank differs from the tensor's
+        "tensormap 0 1 128 2 64 512\n",    // box extent over 256
+        "tensormap 0 1 128 2 0 128\n",     // empty box
+        "tensormap 0 1 128 3 64 128\n"}) { // fewer extents than the rank
+    std::string bad = text;
+    bad.insert(bad.find("inst "), line);
+    llvm::Expected<KernelMetadata> parsed = KernelMetadata::parse(bad);
+    EXPECT_FALSE(static_cast<bool>(parsed)) << line;
+    if (!parsed)
+      EXPECT_NE(llvm::toString(parsed.takeError())
+                    .find("malformed kernel metadata line: 'tensormap"),
+                std::string::npos)
+          << line;
+  }
+}
+
 TEST(KernelMetadata, RejectsMalformedText) {
   for (const char *text :
        {"", "hisa-kernel-metadata 2\n", "hisa-kernel-metadata 1\nkernel x\n",
