@@ -40,6 +40,10 @@ int fail(Error error) {
         status = HISA_ERROR_COMPILE;
         message = compile.getMessage();
       },
+      [&](const ParameterError &parameters) {
+        status = HISA_ERROR_INVALID_ARGUMENT;
+        message = parameters.getMessage();
+      },
       [&](const ErrorInfoBase &other) { message = other.message(); });
   lastError = message;
   return status;
@@ -144,8 +148,14 @@ int hisa_kernel_compile(const char *source, const char *kernel_name,
                                      target ? target : "sm_90a");
   if (!compiled)
     return fail(compiled.takeError());
+  // The binary must be somewhere outside this process: that is the point.
+  const std::string &path = (*compiled)->binaryPath;
+  if (path.empty())
+    return failWith(HISA_ERROR_COMPILE,
+                    "kernel '" + Twine(kernel_name) +
+                        "' compiled, but its binary could not be written: " +
+                        (*compiled)->binaryPathError);
   if (out_path && path_capacity > 0) {
-    const std::string &path = (*compiled)->binaryPath;
     if (static_cast<int64_t>(path.size()) >= path_capacity)
       return failWith(HISA_ERROR_INVALID_ARGUMENT,
                       "out_path is too small for " + path);
@@ -199,6 +209,19 @@ void hisa_cache_stats(int64_t *compiles, int64_t *disk_hits,
     *disk_hits = statistics.diskHits;
   if (memory_hits)
     *memory_hits = statistics.memoryHits;
+}
+
+void hisa_cache_stats2(int64_t *compiles, int64_t *disk_hits,
+                       int64_t *memory_hits, int64_t *rejected_entries) {
+  CacheStatistics statistics = Jit::get().getStatistics();
+  if (compiles)
+    *compiles = statistics.compiles;
+  if (disk_hits)
+    *disk_hits = statistics.diskHits;
+  if (memory_hits)
+    *memory_hits = statistics.memoryHits;
+  if (rejected_entries)
+    *rejected_entries = statistics.rejectedEntries;
 }
 
 int hisa_fp8_block_mean_pooling(const void *k, const float *k_scale,

@@ -16,16 +16,23 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <mutex>
 
 using namespace mlir;
 using namespace hisa;
@@ -116,6 +123,51 @@ llvm::Error recordGridProgram(tile::KernelOp kernel, KernelMetadata &metadata) {
   return llvm::Error::success();
 }
 
+using Clock = std::chrono::steady_clock;
+
+/// When a compilation must be over, and what it was doing when it was not.
+struct Deadline {
+  Clock::time_point end;
+  double seconds;            // the limit, for messages
+  std::string stoppedBefore; // the pass that was not started, once expired
+
+  bool expired() const { return Clock::now() >= end; }
+  /// Seconds left, 0 if none.
+  double remaining() const {
+    return std::max(0.0,
+                    std::chrono::duration<double>(end - Clock::now()).count());
+  }
+  std::string describe() const {
+    std::string text;
+    llvm::raw_string_ostream(text)
+        << "compilation exceeded the JIT's time limit of "
+        << llvm::format("%g", seconds)
+        << " s (set HISA_COMPILE_TIMEOUT_S to change it)";
+    return text;
+  }
+};
+
+/// Fails the pipeline before any pass that would start past the deadline,
+/// so that a pipeline of bounded passes never runs much longer than the
+/// limit.
+class DeadlineInstrumentation : public PassInstrumentation {
+public:
+  explicit DeadlineInstrumentation(Deadline &deadline) : deadline(deadline) {}
+
+  void runBeforePass(Pass *pass, Operation *) override {
+    if (!deadline.expired())
+      return;
+    if (deadline.stoppedBefore.empty())
+      deadline.stoppedBefore =
+          (pass->getArgument().empty() ? pass->getName() : pass->getArgument())
+              .str();
+    signalPassFailure(pass);
+  }
+
+private:
+  Deadline &deadline;
+};
+
 std::string findPtxas() {
   if (const char *explicitPath = std::getenv("HISA_PTXAS"))
     return explicitPath;
@@ -137,7 +189,8 @@ std::string getToolkitPath() {
   return "/usr/local/cuda";
 }
 
-Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
+Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
+                               const Deadline &deadline) {
   SmallString<128> ptxPath, cubinPath, logPath;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("hisa", "ptx", ptxPath))
@@ -160,9 +213,22 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
   SmallVector<StringRef> argv = {ptxas, arch, "-O3", ptxPath, "-o", cubinPath};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
                                           StringRef(logPath)};
+  // ptxas gets what is left of the compile time limit (at least a second:
+  // 0 would mean no limit).
+  double remaining = deadline.remaining();
+  if (remaining <= 0)
+    return makeCompileError(deadline.describe() + "; ptxas was not started");
+  unsigned secondsToWait = static_cast<unsigned>(
+      std::min(std::ceil(remaining), double(std::numeric_limits<int>::max())));
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(ptxas, argv, std::nullopt, redirects,
-                                         /*SecondsToWait=*/120, 0, &message);
+  bool executionFailed = false;
+  int status = llvm::sys::ExecuteAndWait(
+      ptxas, argv, std::nullopt, redirects, std::max(1u, secondsToWait),
+      /*MemoryLimit=*/0, &message, &executionFailed);
+  // -2: a crash, or killed after SecondsToWait (then the deadline is past).
+  if (status == -2 && !executionFailed && deadline.expired())
+    return makeCompileError(deadline.describe() + "; ptxas did not finish (" +
+                            message + ")");
   if (status != 0) {
     auto log = llvm::MemoryBuffer::getFile(logPath);
     return makeCompileError(
@@ -179,10 +245,35 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip) {
 
 } // namespace
 
+double hisa::runtime::getCompileTimeoutFromEnvironment() {
+  const char *text = std::getenv("HISA_COMPILE_TIMEOUT_S");
+  if (!text || !*text)
+    return kDefaultCompileTimeoutSeconds;
+  char *end = nullptr;
+  double seconds = std::strtod(text, &end);
+  if (end != text && *end == '\0' && std::isfinite(seconds) && seconds > 0)
+    return seconds;
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    llvm::errs() << "hisa: ignoring HISA_COMPILE_TIMEOUT_S='" << text
+                 << "' (expected a positive number of seconds); the limit is "
+                 << llvm::format("%g", kDefaultCompileTimeoutSeconds) << " s\n";
+  });
+  return kDefaultCompileTimeoutSeconds;
+}
+
 Expected<CompiledKernel>
 hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
-                             ArrayRef<std::string> params,
-                             StringRef targetSpec) {
+                             ArrayRef<std::string> params, StringRef targetSpec,
+                             double timeoutSeconds) {
+  // Clamped so that the time point cannot overflow (a year is no limit).
+  Deadline deadline;
+  deadline.seconds = timeoutSeconds;
+  deadline.end =
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+          std::clamp(timeoutSeconds, 0.0, 365.0 * 24 * 3600)));
+
   // "sm_90a", optionally with features: "sm_90a,-tma" keeps every staged
   // copy on cp.async (for comparisons and as a workaround).
   SmallVector<StringRef> parts;
@@ -214,8 +305,18 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
                                llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnosticStream);
   auto failure = [&](const llvm::Twine &what) {
+    if (!deadline.stoppedBefore.empty())
+      return makeCompileError("kernel '" + kernelName + "': " +
+                              deadline.describe() + "; stopped before pass '" +
+                              deadline.stoppedBefore + "'\n" + diagnostics);
     return makeCompileError("kernel '" + kernelName + "': " + what + "\n" +
                             diagnostics);
+  };
+  // Every pass manager checks the deadline before each pass it runs.
+  auto makePassManager = [&] {
+    auto pm = std::make_unique<PassManager>(&context);
+    pm->addInstrumentation(std::make_unique<DeadlineInstrumentation>(deadline));
+    return pm;
   };
 
   Block block;
@@ -268,12 +369,20 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     }
   metadata.arguments.resize(kernel.getNumArguments());
 
-  PassManager bind(&context);
+  // Binding (and the verification after it) fails on parameters the kernel
+  // refuses: with parameters from the caller, that is the caller's error.
+  std::unique_ptr<PassManager> bind = makePassManager();
   tile::TileBindParamsOptions bindOptions;
   bindOptions.params.assign(params.begin(), params.end());
-  bind.addPass(tile::createTileBindParams(bindOptions));
-  if (failed(bind.run(*module)))
-    return failure("cannot bind parameters");
+  bind->addPass(tile::createTileBindParams(bindOptions));
+  if (failed(bind->run(*module))) {
+    if (params.empty() || !deadline.stoppedBefore.empty())
+      return failure("cannot bind parameters");
+    return llvm::make_error<ParameterError>(
+        ("kernel '" + kernelName + "': invalid parameters (" +
+         llvm::join(params, ",") + ")\n" + diagnostics)
+            .str());
+  }
 
   for (auto [i, type] : llvm::enumerate(kernel.getArgumentTypes())) {
     KernelMetadata::Argument &arg = metadata.arguments[i];
@@ -310,9 +419,9 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     return std::move(error);
   metadata.threads = kernel.getLaunch().getThreads();
 
-  PassManager plan(&context);
-  buildTilePlanningPipeline(plan, target, useTma);
-  if (failed(plan.run(*module)))
+  std::unique_ptr<PassManager> plan = makePassManager();
+  buildTilePlanningPipeline(*plan, target, useTma);
+  if (failed(plan->run(*module)))
     return failure("cannot assign layouts or plan shared memory");
   metadata.sharedBytes = kernel.getLaunch()
                              ->getAttrOfType<IntegerAttr>("tile.shared_bytes")
@@ -328,13 +437,13 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
 
   TileToNVVMOptions options;
   options.chip = target.str();
-  PassManager lower(&context);
-  buildTileLoweringPipeline(lower, options);
+  std::unique_ptr<PassManager> lower = makePassManager();
+  buildTileLoweringPipeline(*lower, options);
   GpuModuleToBinaryPassOptions binaryOptions;
   binaryOptions.compilationTarget = "isa";
   binaryOptions.toolkitPath = getToolkitPath();
-  lower.addPass(createGpuModuleToBinaryPass(binaryOptions));
-  if (failed(lower.run(*module)))
+  lower->addPass(createGpuModuleToBinaryPass(binaryOptions));
+  if (failed(lower->run(*module)))
     return failure("cannot lower to PTX");
   std::string ptx;
   for (auto binary : module->getOps<gpu::BinaryOp>())
@@ -356,7 +465,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     compiled.binary = std::move(ptx);
     return compiled;
   }
-  Expected<std::string> cubin = runPtxas(ptxas, ptx, target);
+  Expected<std::string> cubin = runPtxas(ptxas, ptx, target, deadline);
   if (!cubin)
     return cubin.takeError();
   metadata.binaryKind = "cubin";

@@ -7,13 +7,23 @@
 
 namespace hisa::runtime {
 
+/// The limit on one compilation, in seconds: $HISA_COMPILE_TIMEOUT_S if it
+/// is a positive number, else kDefaultCompileTimeoutSeconds (an invalid
+/// value is ignored, with a warning on stderr once).
+double getCompileTimeoutFromEnvironment();
+
 /// Parses `source`, binds `params` (sorted name=value), lowers the kernel
 /// to PTX for `target` and assembles it with ptxas (or keeps the PTX when
-/// ptxas is missing, saying so on stderr). Errors carry the diagnostics.
+/// ptxas is missing, saying so on stderr). Errors carry the diagnostics: a
+/// ParameterError when the kernel refuses the parameters the caller gave,
+/// else a CompileError (also when compilation takes longer than
+/// `timeoutSeconds`: no pass starts and ptxas does not run past the
+/// deadline) or a plain error for a bad request.
 llvm::Expected<CompiledKernel> compileKernel(llvm::StringRef source,
                                              llvm::StringRef kernelName,
                                              llvm::ArrayRef<std::string> params,
-                                             llvm::StringRef target);
+                                             llvm::StringRef target,
+                                             double timeoutSeconds);
 
 } // namespace hisa::runtime
 

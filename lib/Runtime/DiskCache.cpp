@@ -3,6 +3,7 @@
 #include "hisa/Runtime/DiskCache.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
@@ -12,6 +13,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -23,14 +25,20 @@ namespace endian = llvm::support::endian;
 
 // Layout of a .meta file (see DiskCache.h).
 static constexpr llvm::StringLiteral kMetaMagic = "HISAMETA";
-static constexpr uint32_t kFormatVersion = 1;
+// Version 1 had no key, description or checksum.
+static constexpr uint32_t kFormatVersion = 2;
 static constexpr size_t kVersionOffset = 8;
 static constexpr size_t kReservedOffset = 12;
 static constexpr size_t kBinarySizeOffset = 16;
-static constexpr size_t kBinaryHashOffset = 24;
+static constexpr size_t kKeySizeOffset = 24;
+static constexpr size_t kDescriptionSizeOffset = 32;
+static constexpr size_t kMetadataSizeOffset = 40;
+static constexpr size_t kBinaryHashOffset = 48;
+static constexpr size_t kChecksumOffset = 80;
 static constexpr size_t kHashSize = 32;
-static constexpr size_t kMetadataSizeOffset = 56;
-static constexpr size_t kHeaderSize = 64;
+static constexpr size_t kHeaderSize = 112;
+// Larger .meta files are not read (metadata is a few kilobytes).
+static constexpr uint64_t kMaxMetaFileSize = 64 << 20;
 
 // Hashed before the parts of every key, so that a change to how keys are
 // formed cannot collide with keys of the old scheme.
@@ -106,74 +114,186 @@ std::string DiskCache::getMetadataPath(llvm::StringRef key) const {
 // Reading
 //===----------------------------------------------------------------------===//
 
-/// The contents of `path`, or std::nullopt if it cannot be read or its size
-/// is not `expectedSize` (when given).
-static std::optional<std::string>
-readWholeFile(const std::string &path,
-              std::optional<uint64_t> expectedSize = std::nullopt) {
-  int fd;
-  do
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0)
-    return std::nullopt;
+namespace {
+/// The contents of a file, or why there are none.
+struct FileContents {
+  enum Status { Read, Absent, Unusable } status = Absent;
+  std::string data;
+  std::string reason; // Unusable: why
+};
+} // namespace
 
-  std::optional<std::string> contents;
-  struct stat status;
-  if (::fstat(fd, &status) == 0 && S_ISREG(status.st_mode) &&
-      (!expectedSize ||
-       static_cast<uint64_t>(status.st_size) == *expectedSize)) {
-    std::string data(static_cast<size_t>(status.st_size), '\0');
-    size_t done = 0;
-    while (done < data.size()) {
-      ssize_t count = ::read(fd, &data[done], data.size() - done);
-      if (count < 0 && errno == EINTR)
-        continue;
-      if (count <= 0)
-        break;
-      done += static_cast<size_t>(count);
-    }
-    if (done == data.size())
-      contents = std::move(data);
-  }
-  ::close(fd);
-  return contents;
+static const char *describeFileType(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode))
+    return "a device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
 }
 
-std::optional<DiskCache::Entry> DiskCache::lookup(llvm::StringRef key) const {
+/// Reads `path` if it is a regular file of at most `maxSize` bytes (exactly
+/// `expectedSize` when given). Never blocks in open(): anything but a
+/// regular file (a FIFO would block until a writer comes) is refused before
+/// opening it, opened with O_NONBLOCK, and checked again on the descriptor
+/// in case the path was replaced in between.
+static FileContents readRegularFile(const std::string &path, uint64_t maxSize,
+                                    std::optional<uint64_t> expectedSize) {
+  FileContents result;
+  auto unusable = [&](const llvm::Twine &why) {
+    result.status = FileContents::Unusable;
+    result.reason = ("'" + path + "' " + why).str();
+    return result;
+  };
+  struct stat status;
+  if (::stat(path.c_str(), &status) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return result; // Absent
+    return unusable(llvm::Twine("cannot be read: ") + std::strerror(errno));
+  }
+  if (!S_ISREG(status.st_mode))
+    return unusable(llvm::Twine("is ") + describeFileType(status.st_mode));
+
+  int fd;
+  do
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return result; // removed since the stat()
+    return unusable(llvm::Twine("cannot be opened: ") + std::strerror(errno));
+  }
+  llvm::scope_exit closeFile([&] { ::close(fd); });
+  if (::fstat(fd, &status) != 0)
+    return unusable(llvm::Twine("cannot be read: ") + std::strerror(errno));
+  if (!S_ISREG(status.st_mode))
+    return unusable(llvm::Twine("is ") + describeFileType(status.st_mode));
+  uint64_t size = static_cast<uint64_t>(status.st_size);
+  if (expectedSize && size != *expectedSize)
+    return unusable("has " + llvm::Twine(size) + " bytes, expected " +
+                    llvm::Twine(*expectedSize));
+  if (size > maxSize)
+    return unusable("has " + llvm::Twine(size) + " bytes, more than " +
+                    llvm::Twine(maxSize));
+
+  std::string data(static_cast<size_t>(size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t count = ::read(fd, &data[done], data.size() - done);
+    if (count < 0 && errno == EINTR)
+      continue;
+    if (count < 0)
+      return unusable(llvm::Twine("cannot be read: ") + std::strerror(errno));
+    if (count == 0)
+      return unusable("was truncated while being read");
+    done += static_cast<size_t>(count);
+  }
+  result.status = FileContents::Read;
+  result.data = std::move(data);
+  return result;
+}
+
+/// The checksum of a .meta file: SHA-256 of its header up to the checksum
+/// field and of everything after the header.
+static std::array<uint8_t, 32> computeChecksum(llvm::StringRef header,
+                                               llvm::StringRef body) {
+  llvm::SHA256 hash;
+  hash.update(header.take_front(kChecksumOffset));
+  hash.update(body);
+  return hash.final();
+}
+
+static llvm::StringRef asStringRef(const std::array<uint8_t, 32> &hash) {
+  return llvm::StringRef(reinterpret_cast<const char *>(hash.data()),
+                         hash.size());
+}
+
+/// `text` quoted for a message, cut to a readable length.
+static std::string quote(llvm::StringRef text) {
+  std::string quoted = "'" + text.take_front(200).str() + "'";
+  if (text.size() > 200)
+    quoted.insert(quoted.size() - 1, "...");
+  return quoted;
+}
+
+DiskCache::Lookup DiskCache::find(llvm::StringRef key,
+                                  llvm::StringRef description) const {
+  Lookup result;
   if (directory.empty() || !isValidKey(key))
-    return std::nullopt;
+    return result; // Absent
+  auto reject = [&](const llvm::Twine &why) {
+    result.outcome = Lookup::Rejected;
+    result.reason = why.str();
+    return result;
+  };
 
   // The .meta file is renamed into place last, so it is read first.
-  std::optional<std::string> meta = readWholeFile(getMetadataPath(key));
-  if (!meta || meta->size() < kHeaderSize)
-    return std::nullopt;
-  llvm::StringRef header(meta->data(), kHeaderSize);
-  if (!header.starts_with(kMetaMagic) ||
-      endian::read32le(header.data() + kVersionOffset) != kFormatVersion ||
-      endian::read32le(header.data() + kReservedOffset) != 0)
-    return std::nullopt;
+  std::string metaPath = getMetadataPath(key);
+  FileContents meta =
+      readRegularFile(metaPath, kMaxMetaFileSize, /*expectedSize=*/{});
+  if (meta.status == FileContents::Absent)
+    return result;
+  if (meta.status == FileContents::Unusable)
+    return reject(meta.reason);
+  llvm::StringRef text = meta.data;
+  auto rejectMeta = [&](const llvm::Twine &why) {
+    return reject("'" + metaPath + "' " + why);
+  };
+  if (text.size() < kHeaderSize)
+    return rejectMeta("is truncated (" + llvm::Twine(text.size()) + " bytes)");
+  llvm::StringRef header = text.take_front(kHeaderSize);
+  llvm::StringRef body = text.drop_front(kHeaderSize);
+  if (!header.starts_with(kMetaMagic))
+    return rejectMeta("is not a hisa cache entry");
+  uint32_t version = endian::read32le(header.data() + kVersionOffset);
+  if (version != kFormatVersion)
+    return rejectMeta("has format version " + llvm::Twine(version) +
+                      ", expected " + llvm::Twine(kFormatVersion));
+  if (endian::read32le(header.data() + kReservedOffset) != 0)
+    return rejectMeta("has a damaged header");
   uint64_t binarySize = endian::read64le(header.data() + kBinarySizeOffset);
+  uint64_t keySize = endian::read64le(header.data() + kKeySizeOffset);
+  uint64_t descriptionSize =
+      endian::read64le(header.data() + kDescriptionSizeOffset);
   uint64_t metadataSize = endian::read64le(header.data() + kMetadataSizeOffset);
-  if (metadataSize != meta->size() - kHeaderSize)
-    return std::nullopt;
+  // Each size is checked against what is left, so that the sum cannot wrap.
+  if (keySize > body.size() || descriptionSize > body.size() - keySize ||
+      metadataSize != body.size() - keySize - descriptionSize)
+    return rejectMeta("has sizes that do not match its length");
+  if (asStringRef(computeChecksum(header, body)) !=
+      header.substr(kChecksumOffset, kHashSize))
+    return rejectMeta("fails its checksum (modified or damaged)");
+  llvm::StringRef storedKey = body.take_front(keySize);
+  llvm::StringRef storedDescription = body.substr(keySize, descriptionSize);
+  if (storedKey != key)
+    return rejectMeta("belongs to another key: " + quote(storedKey) +
+                      (storedDescription.empty()
+                           ? ""
+                           : " (" + quote(storedDescription) + ")"));
+  if (!description.empty() && storedDescription != description)
+    return rejectMeta("was stored for " + quote(storedDescription) +
+                      ", expected " + quote(description));
 
-  std::optional<std::string> binary =
-      readWholeFile(getBinaryPath(key), binarySize);
-  if (!binary)
-    return std::nullopt;
+  FileContents binary = readRegularFile(getBinaryPath(key), binarySize,
+                                        /*expectedSize=*/binarySize);
+  if (binary.status == FileContents::Absent)
+    return reject("'" + getBinaryPath(key) + "' is missing");
+  if (binary.status == FileContents::Unusable)
+    return reject(binary.reason);
   // The binary may come from another store() than the .meta, or be damaged.
-  std::array<uint8_t, 32> hash =
-      llvm::SHA256::hash(llvm::arrayRefFromStringRef(*binary));
-  if (llvm::StringRef(reinterpret_cast<const char *>(hash.data()),
-                      hash.size()) !=
-      header.substr(kBinaryHashOffset, kHashSize))
-    return std::nullopt;
+  if (asStringRef(llvm::SHA256::hash(llvm::arrayRefFromStringRef(
+          binary.data))) != header.substr(kBinaryHashOffset, kHashSize))
+    return reject("'" + getBinaryPath(key) +
+                  "' does not match the hash in its .meta file");
 
-  Entry entry;
-  entry.binary = std::move(*binary);
-  entry.metadata = meta->substr(kHeaderSize);
-  return entry;
+  result.outcome = Lookup::Hit;
+  result.entry.emplace();
+  result.entry->binary = std::move(binary.data);
+  result.entry->metadata = body.drop_front(keySize + descriptionSize).str();
+  return result;
 }
 
 //===----------------------------------------------------------------------===//
@@ -239,7 +359,8 @@ static llvm::Error writeFileAtomically(const std::string &path,
   return llvm::Error::success();
 }
 
-llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry) const {
+llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry,
+                             llvm::StringRef description) const {
   if (!isValidKey(key))
     return llvm::createStringError(
         std::errc::invalid_argument,
@@ -256,6 +377,13 @@ llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry) const {
                                    "kernel cache: cannot create the directory "
                                    "'%s': %s",
                                    directory.c_str(), error.message().c_str());
+  // create_directories() accepts anything that exists.
+  if (!llvm::sys::fs::is_directory(directory))
+    return llvm::createStringError(
+        std::errc::not_a_directory,
+        "kernel cache: cannot create the directory '%s': a file that is not a "
+        "directory is in the way",
+        directory.c_str());
 
   // The binary first: a .meta file must never be visible before some
   // complete binary is.
@@ -263,15 +391,21 @@ llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry) const {
                                               {llvm::StringRef(entry.binary)}))
     return error;
 
+  std::string body = (key + description + entry.metadata).str();
   char header[kHeaderSize] = {0};
   std::memcpy(header, kMetaMagic.data(), kMetaMagic.size());
   endian::write32le(header + kVersionOffset, kFormatVersion);
   endian::write64le(header + kBinarySizeOffset, entry.binary.size());
+  endian::write64le(header + kKeySizeOffset, key.size());
+  endian::write64le(header + kDescriptionSizeOffset, description.size());
+  endian::write64le(header + kMetadataSizeOffset, entry.metadata.size());
   std::array<uint8_t, 32> hash =
       llvm::SHA256::hash(llvm::arrayRefFromStringRef(entry.binary));
   std::memcpy(header + kBinaryHashOffset, hash.data(), kHashSize);
-  endian::write64le(header + kMetadataSizeOffset, entry.metadata.size());
+  std::array<uint8_t, 32> checksum =
+      computeChecksum(llvm::StringRef(header, kHeaderSize), body);
+  std::memcpy(header + kChecksumOffset, checksum.data(), kHashSize);
   return writeFileAtomically(
       getMetadataPath(key),
-      {llvm::StringRef(header, kHeaderSize), llvm::StringRef(entry.metadata)});
+      {llvm::StringRef(header, kHeaderSize), llvm::StringRef(body)});
 }

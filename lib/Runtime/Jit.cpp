@@ -10,7 +10,11 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
 #include <limits>
@@ -318,11 +322,15 @@ StringRef hisa::runtime::getBuiltinKernelSource(StringRef name) {
   return "";
 }
 
+char ParameterError::ID = 0;
+
 Expected<std::vector<std::string>>
 hisa::runtime::parseParams(StringRef params) {
   std::vector<std::string> entries;
   SmallVector<StringRef> parts;
   params.split(parts, ',', -1, /*KeepEmpty=*/false);
+  // A name given twice would leave it to the binder which value wins.
+  StringMap<StringRef> given;
   for (StringRef part : parts) {
     auto [name, value] = part.split('=');
     name = name.trim();
@@ -331,6 +339,10 @@ hisa::runtime::parseParams(StringRef params) {
     if (name.empty() || value.getAsInteger(10, number))
       return makeError("malformed parameter '" + part +
                        "': expected name=integer");
+    auto [previous, inserted] = given.try_emplace(name, part.trim());
+    if (!inserted)
+      return makeError("parameter '" + name + "' is given more than once ('" +
+                       previous->second + "' and '" + part.trim() + "')");
     entries.push_back((name + "=" + Twine(number)).str());
   }
   llvm::sort(entries);
@@ -357,17 +369,33 @@ StringRef Jit::getVersion() {
 }
 
 struct Jit::State {
+  explicit State(JitOptions options)
+      : options(options),
+        disk(options.cacheDirectory ? *options.cacheDirectory
+                                    : DiskCache::getDefaultDirectory()) {}
+
+  JitOptions options;
   std::mutex mutex;
   DiskCache disk;
   StringMap<std::shared_ptr<CompiledKernel>> compiled;
   StringMap<std::unique_ptr<LoadedKernelImpl>> loaded;
   CacheStatistics statistics;
+  bool warnedAboutCache = false;
+
+  double getCompileTimeout() const {
+    return options.compileTimeoutSeconds ? *options.compileTimeoutSeconds
+                                         : getCompileTimeoutFromEnvironment();
+  }
 };
 
-Jit::Jit() : state(std::make_unique<State>()) {}
+Jit::Jit(JitOptions options)
+    : state(std::make_unique<State>(std::move(options))) {}
+
+Jit::~Jit() = default;
 
 Jit &Jit::get() {
-  static Jit *jit = new Jit(); // never destroyed: kernels outlive static dtors
+  // Never destroyed: kernels outlive static destructors.
+  static Jit *jit = new Jit(JitOptions());
   return *jit;
 }
 
@@ -377,10 +405,13 @@ CacheStatistics Jit::getStatistics() const {
 }
 
 namespace {
-/// Parameters in canonical form and the cache key they give.
+/// Parameters in canonical form, the cache key they give and a readable
+/// description of what the key was computed from (stored in the entry, so
+/// that a mismatch names both).
 struct CacheKey {
   std::vector<std::string> params;
   std::string digest;
+  std::string description;
 };
 } // namespace
 
@@ -393,7 +424,94 @@ static Expected<CacheKey> computeCacheKey(StringRef source,
   std::string joined = llvm::join(*parsed, ",");
   std::string digest = DiskCache::computeKey(
       {source, kernelName, joined, target, Jit::getVersion()});
-  return CacheKey{std::move(*parsed), std::move(digest)};
+  return CacheKey{std::move(*parsed), std::move(digest), ""};
+}
+
+static std::string describeKey(StringRef source, StringRef kernelName,
+                               ArrayRef<std::string> params, StringRef target) {
+  return formatv("kernel={0} params={1} target={2} compiler={3} "
+                 "source-sha256={4}",
+                 kernelName, llvm::join(params, ","), target, Jit::getVersion(),
+                 llvm::toHex(SHA256::hash(arrayRefFromStringRef(source)),
+                             /*LowerCase=*/true))
+      .str();
+}
+
+/// Whether `path` is a regular file of `size` bytes (a cheap check that a
+/// binary handed out before is still there).
+static bool isRegularFileOfSize(const std::string &path, uint64_t size) {
+  struct stat status;
+  return !path.empty() && ::stat(path.c_str(), &status) == 0 &&
+         S_ISREG(status.st_mode) &&
+         static_cast<uint64_t>(status.st_size) == size;
+}
+
+/// Writes `binary` to a fresh private temporary file; returns its path.
+static Expected<std::string>
+writeTemporaryBinary(const CompiledKernel &kernel) {
+  SmallString<256> path;
+  int fd = -1;
+  std::string prefix = "hisa-" + kernel.metadata.kernelName;
+  if (std::error_code error = sys::fs::createTemporaryFile(
+          prefix, kernel.metadata.binaryKind == "ptx" ? "ptx" : "cubin", fd,
+          path)) {
+    SmallString<128> directory;
+    sys::path::system_temp_directory(/*ErasedOnReboot=*/true, directory);
+    return createStringError(error,
+                             "cannot create a temporary file in '%s': %s",
+                             directory.c_str(), error.message().c_str());
+  }
+  raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << kernel.binary;
+  os.close();
+  if (os.has_error()) {
+    std::error_code error = os.error();
+    os.clear_error();
+    sys::fs::remove(path);
+    return createStringError(error, "cannot write '%s': %s", path.c_str(),
+                             error.message().c_str());
+  }
+  return std::string(path);
+}
+
+/// Stores `kernel` under `key` in the disk cache and points its binaryPath
+/// at the cached binary; if the cache cannot be written, at a private
+/// temporary file (saying so once, `warned`); if that fails too, nowhere
+/// (binaryPathError says why). Never leaves a path that does not hold the
+/// binary. Called with the state's mutex held.
+static void placeBinary(DiskCache &disk, bool &warned, CompiledKernel &kernel,
+                        const CacheKey &key) {
+  kernel.binaryPath.clear();
+  kernel.binaryPathError.clear();
+  Error stored =
+      disk.store(key.digest, {kernel.binary, kernel.metadata.serialize()},
+                 key.description);
+  if (!stored) {
+    std::string path = disk.getBinaryPath(key.digest);
+    // Another process may have replaced it since, with the same contents.
+    if (isRegularFileOfSize(path, kernel.binary.size())) {
+      kernel.binaryPath = std::move(path);
+      return;
+    }
+    stored = makeError("'" + path + "' does not hold the binary just written");
+  }
+  std::string cacheError = toString(std::move(stored));
+  Expected<std::string> temporary = writeTemporaryBinary(kernel);
+  if (!temporary) {
+    kernel.binaryPathError = "cannot write the kernel cache (" + cacheError +
+                             ") nor a temporary file (" +
+                             toString(temporary.takeError()) + ")";
+    errs() << "hisa: kernel '" << kernel.metadata.kernelName
+           << "': " << kernel.binaryPathError << "\n";
+    return;
+  }
+  kernel.binaryPath = std::move(*temporary);
+  if (!warned) {
+    warned = true;
+    errs() << "hisa: cannot write the kernel cache (" << cacheError
+           << "); compiled kernels go to private temporary files instead (e.g. "
+           << kernel.binaryPath << ") and are recompiled by every process\n";
+  }
 }
 
 Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
@@ -403,36 +521,53 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
   Expected<CacheKey> key = computeCacheKey(source, kernelName, params, target);
   if (!key)
     return key.takeError();
+  key->description = describeKey(source, kernelName, key->params, target);
   std::lock_guard<std::mutex> lock(state->mutex);
   auto found = state->compiled.find(key->digest);
-  if (found != state->compiled.end())
-    return found->second;
+  if (found != state->compiled.end()) {
+    // The file handed out before may have been removed or replaced since.
+    // Placed again in a copy: other threads may be reading the old one.
+    std::shared_ptr<CompiledKernel> &cached = found->second;
+    if (!isRegularFileOfSize(cached->binaryPath, cached->binary.size())) {
+      auto replaced = std::make_shared<CompiledKernel>(*cached);
+      placeBinary(state->disk, state->warnedAboutCache, *replaced, *key);
+      cached = std::move(replaced);
+    }
+    return cached;
+  }
 
   auto kernel = std::make_shared<CompiledKernel>();
-  if (std::optional<DiskCache::Entry> entry = state->disk.lookup(key->digest)) {
-    Expected<KernelMetadata> metadata = KernelMetadata::parse(entry->metadata);
+  DiskCache::Lookup entry = state->disk.find(key->digest, key->description);
+  if (entry) {
+    Expected<KernelMetadata> metadata =
+        KernelMetadata::parse(entry.entry->metadata);
     if (metadata) {
       kernel->metadata = std::move(*metadata);
-      kernel->binary = std::move(entry->binary);
+      kernel->binary = std::move(entry.entry->binary);
       kernel->binaryPath = state->disk.getBinaryPath(key->digest);
       ++state->statistics.diskHits;
       state->compiled[key->digest] = kernel;
       return kernel;
     }
-    consumeError(metadata.takeError()); // an unreadable entry is a miss
+    entry.outcome = DiskCache::Lookup::Rejected;
+    entry.reason = "'" + state->disk.getMetadataPath(key->digest) +
+                   "' holds unreadable metadata (" +
+                   toString(metadata.takeError()) + ")";
   }
-  Expected<CompiledKernel> fresh =
-      compileKernel(source, kernelName, key->params, target);
+  if (entry.outcome == DiskCache::Lookup::Rejected) {
+    // Rare (damage, tampering, a copied entry): worth a line on stderr.
+    ++state->statistics.rejectedEntries;
+    errs() << "hisa: kernel '" << kernelName
+           << "': rejected the cached entry: " << entry.reason
+           << "; recompiling\n";
+  }
+  Expected<CompiledKernel> fresh = compileKernel(
+      source, kernelName, key->params, target, state->getCompileTimeout());
   if (!fresh)
     return fresh.takeError();
   *kernel = std::move(*fresh);
   ++state->statistics.compiles;
-  if (Error error = state->disk.store(
-          key->digest, {kernel->binary, kernel->metadata.serialize()}))
-    // The kernel still works; only the next process recompiles.
-    errs() << "hisa: cannot write the kernel cache: "
-           << toString(std::move(error)) << "\n";
-  kernel->binaryPath = state->disk.getBinaryPath(key->digest);
+  placeBinary(state->disk, state->warnedAboutCache, *kernel, *key);
   state->compiled[key->digest] = kernel;
   return kernel;
 }

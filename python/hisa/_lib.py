@@ -174,6 +174,7 @@ _SIGNATURES = {
         ],
     ),
     "hisa_cache_stats": (None, [_c_int64_p, _c_int64_p, _c_int64_p]),
+    "hisa_cache_stats2": (None, [_c_int64_p, _c_int64_p, _c_int64_p, _c_int64_p]),
     "hisa_fp8_block_mean_pooling": (
         ctypes.c_int,
         [

@@ -2,7 +2,7 @@
 
     k = hisa.jit.get_kernel("fp8_block_mean_pooling", {"dim": 128, "kb": 128})
     k.launch(k_fp8, k_scale, blocked_k, blocked_scale)   # torch tensors / ints / floats
-    hisa.jit.cache_stats()  # CacheStats(compiles=1, disk_hits=0, memory_hits=0)
+    hisa.jit.cache_stats()  # CacheStats(compiles=1, disk_hits=0, memory_hits=0, rejected_entries=0)
 
 torch is not needed by this module: ``compile`` works on a machine with no
 GPU and no torch. When torch is imported, ``get_kernel`` and ``launch`` make
@@ -42,11 +42,14 @@ _PATH_CAPACITY = 4096
 
 
 class CacheStats(NamedTuple):
-    """hisa_cache_stats() for this process."""
+    """hisa_cache_stats2() for this process. ``rejected_entries`` counts disk
+    cache entries found but refused (modified, damaged, stored for another
+    key, not regular files) and rebuilt."""
 
     compiles: int
     disk_hits: int
     memory_hits: int
+    rejected_entries: int
 
 
 def version() -> str:
@@ -219,7 +222,11 @@ def compile(
     source: Optional[str] = None,
 ) -> str:
     """hisa_kernel_compile: compile into the disk cache without loading (no GPU
-    needed). Returns the cached binary's path."""
+    needed). Returns the path of a regular file holding the binary: the cache
+    entry, or a private temporary file when the cache directory cannot be
+    written. Parameters the kernel refuses raise InvalidArgumentError; a
+    compilation longer than $HISA_COMPILE_TIMEOUT_S seconds (default 120)
+    raises CompileError."""
     c_name = _encode("name", name)
     c_params = _encode("params", format_params(params))
     c_target = _encode("target", target)
@@ -232,7 +239,10 @@ def compile(
 
 
 def cache_stats() -> CacheStats:
-    """Compiles, disk hits and memory hits of this process's runtime cache."""
-    compiles, disk, memory = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
-    _lib.lib().hisa_cache_stats(ctypes.byref(compiles), ctypes.byref(disk), ctypes.byref(memory))
-    return CacheStats(compiles.value, disk.value, memory.value)
+    """Compiles, disk hits, memory hits and rejected disk entries of this
+    process's runtime cache."""
+    compiles, disk, memory, rejected = (ctypes.c_int64() for _ in range(4))
+    _lib.lib().hisa_cache_stats2(
+        ctypes.byref(compiles), ctypes.byref(disk), ctypes.byref(memory), ctypes.byref(rejected)
+    )
+    return CacheStats(compiles.value, disk.value, memory.value, rejected.value)

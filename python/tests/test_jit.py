@@ -77,7 +77,7 @@ def test_compile_returns_cached_binary(tmp_path):
 def test_cache_stats_shape():
     stats = jit.cache_stats()
     assert all(isinstance(v, int) and v >= 0 for v in stats)
-    assert set(stats._asdict()) == {"compiles", "disk_hits", "memory_hits"}
+    assert set(stats._asdict()) == {"compiles", "disk_hits", "memory_hits", "rejected_entries"}
 
 
 def test_launch_clean_through_jit():

@@ -8,12 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -46,6 +51,86 @@ private:
   const char *name;
   std::optional<std::string> oldValue;
 };
+
+/// Runs `body` in a forked child and returns what it returns; fails the
+/// test (and returns std::nullopt) if the child crashes or does not finish
+/// within `seconds` (it is then killed). Guards calls that used to hang or
+/// crash without hanging or killing the test binary.
+std::optional<std::string> runInChild(const std::function<std::string()> &body,
+                                      int seconds = 10) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return std::nullopt;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string result = body();
+    for (size_t done = 0; done < result.size();) {
+      ssize_t count =
+          ::write(fds[1], result.data() + done, result.size() - done);
+      if (count <= 0)
+        ::_exit(2);
+      done += static_cast<size_t>(count);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  std::string output;
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  bool exited = false;
+  while (!exited) {
+    char buffer[4096];
+    ssize_t count;
+    while ((count = ::read(fds[0], buffer, sizeof(buffer))) > 0)
+      output.append(buffer, static_cast<size_t>(count));
+    exited = ::waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited && std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ::close(fds[0]);
+      ADD_FAILURE() << "the call did not finish within " << seconds << " s";
+      return std::nullopt;
+    }
+    if (!exited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  char buffer[4096];
+  ssize_t count;
+  while ((count = ::read(fds[0], buffer, sizeof(buffer))) > 0)
+    output.append(buffer, static_cast<size_t>(count));
+  ::close(fds[0]);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ADD_FAILURE() << "the child "
+                  << (WIFSIGNALED(status)
+                          ? "was killed by signal " +
+                                std::to_string(WTERMSIG(status))
+                          : "exited with status " +
+                                std::to_string(WEXITSTATUS(status)));
+    return std::nullopt;
+  }
+  return output;
+}
+
+const char *outcomeName(DiskCache::Lookup::Outcome outcome) {
+  switch (outcome) {
+  case DiskCache::Lookup::Hit:
+    return "hit";
+  case DiskCache::Lookup::Absent:
+    return "absent";
+  case DiskCache::Lookup::Rejected:
+    return "rejected";
+  }
+  return "?";
+}
 
 /// Each test gets a fresh directory, named by HISA_CACHE_DIR.
 class DiskCacheTest : public ::testing::Test {
@@ -293,20 +378,43 @@ TEST_F(DiskCacheTest, DamagedEntriesAreMisses) {
       {"future version",
        [&] {
          std::string meta = readFile(metaPath);
-         meta[8] = 2;
+         meta[8] = 3;
          writeFile(metaPath, meta);
        }},
-      {"wrong hash",
+      {"version 1",
        [&] {
          std::string meta = readFile(metaPath);
-         meta[30] ^= 0x40;
+         meta[8] = 1;
+         writeFile(metaPath, meta);
+       }},
+      {"wrong binary hash",
+       [&] {
+         std::string meta = readFile(metaPath);
+         meta[54] ^= 0x40;
+         writeFile(metaPath, meta);
+       }},
+      {"wrong checksum",
+       [&] {
+         std::string meta = readFile(metaPath);
+         meta[90] ^= 0x01;
+         writeFile(metaPath, meta);
+       }},
+      {"metadata byte changed",
+       [&] {
+         std::string meta = readFile(metaPath);
+         meta.back() ^= 0x01;
          writeFile(metaPath, meta);
        }},
       {"huge sizes",
        [&] {
          std::string meta = readFile(metaPath);
-         std::fill(meta.begin() + 16, meta.begin() + 24, '\xff');
-         std::fill(meta.begin() + 56, meta.begin() + 64, '\xff');
+         std::fill(meta.begin() + 16, meta.begin() + 48, '\xff');
+         writeFile(metaPath, meta);
+       }},
+      {"key size swallowing the metadata",
+       [&] {
+         std::string meta = readFile(metaPath);
+         meta[24] += 3;
          writeFile(metaPath, meta);
        }},
       {"garbage", [&] { writeFile(metaPath, std::string(5000, '\x7f')); }},
@@ -315,17 +423,193 @@ TEST_F(DiskCacheTest, DamagedEntriesAreMisses) {
          ::unlink(binaryPath.c_str());
          llvm::sys::fs::create_directory(binaryPath);
        }},
+      {"directory instead of meta",
+       [&] {
+         ::unlink(metaPath.c_str());
+         llvm::sys::fs::create_directory(metaPath);
+       }},
   };
   for (auto &[what, damage] : damages) {
     SCOPED_TRACE(what);
     llvm::sys::fs::remove_directories(binaryPath);
+    llvm::sys::fs::remove_directories(metaPath);
     storeFresh();
     damage();
-    EXPECT_FALSE(cache.lookup(key));
+    DiskCache::Lookup found = cache.find(key);
+    EXPECT_FALSE(found);
+    EXPECT_FALSE(found.entry);
+    // Anything present but unusable is rejected (and named), not absent.
+    if (std::string(what) == "missing meta") {
+      EXPECT_EQ(found.outcome, DiskCache::Lookup::Absent);
+    } else {
+      EXPECT_EQ(found.outcome, DiskCache::Lookup::Rejected)
+          << outcomeName(found.outcome);
+      EXPECT_NE(found.reason.find(key), std::string::npos) << found.reason;
+    }
   }
   // Storing again repairs the entry.
   llvm::sys::fs::remove_directories(binaryPath);
+  llvm::sys::fs::remove_directories(metaPath);
   storeFresh();
+}
+
+//===----------------------------------------------------------------------===//
+// Binding entries to their keys
+//===----------------------------------------------------------------------===//
+
+TEST_F(DiskCacheTest, EntryCopiedOverAnotherKeyIsRejected) {
+  // Two parameter sets of one kernel; the entry of the first is copied over
+  // the entry of the second (both files, so sizes and hashes agree).
+  DiskCache cache;
+  std::string first = DiskCache::computeKey({"src", "k", "kb=64"});
+  std::string second = DiskCache::computeKey({"src", "k", "kb=128"});
+  ASSERT_FALSE(llvm::errorToBool(
+      cache.store(first, makeEntry('1', 3000), "kernel=k params=kb=64")));
+  ASSERT_FALSE(llvm::errorToBool(
+      cache.store(second, makeEntry('2', 5000), "kernel=k params=kb=128")));
+  ASSERT_TRUE(cache.find(second, "kernel=k params=kb=128"));
+  writeFile(cache.getBinaryPath(second), readFile(cache.getBinaryPath(first)));
+  writeFile(cache.getMetadataPath(second),
+            readFile(cache.getMetadataPath(first)));
+
+  DiskCache::Lookup found = cache.find(second, "kernel=k params=kb=128");
+  EXPECT_EQ(found.outcome, DiskCache::Lookup::Rejected)
+      << outcomeName(found.outcome);
+  EXPECT_FALSE(found.entry);
+  // The reason names the key (and parameters) the entry belongs to.
+  EXPECT_NE(found.reason.find("belongs to another key"), std::string::npos)
+      << found.reason;
+  EXPECT_NE(found.reason.find(first), std::string::npos) << found.reason;
+  EXPECT_NE(found.reason.find("kb=64"), std::string::npos) << found.reason;
+  EXPECT_FALSE(cache.lookup(second)); // also without a description
+  // The first entry is intact; storing the second again repairs it.
+  EXPECT_TRUE(cache.find(first, "kernel=k params=kb=64"));
+  ASSERT_FALSE(llvm::errorToBool(
+      cache.store(second, makeEntry('2', 5000), "kernel=k params=kb=128")));
+  found = cache.find(second, "kernel=k params=kb=128");
+  ASSERT_TRUE(found);
+  EXPECT_TRUE(sameEntry(*found.entry, makeEntry('2', 5000)));
+}
+
+TEST_F(DiskCacheTest, DescriptionMismatchIsRejected) {
+  DiskCache cache;
+  ASSERT_FALSE(llvm::errorToBool(
+      cache.store("key", makeEntry('d', 100), "kernel=a params=x=1")));
+  EXPECT_TRUE(cache.find("key", "kernel=a params=x=1"));
+  EXPECT_TRUE(cache.find("key")); // no description to compare
+  DiskCache::Lookup found = cache.find("key", "kernel=a params=x=2");
+  EXPECT_EQ(found.outcome, DiskCache::Lookup::Rejected);
+  EXPECT_NE(found.reason.find("'kernel=a params=x=1'"), std::string::npos)
+      << found.reason;
+  EXPECT_NE(found.reason.find("'kernel=a params=x=2'"), std::string::npos)
+      << found.reason;
+}
+
+TEST_F(DiskCacheTest, SameSizeMetadataEditIsRejected) {
+  // An edit that keeps every size (threads 128 -> 256) must not be served.
+  DiskCache cache;
+  DiskCache::Entry entry;
+  entry.binary = "binary";
+  entry.metadata = "kernel pool cubin 128 0\ngrid 0\n";
+  ASSERT_FALSE(llvm::errorToBool(cache.store("edited", entry, "pool")));
+  std::string metaPath = cache.getMetadataPath("edited");
+  std::string meta = readFile(metaPath);
+  size_t at = meta.find("cubin 128");
+  ASSERT_NE(at, std::string::npos);
+  meta.replace(at, 9, "cubin 256");
+  writeFile(metaPath, meta);
+  DiskCache::Lookup found = cache.find("edited", "pool");
+  EXPECT_EQ(found.outcome, DiskCache::Lookup::Rejected);
+  EXPECT_NE(found.reason.find("checksum"), std::string::npos) << found.reason;
+}
+
+TEST_F(DiskCacheTest, BinaryBitFlipIsRejected) {
+  DiskCache cache;
+  DiskCache::Entry entry = makeEntry('b', 1000);
+  ASSERT_FALSE(llvm::errorToBool(cache.store("flip", entry)));
+  std::string binary = entry.binary;
+  binary[500] ^= 0x10;
+  writeFile(cache.getBinaryPath("flip"), binary);
+  DiskCache::Lookup found = cache.find("flip");
+  EXPECT_EQ(found.outcome, DiskCache::Lookup::Rejected);
+  EXPECT_NE(found.reason.find("does not match the hash"), std::string::npos)
+      << found.reason;
+}
+
+//===----------------------------------------------------------------------===//
+// Files that are not regular files, directories that cannot be written
+//===----------------------------------------------------------------------===//
+
+TEST_F(DiskCacheTest, FifoInPlaceOfAnEntryFileDoesNotHang) {
+  for (bool binary : {true, false}) {
+    SCOPED_TRACE(binary ? "FIFO as the .bin" : "FIFO as the .meta");
+    DiskCache cache;
+    std::string key = binary ? "fifo-bin" : "fifo-meta";
+    ASSERT_FALSE(llvm::errorToBool(cache.store(key, makeEntry('f', 100))));
+    std::string path =
+        binary ? cache.getBinaryPath(key) : cache.getMetadataPath(key);
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0) << std::strerror(errno);
+
+    // Nobody ever writes the FIFO: a blocking open() would never return.
+    std::optional<std::string> result = runInChild([&] {
+      DiskCache::Lookup found = cache.find(key);
+      return std::string(outcomeName(found.outcome)) + ":" + found.reason;
+    });
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->rfind("rejected:", 0), 0u) << *result;
+    EXPECT_NE(result->find("is a FIFO"), std::string::npos) << *result;
+
+    // Storing replaces the FIFO.
+    std::optional<std::string> stored = runInChild([&] {
+      llvm::Error error = cache.store(key, makeEntry('f', 100));
+      if (error)
+        return "store: " + llvm::toString(std::move(error));
+      return std::string(outcomeName(cache.find(key).outcome));
+    });
+    ASSERT_TRUE(stored);
+    EXPECT_EQ(*stored, "hit");
+  }
+}
+
+TEST_F(DiskCacheTest, DeviceInPlaceOfAnEntryFileIsRejected) {
+  DiskCache cache;
+  ASSERT_FALSE(llvm::errorToBool(cache.store("dev", makeEntry('d', 100))));
+  std::string path = cache.getMetadataPath("dev");
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", path.c_str()), 0);
+  DiskCache::Lookup found = cache.find("dev");
+  EXPECT_EQ(found.outcome, DiskCache::Lookup::Rejected);
+  EXPECT_NE(found.reason.find("is a device"), std::string::npos)
+      << found.reason;
+}
+
+TEST_F(DiskCacheTest, ReportsDirectoryThatIsARegularFile) {
+  // Root can write anywhere, but not into a regular file.
+  writeFile(directory, "x");
+  DiskCache cache(directory);
+  EXPECT_EQ(cache.find("key").outcome, DiskCache::Lookup::Absent);
+  llvm::Error error = cache.store("key", makeEntry('x', 10));
+  ASSERT_TRUE(bool(error));
+  std::string message = llvm::toString(std::move(error));
+  EXPECT_NE(message.find("cannot create the directory"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(directory), std::string::npos) << message;
+}
+
+TEST_F(DiskCacheTest, ReportsEntryPathThatIsADirectory) {
+  DiskCache cache;
+  ASSERT_TRUE(
+      !llvm::sys::fs::create_directories(cache.getBinaryPath("blocked")));
+  ASSERT_TRUE(!llvm::sys::fs::create_directories(
+      cache.getBinaryPath("blocked") + "/inside"));
+  llvm::Error error = cache.store("blocked", makeEntry('x', 10));
+  ASSERT_TRUE(bool(error));
+  std::string message = llvm::toString(std::move(error));
+  EXPECT_NE(message.find("cannot rename"), std::string::npos) << message;
+  EXPECT_EQ(cache.find("blocked").outcome, DiskCache::Lookup::Absent);
+  // No temporary file is left behind.
+  EXPECT_EQ(listDirectory(), (std::vector<std::string>{"blocked.bin"}));
 }
 
 //===----------------------------------------------------------------------===//
@@ -367,6 +651,36 @@ TEST_F(DiskCacheTest, ConcurrentStoresFromThreads) {
   std::optional<DiskCache::Entry> found = cache.lookup(key);
   ASSERT_TRUE(found);
   EXPECT_TRUE(sameEntry(*found, entry));
+  EXPECT_EQ(listDirectory(),
+            (std::vector<std::string>{key + ".bin", key + ".meta"}));
+}
+
+TEST_F(DiskCacheTest, ConcurrentFirstStoresAndLookups) {
+  // Threads race to create the same entry while others look it up: each
+  // lookup is absent or the whole entry, never rejected or mixed.
+  DiskCache cache;
+  std::string key = DiskCache::computeKey({"first stores"});
+  DiskCache::Entry entry = makeEntry('s', 100000);
+  std::atomic<int> failedStores{0}, badLookups{0}, hits{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 30; ++round) {
+        if (i % 2 == 0 && llvm::errorToBool(cache.store(key, entry, "desc")))
+          ++failedStores;
+        DiskCache::Lookup found = cache.find(key, "desc");
+        if (found.outcome == DiskCache::Lookup::Rejected ||
+            (found && !sameEntry(*found.entry, entry)))
+          ++badLookups;
+        else if (found)
+          ++hits;
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failedStores, 0);
+  EXPECT_EQ(badLookups, 0);
+  EXPECT_GT(hits, 0);
   EXPECT_EQ(listDirectory(),
             (std::vector<std::string>{key + ".bin", key + ".meta"}));
 }

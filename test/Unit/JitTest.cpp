@@ -1,18 +1,46 @@
 //===- JitTest.cpp - Compiling through the JIT (no GPU needed) ------------===//
 
 #include "hisa/Runtime/Jit.h"
+#include "hisa/Runtime/DiskCache.h"
 
+// The C ABI, compiled into this test: the unit tests link the runtime's
+// static library, which leaves it out, and its status codes and messages
+// are what callers see.
+#include "../../lib/Runtime/CAPI.cpp"
+
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <thread>
+#include <vector>
 
 using namespace hisa::runtime;
 
 namespace {
 
-/// The process-wide JIT with a private cache directory.
+constexpr const char *kPooling = "fp8_block_mean_pooling";
+constexpr const char *kFirstParams = "dim=64,kb=64";
+constexpr const char *kSecondParams = "dim=64,kb=128";
+
+/// The process-wide JIT with a private cache directory (set before the
+/// first use of Jit::get(), which the C ABI uses too).
 Jit &getJit() {
   static Jit *jit = [] {
     llvm::SmallString<128> directory;
@@ -21,6 +49,114 @@ Jit &getJit() {
     return &Jit::get();
   }();
   return *jit;
+}
+
+/// Sets or unsets an environment variable for the lifetime of the object.
+class ScopedEnvironment {
+public:
+  ScopedEnvironment(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name))
+      oldValue = old;
+    if (value)
+      ::setenv(name, value, /*overwrite=*/1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnvironment() {
+    if (oldValue)
+      ::setenv(name, oldValue->c_str(), /*overwrite=*/1);
+    else
+      ::unsetenv(name);
+  }
+
+private:
+  const char *name;
+  std::optional<std::string> oldValue;
+};
+
+/// Runs `body` in a forked child and returns what it returns; fails the
+/// test (and returns std::nullopt) if the child crashes or does not finish
+/// within `seconds` (it is then killed). Guards calls that used to hang or
+/// kill the process without hanging or killing the test binary.
+std::optional<std::string> runInChild(const std::function<std::string()> &body,
+                                      int seconds) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return std::nullopt;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string result = body();
+    for (size_t done = 0; done < result.size();) {
+      ssize_t count =
+          ::write(fds[1], result.data() + done, result.size() - done);
+      if (count <= 0)
+        ::_exit(2);
+      done += static_cast<size_t>(count);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  std::string output;
+  auto drain = [&] {
+    char buffer[4096];
+    ssize_t count;
+    while ((count = ::read(fds[0], buffer, sizeof(buffer))) > 0)
+      output.append(buffer, static_cast<size_t>(count));
+  };
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    drain();
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ::close(fds[0]);
+      ADD_FAILURE() << "the call did not finish within " << seconds << " s";
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  drain();
+  ::close(fds[0]);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ADD_FAILURE() << "the child "
+                  << (WIFSIGNALED(status)
+                          ? "was killed by signal " +
+                                std::to_string(WTERMSIG(status))
+                          : "exited with status " +
+                                std::to_string(WEXITSTATUS(status)))
+                  << "; it wrote: " << output;
+    return std::nullopt;
+  }
+  return output;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeFile(const std::string &path, const std::string &data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+bool isRegularFile(const std::string &path) {
+  struct stat status;
+  return ::stat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode);
+}
+
+std::string metadataPathOf(llvm::StringRef binaryPath) {
+  return (binaryPath.drop_back(4) + ".meta").str(); // <key>.bin -> <key>.meta
 }
 
 std::string compileError(llvm::StringRef target) {
@@ -65,6 +201,456 @@ TEST(Jit, RecordsTheTensorMapsOfTmaCopies) {
   ASSERT_TRUE(static_cast<bool>(withoutTma))
       << llvm::toString(withoutTma.takeError());
   EXPECT_TRUE((*withoutTma)->metadata.tensorMaps.empty());
+}
+
+//===----------------------------------------------------------------------===//
+// The disk cache as the JIT uses it: each test has JITs of its own (as
+// separate processes would) sharing a fresh directory.
+//===----------------------------------------------------------------------===//
+
+class JitCacheTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    llvm::SmallString<128> path;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("hisa-jit-cache", path));
+    root = std::string(path);
+    directory = root + "/cache";
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(root); }
+
+  std::unique_ptr<Jit> makeJit(std::optional<std::string> cacheDirectory = {},
+                               std::optional<double> timeout = {}) {
+    JitOptions options;
+    options.cacheDirectory = cacheDirectory ? *cacheDirectory : directory;
+    options.compileTimeoutSeconds = timeout;
+    return std::make_unique<Jit>(options);
+  }
+
+  /// Compiles the pooling kernel with `params`; fails the test on errors.
+  static std::shared_ptr<CompiledKernel> compile(Jit &jit,
+                                                 llvm::StringRef params) {
+    auto compiled = jit.compile(getBuiltinKernelSource(kPooling), kPooling,
+                                params, "sm_90a");
+    if (!compiled) {
+      ADD_FAILURE() << llvm::toString(compiled.takeError());
+      return nullptr;
+    }
+    return *compiled;
+  }
+
+  /// Expects `kernel` to be served from a regular file holding its binary.
+  static void expectBinaryFile(const CompiledKernel &kernel) {
+    EXPECT_TRUE(kernel.binaryPathError.empty()) << kernel.binaryPathError;
+    ASSERT_FALSE(kernel.binaryPath.empty());
+    EXPECT_TRUE(isRegularFile(kernel.binaryPath)) << kernel.binaryPath;
+    EXPECT_EQ(readFile(kernel.binaryPath), kernel.binary) << kernel.binaryPath;
+  }
+
+  std::string root;
+  std::string directory;
+};
+
+TEST_F(JitCacheTest, EntryOfOtherParametersIsRejectedAndRebuilt) {
+  auto first = makeJit();
+  std::shared_ptr<CompiledKernel> one = compile(*first, kFirstParams);
+  std::shared_ptr<CompiledKernel> two = compile(*first, kSecondParams);
+  ASSERT_TRUE(one && two);
+  ASSERT_NE(one->binary, two->binary);
+  ASSERT_NE(one->binaryPath, two->binaryPath);
+  // Both files of the first entry copied over the second's.
+  writeFile(two->binaryPath, readFile(one->binaryPath));
+  writeFile(metadataPathOf(two->binaryPath),
+            readFile(metadataPathOf(one->binaryPath)));
+
+  auto second = makeJit();
+  std::shared_ptr<CompiledKernel> again = compile(*second, kSecondParams);
+  ASSERT_TRUE(again);
+  CacheStatistics stats = second->getStatistics();
+  EXPECT_EQ(stats.rejectedEntries, 1);
+  EXPECT_EQ(stats.diskHits, 0);
+  EXPECT_EQ(stats.compiles, 1);
+  EXPECT_EQ(again->metadata.serialize(), two->metadata.serialize());
+  EXPECT_EQ(again->binary, two->binary);
+  EXPECT_EQ(again->binaryPath, two->binaryPath);
+  expectBinaryFile(*again);
+
+  // The entry was rewritten: the next process gets a disk hit.
+  auto third = makeJit();
+  ASSERT_TRUE(compile(*third, kSecondParams));
+  EXPECT_EQ(third->getStatistics().diskHits, 1);
+  EXPECT_EQ(third->getStatistics().rejectedEntries, 0);
+}
+
+TEST_F(JitCacheTest, SameSizeMetadataEditIsRejectedAndRebuilt) {
+  auto first = makeJit();
+  std::shared_ptr<CompiledKernel> kernel = compile(*first, kFirstParams);
+  ASSERT_TRUE(kernel);
+  ASSERT_EQ(kernel->metadata.threads, 128);
+  // Thread count 128 -> 256: same size, so only a checksum can tell.
+  std::string metaPath = metadataPathOf(kernel->binaryPath);
+  std::string meta = readFile(metaPath);
+  std::string line = "kernel " + std::string(kPooling) + " " +
+                     kernel->metadata.binaryKind + " 128 ";
+  size_t at = meta.find(line);
+  ASSERT_NE(at, std::string::npos) << meta;
+  meta.replace(at + line.size() - 4, 3, "256");
+  writeFile(metaPath, meta);
+
+  auto second = makeJit();
+  std::shared_ptr<CompiledKernel> again = compile(*second, kFirstParams);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(second->getStatistics().rejectedEntries, 1);
+  EXPECT_EQ(second->getStatistics().compiles, 1);
+  EXPECT_EQ(again->metadata.threads, 128);
+  expectBinaryFile(*again);
+  EXPECT_EQ(readFile(metaPath).find(line.substr(0, line.size() - 4) + "256"),
+            std::string::npos);
+}
+
+TEST_F(JitCacheTest, BinaryBitFlipIsRejectedAndRebuilt) {
+  auto first = makeJit();
+  std::shared_ptr<CompiledKernel> kernel = compile(*first, kFirstParams);
+  ASSERT_TRUE(kernel);
+  std::string binary = kernel->binary;
+  binary[binary.size() / 2] ^= 0x04;
+  writeFile(kernel->binaryPath, binary);
+
+  auto second = makeJit();
+  std::shared_ptr<CompiledKernel> again = compile(*second, kFirstParams);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(second->getStatistics().rejectedEntries, 1);
+  EXPECT_EQ(second->getStatistics().compiles, 1);
+  EXPECT_EQ(again->binary, kernel->binary);
+  expectBinaryFile(*again);
+}
+
+TEST_F(JitCacheTest, FifoInPlaceOfAnEntryFileDoesNotHang) {
+  std::shared_ptr<CompiledKernel> kernel = compile(*makeJit(), kFirstParams);
+  ASSERT_TRUE(kernel);
+  for (bool binary : {true, false}) {
+    SCOPED_TRACE(binary ? "FIFO as the .bin" : "FIFO as the .meta");
+    // Keep the other file valid; make this one a FIFO nobody writes.
+    ASSERT_TRUE(compile(*makeJit(), kFirstParams));
+    std::string path =
+        binary ? kernel->binaryPath : metadataPathOf(kernel->binaryPath);
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0) << std::strerror(errno);
+
+    std::optional<std::string> result = runInChild(
+        [&] {
+          auto jit = makeJit();
+          auto compiled = jit->compile(getBuiltinKernelSource(kPooling),
+                                       kPooling, kFirstParams, "sm_90a");
+          if (!compiled)
+            return "error: " + llvm::toString(compiled.takeError());
+          CacheStatistics stats = jit->getStatistics();
+          const CompiledKernel &fresh = **compiled;
+          return "compiles=" + std::to_string(stats.compiles) +
+                 " rejected=" + std::to_string(stats.rejectedEntries) +
+                 " file=" +
+                 std::to_string(isRegularFile(fresh.binaryPath) &&
+                                readFile(fresh.binaryPath) == fresh.binary);
+        },
+        /*seconds=*/120);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(*result, "compiles=1 rejected=1 file=1");
+    // The rebuilt entry replaced the FIFO.
+    EXPECT_TRUE(isRegularFile(path));
+    auto next = makeJit();
+    ASSERT_TRUE(compile(*next, kFirstParams));
+    EXPECT_EQ(next->getStatistics().diskHits, 1);
+  }
+}
+
+TEST_F(JitCacheTest, UnwritableCacheDirectoryServesATemporaryFile) {
+  writeFile(root + "/file", "not a directory");
+  for (std::string unwritable : {root + "/file", root + "/file/cache"}) {
+    SCOPED_TRACE(unwritable);
+    auto jit = makeJit(unwritable);
+    std::shared_ptr<CompiledKernel> kernel = compile(*jit, kFirstParams);
+    ASSERT_TRUE(kernel);
+    expectBinaryFile(*kernel);
+    EXPECT_EQ(llvm::StringRef(kernel->binaryPath).find(root),
+              llvm::StringRef::npos)
+        << kernel->binaryPath;
+    // A later request gets the same file, still holding the binary.
+    std::shared_ptr<CompiledKernel> again = compile(*jit, kFirstParams);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->binaryPath, kernel->binaryPath);
+    // A file removed since is written again.
+    ::unlink(kernel->binaryPath.c_str());
+    again = compile(*jit, kFirstParams);
+    ASSERT_TRUE(again);
+    expectBinaryFile(*again);
+    ::unlink(again->binaryPath.c_str());
+  }
+}
+
+TEST_F(JitCacheTest, NoWritablePlaceLeavesNoPath) {
+  writeFile(root + "/file", "not a directory");
+  auto jit = makeJit(root + "/file/cache");
+  std::shared_ptr<CompiledKernel> kernel = compile(*jit, kFirstParams);
+  ASSERT_TRUE(kernel);
+  expectBinaryFile(*kernel);
+  // The temporary file disappears and no temporary directory can be
+  // written any more (ptxas would need one too, so only a kernel compiled
+  // before gets here).
+  ::unlink(kernel->binaryPath.c_str());
+  ScopedEnvironment temporary("TMPDIR", (root + "/file/tmp").c_str());
+  kernel = compile(*jit, kFirstParams);
+  ASSERT_TRUE(kernel); // the kernel itself is fine (loading needs no file)
+  EXPECT_TRUE(kernel->binaryPath.empty()) << kernel->binaryPath;
+  EXPECT_NE(kernel->binaryPathError.find("cannot write the kernel cache"),
+            std::string::npos)
+      << kernel->binaryPathError;
+  EXPECT_NE(kernel->binaryPathError.find("temporary file"), std::string::npos)
+      << kernel->binaryPathError;
+}
+
+TEST_F(JitCacheTest, EntryPathThatIsADirectoryIsNotServed) {
+  std::shared_ptr<CompiledKernel> kernel = compile(*makeJit(), kFirstParams);
+  ASSERT_TRUE(kernel);
+  std::string cachedBinary = kernel->binaryPath;
+  for (bool binary : {true, false}) {
+    SCOPED_TRACE(binary ? "directory as the .bin" : "directory as the .meta");
+    llvm::sys::fs::remove_directories(cachedBinary);
+    llvm::sys::fs::remove_directories(metadataPathOf(cachedBinary));
+    ASSERT_TRUE(compile(*makeJit(), kFirstParams));
+    std::string path = binary ? cachedBinary : metadataPathOf(cachedBinary);
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    ASSERT_FALSE(llvm::sys::fs::create_directories(path + "/inside"));
+
+    auto jit = makeJit();
+    std::shared_ptr<CompiledKernel> again = compile(*jit, kFirstParams);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(jit->getStatistics().rejectedEntries, 1);
+    EXPECT_EQ(jit->getStatistics().compiles, 1);
+    EXPECT_NE(again->binaryPath, path);
+    expectBinaryFile(*again);
+    if (again->binaryPath != cachedBinary)
+      ::unlink(again->binaryPath.c_str());
+  }
+}
+
+TEST_F(JitCacheTest, ConcurrentJitsShareOneDirectory) {
+  // The key of the entry (the same in every directory).
+  std::shared_ptr<CompiledKernel> reference =
+      compile(*makeJit(root + "/reference"), kFirstParams);
+  ASSERT_TRUE(reference);
+  std::string key = llvm::sys::path::stem(reference->binaryPath).str();
+
+  // Several JITs (separate processes, in effect) compile and store the
+  // same kernel at once while a reader looks the entry up: every lookup is
+  // a miss or the whole entry, and no JIT rejects an entry.
+  std::atomic<bool> done{false};
+  std::atomic<int> rejected{0}, wrong{0};
+  std::thread reader([&] {
+    DiskCache cache(directory);
+    while (!done) {
+      DiskCache::Lookup found = cache.find(key);
+      if (found.outcome == DiskCache::Lookup::Rejected)
+        ++rejected;
+      else if (found && found.entry->binary != reference->binary)
+        ++wrong;
+    }
+  });
+  std::vector<std::unique_ptr<Jit>> jits;
+  for (int i = 0; i < 4; ++i)
+    jits.push_back(makeJit());
+  std::vector<std::shared_ptr<CompiledKernel>> results(jits.size());
+  std::vector<std::thread> writers;
+  for (size_t i = 0; i < jits.size(); ++i)
+    writers.emplace_back([&, i] {
+      for (int round = 0; round < 3; ++round)
+        results[i] = compile(*jits[i], kFirstParams);
+    });
+  for (std::thread &writer : writers)
+    writer.join();
+  done = true;
+  reader.join();
+
+  EXPECT_EQ(rejected, 0);
+  EXPECT_EQ(wrong, 0);
+  for (size_t i = 0; i < jits.size(); ++i) {
+    ASSERT_TRUE(results[i]);
+    EXPECT_EQ(results[i]->binary, reference->binary);
+    EXPECT_EQ(jits[i]->getStatistics().rejectedEntries, 0);
+    expectBinaryFile(*results[i]);
+  }
+  auto after = makeJit();
+  ASSERT_TRUE(compile(*after, kFirstParams));
+  EXPECT_EQ(after->getStatistics().diskHits, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// The compile time limit
+//===----------------------------------------------------------------------===//
+
+TEST_F(JitCacheTest, CompileTimeLimitGivesAnError) {
+  auto start = std::chrono::steady_clock::now();
+  auto jit = makeJit({}, /*timeout=*/0.0);
+  auto compiled = jit->compile(getBuiltinKernelSource(kPooling), kPooling,
+                               kFirstParams, "sm_90a");
+  ASSERT_FALSE(compiled);
+  bool isCompileError = false;
+  std::string message;
+  llvm::handleAllErrors(
+      compiled.takeError(),
+      [&](const CompileError &error) {
+        isCompileError = true;
+        message = error.getMessage();
+      },
+      [&](const llvm::ErrorInfoBase &error) { message = error.message(); });
+  EXPECT_TRUE(isCompileError) << message;
+  EXPECT_NE(message.find("exceeded the JIT's time limit of 0 s"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("HISA_COMPILE_TIMEOUT_S"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("stopped before pass"), std::string::npos) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(jit->getStatistics().compiles, 0);
+}
+
+TEST_F(JitCacheTest, CompileTimeLimitFromTheEnvironment) {
+  {
+    ScopedEnvironment limit("HISA_COMPILE_TIMEOUT_S", "0.000001");
+    auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
+                                       kPooling, kFirstParams, "sm_90a");
+    ASSERT_FALSE(compiled);
+    std::string message = llvm::toString(compiled.takeError());
+    EXPECT_NE(message.find("time limit of 1e-06 s"), std::string::npos)
+        << message;
+  }
+  {
+    // Not a positive number: ignored (with a warning), the default applies.
+    ScopedEnvironment limit("HISA_COMPILE_TIMEOUT_S", "soon");
+    EXPECT_TRUE(compile(*makeJit(), kFirstParams));
+  }
+}
+
+TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
+  // A "ptxas" that never finishes.
+  std::string script = root + "/slow-ptxas";
+  writeFile(script, "#!/bin/sh\nexec sleep 100\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+  std::optional<std::string> result = runInChild(
+      [&] {
+        auto start = std::chrono::steady_clock::now();
+        auto compiled = makeJit({}, /*timeout=*/3.0)
+                            ->compile(getBuiltinKernelSource(kPooling),
+                                      kPooling, kFirstParams, "sm_90a");
+        double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+        std::string message =
+            compiled ? "compiled" : llvm::toString(compiled.takeError());
+        return (seconds < 10 ? "in time: " : "too late: ") + message;
+      },
+      /*seconds=*/60);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->rfind("in time: ", 0), 0u) << *result;
+  EXPECT_NE(result->find("time limit of 3 s"), std::string::npos) << *result;
+  EXPECT_NE(result->find("ptxas did not finish"), std::string::npos) << *result;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters the kernel refuses, through the C ABI
+//===----------------------------------------------------------------------===//
+
+/// hisa_kernel_compile's status and message, computed in a child process
+/// (a crash or a hang fails the test instead of the test binary).
+std::optional<std::pair<int, std::string>> compileInChild(const char *kernel,
+                                                          const char *params) {
+  getJit(); // the process-wide JIT's cache directory is set
+  std::optional<std::string> result = runInChild(
+      [&] {
+        char path[4096];
+        int status = hisa_kernel_compile(nullptr, kernel, params, "sm_90a",
+                                         path, sizeof(path));
+        return std::to_string(status) + "\n" + hisa_last_error();
+      },
+      /*seconds=*/120);
+  if (!result)
+    return std::nullopt;
+  size_t newline = result->find('\n');
+  return std::make_pair(std::stoi(result->substr(0, newline)),
+                        result->substr(newline + 1));
+}
+
+/// Whether `message` states a limit.
+bool namesALimit(const std::string &message) {
+  for (const char *words :
+       {"at most", "limit", "exceed", "too large", "maximum", "larger than",
+        "more than", "out of range"})
+    if (message.find(words) != std::string::npos)
+      return true;
+  return false;
+}
+
+TEST(JitParameters, RefusesAParameterGivenTwice) {
+  getJit();
+  char path[4096];
+  EXPECT_EQ(hisa_kernel_compile(nullptr, "clean_and_maintain_logits",
+                                "block_m=4,block_m=8", "sm_90a", path,
+                                sizeof(path)),
+            HISA_ERROR_INVALID_ARGUMENT);
+  std::string message = hisa_last_error();
+  EXPECT_NE(message.find("parameter 'block_m' is given more than once "
+                         "('block_m=4' and 'block_m=8')"),
+            std::string::npos)
+      << message;
+  // Even with the same value twice.
+  EXPECT_FALSE(llvm::errorToBool(parseParams("a=1,b=2").takeError()));
+  EXPECT_TRUE(llvm::errorToBool(parseParams("a=1,a=1").takeError()));
+}
+
+TEST(JitParameters, UnknownParameterIsAnInvalidArgument) {
+  std::optional<std::pair<int, std::string>> result =
+      compileInChild(kPooling, "dim=64,hedas=3");
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->first, HISA_ERROR_INVALID_ARGUMENT) << result->second;
+  EXPECT_NE(result->second.find("hedas"), std::string::npos) << result->second;
+}
+
+TEST(JitParameters, OversizedBlockIsAnInvalidArgument) {
+  // kb = 2^40 rows per block: used to crash the process.
+  std::optional<std::pair<int, std::string>> result =
+      compileInChild(kPooling, "dim=64,kb=1099511627776");
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->first, HISA_ERROR_INVALID_ARGUMENT) << result->second;
+  EXPECT_NE(result->second.find("kb"), std::string::npos) << result->second;
+  EXPECT_TRUE(namesALimit(result->second)) << result->second;
+}
+
+TEST(JitParameters, OversizedDimensionIsAnInvalidArgument) {
+  std::optional<std::pair<int, std::string>> result =
+      compileInChild(kPooling, "dim=1099511627776,kb=64");
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->first, HISA_ERROR_INVALID_ARGUMENT) << result->second;
+  EXPECT_NE(result->second.find("dim"), std::string::npos) << result->second;
+  EXPECT_TRUE(namesALimit(result->second)) << result->second;
+}
+
+TEST(JitParameters, CompileReturnsARegularFileAndStatistics) {
+  getJit();
+  char path[4096];
+  ASSERT_EQ(hisa_kernel_compile(nullptr, kPooling, kFirstParams, "sm_90a", path,
+                                sizeof(path)),
+            HISA_OK)
+      << hisa_last_error();
+  EXPECT_TRUE(isRegularFile(path)) << path;
+  int64_t compiles = -1, diskHits = -1, memoryHits = -1, rejected = -1;
+  hisa_cache_stats2(&compiles, &diskHits, &memoryHits, &rejected);
+  int64_t oldCompiles = -1, oldDiskHits = -1, oldMemoryHits = -1;
+  hisa_cache_stats(&oldCompiles, &oldDiskHits, &oldMemoryHits);
+  EXPECT_EQ(compiles, oldCompiles);
+  EXPECT_EQ(diskHits, oldDiskHits);
+  EXPECT_EQ(memoryHits, oldMemoryHits);
+  EXPECT_GE(compiles + diskHits, 1);
+  EXPECT_EQ(rejected, 0);
+  hisa_cache_stats2(nullptr, nullptr, nullptr, nullptr); // all optional
 }
 
 } // namespace

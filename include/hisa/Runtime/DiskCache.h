@@ -7,13 +7,30 @@
 //
 // An entry is two files:
 //   <key>.bin   the binary itself (cubin or PTX), usable by other tools;
-//   <key>.meta  a header and the entry's metadata:
+//   <key>.meta  a header, the key, a description and the entry's metadata:
 //                 0  magic "HISAMETA"
 //                 8  format version (u32 little-endian), then 4 zero bytes
 //                16  size of <key>.bin (u64 little-endian)
-//                24  SHA-256 of <key>.bin (32 bytes)
-//                56  size of the metadata (u64 little-endian)
-//                64  the metadata
+//                24  size of the key (u64 little-endian)
+//                32  size of the description (u64 little-endian)
+//                40  size of the metadata (u64 little-endian)
+//                48  SHA-256 of <key>.bin (32 bytes)
+//                80  SHA-256 of bytes [0, 80) followed by bytes [112, end)
+//               112  the key, the description, the metadata
+//
+// The .meta file binds the entry to its key: lookup() serves an entry only
+// if the key (and, when the caller gives one, the description of what the
+// key was computed from) stored in it are the ones asked for, and the
+// checksum at offset 80 covers the sizes, the binary's hash, the key, the
+// description and the metadata. A copied, edited, truncated, damaged or
+// foreign entry is therefore "rejected": a miss, reported as such so that
+// the caller can count it and rebuild the entry. (The checksum detects
+// damage and mix-ups, not a deliberate forgery by someone who can write the
+// cache directory.)
+//
+// Only regular files are read, and never with a blocking open(): a FIFO, a
+// device or a directory in place of an entry file is a rejected entry, not
+// a hang.
 //
 // Each file is written to a unique temporary file in the directory and then
 // renamed over its final name, so a file is always either absent or
@@ -21,8 +38,7 @@
 // binary is stored first and the .meta last; lookup() reads the .meta first
 // and accepts the binary only if its size and hash match. An entry stored
 // concurrently with different contents under the same key can therefore
-// never be returned mixed: lookup() sees one writer's entry or a miss. Any
-// corrupt, truncated or half-present entry is a miss.
+// never be returned mixed: lookup() sees one writer's entry or a miss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +62,19 @@ public:
     std::string metadata; // whatever the runtime needs to launch it
   };
 
+  /// What lookup() found.
+  struct Lookup {
+    enum Outcome {
+      Hit,      // `entry` is the stored entry
+      Absent,   // no entry is stored under the key
+      Rejected, // something is stored under the key but may not be served
+    } outcome = Absent;
+    std::optional<Entry> entry;
+    std::string reason; // Rejected: why, naming the file
+
+    explicit operator bool() const { return outcome == Hit; }
+  };
+
   /// A cache in getDefaultDirectory(), as the environment says now.
   DiskCache();
   /// A cache in `directory`, created on the first store().
@@ -67,14 +96,23 @@ public:
   /// (keys become file names).
   static bool isValidKey(llvm::StringRef key);
 
-  /// The entry stored under `key`, or std::nullopt if there is none or it is
-  /// damaged.
-  std::optional<Entry> lookup(llvm::StringRef key) const;
+  /// Looks up the entry stored under `key`. `description` (readable text
+  /// saying what the key was computed from) must equal the one given to
+  /// store(), unless it is empty.
+  Lookup find(llvm::StringRef key, llvm::StringRef description = {}) const;
 
-  /// Stores `entry` under `key`, replacing any previous entry. Creates the
-  /// directory if needed. Safe to call from several threads and processes at
-  /// once.
-  llvm::Error store(llvm::StringRef key, const Entry &entry) const;
+  /// The entry stored under `key`, or std::nullopt if there is none or it
+  /// is rejected (see find()).
+  std::optional<Entry> lookup(llvm::StringRef key,
+                              llvm::StringRef description = {}) const {
+    return find(key, description).entry;
+  }
+
+  /// Stores `entry` under `key` with `description`, replacing any previous
+  /// entry. Creates the directory if needed. Safe to call from several
+  /// threads and processes at once.
+  llvm::Error store(llvm::StringRef key, const Entry &entry,
+                    llvm::StringRef description = {}) const;
 
   /// Where the binary of `key` lives (it may not exist).
   std::string getBinaryPath(llvm::StringRef key) const;

@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,24 @@ public:
   void log(llvm::raw_ostream &os) const override { os << message; }
   std::error_code convertToErrorCode() const override {
     return llvm::inconvertibleErrorCode();
+  }
+
+private:
+  std::string message;
+};
+
+/// A request whose specialization parameters the kernel refuses (a value
+/// out of range, an unknown name, a size too large...): the caller's
+/// mistake, reported like other invalid arguments. The message carries the
+/// diagnostics.
+class ParameterError : public llvm::ErrorInfo<ParameterError> {
+public:
+  static char ID;
+  explicit ParameterError(std::string message) : message(std::move(message)) {}
+  const std::string &getMessage() const { return message; }
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override {
+    return std::make_error_code(std::errc::invalid_argument);
   }
 
 private:
@@ -96,11 +115,31 @@ struct LaunchArgument {
 struct CompiledKernel {
   KernelMetadata metadata;
   std::string binary;
-  std::string binaryPath; // in the disk cache
+  /// A file holding `binary`: in the disk cache, or a private temporary
+  /// file when the cache cannot be written; empty if neither could be
+  /// written (binaryPathError says why).
+  std::string binaryPath;
+  std::string binaryPathError;
 };
 
 struct CacheStatistics {
   int64_t compiles = 0, diskHits = 0, memoryHits = 0;
+  /// Disk cache entries found but not served (modified, damaged, stored for
+  /// another key, not regular files...) and rebuilt.
+  int64_t rejectedEntries = 0;
+};
+
+/// The JIT's limit on one compilation when HISA_COMPILE_TIMEOUT_S is not set.
+inline constexpr double kDefaultCompileTimeoutSeconds = 120;
+
+struct JitOptions {
+  /// The disk cache directory; unset: DiskCache::getDefaultDirectory() when
+  /// the Jit is created.
+  std::optional<std::string> cacheDirectory;
+  /// The limit on one compilation, in seconds; unset: HISA_COMPILE_TIMEOUT_S
+  /// (a positive number of seconds) as the environment says at each
+  /// compilation, else kDefaultCompileTimeoutSeconds.
+  std::optional<double> compileTimeoutSeconds;
 };
 
 class LoadedKernel;
@@ -109,7 +148,12 @@ class LoadedKernel;
 /// Thread-safe; several processes may share one cache directory.
 class Jit {
 public:
+  /// The process-wide JIT (default options), never destroyed.
   static Jit &get();
+
+  /// A JIT of its own, with its own caches (tests, tools).
+  explicit Jit(JitOptions options);
+  ~Jit();
 
   /// Compiles or finds in a cache; no GPU needed.
   llvm::Expected<std::shared_ptr<CompiledKernel>>
@@ -129,7 +173,6 @@ public:
 
 private:
   struct State;
-  Jit();
   std::unique_ptr<State> state;
 };
 
@@ -146,7 +189,8 @@ public:
 /// Source text of a kernel shipped in kernels-dsl/, or empty.
 llvm::StringRef getBuiltinKernelSource(llvm::StringRef name);
 
-/// Parses "a=1,b=2" into sorted "name=value" entries; rejects malformed text.
+/// Parses "a=1,b=2" into sorted "name=value" entries; rejects malformed text
+/// and names given more than once.
 llvm::Expected<std::vector<std::string>> parseParams(llvm::StringRef params);
 
 } // namespace hisa::runtime

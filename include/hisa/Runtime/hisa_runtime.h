@@ -52,8 +52,14 @@ HISA_EXPORT int hisa_kernel_get(const char *source, const char *kernel_name,
                                 hisa_kernel **out);
 
 /* Same, without loading: only produces (or finds) the cubin/PTX in the disk
- * cache. Works with no GPU. `out_path` (may be NULL) receives the cached
- * binary's path, up to `path_capacity` bytes. */
+ * cache. Works with no GPU. `out_path` (may be NULL) receives the path of a
+ * regular file holding the binary, up to `path_capacity` bytes: the cache
+ * entry, or a private temporary file when the cache directory cannot be
+ * written (a warning on stderr says so once); HISA_ERROR_COMPILE if neither
+ * can be written. Parameters the kernel refuses (unknown names, names given
+ * twice, values out of range, sizes too large) give
+ * HISA_ERROR_INVALID_ARGUMENT; a compilation that takes longer than
+ * $HISA_COMPILE_TIMEOUT_S seconds (default 120) gives HISA_ERROR_COMPILE. */
 HISA_EXPORT int hisa_kernel_compile(const char *source, const char *kernel_name,
                                     const char *params, const char *target,
                                     char *out_path, int64_t path_capacity);
@@ -76,6 +82,13 @@ HISA_EXPORT int hisa_kernel_launch(hisa_kernel *kernel, const hisa_arg *args,
 /* Cache statistics for this process (compiles, disk hits, memory hits). */
 HISA_EXPORT void hisa_cache_stats(int64_t *compiles, int64_t *disk_hits,
                                   int64_t *memory_hits);
+
+/* Same, plus the disk cache entries found but refused (modified, damaged,
+ * stored for another key, not regular files) and rebuilt. Any pointer may be
+ * NULL. */
+HISA_EXPORT void hisa_cache_stats2(int64_t *compiles, int64_t *disk_hits,
+                                   int64_t *memory_hits,
+                                   int64_t *rejected_entries);
 
 /* ---- Operators on raw device pointers ------------------------------------ */
 
