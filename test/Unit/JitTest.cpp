@@ -530,7 +530,8 @@ TEST_F(JitCacheTest, CompileTimeLimitFromTheEnvironment) {
 }
 
 TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
-  // A "ptxas" that never finishes.
+  // A "ptxas" that never finishes. (The passes before it take well under a
+  // second, so the limit runs out while it runs.)
   std::string script = root + "/slow-ptxas";
   writeFile(script, "#!/bin/sh\nexec sleep 100\n");
   ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
@@ -538,7 +539,7 @@ TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
   std::optional<std::string> result = runInChild(
       [&] {
         auto start = std::chrono::steady_clock::now();
-        auto compiled = makeJit({}, /*timeout=*/3.0)
+        auto compiled = makeJit({}, /*timeout=*/5.0)
                             ->compile(getBuiltinKernelSource(kPooling),
                                       kPooling, kFirstParams, "sm_90a");
         double seconds = std::chrono::duration<double>(
@@ -546,12 +547,12 @@ TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
                              .count();
         std::string message =
             compiled ? "compiled" : llvm::toString(compiled.takeError());
-        return (seconds < 10 ? "in time: " : "too late: ") + message;
+        return (seconds < 15 ? "in time: " : "too late: ") + message;
       },
       /*seconds=*/60);
   ASSERT_TRUE(result);
   EXPECT_EQ(result->rfind("in time: ", 0), 0u) << *result;
-  EXPECT_NE(result->find("time limit of 3 s"), std::string::npos) << *result;
+  EXPECT_NE(result->find("time limit of 5 s"), std::string::npos) << *result;
   EXPECT_NE(result->find("ptxas did not finish"), std::string::npos) << *result;
 }
 
