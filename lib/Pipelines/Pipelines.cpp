@@ -4,6 +4,7 @@
 
 #include "hisa/Conversion/Passes.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
+#include "hisa/Target/TargetSpec.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -22,23 +23,32 @@ using namespace mlir;
 
 void hisa::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip,
                                      bool useTma) {
-  tile::TileAssignLayoutsOptions layouts;
-  layouts.chip = chip.str();
-  pm.addPass(tile::createTileAssignLayouts(layouts));
-  tile::TileUseTmaOptions tma;
-  tma.chip = chip.str();
-  tma.enable = useTma;
-  pm.addPass(tile::createTileUseTma(tma));
-  pm.addPass(tile::createTilePlanSharedMemory());
+  tile::buildTilePlanningPipeline(pm, chip, useTma);
 }
 
-void hisa::buildTileToNVVMPipeline(OpPassManager &pm,
-                                   const TileToNVVMOptions &options) {
+/// The target the options describe, or an error naming what is wrong.
+static bool getTarget(const hisa::TileToNVVMOptions &options,
+                      hisa::TargetSpec &target, std::string &error) {
+  return hisa::parseTargetSpec(options.chip, target, error) &&
+         hisa::applyTargetFeatures(options.features, target, error);
+}
+
+LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
+                                            const TileToNVVMOptions &options,
+                                            std::string *error) {
+  TargetSpec target;
+  std::string message;
+  if (!getTarget(options, target, message)) {
+    if (error)
+      *error = "tile-to-nvvm: " + message;
+    return failure();
+  }
   tile::TileBindParamsOptions bind;
   bind.params.assign(options.params.begin(), options.params.end());
   pm.addPass(tile::createTileBindParams(bind));
-  buildTilePlanningPipeline(pm, options.chip, options.tma);
+  buildTilePlanningPipeline(pm, target.chip, target.tma);
   buildTileLoweringPipeline(pm, options);
+  return success();
 }
 
 void hisa::buildTileLoweringPipeline(OpPassManager &pm,
@@ -46,15 +56,17 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   ConvertTileToGPUOptions convert;
   convert.chip = options.chip;
   pm.addPass(createConvertTileToGPU(convert));
-  // Fragment registers become SSA values; then CSE merges the loads that the
-  // unrolled tile.parallel bodies repeat (e.g. a per-row scale).
-  pm.addPass(createMem2Reg());
+  // Fragment registers stay one alloca per value here: LLVM's SROA/mem2reg
+  // (in the PTX translation's -O3 pipeline) promotes them in near-linear
+  // time and gives the same PTX, while MLIR's mem2reg walks the region once
+  // per alloca (quadratic: 2 s for 2048 values per thread, minutes beyond).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
-  target.features = options.features;
+  // The PTX ISA version (wgmma, TMA and setmaxnreg need 8.0).
+  target.features = "+ptx80";
   target.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -65,6 +77,8 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   device.addPass(createConvertGpuOpsToNVVMOps());
   // Tensor maps are passed by value and addressed in parameter space.
   device.addPass(createTileMarkTensorMapParams());
+  // `.extern .shared` array for the dynamic shared-memory window.
+  device.addPass(createTileExternDynamicSharedMemory());
   // wgmma and other PTX-builder NVVM ops become inline PTX.
   device.addPass(createConvertNVVMToLLVMPass());
   device.addPass(createCanonicalizerPass());
@@ -73,9 +87,23 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
 }
 
 void hisa::registerTileToNVVMPipeline() {
-  PassPipelineRegistration<TileToNVVMOptions>(
+  // Registered by hand (not PassPipelineRegistration) so that a bad chip or
+  // an unknown feature is a parse error of the pipeline, never ignored.
+  registerPassPipeline(
       "tile-to-nvvm",
       "Lower tile kernels to gpu.modules in NVVM form (then hisa-translate "
       "--gpu-to-ptx)",
-      buildTileToNVVMPipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TileToNVVMOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string error;
+        if (failed(buildTileToNVVMPipeline(pm, options, &error)))
+          return errorHandler(error);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionsHandler) {
+        optionsHandler(TileToNVVMOptions());
+      });
 }

@@ -16,7 +16,10 @@ static LogicalResult translateTileKernels(ModuleOp module,
                                           llvm::raw_ostream &output,
                                           StringRef format) {
   PassManager pm(module.getContext());
-  hisa::buildTileToNVVMPipeline(pm, hisa::TileToNVVMOptions());
+  std::string error;
+  if (failed(
+          hisa::buildTileToNVVMPipeline(pm, hisa::TileToNVVMOptions(), &error)))
+    return module.emitError(error);
   if (failed(pm.run(module)))
     return failure();
   return hisa::serializeGPUModules(module, output, format);

@@ -76,4 +76,30 @@ def TileMarkTensorMapParams
   ];
 }
 
+def TileExternDynamicSharedMemory
+    : Pass<"tile-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Declares dynamic shared memory as an extern unsized array";
+  let description = [{
+    Runs after `convert-gpu-to-nvvm`, which defines the base of dynamic
+    shared memory (`gpu.dynamic_shared_memory`) as an internal
+    `!llvm.array<0 x i8>` global in address space 3. NVPTX emits such a
+    global as a one-byte static shared variable, so ptxas warns about
+    out-of-bounds accesses to it in every kernel and the block gets one byte
+    of static shared memory it never uses. This pass makes each such global
+    an external declaration, which NVPTX emits as CUDA's
+    `extern __shared__` array: `.extern .shared .align A .b8 name[];`, the
+    start of the dynamic shared-memory window, with at least `alignment`.
+
+    The default keeps GPUToNVVM's 16 bytes, which leaves the rest of the PTX
+    byte-identical to the H200-tested kernels. (1024, what 128-byte swizzled
+    tiles need and the window start provides, lets LLVM fold the wgmma
+    descriptor arithmetic; to be adopted once measured on the GPU.)
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "Least alignment in bytes of the dynamic shared-memory base">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // HISA_CONVERSION_PASSES_TD

@@ -4,6 +4,7 @@
 #define HISA_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassOptions.h"
+#include "mlir/Support/LogicalResult.h"
 
 namespace mlir {
 class OpPassManager;
@@ -18,13 +19,11 @@ struct TileToNVVMOptions : public mlir::PassPipelineOptions<TileToNVVMOptions> {
                      "kernel's defaults)")};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("Target SM"),
                            llvm::cl::init("sm_90a")};
-  Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX features"),
-                               llvm::cl::init("+ptx80")};
-  Option<bool> tma{*this, "tma",
-                   llvm::cl::desc("Stage eligible pipelined copies through "
-                                  "TMA on sm_90+ (false: cp.async only)"),
-                   llvm::cl::init(true)};
+  ListOption<std::string> features{
+      *this, "features",
+      llvm::cl::desc("Target features, as in the JIT's target string "
+                     "(sm_90a,-tma): -tma keeps every staged copy on "
+                     "cp.async; unknown features are refused")};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};
@@ -33,8 +32,11 @@ struct TileToNVVMOptions : public mlir::PassPipelineOptions<TileToNVVMOptions> {
 /// tile kernels -> gpu.module in NVVM form with an #nvvm.target: bind
 /// parameters, assign fragment layouts, plan shared memory, lower to
 /// gpu/vector/memref/scf, then to the LLVM/NVVM dialects.
-void buildTileToNVVMPipeline(mlir::OpPassManager &pm,
-                             const TileToNVVMOptions &options);
+/// The whole tile lowering. Fails (with `error` set) on a malformed chip or
+/// an unknown target feature.
+mlir::LogicalResult buildTileToNVVMPipeline(mlir::OpPassManager &pm,
+                                            const TileToNVVMOptions &options,
+                                            std::string *error = nullptr);
 
 /// The stages of the above after binding, for clients (the JIT) that read
 /// the IR in between: layouts and shared memory, then the lowering.

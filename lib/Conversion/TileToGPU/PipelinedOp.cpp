@@ -19,6 +19,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -220,6 +221,14 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
 
   Value lower = op.getLowerBound(), upper = op.getUpperBound(),
         step = op.getStep();
+  // A step computed at run time that is not positive runs no iteration
+  // (scf.for would never reach the upper bound); constant steps are checked
+  // by the verifier.
+  if (!matchPattern(step, m_Constant())) {
+    Value positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                           step, index(b, 0));
+    upper = arith::SelectOp::create(b, loc, positive, upper, lower);
+  }
   // Prologue: the first stages - 1 iterations' copies.
   for (int64_t s = 0; s + 1 < stages; ++s) {
     Value iteration = arith::AddIOp::create(

@@ -603,7 +603,7 @@ tile.kernel @pipelined_zero_stages(%n: index) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 32 {
     %c0 = arith.constant 0 : index
-    // expected-error @+1 {{'tile.pipelined' op num_stages must be at least 1, got 0}}
+    // expected-error @+1 {{'tile.pipelined' op num_stages must be between 1 and 32, got 0}}
     tile.pipelined %t = %c0 to %n step %c1 num_stages = 0 {
     }
   }

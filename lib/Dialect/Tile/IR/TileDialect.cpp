@@ -1,6 +1,7 @@
 //===- TileDialect.cpp - Tile dialect, attributes and types ---------------===//
 
 #include "hisa/Dialect/Tile/IR/TileDialect.h"
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -53,6 +54,11 @@ FragmentLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "fragment layout needs a positive thread and value "
                           "count, got threads = "
                        << threads << ", values = " << values;
+  if (threads > 1024 || values > kMaxFragmentRegisterBytes / 4)
+    return emitError() << "fragment layout of " << threads << " threads x "
+                       << values << " values is out of range (at most 1024 "
+                       << "threads and " << kMaxFragmentRegisterBytes / 4
+                       << " values per thread)";
   if (map.getNumDims() != 2 || map.getNumSymbols() != 0)
     return emitError() << "fragment layout map must be (thread, value) -> "
                           "(coordinates) with no symbols, got "
@@ -109,25 +115,28 @@ verifyElementType(function_ref<InFlightDiagnostic()> emitError, Type type) {
 LogicalResult GlobalType::verify(function_ref<InFlightDiagnostic()> emitError,
                                  ArrayAttr dims, Type elementType) {
   if (failed(verifyTileDims(emitError, dims, "global tensor",
-                            /*allowRuntimeSizes=*/true)))
+                            /*allowRuntimeSizes=*/true)) ||
+      failed(verifyElementType(emitError, elementType)))
     return failure();
-  return verifyElementType(emitError, elementType);
+  return verifyTileFootprint(emitError, "global tensor", dims, elementType);
 }
 
 LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
                                  ArrayAttr dims, Type elementType) {
   if (failed(verifyTileDims(emitError, dims, "shared tile",
-                            /*allowRuntimeSizes=*/false)))
+                            /*allowRuntimeSizes=*/false)) ||
+      failed(verifyElementType(emitError, elementType)))
     return failure();
-  return verifyElementType(emitError, elementType);
+  return verifyTileFootprint(emitError, "shared tile", dims, elementType);
 }
 
 LogicalResult LocalType::verify(function_ref<InFlightDiagnostic()> emitError,
                                 ArrayAttr dims, Type elementType) {
   if (failed(verifyTileDims(emitError, dims, "local tile",
-                            /*allowRuntimeSizes=*/false)))
+                            /*allowRuntimeSizes=*/false)) ||
+      failed(verifyElementType(emitError, elementType)))
     return failure();
-  return verifyElementType(emitError, elementType);
+  return verifyTileFootprint(emitError, "local tile", dims, elementType);
 }
 
 LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -135,7 +144,8 @@ LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FragmentLayoutAttr layout) {
   if (failed(verifyTileDims(emitError, dims, "fragment",
                             /*allowRuntimeSizes=*/false)) ||
-      failed(verifyElementType(emitError, elementType)))
+      failed(verifyElementType(emitError, elementType)) ||
+      failed(verifyTileFootprint(emitError, "fragment", dims, elementType)))
     return failure();
   if (!layout)
     return success();
@@ -143,15 +153,12 @@ LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "fragment layout map has "
                        << layout.getMap().getNumResults()
                        << " results but the fragment has rank " << dims.size();
-  std::optional<SmallVector<int64_t>> sizes = TileShape(dims).getStaticSizes();
-  if (sizes) {
-    int64_t elements = 1;
-    for (int64_t size : *sizes)
-      elements *= size;
-    if (layout.getThreads() * layout.getValues() < elements)
-      return emitError() << "fragment layout holds "
-                         << layout.getThreads() * layout.getValues()
-                         << " values but the fragment has " << elements
+  if (std::optional<int64_t> elements = getStaticElementCount(dims)) {
+    std::optional<int64_t> held =
+        checkedMul(layout.getThreads(), layout.getValues());
+    if (held && *held < *elements)
+      return emitError() << "fragment layout holds " << *held
+                         << " values but the fragment has " << *elements
                          << " elements";
   }
   return success();

@@ -1,9 +1,11 @@
 //===- TileOps.cpp - Tile dialect operations ------------------------------===//
 
 #include "hisa/Dialect/Tile/IR/TileOps.h"
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/FunctionImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -169,11 +171,17 @@ static LogicalResult verifyShapeSymbols(KernelOp kernel, Operation *where,
   return success();
 }
 
+/// Every parameter a tile type names is declared, and once its shape is
+/// bound, the tile fits what the target holds (types made by passes, e.g.
+/// tile-bind-params, are not verified when they are built).
 static LogicalResult verifyTypeSymbols(KernelOp kernel, Operation *where,
                                        Type type) {
-  if (auto tile = getTileShapeAndElementType(type))
-    return verifyShapeSymbols(kernel, where, tile->first);
-  return success();
+  auto tile = getTileShapeAndElementType(type);
+  if (!tile)
+    return success();
+  if (failed(verifyShapeSymbols(kernel, where, tile->first)))
+    return failure();
+  return verifyTileFootprint([&] { return where->emitOpError(); }, type);
 }
 
 /// The host side of a kernel only computes the launch grid.
@@ -363,6 +371,45 @@ LogicalResult LaunchOp::verifyRegions() {
   if (!llvm::all_of(body.getArgumentTypes(),
                     [](Type type) { return type.isIndex(); }))
     return emitOpError("block indices must have index type");
+
+  // Every fragment and local tile of the launch at once, per thread: what
+  // does not fit in registers spills to the thread's local memory.
+  int64_t threads = getThreads(), perThread = 0;
+  bool overflow = false;
+  WalkResult fits = getBody().walk([&](AllocOp alloc) {
+    Type type = alloc.getResult().getType();
+    // Each tile on its own first (the launch is verified before the kernel
+    // checks the types of its ops).
+    if (failed(verifyTileFootprint([&] { return alloc.emitOpError(); }, type)))
+      return WalkResult::interrupt();
+    auto tile = getTileShapeAndElementType(type);
+    std::optional<int64_t> elements =
+        tile ? getStaticElementCount(tile->first.getDims()) : std::nullopt;
+    if (!elements || !isa<FragmentType, LocalType>(type))
+      return WalkResult::advance();
+    int64_t bytes = getElementBytes(tile->second);
+    if (isa<FragmentType>(type)) {
+      elements = (*elements + threads - 1) / threads;
+      bytes = std::max<int64_t>(4, bytes);
+    }
+    std::optional<int64_t> total = checkedMul(*elements, bytes);
+    std::optional<int64_t> sum =
+        total ? checkedAdd(perThread, *total) : std::nullopt;
+    if (!sum)
+      overflow = true;
+    else
+      perThread = *sum;
+    return WalkResult::advance();
+  });
+  if (fits.wasInterrupted())
+    return failure();
+  if (overflow || perThread > kMaxLocalBytesPerThread)
+    return emitOpError("fragments and local tiles need ")
+           << (overflow ? std::string("more than 2^63")
+                        : std::to_string(perThread))
+           << " bytes per thread (" << threads << " threads); the limit is "
+           << kMaxLocalBytesPerThread
+           << " (the local memory a thread may address)";
   return success();
 }
 
@@ -634,6 +681,16 @@ LogicalResult ParallelOp::verify() {
   if ((*this)->getParentOfType<ParallelOp>())
     return emitOpError("cannot be nested in another tile.parallel; use one "
                        "multi-dimensional tile.parallel");
+  // The body is unrolled over each thread's share of the domain.
+  if (domain.isFullyStatic()) {
+    std::optional<int64_t> elements = getStaticElementCount(getExtents());
+    if (!elements || *elements > kMaxParallelElements)
+      return emitOpError("domain ")
+             << formatDims(getExtents()) << " has "
+             << (elements ? std::to_string(*elements) : "more than 2^63")
+             << " elements; the limit is " << kMaxParallelElements
+             << " (the elements of the largest shared tile or fragment)";
+  }
   return verifyInsideLaunch(*this);
 }
 
@@ -689,8 +746,14 @@ void PipelinedOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult PipelinedOp::verify() {
-  if (getNumStages() < 1)
-    return emitOpError("num_stages must be at least 1, got ") << getNumStages();
+  if (getNumStages() < 1 || getNumStages() > kMaxPipelineStages)
+    return emitOpError("num_stages must be between 1 and ")
+           << kMaxPipelineStages << ", got " << getNumStages();
+  // A step that is not positive never reaches the upper bound.
+  APInt step;
+  if (matchPattern(getStep(), m_ConstantInt(&step)) &&
+      !step.isStrictlyPositive())
+    return emitOpError("step must be positive, got ") << step.getSExtValue();
   return verifyInsideLaunch(*this);
 }
 

@@ -5,7 +5,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace hisa::tile {
 #define GEN_PASS_DEF_TILEBINDPARAMS
@@ -88,6 +90,21 @@ LogicalResult bindKernel(KernelOp kernel,
   if (failed)
     return failure();
 
+  // A value the tile.param's integer type cannot hold would be truncated.
+  WalkResult fits = kernel.walk([&](ParamOp param) {
+    Type type = param.getType();
+    int64_t value = values.lookup(param.getName());
+    if (type.isIndex() || type.getIntOrFloatBitWidth() >= 64 ||
+        llvm::isIntN(type.getIntOrFloatBitWidth(), value))
+      return WalkResult::advance();
+    param.emitOpError("cannot bind parameter '")
+        << param.getName() << "' = " << value << ": it does not fit in "
+        << type;
+    return WalkResult::interrupt();
+  });
+  if (fits.wasInterrupted())
+    return failure();
+
   OpBuilder rewriter(kernel.getContext());
   kernel.walk([&](ParamOp param) {
     rewriter.setInsertionPoint(param);
@@ -119,37 +136,55 @@ struct TileBindParamsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SmallVector<KernelOp> kernels;
+    for (KernelOp kernel : module.getOps<KernelOp>())
+      if (this->kernel.empty() ||
+          kernel.getSymName() == StringRef(this->kernel))
+        kernels.push_back(kernel);
+    // Errors in the binding itself point at the kernel being bound (the
+    // module of a parsed file has no location of its own) and quote the
+    // binding, which comes from the pass options, not from the source.
+    auto allKernels = module.getOps<KernelOp>();
+    Location bindingLoc = !kernels.empty()      ? kernels[0].getLoc()
+                          : !allKernels.empty() ? (*allKernels.begin()).getLoc()
+                                                : module.getLoc();
+    std::string binding = "params=" + llvm::join(params, ",");
+    if (!this->kernel.empty() && kernels.empty()) {
+      emitError(bindingLoc, "no tile.kernel named @") << this->kernel;
+      return signalPassFailure();
+    }
+
     llvm::StringMap<int64_t> overrides;
     for (const std::string &entry : params) {
       auto [name, text] = StringRef(entry).split('=');
       name = name.trim();
       int64_t value;
       if (name.empty() || text.trim().getAsInteger(10, value)) {
-        module.emitError("malformed parameter binding '")
-            << entry << "': expected name=integer";
+        emitError(bindingLoc, "malformed parameter binding '")
+            << entry << "' in '" << binding << "': expected name=integer";
         return signalPassFailure();
       }
-      overrides[name] = value;
-    }
-
-    SmallVector<KernelOp> kernels;
-    for (KernelOp kernel : module.getOps<KernelOp>())
-      if (this->kernel.empty() ||
-          kernel.getSymName() == StringRef(this->kernel))
-        kernels.push_back(kernel);
-    if (!this->kernel.empty() && kernels.empty()) {
-      module.emitError("no tile.kernel named @") << this->kernel;
-      return signalPassFailure();
+      if (!overrides.try_emplace(name, value).second) {
+        emitError(bindingLoc, "parameter '")
+            << name << "' is bound twice in '" << binding << "'";
+        return signalPassFailure();
+      }
     }
     for (const auto &entry : overrides) {
       bool declared = llvm::any_of(kernels, [&](KernelOp kernel) {
         return static_cast<bool>(kernel.getParams().get(entry.getKey()));
       });
-      if (!declared) {
-        module.emitError("parameter '")
-            << entry.getKey() << "' is not declared by any bound kernel";
-        return signalPassFailure();
-      }
+      if (declared)
+        continue;
+      std::string names;
+      for (KernelOp kernel : kernels)
+        for (NamedAttribute param : kernel.getParams())
+          names += (names.empty() ? "" : ", ") + param.getName().str();
+      emitError(bindingLoc, "parameter '")
+          << entry.getKey() << "' in '" << binding
+          << "' is not declared by any bound kernel (parameters: "
+          << (names.empty() ? "none" : names) << ")";
+      return signalPassFailure();
     }
     for (KernelOp kernel : kernels)
       if (failed(bindKernel(kernel, overrides)))

@@ -1,6 +1,7 @@
 //===- PlanSharedMemory.cpp - Place shared tiles in one buffer ------------===//
 
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -25,13 +26,21 @@ struct SharedTile {
   int64_t offset = -1;
 };
 
-/// Bytes a tile of static shape needs.
-int64_t getStaticBytes(Type type) {
+/// Bytes a tile of static shape needs, or std::nullopt on overflow.
+std::optional<int64_t> getStaticBytes(Type type) {
   auto [shape, elementType] = *getTileShapeAndElementType(type);
-  int64_t elements = 1;
-  for (int64_t size : *shape.getStaticSizes())
-    elements *= size;
-  return (elements * elementType.getIntOrFloatBitWidth() + 7) / 8;
+  std::optional<int64_t> elements = getStaticElementCount(shape.getDims());
+  if (!elements)
+    return std::nullopt;
+  return checkedMul(*elements, getElementBytes(elementType));
+}
+
+/// `value` rounded up to a multiple of `alignment`, or std::nullopt.
+std::optional<int64_t> checkedAlignTo(int64_t value, int64_t alignment) {
+  std::optional<int64_t> padded = checkedAdd(value, alignment - 1);
+  if (!padded)
+    return std::nullopt;
+  return *padded / alignment * alignment;
 }
 
 struct TilePlanSharedMemoryPass
@@ -47,6 +56,17 @@ struct TilePlanSharedMemoryPass
   }
 
   LogicalResult planLaunch(LaunchOp launch) {
+    if (alignment <= 0 || !llvm::isPowerOf2_64(alignment))
+      return launch.emitOpError("shared-memory alignment must be a power of "
+                                "two, got ")
+             << static_cast<int64_t>(alignment);
+    // Sizes are bounded by the verifiers, but every sum and product here is
+    // still checked: a wrapped size would be a wrong plan, not an error.
+    auto overflow = [&](Operation *op, StringRef what) {
+      return op->emitOpError("shared-memory size of ")
+             << what << " overflows int64; a block may use at most "
+             << static_cast<int64_t>(maxBytes) << " bytes";
+    };
     Block &body = launch.getBody().front();
     DenseMap<Operation *, unsigned> position;
     for (auto [i, op] : llvm::enumerate(body))
@@ -89,7 +109,10 @@ struct TilePlanSharedMemoryPass
       // Live from the first use to the last (the alloc itself reserves
       // nothing: tiles allocated up front can still share bytes).
       unsigned at = position.lookup(alloc);
-      SharedTile tile{alloc, getStaticBytes(alloc.getType()), UINT_MAX, at};
+      std::optional<int64_t> tileBytes = getStaticBytes(alloc.getType());
+      if (!tileBytes)
+        return overflow(alloc, "the tile");
+      SharedTile tile{alloc, *tileBytes, UINT_MAX, at};
       // Uses through views keep the tile alive too.
       SmallVector<Value> worklist{alloc.getResult()};
       while (!worklist.empty()) {
@@ -109,11 +132,16 @@ struct TilePlanSharedMemoryPass
         // swizzled operands, at least 128 for TMA boxes.
         int64_t stageAlignment = std::max<int64_t>(
             alignment, alloc->hasAttr("tile.swizzle") ? 1024 : 128);
-        int64_t stride = llvm::alignTo(tile.bytes, stageAlignment);
-        tile.bytes = stride * stages;
+        std::optional<int64_t> stride =
+            checkedAlignTo(tile.bytes, stageAlignment);
+        std::optional<int64_t> staged =
+            stride ? checkedMul(*stride, stages) : std::nullopt;
+        if (!staged)
+          return overflow(alloc, "the pipeline stages of the tile");
+        tile.bytes = *staged;
         Builder builder(alloc);
         alloc->setAttr("tile.stages", builder.getI64IntegerAttr(stages));
-        alloc->setAttr("tile.stage_bytes", builder.getI64IntegerAttr(stride));
+        alloc->setAttr("tile.stage_bytes", builder.getI64IntegerAttr(*stride));
       }
       tiles.push_back(tile);
     }
@@ -139,6 +167,7 @@ struct TilePlanSharedMemoryPass
           bool bytesOverlap = offset < other.offset + other.bytes &&
                               other.offset < offset + tile.bytes;
           if (liveTogether && bytesOverlap) {
+            // Both are at most maxBytes here (checked below).
             offset =
                 llvm::alignTo(other.offset + other.bytes, tileAlignment(tile));
             moved = true;
@@ -146,7 +175,15 @@ struct TilePlanSharedMemoryPass
         }
       }
       tile.offset = offset;
-      end = std::max(end, offset + tile.bytes);
+      std::optional<int64_t> tileEnd = checkedAdd(offset, tile.bytes);
+      if (!tileEnd)
+        return overflow(tile.alloc, "the tile");
+      if (*tileEnd > maxBytes)
+        return tile.alloc.emitOpError("needs shared memory up to byte ")
+               << *tileEnd << " (" << tile.bytes << " bytes at offset "
+               << offset << "); a block may use at most "
+               << static_cast<int64_t>(maxBytes);
+      end = std::max(end, *tileEnd);
       tile.alloc->setAttr("tile.offset",
                           Builder(launch).getI64IntegerAttr(offset));
     }
@@ -161,7 +198,8 @@ struct TilePlanSharedMemoryPass
       int64_t offset = llvm::alignTo(end, 8);
       loop->setAttr(kMbarrierOffsetAttrName,
                     Builder(loop).getI64IntegerAttr(offset));
-      // "full" and "empty" mbarriers (see the pipelined lowering).
+      // "full" and "empty" mbarriers (see the pipelined lowering); stages
+      // are bounded by the verifier, so this cannot overflow.
       end = offset + 16 * loop.getNumStages();
     });
 
@@ -169,22 +207,33 @@ struct TilePlanSharedMemoryPass
     // memory: at most one f32 per output element per warp.
     int64_t scratch = 0;
     int64_t warps = launch.getThreads() / 32;
+    bool scratchOverflow = false;
     launch.walk([&](ReduceOp reduce) {
-      int64_t outputs = getStaticBytes(reduce.getDest().getType()) * 8 /
-                        getTileShapeAndElementType(reduce.getDest().getType())
-                            ->second.getIntOrFloatBitWidth();
-      scratch = std::max(scratch, outputs * warps * 4);
+      std::optional<int64_t> outputs = getStaticElementCount(
+          getTileShapeAndElementType(reduce.getDest().getType())
+              ->first.getDims());
+      std::optional<int64_t> bytes =
+          outputs ? checkedMul(*outputs, warps * 4) : std::nullopt;
+      if (!bytes)
+        scratchOverflow = true;
+      else
+        scratch = std::max(scratch, *bytes);
     });
+    if (scratchOverflow)
+      return overflow(launch, "the reduction scratch");
     int64_t scratchOffset = llvm::alignTo(end, alignment);
-    int64_t total = scratch ? scratchOffset + scratch : end;
-    if (total > maxBytes)
+    std::optional<int64_t> total =
+        scratch ? checkedAdd(scratchOffset, scratch) : end;
+    if (!total)
+      return overflow(launch, "the reduction scratch");
+    if (*total > maxBytes)
       return launch.emitOpError("needs ")
-             << total << " bytes of shared memory (" << end
+             << *total << " bytes of shared memory (" << end
              << " for tiles and mbarriers, " << scratch
              << " for reductions); a block may use at most "
              << static_cast<int64_t>(maxBytes);
     Builder builder(launch);
-    launch->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(total));
+    launch->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(*total));
     launch->setAttr("tile.scratch_offset",
                     builder.getI64IntegerAttr(scratchOffset));
     return success();

@@ -1,7 +1,11 @@
 //===- ReportResources.cpp - Print on-chip memory of tile kernels ---------===//
 
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
+#include "hisa/Target/TargetSpec.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace hisa::tile {
@@ -19,27 +23,52 @@ std::optional<int64_t> getTileBytes(Type type) {
   auto tile = getTileShapeAndElementType(type);
   if (!tile)
     return std::nullopt;
-  std::optional<SmallVector<int64_t>> sizes = tile->first.getStaticSizes();
-  if (!sizes)
+  std::optional<int64_t> elements =
+      getStaticElementCount(tile->first.getDims());
+  if (!elements)
     return std::nullopt;
-  int64_t elements = 1;
-  for (int64_t size : *sizes)
-    elements *= size;
-  int64_t bits =
-      tile->second.isIndex() ? 64 : tile->second.getIntOrFloatBitWidth();
-  return (elements * bits + 7) / 8;
+  return checkedMul(*elements, getElementBytes(tile->second));
 }
 
 struct TileReportResourcesPass
     : public hisa::tile::impl::TileReportResourcesBase<
           TileReportResourcesPass> {
+  using Base::Base;
+
+  /// The shared memory the planner gives `kernel`'s launch: read from a
+  /// planned launch, else planned on a copy with the same pipeline as the
+  /// JIT. std::nullopt (after a diagnostic) if planning fails.
+  std::optional<int64_t> getPlannedSharedBytes(KernelOp kernel,
+                                               const hisa::TargetSpec &target) {
+    if (auto planned =
+            kernel.getLaunch()->getAttrOfType<IntegerAttr>("tile.shared_bytes"))
+      return planned.getInt();
+    OwningOpRef<ModuleOp> copy = ModuleOp::create(kernel.getLoc());
+    copy->push_back(kernel.clone());
+    PassManager pm(&getContext());
+    buildTilePlanningPipeline(pm, target.chip, target.tma);
+    if (failed(pm.run(*copy)))
+      return std::nullopt;
+    auto planned = (*copy->getOps<KernelOp>().begin())
+                       .getLaunch()
+                       ->getAttrOfType<IntegerAttr>("tile.shared_bytes");
+    return planned ? std::optional<int64_t>(planned.getInt()) : std::nullopt;
+  }
+
   void runOnOperation() override {
+    hisa::TargetSpec target;
+    std::string error;
+    if (!hisa::parseTargetSpec(chip, target, error) ||
+        !hisa::applyTargetFeatures(features, target, error)) {
+      getOperation().emitError("tile-report-resources: ") << error;
+      return signalPassFailure();
+    }
     for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
       LaunchOp launch = kernel.getLaunch();
       if (!launch)
         continue;
       int64_t threads = launch.getThreads();
-      int64_t sharedBytes = 0, fragmentBytes = 0, localBytes = 0;
+      int64_t tileBytes = 0, fragmentBytes = 0, localBytes = 0;
       int64_t sharedTiles = 0;
       for (auto alloc : launch.getBody().getOps<AllocOp>()) {
         Type type = alloc.getResult().getType();
@@ -50,7 +79,7 @@ struct TileReportResourcesPass
           return signalPassFailure();
         }
         if (isa<SharedType>(type)) {
-          sharedBytes += *bytes;
+          tileBytes += *bytes;
           ++sharedTiles;
         } else if (isa<FragmentType>(type)) {
           fragmentBytes += *bytes;
@@ -58,9 +87,13 @@ struct TileReportResourcesPass
           localBytes += *bytes;
         }
       }
+      std::optional<int64_t> shared = getPlannedSharedBytes(kernel, target);
+      if (!shared)
+        return signalPassFailure();
       llvm::outs() << "kernel @" << kernel.getSymName()
-                   << " threads=" << threads << " shared=" << sharedBytes
-                   << "B (" << sharedTiles << " tiles)"
+                   << " threads=" << threads << " shared=" << *shared
+                   << "B (declared: " << sharedTiles << " tiles, " << tileBytes
+                   << "B)"
                    << " fragment=" << (fragmentBytes + threads - 1) / threads
                    << "B/thread local=" << localBytes << "B/thread\n";
     }

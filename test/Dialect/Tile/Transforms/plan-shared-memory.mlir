@@ -27,14 +27,33 @@ tile.kernel @reuse(%g: !tile.global<[?, 64], f8E4M3FN>) {
 
 // -----
 
+// Each tile fits, both together (live at once) do not.
 tile.kernel @too_large() {
   %c1 = arith.constant 1 : index
-  // expected-error @+1 {{'tile.launch' op needs 262144 bytes of shared memory (262144 for tiles and mbarriers, 0 for reductions); a block may use at most 232448}}
   tile.launch (%bx) in (%c1) threads 128 {
-    %a = tile.alloc : !tile.shared<[256, 256], f32>
-    %c0 = arith.constant 0 : index
+    %a = tile.alloc : !tile.shared<[128, 256], f32>
+    // expected-error @+1 {{'tile.alloc' op needs shared memory up to byte 262144 (131072 bytes at offset 131072); a block may use at most 232448}}
+    %b = tile.alloc : !tile.shared<[128, 256], f32>
     %zero = arith.constant 0.0 : f32
-    tile.fill %a, %zero : !tile.shared<[256, 256], f32>, f32
+    tile.fill %a, %zero : !tile.shared<[128, 256], f32>, f32
+    tile.fill %b, %zero : !tile.shared<[128, 256], f32>, f32
+    tile.copy %a to %b : !tile.shared<[128, 256], f32> to !tile.shared<[128, 256], f32>
+  }
+}
+
+// -----
+
+// Tiles fit, the reduction scratch after them does not.
+tile.kernel @too_large_with_scratch() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op needs 233472 bytes of shared memory (229376 for tiles and mbarriers, 4096 for reductions); a block may use at most 232448}}
+  tile.launch (%bx) in (%c1) threads 1024 {
+    %a = tile.alloc : !tile.shared<[229376], i8>
+    %f = tile.alloc : !tile.frag<[32, 32], f32>
+    %r = tile.alloc : !tile.frag<[32], f32>
+    %zero = arith.constant 0 : i8
+    tile.fill %a, %zero : !tile.shared<[229376], i8>, i8
+    tile.reduce sum %f to %r dim = 1 : !tile.frag<[32, 32], f32> to !tile.frag<[32], f32>
   }
 }
 

@@ -16,6 +16,12 @@ namespace hisa::tile {
 #define GEN_PASS_REGISTRATION
 #include "hisa/Dialect/Tile/Transforms/Passes.h.inc"
 
+/// What the JIT and tile-to-nvvm run after binding: layouts, TMA marks and
+/// the shared-memory plan (tile-report-resources runs it on a copy).
+void buildTilePlanningPipeline(mlir::OpPassManager &pm,
+                               llvm::StringRef chip = "sm_90a",
+                               bool useTma = true);
+
 } // namespace hisa::tile
 
 #endif // HISA_DIALECT_TILE_TRANSFORMS_PASSES_H

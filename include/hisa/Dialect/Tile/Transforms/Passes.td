@@ -37,14 +37,24 @@ def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
   let description = [{
     For every `tile.kernel` whose shapes are bound (run `tile-bind-params`
     first), prints one line to standard output: the launch's thread count,
-    the shared memory of its shared tiles (before reuse and alignment
-    padding), and the register bytes per thread its fragments and local
-    tiles need (before layout assignment). The IR is not changed.
+    the shared memory the block is launched with (what
+    `tile-plan-shared-memory` allocates: per-stage buffers of pipelined
+    copies, mbarriers, reduction scratch, alignment and reuse; a kernel not
+    yet planned is planned on a copy with the JIT's planning pipeline for
+    `chip` and `features`), the bytes of its shared tiles as declared, and
+    the register bytes per thread its fragments and local tiles need
+    (before layout assignment). The IR is not changed.
 
     ```
-    kernel @pool_mqa_logits threads=256 shared=49152B fragment=... local=...
+    kernel @fp8_gemm threads=384 shared=196736B (3 tiles of 98304B, ...) fragment=... local=...
     ```
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target SM the kernel is planned for">,
+    ListOption<"features", "features", "std::string",
+               "Target features, as for tile-to-nvvm (-tma: no TMA)">,
+  ];
 }
 
 def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {

@@ -1,0 +1,68 @@
+//===- TileLimits.h - Sizes the tile dialect accepts ------------*- C++ -*-===//
+//
+// Every size the compiler allocates or unrolls is bounded here, by what the
+// largest supported target (sm_90) can hold, so that an absurd shape (written
+// literally or reached through a parameter binding) is refused with a
+// diagnostic before any lowering allocates per element. docs/design.md
+// ("Limits") explains each bound.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_DIALECT_TILE_IR_TILELIMITS_H
+#define HISA_DIALECT_TILE_IR_TILELIMITS_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace hisa::tile {
+
+/// Shared memory one block may use on sm_90 (227 KiB).
+inline constexpr int64_t kMaxSharedBytes = 232448;
+/// A block's registers can never exceed one SM's register file: 65,536
+/// 32-bit registers. A fragment value takes at least one 32-bit register.
+inline constexpr int64_t kMaxFragmentRegisterBytes = 65536 * 4;
+/// Local memory one thread may address (sm_90: 512 KiB).
+inline constexpr int64_t kMaxLocalBytesPerThread = 512 * 1024;
+/// Elements of a tile.parallel domain: enough for the largest shared tile
+/// (227 KiB of 1-byte elements) and the largest fragment.
+inline constexpr int64_t kMaxParallelElements = 1 << 18;
+/// Bytes of the statically known part of a global tensor (256 TiB, far
+/// beyond any GPU's memory; keeps every byte offset within int64).
+inline constexpr int64_t kMaxGlobalBytes = int64_t(1) << 48;
+/// Buffers in flight of a tile.pipelined loop.
+inline constexpr int64_t kMaxPipelineStages = 32;
+
+/// Bytes one element of `type` occupies in memory (sub-byte types: 1).
+int64_t getElementBytes(mlir::Type type);
+
+/// The product of the static sizes `dims` describes, or std::nullopt when a
+/// dimension is symbolic or `?`, or the product overflows int64.
+std::optional<int64_t> getStaticElementCount(mlir::ArrayAttr dims);
+
+/// `count * bytes` (or any product of non-negative factors), or
+/// std::nullopt on int64 overflow.
+std::optional<int64_t> checkedMul(int64_t lhs, int64_t rhs);
+std::optional<int64_t> checkedAdd(int64_t lhs, int64_t rhs);
+
+/// Checks that a tile of kind `kind` ("global tensor", "shared tile",
+/// "fragment", "local tile") with static `dims` and `elementType` fits what
+/// the target can hold; symbolic shapes pass (they are checked once bound).
+/// The diagnostic names the type, its size and the limit.
+mlir::LogicalResult
+verifyTileFootprint(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                    llvm::StringRef kind, mlir::ArrayAttr dims,
+                    mlir::Type elementType);
+
+/// The same for a tile type (global, shared, fragment or local); other
+/// types pass.
+mlir::LogicalResult
+verifyTileFootprint(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                    mlir::Type type);
+
+} // namespace hisa::tile
+
+#endif // HISA_DIALECT_TILE_IR_TILELIMITS_H

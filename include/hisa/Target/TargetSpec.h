@@ -1,0 +1,41 @@
+//===- TargetSpec.h - Target chips and hisa target features -----*- C++ -*-===//
+//
+// One spelling of the target everywhere: a chip ("sm_90a") and optional
+// features ("+tma" / "-tma"). The JIT takes them as one string
+// ("sm_90a,-tma"); the tile-to-nvvm pipeline as `chip=sm_90a features=-tma`.
+// Unknown features are refused, never ignored.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_TARGET_TARGETSPEC_H
+#define HISA_TARGET_TARGETSPEC_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace hisa {
+
+struct TargetSpec {
+  std::string chip = "sm_90a";
+  /// Stage eligible pipelined copies through TMA (sm_90 and newer).
+  bool tma = true;
+};
+
+/// The features every spelling accepts, for messages: "+tma, -tma".
+llvm::StringRef getKnownTargetFeatures();
+
+/// Applies `features` ("+tma", "-tma") to `spec`. On an unknown feature
+/// returns false and sets `error`.
+bool applyTargetFeatures(llvm::ArrayRef<std::string> features, TargetSpec &spec,
+                         std::string &error);
+
+/// Parses "sm_90a" or "sm_90a,-tma". Returns false and sets `error` on a
+/// malformed chip or an unknown feature.
+bool parseTargetSpec(llvm::StringRef text, TargetSpec &spec,
+                     std::string &error);
+
+} // namespace hisa
+
+#endif // HISA_TARGET_TARGETSPEC_H

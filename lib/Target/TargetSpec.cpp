@@ -1,0 +1,53 @@
+//===- TargetSpec.cpp - Target chips and hisa target features -------------===//
+
+#include "hisa/Target/TargetSpec.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace hisa;
+
+llvm::StringRef hisa::getKnownTargetFeatures() { return "+tma, -tma"; }
+
+bool hisa::applyTargetFeatures(llvm::ArrayRef<std::string> features,
+                               TargetSpec &spec, std::string &error) {
+  for (llvm::StringRef feature : features) {
+    feature = feature.trim();
+    if (feature == "+tma" || feature == "-tma") {
+      spec.tma = feature == "+tma";
+      continue;
+    }
+    error = ("unknown target feature '" + feature +
+             "' (known: " + getKnownTargetFeatures() + ")")
+                .str();
+    return false;
+  }
+  return true;
+}
+
+bool hisa::parseTargetSpec(llvm::StringRef text, TargetSpec &spec,
+                           std::string &error) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',');
+  llvm::StringRef chip = parts.front().trim();
+  // sm_<digits>[a|f]: what ptxas and the NVVM target accept.
+  llvm::StringRef version = chip.drop_front(3).rtrim("af");
+  if (!chip.starts_with("sm_") || version.empty() ||
+      !llvm::all_of(version, llvm::isDigit) ||
+      chip.size() - 3 - version.size() > 1) {
+    error = ("invalid target '" + text +
+             "' (expected a chip such as sm_90a, optionally with features: "
+             "sm_90a,-tma)")
+                .str();
+    return false;
+  }
+  spec.chip = chip.str();
+  llvm::SmallVector<std::string> features;
+  for (llvm::StringRef feature : llvm::ArrayRef(parts).drop_front())
+    features.push_back(feature.str());
+  if (!applyTargetFeatures(features, spec, error)) {
+    error += " in target '" + text.str() + "'";
+    return false;
+  }
+  return true;
+}
