@@ -72,6 +72,7 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createTileLowerSCFToCFBottomUp());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());

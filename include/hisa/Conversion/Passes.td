@@ -41,6 +41,13 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     `getTensorMaps` (TensorMaps.h); the gpu.func records their number as
     `tile.tensor_maps`.
 
+    Tile ops are unrolled over each thread's elements, so the code emitted
+    grows with tile sizes. Before building anything, the pass estimates the
+    operations per thread (each `tile.parallel` body once per element of the
+    thread's share of its domain, each element-wise tile op once per
+    element) and refuses a kernel over `max-unrolled-ops`, naming the
+    largest part: compile time and memory stay bounded.
+
     With `fp-contract` (the default, as nvcc's `--fmad=true`) the float
     arithmetic of the kernel may be contracted: a multiply feeding an add
     becomes one fused multiply-add (e.g. `ReLU(x) * w` summed over heads).
@@ -48,6 +55,11 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "Target SM; tensor-core gemm (wgmma) needs sm_90a">,
+    Option<"maxUnrolledOps", "max-unrolled-ops", "int64_t",
+           /*default=*/"65536",
+           "Refuse a kernel whose unrolled code would exceed this many "
+           "tile-level operations per thread (the largest DSL kernel "
+           "specialization unrolls to about 4,700)">,
     Option<"fpContract", "fp-contract", "bool", /*default=*/"true",
            "Allow float multiply-add contraction (nvcc --fmad=true)">,
   ];
@@ -100,6 +112,22 @@ def TileExternDynamicSharedMemory
            "Least alignment in bytes of the dynamic shared-memory base">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def TileLowerSCFToCFBottomUp
+    : Pass<"tile-lower-scf-to-cf-bottom-up", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "SCF to control flow, last op of a block first (linear time)";
+  let description = [{
+    Lowers `scf` ops to `cf` branches with upstream's patterns, but visits
+    the ops of a block from last to first. Lowering an `scf.if` splits its
+    block after it, which moves every later op of the block to the new
+    block; `convert-scf-to-cf` visits ops first to last, so a block with n
+    predicated copies and m ops takes O(n m) moves (a second for 512 guarded
+    vectors and 60,000 ops). From last to first, each split moves only the
+    ops up to the next branch. `convert-scf-to-cf` still runs after it and
+    finds nothing left to do.
+  }];
+  let dependentDialects = ["::mlir::cf::ControlFlowDialect"];
 }
 
 #endif // HISA_CONVERSION_PASSES_TD

@@ -34,7 +34,7 @@ struct TileExternDynamicSharedMemoryPass
     if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
       getOperation().emitError("tile-extern-dynamic-shared-memory: alignment "
                                "must be a power of two, got ")
-          << alignment;
+          << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     getOperation().walk([&](LLVM::GlobalOp global) {

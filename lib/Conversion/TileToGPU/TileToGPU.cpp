@@ -1,6 +1,7 @@
 //===- TileToGPU.cpp - Lower tile kernels to gpu.func ---------------------===//
 
 #include "KernelLowering.h"
+#include "UnrollBudget.h"
 
 #include "hisa/Conversion/Passes.h"
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
@@ -422,7 +423,8 @@ MemRefType getGlobalMemRefType(GlobalType type) {
   return MemRefType::get(shape, type.getElementType());
 }
 
-LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
+LogicalResult convertKernel(KernelOp kernel, StringRef chip,
+                            int64_t maxUnrolledOps) {
   LaunchOp launch = kernel.getLaunch();
   Location loc = kernel.getLoc();
   for (Type type : kernel.getArgumentTypes())
@@ -435,6 +437,8 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip) {
   if (isa_and_nonnull<StringAttr>(launch.getBlocksPerSmAttr()))
     return launch.emitOpError("blocks_per_sm names a parameter that is not "
                               "bound; run tile-bind-params first");
+  if (failed(checkUnrollBudget(launch, maxUnrolledOps)))
+    return failure();
   OpBuilder b(kernel);
   auto gpuModule =
       gpu::GPUModuleOp::create(b, loc, (kernel.getSymName() + "_module").str());
@@ -531,7 +535,7 @@ struct ConvertTileToGPUPass
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(module.getContext()));
     for (KernelOp kernel : kernels)
-      if (failed(convertKernel(kernel, chip)))
+      if (failed(convertKernel(kernel, chip, maxUnrolledOps)))
         return signalPassFailure();
     if (fpContract)
       allowContraction(module);

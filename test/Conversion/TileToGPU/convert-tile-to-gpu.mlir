@@ -105,3 +105,23 @@ tile.kernel @gemm_mn_major(%g: !tile.global<[?, ?], f32>) {
     tile.copy %c to %g[%c0, %c0] : !tile.frag<[64, 128], f32> to !tile.global<[?, ?], f32>
   }
 }
+
+// -----
+
+// A pipelined step known only at run time: a step that is not positive runs
+// no iteration (the upper bound becomes the lower one) instead of looping
+// forever; constant steps are checked by the verifier.
+// CHECK-LABEL: gpu.func @runtime_step
+// CHECK: %[[POSITIVE:.*]] = arith.cmpi sgt, %[[STEP:.*]], %{{.*}} : index
+// CHECK: %[[UPPER:.*]] = arith.select %[[POSITIVE]], %{{.*}}, %[[LOWER:.*]] : index
+// CHECK: scf.for %{{.*}} = %[[LOWER]] to %[[UPPER]] step %[[STEP]]
+tile.kernel @runtime_step(%x: !tile.global<[?], f32>, %n: index, %step: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c0 = arith.constant 0 : index
+    tile.pipelined %t = %c0 to %n step %step num_stages = 1 {
+      %zero = arith.constant 0.0 : f32
+      tile.store %zero, %x[%t] : !tile.global<[?], f32>
+    }
+  }
+}

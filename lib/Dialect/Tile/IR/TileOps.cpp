@@ -376,17 +376,14 @@ LogicalResult LaunchOp::verifyRegions() {
   // does not fit in registers spills to the thread's local memory.
   int64_t threads = getThreads(), perThread = 0;
   bool overflow = false;
-  WalkResult fits = getBody().walk([&](AllocOp alloc) {
+  getBody().walk([&](AllocOp alloc) {
     Type type = alloc.getResult().getType();
-    // Each tile on its own first (the launch is verified before the kernel
-    // checks the types of its ops).
-    if (failed(verifyTileFootprint([&] { return alloc.emitOpError(); }, type)))
-      return WalkResult::interrupt();
+    // Each tile fits on its own (AllocOp::verify).
     auto tile = getTileShapeAndElementType(type);
     std::optional<int64_t> elements =
         tile ? getStaticElementCount(tile->first.getDims()) : std::nullopt;
     if (!elements || !isa<FragmentType, LocalType>(type))
-      return WalkResult::advance();
+      return;
     int64_t bytes = getElementBytes(tile->second);
     if (isa<FragmentType>(type)) {
       elements = (*elements + threads - 1) / threads;
@@ -399,10 +396,7 @@ LogicalResult LaunchOp::verifyRegions() {
       overflow = true;
     else
       perThread = *sum;
-    return WalkResult::advance();
   });
-  if (fits.wasInterrupted())
-    return failure();
   if (overflow || perThread > kMaxLocalBytesPerThread)
     return emitOpError("fragments and local tiles need ")
            << (overflow ? std::string("more than 2^63")
@@ -418,6 +412,10 @@ LogicalResult LaunchOp::verifyRegions() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllocOp::verify() {
+  // Types built by passes (e.g. tile-bind-params) skip the type verifier.
+  if (failed(verifyTileFootprint([&] { return emitOpError(); },
+                                 getResult().getType())))
+    return failure();
   auto fragment = dyn_cast<FragmentType>(getResult().getType());
   if (!fragment || !fragment.getLayout())
     return success();

@@ -1,0 +1,40 @@
+// One spelling of target features everywhere (the JIT's sm_90a,-tma):
+// `features=-tma` keeps staged copies on cp.async; unknown features and
+// malformed chips are refused, never ignored.
+// RUN: hisa-opt %s --tile-to-nvvm | FileCheck %s --check-prefix=TMA
+// RUN: hisa-opt %s --tile-to-nvvm="features=+tma" | FileCheck %s --check-prefix=TMA
+// RUN: hisa-opt %s --tile-to-nvvm="features=-tma" | FileCheck %s --check-prefix=NO-TMA
+// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_90a features=+tma,-tma" | FileCheck %s --check-prefix=NO-TMA
+// RUN: not hisa-opt %s --tile-to-nvvm="features=-wgmma" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not hisa-opt %s --tile-to-nvvm="features=+ptx80" 2>&1 | FileCheck %s --check-prefix=PTX
+// RUN: not hisa-opt %s --tile-to-nvvm="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not hisa-opt %s --tile-to-nvvm="tma=false" 2>&1 | FileCheck %s --check-prefix=OLD
+
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// NO-TMA-NOT: cp.async.bulk.tensor
+// NO-TMA: nvvm.cp.async.shared.global
+// UNKNOWN: tile-to-nvvm: unknown target feature '-wgmma' (known: +tma, -tma)
+// PTX: tile-to-nvvm: unknown target feature '+ptx80' (known: +tma, -tma)
+// CHIP: tile-to-nvvm: invalid target 'gfx90a' (expected a chip such as sm_90a, optionally with features: sm_90a,-tma)
+// OLD: no such option tma
+tile.kernel @stream(%x: !tile.global<[?, 64], f32>, %out: !tile.global<[64, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %tile = tile.alloc : !tile.shared<[64, 64], f32>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.clear %acc : !tile.frag<[64, 64], f32>
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 {
+      %row = arith.muli %t, %c4 : index
+      tile.copy %x[%row, %c0] to %tile : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+      tile.parallel (%i, %j) in [64, 64] {
+        %v = tile.load %tile[%i, %j] : !tile.shared<[64, 64], f32>
+        %a = tile.load %acc[%i, %j] : !tile.frag<[64, 64], f32>
+        %s = arith.addf %a, %v : f32
+        tile.store %s, %acc[%i, %j] : !tile.frag<[64, 64], f32>
+      }
+    }
+    tile.copy %acc to %out[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[64, 64], f32>
+  }
+}
