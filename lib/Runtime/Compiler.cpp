@@ -6,6 +6,7 @@
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 #include "hisa/Pipelines/Pipelines.h"
+#include "hisa/Target/TargetSpec.h"
 #include "hisa/Tools/Registration.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -275,21 +276,14 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
           std::clamp(timeoutSeconds, 0.0, 365.0 * 24 * 3600)));
 
   // "sm_90a", optionally with features: "sm_90a,-tma" keeps every staged
-  // copy on cp.async (for comparisons and as a workaround).
-  SmallVector<StringRef> parts;
-  targetSpec.split(parts, ',');
-  StringRef target = parts.front();
-  if (!target.starts_with("sm_") || target.size() < 5)
-    return makeError("invalid target '" + targetSpec +
-                     "' (expected e.g. sm_90a or sm_90a,-tma)");
-  bool useTma = true;
-  for (StringRef feature : ArrayRef<StringRef>(parts).drop_front()) {
-    if (feature == "-tma" || feature == "+tma")
-      useTma = feature == "+tma";
-    else
-      return makeError("unknown feature '" + feature + "' in target '" +
-                       targetSpec + "' (known: +tma, -tma)");
-  }
+  // copy on cp.async (for comparisons and as a workaround). The same
+  // spelling as tile-to-nvvm's chip= and features=.
+  TargetSpec spec;
+  std::string targetError;
+  if (!parseTargetSpec(targetSpec, spec, targetError))
+    return makeError(targetError);
+  StringRef target = spec.chip;
+  bool useTma = spec.tma;
   DialectRegistry registry;
   registerAllHisaDialects(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);

@@ -10,15 +10,17 @@ using namespace hisa;
 llvm::StringRef hisa::getKnownTargetFeatures() { return "+tma, -tma"; }
 
 bool hisa::applyTargetFeatures(llvm::ArrayRef<std::string> features,
-                               TargetSpec &spec, std::string &error) {
+                               TargetSpec &spec, std::string &error,
+                               llvm::StringRef target) {
   for (llvm::StringRef feature : features) {
     feature = feature.trim();
     if (feature == "+tma" || feature == "-tma") {
       spec.tma = feature == "+tma";
       continue;
     }
-    error = ("unknown target feature '" + feature +
-             "' (known: " + getKnownTargetFeatures() + ")")
+    error = ("unknown feature '" + feature + "'" +
+             (target.empty() ? "" : " in target '" + target + "'") +
+             " (known: " + getKnownTargetFeatures() + ")")
                 .str();
     return false;
   }
@@ -45,9 +47,5 @@ bool hisa::parseTargetSpec(llvm::StringRef text, TargetSpec &spec,
   llvm::SmallVector<std::string> features;
   for (llvm::StringRef feature : llvm::ArrayRef(parts).drop_front())
     features.push_back(feature.str());
-  if (!applyTargetFeatures(features, spec, error)) {
-    error += " in target '" + text.str() + "'";
-    return false;
-  }
-  return true;
+  return applyTargetFeatures(features, spec, error, text);
 }

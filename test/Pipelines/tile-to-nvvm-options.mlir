@@ -13,8 +13,8 @@
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NO-TMA-NOT: cp.async.bulk.tensor
 // NO-TMA: nvvm.cp.async.shared.global
-// UNKNOWN: tile-to-nvvm: unknown target feature '-wgmma' (known: +tma, -tma)
-// PTX: tile-to-nvvm: unknown target feature '+ptx80' (known: +tma, -tma)
+// UNKNOWN: tile-to-nvvm: unknown feature '-wgmma' (known: +tma, -tma)
+// PTX: tile-to-nvvm: unknown feature '+ptx80' (known: +tma, -tma)
 // CHIP: tile-to-nvvm: invalid target 'gfx90a' (expected a chip such as sm_90a, optionally with features: sm_90a,-tma)
 // OLD: no such option tma
 tile.kernel @stream(%x: !tile.global<[?, 64], f32>, %out: !tile.global<[64, 64], f32>) {

@@ -27,9 +27,10 @@ struct TargetSpec {
 llvm::StringRef getKnownTargetFeatures();
 
 /// Applies `features` ("+tma", "-tma") to `spec`. On an unknown feature
-/// returns false and sets `error`.
+/// returns false and sets `error` (naming `target`, the whole target string,
+/// when given).
 bool applyTargetFeatures(llvm::ArrayRef<std::string> features, TargetSpec &spec,
-                         std::string &error);
+                         std::string &error, llvm::StringRef target = "");
 
 /// Parses "sm_90a" or "sm_90a,-tma". Returns false and sets `error` on a
 /// malformed chip or an unknown feature.
