@@ -19,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace llvm;
 using namespace hisa::runtime;
@@ -191,6 +192,10 @@ KernelMetadata::evaluateGrid(ArrayRef<SmallVector<int64_t, 8>> sizes) const {
                    StringRef(inst.op).starts_with("rem");
     if (divides && b == 0)
       return fail("division by zero in '" + inst.op + "'");
+    // The one signed quotient int64 cannot hold (x86 traps on it).
+    if (divides && StringRef(inst.op).ends_with("si") &&
+        a == std::numeric_limits<int64_t>::min() && b == -1)
+      return fail("overflow in '" + inst.op + "'");
     StringRef op = inst.op;
     if (op == "const")
       result = inst.immediate;
@@ -200,12 +205,12 @@ KernelMetadata::evaluateGrid(ArrayRef<SmallVector<int64_t, 8>> sizes) const {
           (op == "dim" && inst.b >= static_cast<int64_t>(sizes[inst.a].size())))
         return fail("size of an argument it does not have");
       result = op == "dim" ? sizes[inst.a][inst.b] : sizes[inst.a][0];
-    } else if (op == "addi")
-      result = a + b;
+    } else if (op == "addi") // wraps, as the IR does
+      result = static_cast<int64_t>(ua + ub);
     else if (op == "subi")
-      result = a - b;
+      result = static_cast<int64_t>(ua - ub);
     else if (op == "muli")
-      result = a * b;
+      result = static_cast<int64_t>(ua * ub);
     else if (op == "divsi")
       result = a / b;
     else if (op == "divui")

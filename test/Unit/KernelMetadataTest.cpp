@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace hisa::runtime;
 
 namespace {
@@ -112,6 +114,32 @@ TEST(KernelMetadata, ReportsDivisionByZero) {
   ASSERT_FALSE(static_cast<bool>(grid));
   EXPECT_NE(llvm::toString(grid.takeError()).find("division by zero"),
             std::string::npos);
+}
+
+// INT64_MIN / -1 traps on x86: the grid program must refuse it, not crash
+// the caller. Sums and products wrap as the IR does.
+TEST(KernelMetadata, ReportsSignedDivisionOverflow) {
+  for (llvm::StringRef op : {"divsi", "remsi", "ceildivsi", "floordivsi"}) {
+    KernelMetadata metadata = makePooling();
+    metadata.program = {
+        {"dim", 0, 0, 0, 64}, {"const", 0, 0, -1, 64}, {op.str(), 0, 1, 0, 64}};
+    metadata.gridValues = {2};
+    llvm::SmallVector<llvm::SmallVector<int64_t, 8>> sizes = {
+        {std::numeric_limits<int64_t>::min(), 128}};
+    auto grid = metadata.evaluateGrid(sizes);
+    ASSERT_FALSE(static_cast<bool>(grid)) << op.str();
+    EXPECT_NE(llvm::toString(grid.takeError()).find("overflow in '" + op.str()),
+              std::string::npos);
+  }
+  KernelMetadata metadata = makePooling();
+  metadata.program = {
+      {"dim", 0, 0, 0, 64}, {"const", 0, 0, 2, 64}, {"muli", 0, 1, 0, 64}};
+  metadata.gridValues = {2};
+  llvm::SmallVector<llvm::SmallVector<int64_t, 8>> sizes = {
+      {std::numeric_limits<int64_t>::max(), 128}};
+  auto grid = metadata.evaluateGrid(sizes);
+  ASSERT_TRUE(static_cast<bool>(grid));
+  EXPECT_EQ((*grid)[0], -2);
 }
 
 TEST(KernelMetadata, WrapsNarrowIntegers) {

@@ -150,3 +150,13 @@ tile.kernel @step_negative(%n: index) {
     }
   }
 }
+
+// -----
+
+// blocks x threads would wrap around int64.
+tile.kernel @blocks_per_sm_huge() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op blocks_per_sm must be at least 1 with at most 2048 threads per SM, got 4611686018427387904 blocks of 128 threads}}
+  tile.launch (%bx) in (%c1) threads 128 blocks_per_sm 4611686018427387904 {
+  }
+}

@@ -355,7 +355,7 @@ LogicalResult LaunchOp::verify() {
              << kernel.getSymName();
   }
   if (std::optional<int64_t> blocks = getBoundBlocksPerSm())
-    if (*blocks < 1 || *blocks * threads > 2048)
+    if (*blocks < 1 || *blocks > 2048 / threads)
       return emitOpError("blocks_per_sm must be at least 1 with at most 2048 "
                          "threads per SM, got ")
              << *blocks << " blocks of " << threads << " threads";
