@@ -1683,15 +1683,22 @@ void saveInput(StringRef dir, StringRef stem, const Input &input,
   writeFile((dir + "/" + stem + ".txt").str(), info);
 }
 
+/// The signature up to its first frame: a smaller input that runs out of
+/// memory a few calls elsewhere still shows the same defect.
+StringRef signatureCore(StringRef signature) {
+  return signature.split(" < ").first;
+}
+
 /// Delta debugging over lines, then over the parameter bindings, keeping
-/// each reduction that still gives the same signature.
+/// each reduction that still gives the same signature (core).
 Input minimize(Runner &runner, const Input &original,
                const std::string &signature, unsigned budget) {
   Input best = original;
   unsigned runs = 0;
   auto reproduces = [&](const Input &candidate) {
     ++runs;
-    return runner.runOne(candidate).signature == signature;
+    return signatureCore(runner.runOne(candidate).signature) ==
+           signatureCore(signature);
   };
 
   std::vector<std::string> lines = splitLines(best.text);
