@@ -6,15 +6,16 @@
 // the full `tile-to-nvvm` lowering (with mutated parameter bindings) and PTX
 // serialization. The child runs under a CPU-time limit (-> "hang") and an
 // address-space limit (an out-of-memory abort is a crash). Input i of a
-// campaign depends only on (--seed, i), so any finding can be regenerated.
+// campaign depends only on (--seed, i) and the corpus, so any finding can be
+// regenerated (--dump --first=i --runs=1).
 //
 //   hisa-fuzz [options] <corpus files or directories>...
 //
 // Outcomes: ok, rejected (exit 1 with an error diagnostic: fine), crash
 // (signal, abort, "LLVM ERROR", failure without a diagnostic, output that does
 // not parse back), hang. Crashes and hangs are deduplicated by a signature
-// (kind, message, top frames) and saved with a reproducing command under
-// --out. Exit status 1 when anything was found.
+// (kind, message, pass, top frames) and saved with a reproducing hisa-opt
+// command under --out. Exit status 1 when anything was found.
 //
 //===----------------------------------------------------------------------===//
 
@@ -200,7 +201,7 @@ std::optional<Mode> parseMode(StringRef name) {
 struct Input {
   std::string text;
   Mode mode = Mode::Parse;
-  /// Options of tile-to-nvvm, e.g. "params=kb=64,dim=128 tma=false".
+  /// Options of tile-to-nvvm, e.g. "params=kb=64,dim=128 features=-tma".
   std::string options;
   /// Seed file and the mutations applied, for the report.
   std::string origin;
@@ -226,7 +227,7 @@ struct Corpus {
   std::vector<size_t> positive;
   /// Words seen in the corpus: dotted ones (op names) and plain ones
   /// (keywords, attribute and parameter names).
-  std::vector<std::string> opNames, words, typeNames;
+  std::vector<std::string> opNames, words;
 };
 
 std::vector<std::string> splitLines(StringRef text) {
