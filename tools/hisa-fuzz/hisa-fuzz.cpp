@@ -1220,8 +1220,19 @@ void setUpChild(int stderrFd) {
         llvm::SMLoc());
     SourceMgrDiagnosticHandler reparsedHandler(*reparsedMgr, &context,
                                                llvm::errs());
-    if (!parseSourceFile<ModuleOp>(reparsedMgr, config)) {
+    OwningOpRef<ModuleOp> reparsed =
+        parseSourceFile<ModuleOp>(reparsedMgr, config);
+    if (!reparsed) {
       llvm::errs() << "HISA-FUZZ: printed module does not parse back\n";
+      exitChild(kExitRoundTrip);
+    }
+    // Reading the output back must not change it (an attribute or type
+    // that prints a value its parser reads differently).
+    std::string reprinted;
+    llvm::raw_string_ostream reprintedStream(reprinted);
+    reparsed->print(reprintedStream);
+    if (reprinted != printed) {
+      llvm::errs() << "HISA-FUZZ: printed module changes when read back\n";
       exitChild(kExitRoundTrip);
     }
   }
