@@ -29,6 +29,11 @@ void hisa::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip,
 /// The target the options describe, or an error naming what is wrong.
 static bool getTarget(const hisa::TileToNVVMOptions &options,
                       hisa::TargetSpec &target, std::string &error) {
+  if (options.optLevel < 0 || options.optLevel > 3) {
+    error = "opt-level must be 0 to 3, got " + std::to_string(options.optLevel);
+    return false;
+  }
+  // chip= may also carry features (the JIT's "sm_90a,-tma").
   return hisa::parseTargetSpec(options.chip, target, error) &&
          hisa::applyTargetFeatures(options.features, target, error);
 }
@@ -47,7 +52,10 @@ LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   bind.params.assign(options.params.begin(), options.params.end());
   pm.addPass(tile::createTileBindParams(bind));
   buildTilePlanningPipeline(pm, target.chip, target.tma);
-  buildTileLoweringPipeline(pm, options);
+  TileToNVVMOptions lowering;
+  lowering.copyOptionValuesFrom(options);
+  lowering.chip = target.chip;
+  buildTileLoweringPipeline(pm, lowering);
   return success();
 }
 

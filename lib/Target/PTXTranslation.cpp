@@ -1,6 +1,7 @@
 //===- PTXTranslation.cpp - GPU modules to LLVM IR, PTX and cubin ---------===//
 
 #include "hisa/Target/PTXTranslation.h"
+#include "hisa/Target/TargetSpec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -43,6 +44,18 @@ getNVVMModules(ModuleOp module) {
              << gpuModule.getName()
              << " has no #nvvm.target; attach one (e.g. with "
                 "--nvvm-attach-target=\"chip=sm_90a\") before translating";
+    // LLVM aborts the process on chips and levels it cannot compile for.
+    for (auto target : targets.getAsRange<NVVM::NVVMTargetAttr>()) {
+      if (!hisa::isSupportedChip(target.getChip()))
+        return gpuModule.emitError("gpu.module @")
+               << gpuModule.getName() << " targets unsupported chip '"
+               << target.getChip() << "' (hisa compiles for "
+               << hisa::getSupportedChips() << ")";
+      if (target.getO() < 0 || target.getO() > 3)
+        return gpuModule.emitError("gpu.module @")
+               << gpuModule.getName() << " has optimization level "
+               << target.getO() << "; expected 0 to 3";
+    }
     gpuModules.push_back(gpuModule);
   }
   if (gpuModules.empty())

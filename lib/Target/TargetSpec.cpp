@@ -9,6 +9,21 @@ using namespace hisa;
 
 llvm::StringRef hisa::getKnownTargetFeatures() { return "+tma, -tma"; }
 
+llvm::StringRef hisa::getSupportedChips() {
+  return "sm_80 to sm_90a: the lowering emits PTX ISA 8.0 and cp.async";
+}
+
+bool hisa::isSupportedChip(llvm::StringRef chip) {
+  unsigned version;
+  if (!chip.consume_front("sm_"))
+    return false;
+  bool archSpecific = chip.consume_back("a");
+  if (chip.getAsInteger(10, version) || version < 80 || version > 90)
+    return false;
+  // Only sm_90 has an architecture-specific (wgmma, setmaxnreg) variant.
+  return !archSpecific || version == 90;
+}
+
 bool hisa::applyTargetFeatures(llvm::ArrayRef<std::string> features,
                                TargetSpec &spec, std::string &error,
                                llvm::StringRef target) {
@@ -40,6 +55,12 @@ bool hisa::parseTargetSpec(llvm::StringRef text, TargetSpec &spec,
     error = ("invalid target '" + text +
              "' (expected a chip such as sm_90a, optionally with features: "
              "sm_90a,-tma)")
+                .str();
+    return false;
+  }
+  if (!isSupportedChip(chip)) {
+    error = ("unsupported target '" + chip + "' (hisa compiles for " +
+             getSupportedChips() + ")")
                 .str();
     return false;
   }

@@ -9,6 +9,15 @@
 // RUN: not hisa-opt %s --tile-to-nvvm="features=+ptx80" 2>&1 | FileCheck %s --check-prefix=PTX
 // RUN: not hisa-opt %s --tile-to-nvvm="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not hisa-opt %s --tile-to-nvvm="tma=false" 2>&1 | FileCheck %s --check-prefix=OLD
+// The JIT's spelling in chip= works too; the lowering gets the bare chip.
+// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_90a,-tma" | FileCheck %s --check-prefix=NO-TMA
+// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_90a,-tma" | hisa-translate --gpu-to-ptx | FileCheck %s --check-prefix=PTX-NO-TMA
+// Chips the lowering cannot target are refused before LLVM would abort.
+// RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_120a" 2>&1 | FileCheck %s --check-prefix=SM120
+// RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_70" 2>&1 | FileCheck %s --check-prefix=SM70
+// RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_80a" 2>&1 | FileCheck %s --check-prefix=SM80A
+// RUN: not hisa-opt %s --tile-to-nvvm="opt-level=-1" 2>&1 | FileCheck %s --check-prefix=LEVEL
+// RUN: not hisa-opt %s --tile-to-nvvm="opt-level=99" 2>&1 | FileCheck %s --check-prefix=LEVEL99
 
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NO-TMA-NOT: cp.async.bulk.tensor
@@ -17,6 +26,13 @@
 // PTX: tile-to-nvvm: unknown feature '+ptx80' (known: +tma, -tma)
 // CHIP: tile-to-nvvm: invalid target 'gfx90a' (expected a chip such as sm_90a, optionally with features: sm_90a,-tma)
 // OLD: no such option tma
+// PTX-NO-TMA: .target sm_90a
+// PTX-NO-TMA: cp.async.cg.shared.global
+// SM120: tile-to-nvvm: unsupported target 'sm_120a' (hisa compiles for sm_80 to sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
+// SM70: tile-to-nvvm: unsupported target 'sm_70'
+// SM80A: tile-to-nvvm: unsupported target 'sm_80a'
+// LEVEL: tile-to-nvvm: opt-level must be 0 to 3, got -1
+// LEVEL99: tile-to-nvvm: opt-level must be 0 to 3, got 99
 tile.kernel @stream(%x: !tile.global<[?, 64], f32>, %out: !tile.global<[64, 64], f32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

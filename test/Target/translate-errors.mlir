@@ -12,3 +12,30 @@ module attributes {gpu.container_module} {
   gpu.module @no_target {
   }
 }
+
+// -----
+
+// LLVM would abort the process on a chip the lowering cannot target (no
+// PTX 8.0 support, or no cp.async) and on optimization levels outside 0..3.
+// CHECK: error: gpu.module @sm120 targets unsupported chip 'sm_120a' (hisa compiles for sm_80 to sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
+module attributes {gpu.container_module} {
+  gpu.module @sm120 [#nvvm.target<chip = "sm_120a">] {
+  }
+}
+
+// -----
+
+// CHECK: error: gpu.module @with_features targets unsupported chip 'sm_90a,-tma'
+module attributes {gpu.container_module} {
+  gpu.module @with_features [#nvvm.target<chip = "sm_90a,-tma">] {
+  }
+}
+
+// -----
+
+// (The #nvvm.target verifier refuses the level itself.)
+// CHECK: error: The optimization level must be a number between 0 and 3.
+module attributes {gpu.container_module} {
+  gpu.module @level [#nvvm.target<O = 7, chip = "sm_90a">] {
+  }
+}

@@ -5,6 +5,7 @@
 
 #include "hisa/Conversion/Passes.h"
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
+#include "hisa/Target/TargetSpec.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -532,6 +533,14 @@ struct ConvertTileToGPUPass
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     if (kernels.empty())
       return;
+    // What this pass emits (cp.async, PTX 8.0 features) exists only there;
+    // LLVM would abort the process later on other chips.
+    if (!hisa::isSupportedChip(chip)) {
+      module.emitError("convert-tile-to-gpu: unsupported target '")
+          << chip << "' (hisa compiles for " << hisa::getSupportedChips()
+          << ")";
+      return signalPassFailure();
+    }
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(module.getContext()));
     for (KernelOp kernel : kernels)

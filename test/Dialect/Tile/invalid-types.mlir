@@ -31,7 +31,7 @@ func.func private @bad_dim(!tile.shared<[4, *], f32>)
 
 // -----
 
-// expected-error @+1 {{tile elements must be integers, floats or index, got 'vector<4xf32>'}}
+// expected-error @+1 {{tile elements must be integers or floats (i64 or i32 for indices), got 'vector<4xf32>'}}
 func.func private @vector_element(!tile.shared<[4], vector<4xf32>>)
 
 // -----
@@ -58,3 +58,15 @@ func.func private @layout_one_dim() attributes {l = #tile.frag_layout<threads = 
 
 // expected-error @+1 {{fragment layout map must have at least one result}}
 func.func private @layout_no_results() attributes {l = #tile.frag_layout<threads = 32, values = 2, map = (t, v) -> ()>}
+
+// -----
+
+// index has no byte size of its own on the GPU: tiles of indices are i64 or
+// i32 (an index element used to crash layout assignment and the lowering).
+// expected-error @+1 {{tile elements must be integers or floats (i64 or i32 for indices), got 'index'}}
+func.func private @index_fragment(!tile.frag<[64, 128], index>)
+
+// -----
+
+// expected-error @+1 {{tile elements must be integers or floats (i64 or i32 for indices), got 'index'}}
+func.func private @index_global(!tile.global<[?, 32], index>)

@@ -392,18 +392,6 @@ tile.kernel @cast_same_type() {
 
 // -----
 
-tile.kernel @cast_index() {
-  %c1 = arith.constant 1 : index
-  tile.launch (%bx) in (%c1) threads 32 {
-    %f = tile.alloc : !tile.frag<[64], index>
-    %s = tile.alloc : !tile.frag<[64], f32>
-    // expected-error @+1 {{'tile.cast' op converts only between integer and float elements, got 'index' to 'f32'}}
-    tile.cast %f to %s : !tile.frag<[64], index> to !tile.frag<[64], f32>
-  }
-}
-
-// -----
-
 tile.kernel @gemm_rank() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
@@ -514,18 +502,6 @@ tile.kernel @reduce_element_type() {
     %d = tile.alloc : !tile.frag<[8], f16>
     // expected-error @+1 {{'tile.reduce' op destination holds 'f16' but the source holds 'f32'}}
     tile.reduce max %s to %d dim = 1 : !tile.frag<[8, 8], f32> to !tile.frag<[8], f16>
-  }
-}
-
-// -----
-
-tile.kernel @reduce_index() {
-  %c1 = arith.constant 1 : index
-  tile.launch (%bx) in (%c1) threads 32 {
-    %s = tile.alloc : !tile.frag<[8, 8], index>
-    %d = tile.alloc : !tile.frag<[8], index>
-    // expected-error @+1 {{'tile.reduce' op reduces only integer or float elements, got 'index'}}
-    tile.reduce max %s to %d dim = 1 : !tile.frag<[8, 8], index> to !tile.frag<[8], index>
   }
 }
 
