@@ -88,7 +88,10 @@ static cl::opt<std::string>
              cl::desc("Comma-separated modes drawn per input: parse (parse "
                       "+ verify), nvvm (tile-to-nvvm, default parameters), "
                       "params (tile-to-nvvm with mutated bindings), ptx "
-                      "(params + PTX serialization); 'mix' = all"),
+                      "(params + PTX serialization), jit "
+                      "(hisa_kernel_compile of the runtime library: "
+                      "mutated parameters and target, ptxas); 'mix' = all "
+                      "but jit"),
              cl::init("mix"));
 static cl::opt<double> timeoutOpt("timeout",
                                   cl::desc("CPU seconds per input (hang)"),
@@ -140,6 +143,11 @@ static cl::opt<bool> checkCorpusOpt(
     "check-corpus",
     cl::desc("Run every seed unmutated in each --mode and print the outcomes"),
     cl::init(false));
+static cl::opt<std::string> runtimeLibOpt(
+    "runtime-lib",
+    cl::desc("libhisa_runtime.so for the jit mode (default: "
+             "../lib/libhisa_runtime.so next to this executable)"),
+    cl::init(""));
 static cl::opt<std::string>
     replayOpt("replay",
               cl::desc("Run one file (with --replay-mode, "
@@ -173,7 +181,7 @@ struct Rng {
   }
 };
 
-enum class Mode { Parse, NVVM, Params, PTX };
+enum class Mode { Parse, NVVM, Params, PTX, JIT };
 
 StringRef modeName(Mode mode) {
   switch (mode) {
@@ -185,6 +193,8 @@ StringRef modeName(Mode mode) {
     return "params";
   case Mode::PTX:
     return "ptx";
+  case Mode::JIT:
+    return "jit";
   }
   return "?";
 }
@@ -195,6 +205,7 @@ std::optional<Mode> parseMode(StringRef name) {
       .Case("nvvm", Mode::NVVM)
       .Case("params", Mode::Params)
       .Case("ptx", Mode::PTX)
+      .Case("jit", Mode::JIT)
       .Default(std::nullopt);
 }
 
@@ -922,9 +933,9 @@ std::vector<std::string> declaredParams(StringRef text) {
   return names;
 }
 
-/// tile-to-nvvm options with mutated bindings: huge, zero and negative
-/// values, duplicate and unknown names, malformed entries, other targets.
-std::string mutateBindings(StringRef text, Mutator &mutator, Rng &rng) {
+/// Mutated bindings "name=value,...": huge, zero and negative values,
+/// duplicate and unknown names, malformed entries.
+std::string mutateParamList(StringRef text, Mutator &mutator, Rng &rng) {
   std::vector<std::string> names = declaredParams(text);
   static const std::vector<std::string> plausible =
       splitWords("1 2 4 8 16 32 64 128 256 512");
@@ -957,9 +968,13 @@ std::string mutateBindings(StringRef text, Mutator &mutator, Rng &rng) {
     else
       bindings.push_back(name + "=" + value);
   }
-  std::string options;
-  if (!bindings.empty())
-    options = "params=" + llvm::join(bindings, ",");
+  return llvm::join(bindings, ",");
+}
+
+/// tile-to-nvvm options: mutated bindings and targets.
+std::string mutateBindings(StringRef text, Mutator &mutator, Rng &rng) {
+  std::string list = mutateParamList(text, mutator, rng);
+  std::string options = list.empty() ? "" : "params=" + list;
   auto add = [&](StringRef option) {
     if (!options.empty())
       options += " ";
@@ -1034,6 +1049,16 @@ Input generateInput(const Corpus &corpus, const std::vector<Mode> &modes,
     input.origin += " " + mutator.mutate(input.text, lowering);
   if (input.mode == Mode::Params || input.mode == Mode::PTX)
     input.options = mutateBindings(input.text, mutator, rng);
+  if (input.mode == Mode::JIT) {
+    // The JIT's own spellings: "heads=32,dim=64" and "sm_90a,-tma".
+    input.options = "params=" + mutateParamList(input.text, mutator, rng);
+    if (rng.chance(30))
+      input.options +=
+          " target=" +
+          rng.pick(splitWords("sm_90a,-tma sm_90a,+tma sm_80 sm_90 sm_86 "
+                              "sm_70 sm_100a sm_90a,-tma,-tma sm_90a, , "
+                              "garbage sm_90a,+ptx80 sm_4294967296"));
+  }
   return input;
 }
 
@@ -1165,9 +1190,72 @@ void setUpChild(int stderrFd) {
   _exit(code);
 }
 
+/// The runtime library's compile entry point, loaded by the parent
+/// (RTLD_LOCAL: it carries its own LLVM).
+using JitCompileFn = int (*)(const char *, const char *, const char *,
+                             const char *, char *, int64_t);
+using JitLastErrorFn = const char *(*)();
+JitCompileFn jitCompile;
+JitLastErrorFn jitLastError;
+
+bool loadRuntime() {
+  std::string path = runtimeLibOpt;
+  if (path.empty()) {
+    SmallString<256> exe(
+        llvm::sys::fs::getMainExecutable(nullptr, (void *)&loadRuntime));
+    llvm::sys::path::remove_filename(exe);
+    llvm::sys::path::append(exe, "..", "lib", "libhisa_runtime.so");
+    path = exe.str().str();
+  }
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle) {
+    jitCompile =
+        reinterpret_cast<JitCompileFn>(dlsym(handle, "hisa_kernel_compile"));
+    jitLastError =
+        reinterpret_cast<JitLastErrorFn>(dlsym(handle, "hisa_last_error"));
+  }
+  if (!jitCompile || !jitLastError) {
+    llvm::errs() << "hisa-fuzz: cannot load the runtime library " << path
+                 << ": " << dlerror() << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// jit mode: "params=a=1,b=2 target=sm_90a,-tma" -> hisa_kernel_compile.
+[[noreturn]] void runJit(const Input &input) {
+  setPhase("jit");
+  StringRef options = input.options, params, target = "sm_90a";
+  size_t at = options.rfind(" target=");
+  if (at != StringRef::npos) {
+    target = options.substr(at + strlen(" target="));
+    options = options.take_front(at);
+  }
+  if (options.consume_front("params="))
+    params = options;
+  // The first kernel of the source.
+  StringRef text = input.text, name = "k";
+  size_t kernel = text.find("tile.kernel @");
+  if (kernel != StringRef::npos) {
+    StringRef rest = text.substr(kernel + strlen("tile.kernel @"));
+    name = rest.take_while(isIdentChar);
+  }
+  int status =
+      jitCompile(input.text.c_str(), name.str().c_str(), params.str().c_str(),
+                 target.str().c_str(), nullptr, 0);
+  if (status == 0)
+    exitChild(0);
+  const char *error = jitLastError();
+  if (error && *error)
+    llvm::errs() << "error: " << error << "\n";
+  exitChild(1);
+}
+
 [[noreturn]] void runChild(MLIRContext &context, const Input &input,
                            int stderrFd) {
   setUpChild(stderrFd);
+  if (input.mode == Mode::JIT)
+    runJit(input);
   setPhase("parse");
 
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
@@ -1260,23 +1348,24 @@ public:
     Dl_info info;
     if (!dladdr(reinterpret_cast<void *>(address), &info) || !info.dli_fname)
       return "??";
-    uintptr_t base = reinterpret_cast<uintptr_t>(info.dli_fbase);
-    if (isMainExecutable(info)) {
-      load();
-      uintptr_t offset = pie ? address - base : address;
-      auto it = llvm::upper_bound(symbols, offset,
-                                  [](uintptr_t value, const Symbol &symbol) {
-                                    return value < symbol.address;
-                                  });
-      if (it != symbols.begin()) {
-        --it;
-        if (offset < it->address + std::max<uint64_t>(it->size, 1))
-          return it->name;
-      }
-      return "??";
-    }
     if (info.dli_sname)
       return shorten(llvm::demangle(info.dli_sname));
+    // Not exported (the tools and the runtime link LLVM statically, with
+    // hidden symbols): look in the module's own symbol table.
+    Module &module = modules[info.dli_fname];
+    if (!module.loaded)
+      module.load(isMainExecutable(info) ? "/proc/self/exe" : info.dli_fname);
+    uintptr_t base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+    uintptr_t offset = module.pie ? address - base : address;
+    auto it = llvm::upper_bound(module.symbols, offset,
+                                [](uintptr_t value, const Symbol &symbol) {
+                                  return value < symbol.address;
+                                });
+    if (it != module.symbols.begin()) {
+      --it;
+      if (offset < it->address + std::max<uint64_t>(it->size, 1))
+        return it->name;
+    }
     return llvm::sys::path::filename(info.dli_fname).str() + "+?";
   }
 
@@ -1297,50 +1386,51 @@ private:
     uint64_t address, size;
     std::string name;
   };
-  std::vector<Symbol> symbols;
-  bool loaded = false, pie = true;
+
+  struct Module {
+    std::vector<Symbol> symbols;
+    bool loaded = false, pie = true;
+
+    void load(StringRef path) {
+      loaded = true;
+      auto binary = llvm::object::ObjectFile::createObjectFile(path);
+      if (!binary) {
+        llvm::consumeError(binary.takeError());
+        return;
+      }
+      llvm::object::ObjectFile *object = binary->getBinary();
+      auto *elf = dyn_cast<llvm::object::ELFObjectFileBase>(object);
+      if (!elf)
+        return;
+      pie = elf->getEType() == llvm::ELF::ET_DYN;
+      for (const llvm::object::ELFSymbolRef &symbol : elf->symbols()) {
+        auto type = symbol.getType();
+        auto address = symbol.getAddress();
+        auto name = symbol.getName();
+        if (!type || !address || !name) {
+          if (!type)
+            llvm::consumeError(type.takeError());
+          if (!address)
+            llvm::consumeError(address.takeError());
+          if (!name)
+            llvm::consumeError(name.takeError());
+          continue;
+        }
+        if (*type == llvm::object::SymbolRef::ST_Function)
+          symbols.push_back(
+              {*address, symbol.getSize(), shorten(llvm::demangle(*name))});
+      }
+      llvm::sort(symbols, [](const Symbol &a, const Symbol &b) {
+        return a.address < b.address;
+      });
+    }
+  };
+  std::map<std::string, Module> modules;
 
   static bool isMainExecutable(const Dl_info &info) {
     Dl_info self;
     dladdr(reinterpret_cast<void *>(&writeHex), &self);
     return self.dli_fbase == info.dli_fbase;
-  }
-
-  void load() {
-    if (loaded)
-      return;
-    loaded = true;
-    auto binary = llvm::object::ObjectFile::createObjectFile("/proc/self/exe");
-    if (!binary) {
-      llvm::consumeError(binary.takeError());
-      return;
-    }
-    llvm::object::ObjectFile *object = binary->getBinary();
-    if (auto *elf = dyn_cast<llvm::object::ELFObjectFileBase>(object))
-      pie = elf->getEType() == llvm::ELF::ET_DYN;
-    for (const llvm::object::SymbolRef &symbol : object->symbols()) {
-      auto type = symbol.getType();
-      auto address = symbol.getAddress();
-      auto name = symbol.getName();
-      if (!type || !address || !name) {
-        if (!type)
-          llvm::consumeError(type.takeError());
-        if (!address)
-          llvm::consumeError(address.takeError());
-        if (!name)
-          llvm::consumeError(name.takeError());
-        continue;
-      }
-      if (*type != llvm::object::SymbolRef::ST_Function)
-        continue;
-      uint64_t size = 0;
-      if (isa<llvm::object::ELFObjectFileBase>(object))
-        size = llvm::object::ELFSymbolRef(symbol).getSize();
-      symbols.push_back({*address, size, shorten(llvm::demangle(*name))});
-    }
-    llvm::sort(symbols, [](const Symbol &a, const Symbol &b) {
-      return a.address < b.address;
-    });
   }
 };
 
@@ -1636,6 +1726,9 @@ std::string shellQuote(StringRef s) {
 }
 
 std::string reproduceCommand(const Input &input, StringRef file) {
+  if (input.mode == Mode::JIT)
+    return "hisa-fuzz --replay=" + file.str() +
+           " --replay-mode=jit --replay-options=" + shellQuote(input.options);
   std::string command = "hisa-opt " + file.str();
   if (input.mode != Mode::Parse) {
     command += " --tile-to-nvvm";
@@ -1801,6 +1894,29 @@ Input minimize(Runner &runner, const Input &original,
   return best;
 }
 
+/// A private JIT cache, removed at the end of the campaign.
+struct JitCache {
+  SmallString<128> path;
+  ~JitCache() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+};
+
+/// Loads the runtime and gives the campaign a fresh JIT cache.
+bool prepareJit(JitCache &cache) {
+  if (!loadRuntime())
+    return false;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("hisa-fuzz-cache", cache.path)) {
+    llvm::errs() << "hisa-fuzz: cannot create a cache directory: "
+                 << ec.message() << "\n";
+    return false;
+  }
+  setenv("HISA_CACHE_DIR", cache.path.c_str(), 1);
+  return true;
+}
+
 int replay(Runner &runner) {
   auto buffer = llvm::MemoryBuffer::getFile(replayOpt);
   if (!buffer) {
@@ -1844,8 +1960,12 @@ int main(int argc, char **argv) {
   backtrace(warmUp, 1);
 
   Runner runner(context, replayOpt.empty() ? jobsOpt : 1);
-  if (!replayOpt.empty())
+  if (!replayOpt.empty()) {
+    JitCache jitCache;
+    if (replayModeOpt == "jit" && !prepareJit(jitCache))
+      return 2;
     return replay(runner);
+  }
 
   Corpus corpus = buildCorpus();
   if (corpus.seeds.empty()) {
@@ -1854,6 +1974,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::vector<Mode> modes = campaignModes();
+  JitCache jitCache;
+  if (llvm::is_contained(modes, Mode::JIT) && !prepareJit(jitCache))
+    return 2;
 
   if (checkCorpusOpt) {
     static const char *const names[] = {"ok", "rejected", "crash", "hang"};
