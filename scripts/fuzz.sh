@@ -16,7 +16,9 @@
 # --first=i --runs=1 --dump ...` prints it again. Exit status 1 when
 # anything was found.
 #
-# Environment: HISA_FUZZ_JOBS children at once (default 1; use 2 on two idle
+# Environment: HISA_FUZZ_MODES (default mix: parse, nvvm, params, ptx;
+# mix,jit adds hisa_kernel_compile of the runtime library, which is then
+# built too), HISA_FUZZ_JOBS children at once (default 1; use 2 on two idle
 # cores), HISA_FUZZ_TIMEOUT CPU seconds per input (default 10),
 # HISA_FUZZ_MEM_MB address-space limit per child (default 4096),
 # HISA_BUILD_DIR, HISA_BUILD_LOCK (a lock file shared with other builds;
@@ -29,18 +31,24 @@ seed=${2:-1}
 out=${3:-$build/fuzz-$seed}
 shift $(($# < 3 ? $# : 3))
 
+modes=${HISA_FUZZ_MODES:-mix}
+targets=(hisa-fuzz)
+if [[ $modes == *jit* ]]; then
+  targets+=(hisa_runtime)
+fi
 lock=${HISA_BUILD_LOCK:-/tmp/hisa-build.lock}
 if command -v flock >/dev/null; then
-  flock "$lock" "$root/scripts/build.sh" hisa-fuzz
+  flock "$lock" "$root/scripts/build.sh" "${targets[@]}"
 else
-  "$root/scripts/build.sh" hisa-fuzz
+  "$root/scripts/build.sh" "${targets[@]}"
 fi
 
 mkdir -p "$out"
 # Run a private copy: a rebuild during the campaign must not replace it.
 cp "$build/bin/hisa-fuzz" "$out/hisa-fuzz"
 set +e
-"$out/hisa-fuzz" --seed="$seed" --runs="$runs" \
+"$out/hisa-fuzz" --seed="$seed" --runs="$runs" --mode="$modes" \
+  --runtime-lib="$build/lib/libhisa_runtime.so" \
   --jobs="${HISA_FUZZ_JOBS:-1}" --timeout="${HISA_FUZZ_TIMEOUT:-10}" \
   --mem-limit-mb="${HISA_FUZZ_MEM_MB:-4096}" --out="$out" --minimize \
   "$@" "$root/test" "$root/kernels-dsl" 2>"$out/log.txt" | tee "$out/summary.txt"
