@@ -1370,7 +1370,7 @@ public:
   }
 
   static std::string shorten(std::string name) {
-    // Drop parameter lists and templates' noise: the signature keeps the
+    // Drop parameter lists and template arguments: the signature keeps the
     // qualified function name only.
     size_t anon;
     while ((anon = name.find("(anonymous namespace)")) != std::string::npos)
@@ -1378,7 +1378,28 @@ public:
     size_t paren = name.find('(');
     if (paren != std::string::npos && paren > 0)
       name.resize(paren);
-    return name;
+    std::string out;
+    int depth = 0;
+    for (size_t i = 0; i < name.size(); ++i) {
+      char c = name[i];
+      bool isOperator = StringRef(name).take_front(i).ends_with("operator");
+      if (c == '<' && !isOperator) {
+        if (depth++ == 0)
+          out += "<>";
+        continue;
+      }
+      if (c == '>' && depth > 0) {
+        --depth;
+        continue;
+      }
+      if (depth == 0)
+        out += c;
+    }
+    // Templates of a return type leave "type name": keep the name.
+    size_t space = out.rfind(' ');
+    if (space != std::string::npos && out.find("operator") == std::string::npos)
+      out = out.substr(space + 1);
+    return out;
   }
 
 private:
@@ -1451,7 +1472,8 @@ bool isNoiseFrame(StringRef name) {
       "safe_realloc|std::__throw|_Unwind|SmallVectorBase|SmallVectorTemplate|"
       "SmallVectorImpl|std::vector|allocate|__assert_fail|llvm::sys::|memcpy|"
       "memset|memmove|std::__new_allocator|std::_Vector_base|"
-      "llvm::allocate_buffer|llvm::deallocate_buffer|BumpPtrAllocator|??";
+      "llvm::allocate_buffer|llvm::deallocate_buffer|BumpPtrAllocator|"
+      "llvm::DenseMapBase|llvm::StringMapImpl|??";
   return llvm::any_of(llvm::split(noise, '|'),
                       [&](StringRef n) { return name.contains(n); });
 }
