@@ -164,7 +164,11 @@ for run in runs:
         counts, source = from_log(text), " (from the log)"
     total, failed, skipped = counts
     passed = total - failed - skipped
+    # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors,
+    # W warnings)" instead of an ERROR SUMMARY line.
     sums = [int(x) for x in re.findall(r"ERROR SUMMARY: (\d+) errors?", text)]
+    sums += [int(x) for x in re.findall(
+        r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", text)]
     errors = sum(sums) if sums else None
     reasons = []
     if status in (124, 137):
@@ -179,7 +183,7 @@ for run in runs:
         reasons.append(f"exit status {status}")
     if name != "baseline":
         if errors is None:
-            reasons.append("no ERROR SUMMARY (the sanitizer did not finish)")
+            reasons.append("no ERROR/RACECHECK SUMMARY (the sanitizer did not finish)")
         elif errors:
             reasons.append(f"{errors} sanitizer errors")
     if passed != expected:

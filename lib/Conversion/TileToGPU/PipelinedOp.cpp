@@ -441,8 +441,10 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
   int64_t bytes = layout.vector * elementBytes;
   // Pieces must start 16/8/4-byte aligned in global memory: rows of a
   // static size that is a multiple of the piece, or a 1-D tensor. The last
-  // piece of a 1-D tensor may straddle its end: it copies the elements
-  // before the end (cp.async's source size) and zero-fills the rest.
+  // piece of a 1-D tensor may straddle its end: it is copied element by
+  // element (plain loads and shared stores), since cp.async with a source
+  // size below the piece still reads the whole piece (SASS LDGSTS.ZFILL
+  // only zeroes the rest: compute-sanitizer reports the bytes past the end).
   int64_t innermost = sourceType.getRank() - 1;
   bool wholePieces = !sourceType.isDynamicDim(innermost) &&
                      sourceType.getDimSize(innermost) % layout.vector == 0;
@@ -477,17 +479,22 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
                                          .getResult());
       Value sourceElements = index(nested, layout.vector);
       SmallVector<Value> safe = indices;
+      // Set when the piece may straddle the end: whether it does, and how
+      // many of its elements lie before the end.
+      Value straddles, left;
       if (checked) {
         Value inside;
         if (wholePieces) {
           inside = inBounds(nested, source, indices, layout.vector);
         } else {
-          // Elements of the piece inside the row: min(size - start, V).
-          inside = inBounds(nested, source, indices, 1);
+          Value starts = inBounds(nested, source, indices, 1);
           Value size = memref::DimOp::create(nested, loc, source, innermost);
-          Value left = arith::SubIOp::create(nested, loc, size, indices.back());
-          sourceElements =
-              arith::MinSIOp::create(nested, loc, left, sourceElements);
+          left = arith::SubIOp::create(nested, loc, size, indices.back());
+          Value shortPiece =
+              arith::CmpIOp::create(nested, loc, arith::CmpIPredicate::slt,
+                                    left, index(nested, layout.vector));
+          straddles = arith::AndIOp::create(nested, loc, starts, shortPiece);
+          inside = inBounds(nested, source, indices, layout.vector);
         }
         sourceElements = arith::SelectOp::create(
             nested, loc, inside, sourceElements, index(nested, 0));
@@ -497,12 +504,43 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
                                         index(nested, 0));
       }
       emitIf(nested, isInside(nested, layout, v), [&](OpBuilder &inner) {
-        SmallVector<Value> destination = sharedIndices(inner, tile, coords);
-        nvgpu::DeviceAsyncCopyOp::create(
-            inner, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-            buffer, destination, source, safe,
-            inner.getIndexAttr(layout.vector), sourceElements,
-            bytes == 16 ? inner.getUnitAttr() : UnitAttr());
+        auto issue = [&](OpBuilder &at) {
+          SmallVector<Value> destination = sharedIndices(at, tile, coords);
+          nvgpu::DeviceAsyncCopyOp::create(
+              at, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
+              destination, source, safe, at.getIndexAttr(layout.vector),
+              sourceElements, bytes == 16 ? at.getUnitAttr() : UnitAttr());
+        };
+        if (!straddles)
+          return issue(inner);
+        auto split = scf::IfOp::create(inner, loc, straddles,
+                                       /*withElseRegion=*/true);
+        OpBuilder elementwise = split.getThenBodyBuilder();
+        Value zero = arith::ConstantOp::create(
+            elementwise, loc, elementwise.getZeroAttr(elementType));
+        for (int64_t j = 0; j < layout.vector; ++j) {
+          // Element j of the piece: loaded if before the end (the start is),
+          // else 0.
+          Value valid =
+              arith::CmpIOp::create(elementwise, loc, arith::CmpIPredicate::slt,
+                                    index(elementwise, j), left);
+          SmallVector<Value> at = indices;
+          at.back() = arith::SelectOp::create(
+              elementwise, loc, valid,
+              arith::AddIOp::create(elementwise, loc, indices.back(),
+                                    index(elementwise, j)),
+              indices.back());
+          Value loaded = memref::LoadOp::create(elementwise, loc, source, at);
+          Value value =
+              arith::SelectOp::create(elementwise, loc, valid, loaded, zero);
+          SmallVector<Value> element = coords;
+          element.back() = arith::AddIOp::create(
+              elementwise, loc, coords.back(), index(elementwise, j));
+          memref::StoreOp::create(elementwise, loc, value, buffer,
+                                  sharedIndices(elementwise, tile, element));
+        }
+        OpBuilder whole = split.getElseBodyBuilder();
+        issue(whole);
       });
     }
   };
