@@ -96,9 +96,11 @@ static cl::opt<std::string>
 static cl::opt<double> timeoutOpt("timeout",
                                   cl::desc("CPU seconds per input (hang)"),
                                   cl::init(10));
-static cl::opt<unsigned> memLimitOpt("mem-limit-mb",
-                                     cl::desc("Address-space limit per child"),
-                                     cl::init(4096));
+static cl::opt<unsigned> memLimitOpt(
+    "mem-limit-mb",
+    cl::desc("Address-space limit per child (0: none, e.g. under "
+             "AddressSanitizer, whose shadow memory needs terabytes of it)"),
+    cl::init(4096));
 static cl::opt<std::string>
     outOpt("out", cl::desc("Directory for crashing/hanging inputs"),
            cl::init(""));
@@ -544,6 +546,7 @@ public:
         {4, 3, "dup-line", &Mutator::duplicateLine},
         {2, 1, "swap-lines", &Mutator::swapLines},
         {5, 1, "splice", &Mutator::spliceLine},
+        {2, 3, "concat", &Mutator::concatSeed},
         {5, 1, "del-token", &Mutator::deleteToken},
         {3, 1, "dup-token", &Mutator::duplicateToken},
         {2, 0, "truncate", &Mutator::truncate},
@@ -871,6 +874,14 @@ private:
     return true;
   }
 
+  /// Another whole seed after this one: modules with several kernels, and
+  /// clashing symbol names (two @k, a kernel next to a gpu.module).
+  bool concatSeed(std::string &text) {
+    const Seed &other = corpus.seeds[rng.pick(corpus.draw)];
+    text += "\n" + other.text;
+    return true;
+  }
+
   bool deleteToken(std::string &text) {
     std::vector<Token> tokens = tokenize(text);
     if (tokens.empty())
@@ -1147,9 +1158,11 @@ void onCpuLimit(int sig) {
 
 void setUpChild(int stderrFd) {
   // Limits first: the parent's mappings count towards RLIMIT_AS as well.
-  rlim_t bytes = rlim_t(memLimitOpt) << 20;
-  struct rlimit memory = {bytes, bytes};
-  setrlimit(RLIMIT_AS, &memory);
+  if (memLimitOpt) {
+    rlim_t bytes = rlim_t(memLimitOpt) << 20;
+    struct rlimit memory = {bytes, bytes};
+    setrlimit(RLIMIT_AS, &memory);
+  }
   struct rlimit fileSize = {64u << 20, 64u << 20};
   setrlimit(RLIMIT_FSIZE, &fileSize);
   struct rlimit core = {0, 0};
