@@ -56,6 +56,31 @@ getNVVMModules(ModuleOp module) {
                << gpuModule.getName() << " has optimization level "
                << target.getO() << "; expected 0 to 3";
     }
+    // Types LLVM IR cannot express crash the translation (e.g. an
+    // !llvm.array of complex<f32> corrupts memory in ArrayType::get).
+    WalkResult types = gpuModule.walk([&](Operation *op) {
+      auto refuse = [&](Type type) {
+        op->emitOpError("has type ")
+            << type << ", which LLVM IR cannot express; lower it first";
+        return WalkResult::interrupt();
+      };
+      if (auto global = dyn_cast<LLVM::GlobalOp>(op))
+        if (!LLVM::isCompatibleType(global.getGlobalType()))
+          return refuse(global.getGlobalType());
+      if (!isa<LLVM::LLVMDialect, NVVM::NVVMDialect>(op->getDialect()))
+        return WalkResult::advance();
+      for (Type type : op->getResultTypes())
+        if (!LLVM::isCompatibleType(type))
+          return refuse(type);
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (Type type : block.getArgumentTypes())
+            if (!LLVM::isCompatibleType(type))
+              return refuse(type);
+      return WalkResult::advance();
+    });
+    if (types.wasInterrupted())
+      return failure();
     gpuModules.push_back(gpuModule);
   }
   if (gpuModules.empty())

@@ -39,3 +39,14 @@ module attributes {gpu.container_module} {
   gpu.module @level [#nvvm.target<O = 7, chip = "sm_90a">] {
   }
 }
+
+// -----
+
+// A type LLVM IR cannot express is refused before translation (upstream's
+// translation corrupts memory on it; found by hisa-fuzz).
+// CHECK: error: 'llvm.mlir.global' op has type '!llvm.array<4 x complex<f32>>', which LLVM IR cannot express; lower it first
+module attributes {gpu.container_module} {
+  gpu.module @bad_type [#nvvm.target<chip = "sm_90a">] {
+    llvm.mlir.global internal @other() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4 x complex<f32>>
+  }
+}
