@@ -10,6 +10,7 @@
 #include "KernelLowering.h"
 
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -569,10 +570,9 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
 }
 
 int64_t hisa::tile::getTileBytes(SharedType type) {
-  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
-  for (int64_t size : *type.getTileShape().getStaticSizes())
-    bytes *= size;
-  return bytes;
+  // Bounded by the type's verifier (at most 227 KiB).
+  return *getStaticElementCount(type.getDims()) *
+         getElementBytes(type.getElementType());
 }
 
 FailureOr<Value> KernelLowering::initStageMbarriers(PipelinedOp op,

@@ -16,11 +16,12 @@ using namespace mlir;
 using namespace hisa::tile;
 
 /// What a loop or branch costs relative to a plain operation. LLVM's NVPTX
-/// code generation grows faster than linearly with the loops and branches
-/// of a function (clean_and_maintain_logits, 5 loops and 2 branches per
-/// row: 0.5 s with 32 unrolled rows per thread, 3.7 s with 128, 10.7 s
-/// with 256), so unrolled control flow is charged more.
-static constexpr int64_t kControlFlowCost = 64;
+/// code generation and, more so, ptxas grow about quadratically with the
+/// loops and branches of a function (clean_and_maintain_logits, 5 loops and
+/// 2 branches per row; unrolled rows per thread 32 / 64 / 128: LLVM 0.5 /
+/// 1.2 / 3.7 s, ptxas -O3 2.8 / 10.2 / 33 s), so unrolled control flow is
+/// charged more: 32 rows fit the budget, 64 do not.
+static constexpr int64_t kControlFlowCost = 256;
 
 /// Elements of each thread's share of a tile or domain of `dims`.
 static int64_t perThread(ArrayAttr dims, int64_t threads) {
