@@ -2,11 +2,7 @@
 
 #include "hisa/Runtime/Jit.h"
 #include "hisa/Runtime/DiskCache.h"
-
-// The C ABI, compiled into this test: the unit tests link the runtime's
-// static library, which leaves it out, and its status codes and messages
-// are what callers see.
-#include "../../lib/Runtime/CAPI.cpp"
+#include "hisa/Runtime/hisa_runtime.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
