@@ -6,6 +6,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include "TestProcess.h"
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -27,98 +29,10 @@
 
 using hisa::runtime::DiskCache;
 
+using hisa::testing::runInChild;
+using hisa::testing::ScopedEnvironment;
+
 namespace {
-
-/// Sets or unsets an environment variable for the lifetime of the object.
-class ScopedEnvironment {
-public:
-  ScopedEnvironment(const char *name, const char *value) : name(name) {
-    if (const char *old = std::getenv(name))
-      oldValue = old;
-    if (value)
-      ::setenv(name, value, /*overwrite=*/1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnvironment() {
-    if (oldValue)
-      ::setenv(name, oldValue->c_str(), /*overwrite=*/1);
-    else
-      ::unsetenv(name);
-  }
-
-private:
-  const char *name;
-  std::optional<std::string> oldValue;
-};
-
-/// Runs `body` in a forked child and returns what it returns; fails the
-/// test (and returns std::nullopt) if the child crashes or does not finish
-/// within `seconds` (it is then killed). Guards calls that used to hang or
-/// crash without hanging or killing the test binary.
-std::optional<std::string> runInChild(const std::function<std::string()> &body,
-                                      int seconds = 10) {
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe: " << std::strerror(errno);
-    return std::nullopt;
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ADD_FAILURE() << "fork: " << std::strerror(errno);
-    return std::nullopt;
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::string result = body();
-    for (size_t done = 0; done < result.size();) {
-      ssize_t count =
-          ::write(fds[1], result.data() + done, result.size() - done);
-      if (count <= 0)
-        ::_exit(2);
-      done += static_cast<size_t>(count);
-    }
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  std::string output;
-  auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  int status = 0;
-  bool exited = false;
-  while (!exited) {
-    char buffer[4096];
-    ssize_t count;
-    while ((count = ::read(fds[0], buffer, sizeof(buffer))) > 0)
-      output.append(buffer, static_cast<size_t>(count));
-    exited = ::waitpid(pid, &status, WNOHANG) == pid;
-    if (!exited && std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      ::close(fds[0]);
-      ADD_FAILURE() << "the call did not finish within " << seconds << " s";
-      return std::nullopt;
-    }
-    if (!exited)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  char buffer[4096];
-  ssize_t count;
-  while ((count = ::read(fds[0], buffer, sizeof(buffer))) > 0)
-    output.append(buffer, static_cast<size_t>(count));
-  ::close(fds[0]);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    ADD_FAILURE() << "the child "
-                  << (WIFSIGNALED(status)
-                          ? "was killed by signal " +
-                                std::to_string(WTERMSIG(status))
-                          : "exited with status " +
-                                std::to_string(WEXITSTATUS(status)));
-    return std::nullopt;
-  }
-  return output;
-}
 
 const char *outcomeName(DiskCache::Lookup::Outcome outcome) {
   switch (outcome) {
