@@ -160,3 +160,21 @@ tile.kernel @blocks_per_sm_huge() {
   tile.launch (%bx) in (%c1) threads 128 blocks_per_sm 4611686018427387904 {
   }
 }
+
+// -----
+
+// A shape with parameters is already refused when no binding could make it
+// fit (parameters are at least 1); it is checked exactly once bound.
+// expected-error @+1 {{the fragment [1099511627776, heads] of f32 needs at least 4398046511104 bytes; the limit is 262144}}
+func.func private @symbolic_too_large(!tile.frag<[1099511627776, heads], f32>)
+
+// -----
+
+// expected-error @+1 {{the fragment [9223372036854775807, heads, 64] of f32 has more elements than int64 can count}}
+func.func private @symbolic_overflow(!tile.frag<[9223372036854775807, heads, 64], f32>)
+
+// -----
+
+// A product of parameters whose coefficient alone is too large.
+// expected-error @+1 {{the shared tile [4096*n, 64] of f32 needs at least 1048576 bytes; the limit is 232448}}
+func.func private @coefficient_too_large(!tile.shared<[4096*n, 64], f32>)

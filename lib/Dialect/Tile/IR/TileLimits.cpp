@@ -44,17 +44,24 @@ std::optional<int64_t> hisa::tile::getStaticElementCount(ArrayAttr dims) {
   return count;
 }
 
-/// Like getStaticElementCount, but only the integer dimensions (a global
-/// tensor's `?` sizes are known at launch only).
-static std::optional<int64_t> getKnownElementCount(ArrayAttr dims) {
-  TileShape shape(dims);
+/// The fewest elements a tile of `dims` can have: the product of its
+/// integers and of the coefficients of its parameter products (parameters
+/// are at least 1; a global tensor's `?` sizes count as 1), or
+/// std::nullopt if that already overflows int64.
+static std::optional<int64_t> getLeastElementCount(ArrayAttr dims) {
   std::optional<int64_t> count = 1;
-  for (int64_t i = 0, e = shape.getRank(); i < e; ++i) {
-    if (shape.isSymbolic(i))
-      return 1; // checked once parameters are bound
-    if (std::optional<int64_t> size = shape.getStaticSize(i))
-      if (!(count = checkedMul(*count, *size)))
-        return std::nullopt;
+  for (Attribute dim : dims) {
+    int64_t factor = 1;
+    if (auto size = dyn_cast<IntegerAttr>(dim)) {
+      if (size.getInt() != TileShape::kRuntimeSize)
+        factor = size.getInt();
+    } else if (auto text = dyn_cast<StringAttr>(dim)) {
+      if (std::optional<DimMonomial> monomial =
+              DimMonomial::parse(text.getValue()))
+        factor = monomial->coefficient;
+    }
+    if (!(count = checkedMul(*count, factor)))
+      return std::nullopt;
   }
   return count;
 }
@@ -73,14 +80,12 @@ hisa::tile::verifyTileFootprint(function_ref<InFlightDiagnostic()> emitError,
   };
   int64_t elementBytes = getElementBytes(elementType);
   bool isGlobal = kind == "global tensor";
-  std::optional<int64_t> elements =
-      isGlobal ? getKnownElementCount(dims) : getStaticElementCount(dims);
-  if (!elements) {
-    if (!isGlobal && !TileShape(dims).isFullyStatic())
-      return success(); // symbolic: checked once parameters are bound
+  // Exact once parameters are bound; before, a lower bound that already
+  // refuses shapes too large for any binding.
+  std::optional<int64_t> elements = getLeastElementCount(dims);
+  if (!elements)
     return emitError() << "the " << kind << " " << describe()
                        << " has more elements than int64 can count";
-  }
 
   // What each kind occupies, and the most the target holds.
   int64_t unitBytes = elementBytes, limit = 0;
@@ -105,7 +110,8 @@ hisa::tile::verifyTileFootprint(function_ref<InFlightDiagnostic()> emitError,
   std::optional<int64_t> bytes = checkedMul(*elements, unitBytes);
   if (!bytes || *bytes > limit) {
     InFlightDiagnostic diag = emitError();
-    diag << "the " << kind << " " << describe() << " needs ";
+    diag << "the " << kind << " " << describe() << " needs "
+         << (TileShape(dims).isFullyStatic() || isGlobal ? "" : "at least ");
     if (bytes)
       diag << *bytes;
     else

@@ -441,7 +441,8 @@ LogicalResult ViewOp::verify() {
            << "; use tile.cast to convert elements";
   Attribute sourceCount = shapeOf(sourceType).getNumElements(getContext());
   Attribute resultCount = shapeOf(resultType).getNumElements(getContext());
-  if (sourceCount != resultCount)
+  // A null count overflowed int64: never equal to a real one.
+  if (!sourceCount || !resultCount || sourceCount != resultCount)
     return emitOpError("views ")
            << formatDims(shapeOf(sourceType).getDims()) << " ("
            << formatDim(sourceCount) << " elements) as "

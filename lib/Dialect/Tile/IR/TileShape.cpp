@@ -133,6 +133,8 @@ void TileShape::collectSymbols(SmallVectorImpl<std::string> &names) const {
 }
 
 std::string hisa::tile::formatDim(Attribute dim) {
+  if (!dim) // e.g. a product that overflowed
+    return "<more than int64>";
   if (auto size = dyn_cast<IntegerAttr>(dim))
     return size.getInt() == TileShape::kRuntimeSize
                ? "?"
