@@ -2,6 +2,7 @@
 
 #include "hisa/Target/TargetSpec.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -10,18 +11,15 @@ using namespace hisa;
 llvm::StringRef hisa::getKnownTargetFeatures() { return "+tma, -tma"; }
 
 llvm::StringRef hisa::getSupportedChips() {
-  return "sm_80 to sm_90a: the lowering emits PTX ISA 8.0 and cp.async";
+  return "sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a: the lowering emits PTX "
+         "ISA 8.0 and cp.async";
 }
 
 bool hisa::isSupportedChip(llvm::StringRef chip) {
-  unsigned version;
-  if (!chip.consume_front("sm_"))
-    return false;
-  bool archSpecific = chip.consume_back("a");
-  if (chip.getAsInteger(10, version) || version < 80 || version > 90)
-    return false;
-  // Only sm_90 has an architecture-specific (wgmma, setmaxnreg) variant.
-  return !archSpecific || version == 90;
+  // The chips LLVM's NVPTX backend knows in that range; any other name
+  // (sm_85, sm_090, ...) would make it abort in instruction selection.
+  return llvm::is_contained(
+      {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"}, chip);
 }
 
 bool hisa::applyTargetFeatures(llvm::ArrayRef<std::string> features,

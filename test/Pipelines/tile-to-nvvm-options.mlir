@@ -16,6 +16,13 @@
 // RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_120a" 2>&1 | FileCheck %s --check-prefix=SM120
 // RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_70" 2>&1 | FileCheck %s --check-prefix=SM70
 // RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_80a" 2>&1 | FileCheck %s --check-prefix=SM80A
+// Numbers inside the range that are no chip (LLVM aborted in instruction
+// selection on sm_85, exited on sm_88); the known chips lower.
+// RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_85" 2>&1 | FileCheck %s --check-prefix=SM85
+// RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_88" 2>&1 | FileCheck %s --check-prefix=SM88
+// RUN: not hisa-opt %s --tile-to-nvvm="chip=sm_090" 2>&1 | FileCheck %s --check-prefix=SM090
+// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_80" | hisa-translate --gpu-to-ptx | FileCheck %s --check-prefix=PTX80
+// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_89" | hisa-translate --gpu-to-ptx | FileCheck %s --check-prefix=PTX89
 // RUN: not hisa-opt %s --tile-to-nvvm="opt-level=-1" 2>&1 | FileCheck %s --check-prefix=LEVEL
 // RUN: not hisa-opt %s --tile-to-nvvm="opt-level=99" 2>&1 | FileCheck %s --check-prefix=LEVEL99
 
@@ -28,9 +35,14 @@
 // OLD: no such option tma
 // PTX-NO-TMA: .target sm_90a
 // PTX-NO-TMA: cp.async.cg.shared.global
-// SM120: tile-to-nvvm: unsupported target 'sm_120a' (hisa compiles for sm_80 to sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
+// SM120: tile-to-nvvm: unsupported target 'sm_120a' (hisa compiles for sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
 // SM70: tile-to-nvvm: unsupported target 'sm_70'
 // SM80A: tile-to-nvvm: unsupported target 'sm_80a'
+// SM85: tile-to-nvvm: unsupported target 'sm_85'
+// SM88: tile-to-nvvm: unsupported target 'sm_88'
+// SM090: tile-to-nvvm: unsupported target 'sm_090'
+// PTX80: .target sm_80
+// PTX89: .target sm_89
 // LEVEL: tile-to-nvvm: opt-level must be 0 to 3, got -1
 // LEVEL99: tile-to-nvvm: opt-level must be 0 to 3, got 99
 tile.kernel @stream(%x: !tile.global<[?, 64], f32>, %out: !tile.global<[64, 64], f32>) {

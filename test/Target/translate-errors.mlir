@@ -17,7 +17,7 @@ module attributes {gpu.container_module} {
 
 // LLVM would abort the process on a chip the lowering cannot target (no
 // PTX 8.0 support, or no cp.async) and on optimization levels outside 0..3.
-// CHECK: error: gpu.module @sm120 targets unsupported chip 'sm_120a' (hisa compiles for sm_80 to sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
+// CHECK: error: gpu.module @sm120 targets unsupported chip 'sm_120a' (hisa compiles for sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
 module attributes {gpu.container_module} {
   gpu.module @sm120 [#nvvm.target<chip = "sm_120a">] {
   }

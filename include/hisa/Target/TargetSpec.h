@@ -26,9 +26,10 @@ struct TargetSpec {
 /// The features every spelling accepts, for messages: "+tma, -tma".
 llvm::StringRef getKnownTargetFeatures();
 
-/// Whether the lowering can target `chip`: sm_80 to sm_90a (it emits PTX ISA
-/// 8.0, which stops at sm_90a, and cp.async, which starts at sm_80). Other
-/// chips are refused up front: LLVM would abort the process on them.
+/// Whether the lowering can target `chip`: sm_80, sm_86, sm_87, sm_89, sm_90
+/// or sm_90a (it emits PTX ISA 8.0, which stops at sm_90a, and cp.async,
+/// which starts at sm_80). Other chips are refused up front: LLVM would
+/// abort the process on them.
 bool isSupportedChip(llvm::StringRef chip);
 /// For messages: the chips isSupportedChip accepts, and why.
 llvm::StringRef getSupportedChips();

@@ -2,7 +2,7 @@
 // so are targets without bf16/f16 mma.sync.
 // RUN: hisa-opt %s --tile-assign-layouts --tile-plan-shared-memory --convert-tile-to-gpu="chip=sm_80" -verify-diagnostics
 // RUN: not hisa-opt %s --tile-assign-layouts="chip=sm_75" --tile-plan-shared-memory --convert-tile-to-gpu="chip=sm_75" 2>&1 | FileCheck %s --check-prefix=TURING
-// TURING: error: convert-tile-to-gpu: unsupported target 'sm_75' (hisa compiles for sm_80 to sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
+// TURING: error: convert-tile-to-gpu: unsupported target 'sm_75' (hisa compiles for sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a: the lowering emits PTX ISA 8.0 and cp.async)
 
 tile.kernel @mismatch() {
   %c1 = arith.constant 1 : index

@@ -94,8 +94,10 @@ LogicalResult bindKernel(KernelOp kernel,
   WalkResult fits = kernel.walk([&](ParamOp param) {
     Type type = param.getType();
     int64_t value = values.lookup(param.getName());
-    if (type.isIndex() || type.getIntOrFloatBitWidth() >= 64 ||
-        llvm::isIntN(type.getIntOrFloatBitWidth(), value))
+    // Integers are signless: iN holds -2^(N-1) .. 2^N - 1.
+    unsigned width = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+    if (width >= 64 || llvm::isIntN(width, value) ||
+        llvm::isUIntN(width, value))
       return WalkResult::advance();
     param.emitOpError("cannot bind parameter '")
         << param.getName() << "' = " << value << ": it does not fit in "

@@ -4,6 +4,7 @@
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 #include "hisa/Target/TargetSpec.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
@@ -36,23 +37,27 @@ struct TileReportResourcesPass
   using Base::Base;
 
   /// The shared memory the planner gives `kernel`'s launch: read from a
-  /// planned launch, else planned on a copy with the same pipeline as the
-  /// JIT. std::nullopt (after a diagnostic) if planning fails.
+  /// planned launch, else planned on a copy (in a module nested in this
+  /// one, removed afterwards) with the JIT's planning pipeline.
+  /// std::nullopt (after a diagnostic) if planning fails.
   std::optional<int64_t> getPlannedSharedBytes(KernelOp kernel,
                                                const hisa::TargetSpec &target) {
     if (auto planned =
             kernel.getLaunch()->getAttrOfType<IntegerAttr>("tile.shared_bytes"))
       return planned.getInt();
-    OwningOpRef<ModuleOp> copy = ModuleOp::create(kernel.getLoc());
-    copy->push_back(kernel.clone());
-    PassManager pm(&getContext());
+    OpBuilder builder = OpBuilder::atBlockEnd(getOperation().getBody());
+    auto scratch = ModuleOp::create(builder, kernel.getLoc());
+    scratch.getBody()->push_back(kernel.clone());
+    OpPassManager pm(ModuleOp::getOperationName());
     buildTilePlanningPipeline(pm, target.chip, target.tma);
-    if (failed(pm.run(*copy)))
-      return std::nullopt;
-    auto planned = (*copy->getOps<KernelOp>().begin())
-                       .getLaunch()
-                       ->getAttrOfType<IntegerAttr>("tile.shared_bytes");
-    return planned ? std::optional<int64_t>(planned.getInt()) : std::nullopt;
+    std::optional<int64_t> bytes;
+    if (succeeded(runPipeline(pm, scratch)))
+      if (auto planned = (*scratch.getOps<KernelOp>().begin())
+                             .getLaunch()
+                             ->getAttrOfType<IntegerAttr>("tile.shared_bytes"))
+        bytes = planned.getInt();
+    scratch.erase();
+    return bytes;
   }
 
   void runOnOperation() override {
@@ -63,7 +68,8 @@ struct TileReportResourcesPass
       getOperation().emitError("tile-report-resources: ") << error;
       return signalPassFailure();
     }
-    for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
+    // The scratch modules getPlannedSharedBytes appends are not visited.
+    for (KernelOp kernel : llvm::to_vector(getOperation().getOps<KernelOp>())) {
       LaunchOp launch = kernel.getLaunch();
       if (!launch)
         continue;
