@@ -183,6 +183,19 @@ struct Rng {
   }
 };
 
+/// A chip name near the supported ones: sm_<60..129>, sometimes with a
+/// suffix or leading zeros (numbers inside the supported range that are no
+/// chip, such as sm_85, used to make LLVM abort).
+std::string randomChip(Rng &rng) {
+  std::string chip = "sm_";
+  if (rng.chance(10))
+    chip += "0";
+  chip += std::to_string(60 + rng.below(70));
+  if (rng.chance(30))
+    chip += rng.pick(std::vector<std::string>{"a", "f", "b"});
+  return chip;
+}
+
 enum class Mode { Parse, NVVM, Params, PTX, JIT };
 
 StringRef modeName(Mode mode) {
@@ -993,9 +1006,12 @@ std::string mutateBindings(StringRef text, Mutator &mutator, Rng &rng) {
   };
   // The target options of tile-to-nvvm (see hisa-opt --help).
   if (rng.chance(10))
-    add("chip=" + rng.pick(splitWords("sm_80 sm_86 sm_89 sm_90 sm_90a sm_70 "
-                                      "sm_100a sm_120a sm_ sm_90b gfx90a "
-                                      "sm_4294967296 sm_90a,-tma")));
+    add("chip=" + (rng.chance(50)
+                       ? randomChip(rng)
+                       : rng.pick(splitWords(
+                             "sm_80 sm_86 sm_89 sm_90 sm_90a sm_70 sm_100a "
+                             "sm_120a sm_ sm_90b gfx90a sm_4294967296 "
+                             "sm_90a,-tma"))));
   if (rng.chance(10))
     add("features=" +
         rng.pick(splitWords("-tma -tma -tma +tma -tma,+tma +ptx80 garbage")));
@@ -1066,9 +1082,12 @@ Input generateInput(const Corpus &corpus, const std::vector<Mode> &modes,
     if (rng.chance(30))
       input.options +=
           " target=" +
-          rng.pick(splitWords("sm_90a,-tma sm_90a,+tma sm_80 sm_90 sm_86 "
-                              "sm_70 sm_100a sm_90a,-tma,-tma sm_90a, , "
-                              "garbage sm_90a,+ptx80 sm_4294967296"));
+          (rng.chance(50)
+               ? randomChip(rng)
+               : rng.pick(splitWords(
+                     "sm_90a,-tma sm_90a,+tma sm_80 sm_90 sm_86 sm_70 sm_100a "
+                     "sm_90a,-tma,-tma sm_90a, , garbage sm_90a,+ptx80 "
+                     "sm_4294967296")));
   }
   return input;
 }
