@@ -51,6 +51,7 @@ public:
   mlir::LogicalResult lowerCast(CastOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerLoad(LoadOp op, mlir::OpBuilder &b,
                                 const ElementContext *context);
+  mlir::LogicalResult lowerAtomic(AtomicOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerStore(StoreOp op, mlir::OpBuilder &b,
                                  const ElementContext *context);
   mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);

@@ -414,3 +414,56 @@ LogicalResult KernelLowering::lowerStore(StoreOp op, OpBuilder &b,
     barrier(b);
   return success();
 }
+
+/// The memref.atomic_rmw kind of `kind` on `element`.
+static arith::AtomicRMWKind getRMWKind(AtomicKind kind, Type element) {
+  bool isFloat = isa<FloatType>(element);
+  switch (kind) {
+  case AtomicKind::Add:
+    return isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi;
+  case AtomicKind::Max:
+    return isFloat ? arith::AtomicRMWKind::maximumf
+                   : arith::AtomicRMWKind::maxs;
+  case AtomicKind::Min:
+    return isFloat ? arith::AtomicRMWKind::minimumf
+                   : arith::AtomicRMWKind::mins;
+  case AtomicKind::UMax:
+    return arith::AtomicRMWKind::maxu;
+  case AtomicKind::UMin:
+    return arith::AtomicRMWKind::minu;
+  }
+  llvm_unreachable("unknown atomic kind");
+}
+
+LogicalResult KernelLowering::lowerAtomic(AtomicOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  Value dest = op.getDest();
+  if (auto alloc = dest.getDefiningOp<AllocOp>();
+      alloc && alloc->hasAttr("tile.swizzle"))
+    return op.emitOpError("cannot update a swizzled (tile.gemm operand) "
+                          "shared tile element-wise");
+  Value memref = memrefs.lookup(dest);
+  Type element = op.getValue().getType();
+  arith::AtomicRMWKind kind = getRMWKind(op.getKind(), element);
+  auto emitAtomic = [&](OpBuilder &at) -> Value {
+    return memref::AtomicRMWOp::create(at, loc, kind, op.getValue(), memref,
+                                       op.getIndices())
+        .getResult();
+  };
+  Value old;
+  if (isa<GlobalType>(dest.getType())) {
+    // Outside the tensor: dropped, returns 0 (as tile.store and tile.load).
+    auto guarded = scf::IfOp::create(b, loc, TypeRange{element},
+                                     inBounds(b, memref, op.getIndices(), 1),
+                                     /*withElseRegion=*/true);
+    OpBuilder thenBuilder = guarded.getThenBodyBuilder();
+    scf::YieldOp::create(thenBuilder, loc, emitAtomic(thenBuilder));
+    OpBuilder elseBuilder = guarded.getElseBodyBuilder();
+    scf::YieldOp::create(elseBuilder, loc, zero(elseBuilder, element));
+    old = guarded.getResult(0);
+  } else {
+    old = emitAtomic(b);
+  }
+  op.getOld().replaceAllUsesWith(old);
+  return success();
+}

@@ -21,6 +21,9 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
   op.walk([&](StoreOp store) {
     writesShared |= isa<SharedType>(store.getDest().getType());
   });
+  op.walk([&](AtomicOp atomic) {
+    writesShared |= isa<SharedType>(atomic.getDest().getType());
+  });
 
   Block &body = op.getBody().front();
   SmallVector<Value> runStart;

@@ -354,6 +354,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             .Case([&](CastOp cast) { return lowerCast(cast, b); })
             .Case([&](LoadOp load) { return lowerLoad(load, b, context); })
             .Case([&](StoreOp store) { return lowerStore(store, b, context); })
+            .Case([&](AtomicOp atomic) { return lowerAtomic(atomic, b); })
             .Case(
                 [&](ParallelOp parallel) { return lowerParallel(parallel, b); })
             .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })

@@ -630,3 +630,68 @@ tile.kernel @store_value_type() {
     tile.store %v, %l[%bx] : !tile.local<[2], f32>
   }
 }
+
+// -----
+
+tile.kernel @atomic_fragment() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %f = tile.alloc : !tile.frag<[32], i32>
+    tile.parallel (%i) in [32] {
+      %one = arith.constant 1 : i32
+      // expected-error @+1 {{'tile.atomic' op dest must be a shared tile or a global tensor, got a fragment}}
+      %old = tile.atomic add %one, %f[%i] : !tile.frag<[32], i32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @atomic_f16(%g: !tile.global<[?], f16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [32] {
+      %x = arith.constant 1.0 : f16
+      // expected-error @+1 {{'tile.atomic' op supports 32- or 64-bit integer or f32 elements, got 'f16'}}
+      %old = tile.atomic add %x, %g[%i] : !tile.global<[?], f16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @atomic_unsigned_float(%g: !tile.global<[?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [32] {
+      %x = arith.constant 1.0 : f32
+      // expected-error @+1 {{'tile.atomic' op 'umax' needs integer elements, got 'f32'}}
+      %old = tile.atomic umax %x, %g[%i] : !tile.global<[?], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @atomic_serial(%g: !tile.global<[?], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1 : i32
+    // expected-error @+1 {{'tile.atomic' op must be in a tile.parallel body (one atomic per element of its domain)}}
+    %old = tile.atomic add %one, %g[%c0] : !tile.global<[?], i32>
+  }
+}
+
+// -----
+
+tile.kernel @atomic_rank(%g: !tile.global<[?, 4], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [32] {
+      %one = arith.constant 1 : i32
+      // expected-error @+1 {{'tile.atomic' op expects 2 indices for a global tile [?, 4], got 1}}
+      %old = tile.atomic add %one, %g[%i] : !tile.global<[?, 4], i32>
+    }
+  }
+}

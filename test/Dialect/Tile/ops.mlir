@@ -144,3 +144,25 @@ tile.kernel @occupancy_param(%a: index) params {blocks = 3} {
   tile.launch (%x) in (%a) threads 256 blocks_per_sm "blocks" {
   }
 }
+
+// -----
+
+// Atomics on shared and global memory, at indices computed in the body.
+// CHECK-LABEL: tile.kernel @atomics
+// CHECK: %{{.*}} = tile.atomic add %{{.*}}, %{{.*}}[%{{.*}}] : !tile.shared<[256], i32>
+// CHECK: %{{.*}} = tile.atomic umax %{{.*}}, %{{.*}}[%{{.*}}] : !tile.global<[?], i32>
+// CHECK: %{{.*}} = tile.atomic min %{{.*}}, %{{.*}}[%{{.*}}] : !tile.global<[4], f32>
+tile.kernel @atomics(%g: !tile.global<[?], i32>, %f: !tile.global<[4], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %s = tile.alloc : !tile.shared<[256], i32>
+    tile.parallel (%i) in [256] {
+      %one = arith.constant 1 : i32
+      %x = arith.constant 2.0 : f32
+      %c3 = arith.constant 3 : index
+      %a = tile.atomic add %one, %s[%i] : !tile.shared<[256], i32>
+      %b = tile.atomic umax %a, %g[%i] : !tile.global<[?], i32>
+      %c = tile.atomic min %x, %f[%c3] : !tile.global<[4], f32>
+    }
+  }
+}

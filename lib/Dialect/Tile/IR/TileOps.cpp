@@ -800,5 +800,29 @@ LogicalResult StoreOp::verify() {
   return verifyElementAccess(*this, getDest().getType(), getIndices());
 }
 
+//===----------------------------------------------------------------------===//
+// AtomicOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AtomicOp::verify() {
+  Type destType = getDest().getType();
+  if (!isa<SharedType, GlobalType>(destType))
+    return emitOpError("dest must be a shared tile or a global tensor, got a ")
+           << describe(destType);
+  Type element = elementTypeOf(destType);
+  bool isInt = element.isInteger(32) || element.isInteger(64);
+  if (!isInt && !element.isF32())
+    return emitOpError("supports 32- or 64-bit integer or f32 elements, got ")
+           << element;
+  AtomicKind kind = getKind();
+  if ((kind == AtomicKind::UMax || kind == AtomicKind::UMin) && !isInt)
+    return emitOpError("'") << stringifyAtomicKind(kind)
+                            << "' needs integer elements, got " << element;
+  if (!(*this)->getParentOfType<ParallelOp>())
+    return emitOpError("must be in a tile.parallel body (one atomic per "
+                       "element of its domain)");
+  return verifyElementAccess(*this, destType, getIndices());
+}
+
 #define GET_OP_CLASSES
 #include "hisa/Dialect/Tile/IR/TileOps.cpp.inc"

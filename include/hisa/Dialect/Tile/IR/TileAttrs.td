@@ -45,6 +45,16 @@ def Tile_ReduceKind : I32EnumAttr<"ReduceKind", "reduction applied by tile.reduc
   let cppNamespace = "::hisa::tile";
 }
 
+def Tile_AtomicKind : I32EnumAttr<"AtomicKind",
+    "read-modify-write applied by tile.atomic", [
+    I32EnumAttrCase<"Add", 0, "add">,
+    I32EnumAttrCase<"Max", 1, "max">,
+    I32EnumAttrCase<"Min", 2, "min">,
+    I32EnumAttrCase<"UMax", 3, "umax">,
+    I32EnumAttrCase<"UMin", 4, "umin">]> {
+  let cppNamespace = "::hisa::tile";
+}
+
 def Tile_GemmWarpPolicy : I32EnumAttr<"GemmWarpPolicy",
     "how tile.gemm splits its output tile across the warps of a block", [
     I32EnumAttrCase<"Square", 0, "square">,

@@ -399,4 +399,41 @@ def Tile_StoreOp : Tile_Op<"store", [
   let hasVerifier = 1;
 }
 
+def Tile_AtomicOp : Tile_Op<"atomic", [
+    TypesMatchWith<"value has the element type of dest", "dest", "value",
+                   "::hisa::tile::getTileShapeAndElementType($_self)->second">,
+    TypesMatchWith<"result has the element type of dest", "dest", "old",
+                   "::hisa::tile::getTileShapeAndElementType($_self)->second">]> {
+  let summary = "Atomically combines a value into one element of shared or "
+                "global memory";
+  let description = [{
+    `dest[indices] = kind(dest[indices], value)` as one atomic operation,
+    returning the element's previous value: the building block of
+    histograms, counters and claimed slots (exact top-k). One atomic is
+    performed per element of the enclosing `tile.parallel` domain, so it
+    must sit in a `tile.parallel` body; the indices may be any values
+    computed there (a bin, a slot). Kinds: `add` (integers and floats),
+    `max` / `min` (signed integers, floats), `umax` / `umin` (integers as
+    unsigned). Elements are 32- or 64-bit integers or f32. An atomic outside
+    a global tensor is dropped and returns 0; indices outside a shared tile
+    are undefined, as for `tile.store`. A `tile.parallel` whose atomics
+    write shared memory ends with a barrier, like one whose stores do.
+
+    ```mlir
+    tile.parallel (%i) in [1024] {
+      %v = tile.load %keys[%i] : !tile.shared<[1024], i32>
+      %bin = arith.index_cast %v : i32 to index
+      %old = tile.atomic add %one, %hist[%bin] : !tile.shared<[256], i32>
+    }
+    ```
+  }];
+  let arguments = (ins Tile_AtomicKind:$kind, AnyType:$value,
+                       Tile_AnyBuffer:$dest, Variadic<Index>:$indices);
+  let results = (outs AnyType:$old);
+  let assemblyFormat = [{
+    $kind $value `,` $dest `[` $indices `]` attr-dict `:` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // HISA_DIALECT_TILE_IR_TILEOPS_TD
