@@ -571,8 +571,7 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
 
 int64_t hisa::tile::getTileBytes(SharedType type) {
   // Bounded by the type's verifier (at most 227 KiB).
-  return *getStaticElementCount(type.getDims()) *
-         getElementBytes(type.getElementType());
+  return *getStaticTileBytes(type);
 }
 
 FailureOr<Value> KernelLowering::initStageMbarriers(PipelinedOp op,

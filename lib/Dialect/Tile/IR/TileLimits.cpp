@@ -122,6 +122,17 @@ hisa::tile::verifyTileFootprint(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+std::optional<int64_t> hisa::tile::getStaticTileBytes(Type type) {
+  auto tile = getTileShapeAndElementType(type);
+  if (!tile)
+    return std::nullopt;
+  std::optional<int64_t> elements =
+      getStaticElementCount(tile->first.getDims());
+  if (!elements)
+    return std::nullopt;
+  return checkedMul(*elements, getElementBytes(tile->second));
+}
+
 LogicalResult
 hisa::tile::verifyTileFootprint(function_ref<InFlightDiagnostic()> emitError,
                                 Type type) {

@@ -26,15 +26,6 @@ struct SharedTile {
   int64_t offset = -1;
 };
 
-/// Bytes a tile of static shape needs, or std::nullopt on overflow.
-std::optional<int64_t> getStaticBytes(Type type) {
-  auto [shape, elementType] = *getTileShapeAndElementType(type);
-  std::optional<int64_t> elements = getStaticElementCount(shape.getDims());
-  if (!elements)
-    return std::nullopt;
-  return checkedMul(*elements, getElementBytes(elementType));
-}
-
 /// `value` rounded up to a multiple of `alignment`, or std::nullopt.
 std::optional<int64_t> checkedAlignTo(int64_t value, int64_t alignment) {
   std::optional<int64_t> padded = checkedAdd(value, alignment - 1);
@@ -109,7 +100,7 @@ struct TilePlanSharedMemoryPass
       // Live from the first use to the last (the alloc itself reserves
       // nothing: tiles allocated up front can still share bytes).
       unsigned at = position.lookup(alloc);
-      std::optional<int64_t> tileBytes = getStaticBytes(alloc.getType());
+      std::optional<int64_t> tileBytes = getStaticTileBytes(alloc.getType());
       if (!tileBytes)
         return overflow(alloc, "the tile");
       SharedTile tile{alloc, *tileBytes, UINT_MAX, at};

@@ -19,18 +19,6 @@ using namespace hisa::tile;
 
 namespace {
 
-/// Bytes of a tile with a fully static shape, or std::nullopt.
-std::optional<int64_t> getTileBytes(Type type) {
-  auto tile = getTileShapeAndElementType(type);
-  if (!tile)
-    return std::nullopt;
-  std::optional<int64_t> elements =
-      getStaticElementCount(tile->first.getDims());
-  if (!elements)
-    return std::nullopt;
-  return checkedMul(*elements, getElementBytes(tile->second));
-}
-
 struct TileReportResourcesPass
     : public hisa::tile::impl::TileReportResourcesBase<
           TileReportResourcesPass> {
@@ -78,7 +66,7 @@ struct TileReportResourcesPass
       int64_t sharedTiles = 0;
       for (auto alloc : launch.getBody().getOps<AllocOp>()) {
         Type type = alloc.getResult().getType();
-        std::optional<int64_t> bytes = getTileBytes(type);
+        std::optional<int64_t> bytes = getStaticTileBytes(type);
         if (!bytes) {
           alloc.emitOpError("has a shape with parameter names; run "
                             "tile-bind-params before tile-report-resources");

@@ -43,6 +43,10 @@ int64_t getElementBytes(mlir::Type type);
 /// dimension is symbolic or `?`, or the product overflows int64.
 std::optional<int64_t> getStaticElementCount(mlir::ArrayAttr dims);
 
+/// Bytes of a tile type with a fully static shape, or std::nullopt when the
+/// type is no tile, a dimension is not static, or the size overflows int64.
+std::optional<int64_t> getStaticTileBytes(mlir::Type type);
+
 /// `count * bytes` (or any product of non-negative factors), or
 /// std::nullopt on int64 overflow.
 std::optional<int64_t> checkedMul(int64_t lhs, int64_t rhs);
