@@ -8,6 +8,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -84,6 +85,9 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // Math ops the NVVM lowering leaves (integer ones such as math.ctpop)
+  // become LLVM intrinsics; the float ones were mapped to libdevice above.
+  device.addPass(createConvertMathToLLVMPass());
   // Tensor maps are passed by value and addressed in parameter space.
   device.addPass(createTileMarkTensorMapParams());
   // `.extern .shared` array for the dynamic shared-memory window.

@@ -36,6 +36,7 @@ _OPS = (
     "pool_mqa_logits",
     "mqa_logits",
     "block_sparse_mqa_logits",
+    "topk",
 )
 
 __all__ = [

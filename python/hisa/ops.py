@@ -11,6 +11,8 @@ these functions can be swapped in for them:
   weights, ks, ke)``                                         (KERNELS.md 2.1)
 * ``mqa_logits(q, k, k_scale, weights, ks, ke)``  (the flat DeepSeek-V3.2
   indexer's logits, KERNELS.md "Flat indexer")
+* ``topk(x, k, starts=None, ends=None)``  (exact top-k, KERNELS.md "Top-k,
+  exactly")
 
 The MQA logits operators run DSL kernels (kernels-dsl/) through the JIT
 (``hisa.jit``); the first call for a shape specialization compiles it.
@@ -49,6 +51,7 @@ __all__ = [
     "pool_mqa_logits",
     "mqa_logits",
     "block_sparse_mqa_logits",
+    "topk",
 ]
 
 FP8 = torch.float8_e4m3fn
@@ -554,4 +557,103 @@ def block_sparse_mqa_logits(
         _as_int32(ke),
         out,
     )
+    return out
+
+
+# ---- Exact top-k (kernels-dsl/topk.mlir) ------------------------------------------
+
+# Rows (windows) of at most this many columns keep their keys in shared
+# memory for the select passes; longer ones re-read x at every pass. The
+# kernel is specialized on the size, so a few sizes cover every row length.
+_TOPK_CACHE_SIZES = (2048, 8192, 16384, 32768, 49152)
+_TOPK_MAX_K = _INT32_MAX
+_NO_WINDOWS: dict = {}
+
+
+def _topk_cache(columns: int, windowed: bool) -> int:
+    for size in _TOPK_CACHE_SIZES:
+        if columns <= size:
+            return size
+    # Longer rows are re-read; windows shorter than the largest cache still
+    # use it.
+    return _TOPK_CACHE_SIZES[-1] if windowed else _TOPK_CACHE_SIZES[0]
+
+
+def topk(
+    x: torch.Tensor,
+    k: int,
+    starts: Optional[torch.Tensor] = None,
+    ends: Optional[torch.Tensor] = None,
+    *,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Exact top-k column indices of each row (KERNELS.md "Top-k, exactly").
+
+    ``out[r]`` holds the columns of the k largest values of ``x[r]`` (within
+    ``[starts[r], ends[r])`` when windows are given), in no particular order.
+    Ties at the threshold go to the lower columns, so the set is
+    deterministic; -inf and NaN are never selected; when a row has fewer
+    than k selectable values the remaining slots hold -1. Exact for every
+    input (radix select without a candidate buffer).
+
+    Args:
+      x: [R, C] float32, CUDA, contiguous (C < 2**31).
+      k: 1 <= k <= C.
+      starts, ends: optional [R] int32 (int64 accepted, converted on the
+        device) column windows, clamped to [0, C]; both or neither.
+      out: optional preallocated [R, k] int32 output.
+
+    Returns:
+      [R, k] int32 absolute column indices (-1 padded).
+    """
+    x = check_tensor("x", x)
+    check_cuda("x", x)
+    if x.dtype == torch.bfloat16:
+        raise InvalidArgumentError(
+            "x has dtype torch.bfloat16; hisa.topk takes torch.float32 today "
+            "(convert with x.float(), which costs one extra pass over x)"
+        )
+    check_dtype("x", x, torch.float32)
+    check_rank("x", x, 2, "[R, C]")
+    rows, columns = (int(s) for s in x.shape)
+    check_contiguous("x", x)
+    k = check_int("k", k)
+    if k < 1 or k > columns:
+        raise InvalidArgumentError(f"k must be in [1, C] = [1, {columns}], got {k}")
+    if columns > _INT32_MAX:
+        raise InvalidArgumentError(
+            f"x has {columns} columns; indices are int32, so at most {_INT32_MAX} are supported"
+        )
+    if (starts is None) != (ends is None):
+        raise InvalidArgumentError("starts and ends must be given together (or neither)")
+    windowed = starts is not None
+    if windowed:
+        for name, t in (("starts", starts), ("ends", ends)):
+            check_tensor(name, t)
+            check_cuda(name, t)
+            check_same_device(name, t, "x", x)
+            _check_index_dtype(name, t)
+            check_shape(name, t, (rows,), "[R]")
+            check_contiguous(name, t)
+        starts = _as_int32(starts)
+        ends = _as_int32(ends)
+    if out is None:
+        out = torch.empty(rows, k, dtype=torch.int32, device=x.device)
+    else:
+        check_tensor("out", out)
+        check_cuda("out", out)
+        check_same_device("out", out, "x", x)
+        check_dtype("out", out, torch.int32)
+        check_shape("out", out, (rows, k), "[R, k]")
+        check_contiguous("out", out)
+    if rows == 0:
+        return out
+    if not windowed:
+        dummy = _NO_WINDOWS.get(x.device)
+        if dummy is None:
+            dummy = torch.zeros(1, dtype=torch.int32, device=x.device)
+            _NO_WINDOWS[x.device] = dummy
+        starts = ends = dummy
+    params = {"cache": _topk_cache(columns, windowed), "windowed": int(windowed)}
+    _launch("topk_f32", params, x.device, x, starts, ends, out)
     return out

@@ -4,7 +4,7 @@
 // body of a tile.launch has been moved into a gpu.func; KernelLowering then
 // replaces every tile op in place. Implementations live in one file per op
 // family (MemoryOps.cpp, ParallelOp.cpp, PipelinedOp.cpp, ReduceOp.cpp,
-// GemmOp.cpp, Conversions.cpp).
+// ScanOps.cpp, GemmOp.cpp, Conversions.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +90,11 @@ public:
   mlir::Value getStageView(mlir::OpBuilder &b, mlir::Value tile,
                            mlir::Value stage);
   mlir::LogicalResult lowerReduce(ReduceOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerScan(ScanOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerWarpScan(WarpScanOp op, mlir::OpBuilder &b,
+                                    const ElementContext *context);
+  mlir::LogicalResult lowerVote(VoteOp op, mlir::OpBuilder &b,
+                                const ElementContext *context);
   mlir::LogicalResult lowerGemm(GemmOp op, mlir::OpBuilder &b);
 
   /// Lowers the tile ops nested in `root` (root included), in order.

@@ -4,6 +4,8 @@
 
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace hisa {
@@ -28,8 +30,18 @@ struct TileLowerSCFToCFBottomUpPass
         .enableFolding(false)
         .enableConstantCSE(false)
         .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    // Non-convergence only means some op was left for convert-scf-to-cf.
-    (void)applyPatternsGreedily(getOperation(), std::move(patterns), config);
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    // Functions with an scf.while are left whole to convert-scf-to-cf: the
+    // while pattern is a dialect-conversion pattern that this greedy,
+    // bottom-up driver applies only in part, leaving branches whose operands
+    // do not match their blocks.
+    for (Operation &function : getOperation().getBody()->getOperations()) {
+      if (function.walk([](scf::WhileOp) { return WalkResult::interrupt(); })
+              .wasInterrupted())
+        continue;
+      // Non-convergence only means some op was left for convert-scf-to-cf.
+      (void)applyPatternsGreedily(&function, frozen, config);
+    }
   }
 };
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Combiner.h"
 #include "KernelLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,61 +22,6 @@ using namespace mlir;
 using namespace hisa::tile;
 
 namespace {
-
-struct Combiner {
-  ReduceKind kind;
-  Type type;
-
-  bool isFloat() const { return isa<FloatType>(type); }
-
-  Value identity(OpBuilder &b, Location loc) const {
-    if (isFloat()) {
-      auto floatType = cast<FloatType>(type);
-      const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
-      APFloat value = APFloat::getZero(semantics);
-      if (kind == ReduceKind::Max)
-        value = APFloat::getInf(semantics, /*Negative=*/true);
-      if (kind == ReduceKind::Min)
-        value = APFloat::getInf(semantics, /*Negative=*/false);
-      return arith::ConstantOp::create(b, loc, floatType,
-                                       b.getFloatAttr(floatType, value));
-    }
-    unsigned width = type.getIntOrFloatBitWidth();
-    APInt value = APInt::getZero(width);
-    if (kind == ReduceKind::Max)
-      value = APInt::getSignedMinValue(width);
-    if (kind == ReduceKind::Min)
-      value = APInt::getSignedMaxValue(width);
-    return arith::ConstantOp::create(b, loc, type,
-                                     b.getIntegerAttr(type, value));
-  }
-
-  /// The value an element contributes (its magnitude for abs kinds).
-  Value leaf(OpBuilder &b, Location loc, Value value) const {
-    if (kind != ReduceKind::AbsMax && kind != ReduceKind::AbsSum)
-      return value;
-    if (isFloat())
-      return math::AbsFOp::create(b, loc, value);
-    return math::AbsIOp::create(b, loc, value);
-  }
-
-  Value combine(OpBuilder &b, Location loc, Value lhs, Value rhs) const {
-    switch (kind) {
-    case ReduceKind::Sum:
-    case ReduceKind::AbsSum:
-      return isFloat() ? arith::AddFOp::create(b, loc, lhs, rhs).getResult()
-                       : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
-    case ReduceKind::Max:
-    case ReduceKind::AbsMax:
-      return isFloat() ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
-                       : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
-    case ReduceKind::Min:
-      return isFloat() ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
-                       : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
-    }
-    llvm_unreachable("unknown reduce kind");
-  }
-};
 
 bool isPowerOfTwo(int64_t value) {
   return value > 0 && llvm::isPowerOf2_64(value);

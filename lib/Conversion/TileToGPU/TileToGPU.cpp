@@ -359,6 +359,11 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
                 [&](ParallelOp parallel) { return lowerParallel(parallel, b); })
             .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })
             .Case([&](ReduceOp reduce) { return lowerReduce(reduce, b); })
+            .Case([&](ScanOp scan) { return lowerScan(scan, b); })
+            .Case([&](WarpScanOp scan) {
+              return lowerWarpScan(scan, b, context);
+            })
+            .Case([&](VoteOp vote) { return lowerVote(vote, b, context); })
             .Case([&](GemmOp gemm) { return lowerGemm(gemm, b); })
             .Case([&](DimOp dim) {
               Value memref = memrefs.lookup(dim.getSource());

@@ -35,3 +35,27 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// A function with an scf.while is left whole to convert-scf-to-cf (the
+// while pattern is a dialect-conversion one the greedy driver applies only
+// in part), the if inside it included.
+// CHECK-LABEL: gpu.func @with_while
+// CHECK: scf.while
+// CHECK: scf.if
+gpu.module @w {
+  gpu.func @with_while(%a: i32, %p: i1, %m: memref<4xi32>) kernel {
+    %c0 = arith.constant 0 : index
+    %r:2 = scf.while (%x = %a, %q = %p) : (i32, i1) -> (i32, i1) {
+      %c = arith.cmpi sgt, %x, %a : i32
+      scf.condition(%c) %x, %q : i32, i1
+    } do {
+    ^bb0(%x: i32, %q: i1):
+      scf.if %q {
+        memref.store %x, %m[%c0] : memref<4xi32>
+      }
+      %f = arith.constant false
+      scf.yield %x, %f : i32, i1
+    }
+    gpu.return
+  }
+}

@@ -695,3 +695,111 @@ tile.kernel @atomic_rank(%g: !tile.global<[?, 4], i32>) {
     }
   }
 }
+
+// -----
+
+tile.kernel @scan_rank() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[4, 8], i32>
+    // expected-error @+1 {{'tile.scan' op scans 1-D tiles, got a source of shape [4, 8]}}
+    %t = tile.scan sum %s to %s : !tile.shared<[4, 8], i32> to !tile.shared<[4, 8], i32>
+  }
+}
+
+// -----
+
+tile.kernel @scan_shape() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64], i32>
+    %d = tile.alloc : !tile.shared<[32], i32>
+    // expected-error @+1 {{'tile.scan' op destination must have the shape of the source [64], got [32]}}
+    %t = tile.scan sum %s to %d : !tile.shared<[64], i32> to !tile.shared<[32], i32>
+  }
+}
+
+// -----
+
+tile.kernel @scan_kind() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.scan' op supports the kinds sum, max and min, got 'absmax'}}
+    %t = tile.scan absmax %s to %s : !tile.shared<[64], f32> to !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @scan_element() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64], f16>
+    // expected-error @+1 {{'tile.scan' op scans 32- or 64-bit integers or f32, got 'f16'}}
+    %t = tile.scan sum %s to %s : !tile.shared<[64], f16> to !tile.shared<[64], f16>
+  }
+}
+
+// -----
+
+tile.kernel @scan_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64], i32>
+    tile.parallel (%i) in [32] {
+      // expected-error @+1 {{'tile.scan' op is block-wide: every thread takes part, so it cannot be in a tile.parallel body (use tile.warp_scan there)}}
+      %t = tile.scan sum %s to %s : !tile.shared<[64], i32> to !tile.shared<[64], i32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @warp_scan_serial() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %one = arith.constant 1 : i32
+    // expected-error @+1 {{'tile.warp_scan' op must be in a tile.parallel body (it combines the domain's elements a warp at a time)}}
+    %p, %t = tile.warp_scan sum %one : i32
+  }
+}
+
+// -----
+
+tile.kernel @warp_scan_kind() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [32] {
+      %one = arith.constant 1.0 : f32
+      // expected-error @+1 {{'tile.warp_scan' op supports the kinds sum, max and min, got 'abssum'}}
+      %p, %t = tile.warp_scan abssum %one : f32
+    }
+  }
+}
+
+// -----
+
+tile.kernel @vote_result() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [32] {
+      %yes = arith.constant true
+      // expected-error @+1 {{'tile.vote' op 'ballot' gives an i32 mask, not 'i1'}}
+      %b = tile.vote ballot %yes : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @vote_any_result() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [32] {
+      %yes = arith.constant true
+      // expected-error @+1 {{'tile.vote' op 'any' gives an i1, not 'i32'}}
+      %b = tile.vote any %yes : i32
+    }
+  }
+}

@@ -166,3 +166,30 @@ tile.kernel @atomics(%g: !tile.global<[?], i32>, %f: !tile.global<[4], f32>) {
     }
   }
 }
+
+// -----
+
+// Block-wide scans and warp collectives.
+// CHECK-LABEL: tile.kernel @scans
+// CHECK: %{{.*}} = tile.scan sum %{{.*}} to %{{.*}} reverse : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+// CHECK: %{{.*}} = tile.scan max %{{.*}} to %{{.*}} exclusive : !tile.shared<[256], f32> to !tile.shared<[256], f32>
+// CHECK: %{{.*}}, %{{.*}} = tile.warp_scan sum %{{.*}} exclusive : i32
+// CHECK: %{{.*}} = tile.vote ballot %{{.*}} : i32
+// CHECK: %{{.*}} = tile.vote any %{{.*}} : i1
+tile.kernel @scans() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %s = tile.alloc : !tile.shared<[256], i32>
+    %f = tile.alloc : !tile.shared<[256], f32>
+    %total = tile.scan sum %s to %s reverse : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+    %top = tile.scan max %f to %f exclusive : !tile.shared<[256], f32> to !tile.shared<[256], f32>
+    tile.parallel (%i) in [256] {
+      %v = tile.load %s[%i] : !tile.shared<[256], i32>
+      %rank, %count = tile.warp_scan sum %v exclusive : i32
+      %zero = arith.constant 0 : i32
+      %odd = arith.cmpi ne, %v, %zero : i32
+      %bits = tile.vote ballot %odd : i32
+      %some = tile.vote any %odd : i1
+    }
+  }
+}

@@ -824,5 +824,66 @@ LogicalResult AtomicOp::verify() {
   return verifyElementAccess(*this, destType, getIndices());
 }
 
+//===----------------------------------------------------------------------===//
+// ScanOp, WarpScanOp, VoteOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyScanKind(Operation *op, ReduceKind kind) {
+  if (kind != ReduceKind::Sum && kind != ReduceKind::Max &&
+      kind != ReduceKind::Min)
+    return op->emitOpError("supports the kinds sum, max and min, got '")
+           << stringifyReduceKind(kind) << "'";
+  return success();
+}
+
+LogicalResult ScanOp::verify() {
+  if (failed(verifyScanKind(*this, getKind())))
+    return failure();
+  Type sourceType = getSource().getType(), destType = getDest().getType();
+  TileShape source = shapeOf(sourceType);
+  if (source.getRank() != 1)
+    return emitOpError("scans 1-D tiles, got a source of shape ")
+           << formatDims(source.getDims());
+  if (shapeOf(destType).getDims() != source.getDims())
+    return emitOpError("destination must have the shape of the source ")
+           << formatDims(source.getDims()) << ", got "
+           << formatDims(shapeOf(destType).getDims());
+  Type element = elementTypeOf(sourceType);
+  if (elementTypeOf(destType) != element)
+    return emitOpError("destination holds ")
+           << elementTypeOf(destType) << " but the source holds " << element;
+  if (!element.isInteger(32) && !element.isInteger(64) && !element.isF32())
+    return emitOpError("scans 32- or 64-bit integers or f32, got ") << element;
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("is block-wide: every thread takes part, so it cannot "
+                       "be in a tile.parallel body (use tile.warp_scan there)");
+  return verifyInsideLaunch(*this);
+}
+
+/// Warp collectives act on the elements of a tile.parallel domain, a warp's
+/// worth at a time.
+static LogicalResult verifyWarpCollective(Operation *op) {
+  if (!op->getParentOfType<ParallelOp>())
+    return op->emitOpError("must be in a tile.parallel body (it combines the "
+                           "domain's elements a warp at a time)");
+  return success();
+}
+
+LogicalResult WarpScanOp::verify() {
+  if (failed(verifyScanKind(*this, getKind())))
+    return failure();
+  return verifyWarpCollective(*this);
+}
+
+LogicalResult VoteOp::verify() {
+  bool wantsMask = getKind() == VoteKind::Ballot;
+  Type result = getResult().getType();
+  if (wantsMask != result.isInteger(32))
+    return emitOpError("'")
+           << stringifyVoteKind(getKind()) << "' gives "
+           << (wantsMask ? "an i32 mask" : "an i1") << ", not " << result;
+  return verifyWarpCollective(*this);
+}
+
 #define GET_OP_CLASSES
 #include "hisa/Dialect/Tile/IR/TileOps.cpp.inc"

@@ -210,6 +210,12 @@ struct TilePlanSharedMemoryPass
       else
         scratch = std::max(scratch, *bytes);
     });
+    // Block-wide scans combine one value per warp there.
+    launch.walk([&](ScanOp scan) {
+      int64_t bytes =
+          warps * (scan.getTotal().getType().getIntOrFloatBitWidth() / 8);
+      scratch = std::max(scratch, bytes);
+    });
     if (scratchOverflow)
       return overflow(launch, "the reduction scratch");
     int64_t scratchOffset = llvm::alignTo(end, alignment);

@@ -55,6 +55,14 @@ def Tile_AtomicKind : I32EnumAttr<"AtomicKind",
   let cppNamespace = "::hisa::tile";
 }
 
+def Tile_VoteKind : I32EnumAttr<"VoteKind",
+    "warp-wide vote applied by tile.vote", [
+    I32EnumAttrCase<"Ballot", 0, "ballot">,
+    I32EnumAttrCase<"Any", 1, "any">,
+    I32EnumAttrCase<"All", 2, "all">]> {
+  let cppNamespace = "::hisa::tile";
+}
+
 def Tile_GemmWarpPolicy : I32EnumAttr<"GemmWarpPolicy",
     "how tile.gemm splits its output tile across the warps of a block", [
     I32EnumAttrCase<"Square", 0, "square">,

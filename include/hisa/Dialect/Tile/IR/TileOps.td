@@ -436,4 +436,92 @@ def Tile_AtomicOp : Tile_Op<"atomic", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Prefix sums and warp collectives
+//===----------------------------------------------------------------------===//
+
+def Tile_ScanOp : Tile_Op<"scan", [
+    TypesMatchWith<"total has the element type of source", "source", "total",
+                   "::hisa::tile::getTileShapeAndElementType($_self)->second">]> {
+  let summary = "Block-wide prefix sum (or max / min) of a 1-D shared tile";
+  let description = [{
+    `dest[i] = source[0] + ... + source[i]` (inclusive; with `exclusive`
+    the sum stops before `source[i]` and `dest[0]` is the identity), for
+    the kinds `sum`, `max` and `min`. With `reverse` the scan runs from the
+    last element down: `dest[i] = source[i] + ... + source[n - 1]` (a suffix
+    sum: "how many counted keys are at least bin i"). The result is the
+    combination of all elements, the same in every thread. `source` and
+    `dest` may be the same tile.
+
+    All threads of the block take part (it is not allowed in a
+    `tile.parallel` body); the scan begins and ends with a barrier, so
+    `source` may come straight from a `tile.parallel` and `dest` may be read
+    by the next one. Each thread scans a contiguous run of elements in
+    registers, then the runs are combined with warp shuffles and one value
+    per warp in shared memory.
+
+    ```mlir
+    %n = tile.scan sum %hist to %at_least reverse
+        : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+    ```
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, Tile_SharedType:$source,
+                       Tile_SharedType:$dest, UnitAttr:$exclusive,
+                       UnitAttr:$reverse);
+  let results = (outs AnyType:$total);
+  let assemblyFormat = [{
+    $kind $source `to` $dest (`exclusive` $exclusive^)? (`reverse` $reverse^)?
+    attr-dict `:` qualified(type($source)) `to` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_WarpScanOp : Tile_Op<"warp_scan", [AllTypesMatch<["value", "prefix",
+                                                          "total"]>]> {
+  let summary = "Prefix sum (or max / min) over the 32 elements of a warp";
+  let description = [{
+    In a `tile.parallel` body: the elements of the domain are taken in
+    row-major order in groups of 32 (a warp's lanes, one element each per
+    step); `prefix` is the combination of `value` over the group's elements
+    up to this one (inclusive; with `exclusive`, before it, the identity for
+    the first), `total` over the whole group. The parallel's domain must
+    fill whole warps (a multiple of 32 elements, one per thread per step)
+    and every element of a group must reach the op (not under an `scf.if`
+    that differs between them): these are warp shuffles.
+
+    ```mlir
+    %rank, %count = tile.warp_scan sum %flag exclusive : i32
+    ```
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, AnyTypeOf<[I32, F32]>:$value,
+                       UnitAttr:$exclusive);
+  let results = (outs AnyType:$prefix, AnyType:$total);
+  let assemblyFormat = [{
+    $kind $value (`exclusive` $exclusive^)? attr-dict `:` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_VoteOp : Tile_Op<"vote"> {
+  let summary = "Warp-wide vote: ballot, any, all";
+  let description = [{
+    In a `tile.parallel` body, over the same groups of 32 elements as
+    `tile.warp_scan` (with the same conditions): `ballot` gives an `i32`
+    whose bit j is `predicate` of the group's element j; `any` and `all`
+    give an `i1`. With the ballot, `math.ctpop` of the bits below this
+    element's (`linear % 32`) is its rank among those voting true.
+
+    ```mlir
+    %bits = tile.vote ballot %is_tie : i32
+    %anyone = tile.vote any %is_tie : i1
+    ```
+  }];
+  let arguments = (ins Tile_VoteKind:$kind, I1:$predicate);
+  let results = (outs AnyTypeOf<[I1, I32]>:$result);
+  let assemblyFormat = [{
+    $kind $predicate attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // HISA_DIALECT_TILE_IR_TILEOPS_TD

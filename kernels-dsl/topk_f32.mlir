@@ -1,0 +1,378 @@
+// Exact top-k of each row of x [R, C] f32 by radix select (KERNELS.md "Top-k,
+// exactly"): out[r, :] holds the columns of the k largest values of row r
+// (within its window [starts[r], ends[r]) when `windowed`), in no particular
+// order; ties at the threshold go to the lower columns; -inf and NaN are
+// never selected and the slots they would take hold -1.
+//
+// One block per row. Values become unsigned keys that order like the floats
+// (sign bit flipped for positives, all bits for negatives), with -inf and NaN
+// mapped to 0, the key of "not selectable". A row of at most `cache` columns
+// keeps its keys in shared memory; a longer one re-reads x at every pass.
+//
+//   1. Keys, and the histogram of their top 8 bits.
+//   2. Radix select, 8 bits a pass from the top: the suffix sums of the
+//      histogram say how many keys are at least each bin; the bin where
+//      that count reaches the number still needed holds the threshold.
+//      A pass narrows the threshold's prefix by 8 bits and stops early when
+//      the whole bin is needed. No candidate buffer: every pass counts the
+//      keys that share the prefix found so far, so any input is exact.
+//   3. Every key above the threshold (or at least the threshold, when all
+//      keys equal to it are needed) claims a slot with a shared atomic.
+//   4. When more keys equal the threshold than are needed, the first ones
+//      in column order take the remaining slots: a ballot per warp and a
+//      scan over the warps rank them, 1024 columns at a time, until enough
+//      are taken (a loop whose trip count depends on the data).
+//   5. Slots past the number of selectable keys get -1.
+
+tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
+                      %starts: !tile.global<[?], i32>,
+                      %ends: !tile.global<[?], i32>,
+                      %out: !tile.global<[?, ?], i32>)
+    params {cache = 8192, windowed = 0} {
+  %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
+  tile.launch (%row) in (%rows) threads 1024 {
+    %keys = tile.alloc : !tile.shared<[cache], i32>
+    %hist = tile.alloc : !tile.shared<[256], i32>
+    %at_least = tile.alloc : !tile.shared<[256], i32>
+    %warp_ties = tile.alloc : !tile.shared<[32], i32>
+    %warp_offsets = tile.alloc : !tile.shared<[32], i32>
+    // [0] threshold prefix, [1] keys still needed at the threshold,
+    // [2] done (the whole threshold bin is needed), [3] slot counter.
+    %state = tile.alloc : !tile.shared<[4], i32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c1024 = arith.constant 1024 : index
+    %zero = arith.constant 0 : i32
+    %one = arith.constant 1 : i32
+    %n = tile.dim %x, 1 : !tile.global<[?, ?], f32>
+    %k = tile.dim %out, 1 : !tile.global<[?, ?], i32>
+    %k_i32 = arith.index_cast %k : index to i32
+    %cache = tile.param "cache" : index
+    %windowed = tile.param "windowed" : index
+
+    // The row's window, clamped to [0, n]; empty when ends <= starts.
+    %is_windowed = arith.cmpi ne, %windowed, %c0 : index
+    %start, %end = scf.if %is_windowed -> (index, index) {
+      %s_i32 = tile.load %starts[%row] : !tile.global<[?], i32>
+      %e_i32 = tile.load %ends[%row] : !tile.global<[?], i32>
+      %s_raw = arith.index_cast %s_i32 : i32 to index
+      %e_raw = arith.index_cast %e_i32 : i32 to index
+      %s_low = arith.maxsi %s_raw, %c0 : index
+      %s = arith.minsi %s_low, %n : index
+      %e_low = arith.maxsi %e_raw, %s : index
+      %e = arith.minsi %e_low, %n : index
+      scf.yield %s, %e : index, index
+    } else {
+      scf.yield %c0, %n : index, index
+    }
+    %length = arith.subi %end, %start : index
+    %cached = arith.cmpi ule, %length, %cache : index
+
+    // 1. Keys and the histogram of their top 8 bits.
+    tile.fill %hist, %zero : !tile.shared<[256], i32>, i32
+    tile.parallel (%t) in [1024] {
+      %first = arith.addi %start, %t : index
+      scf.for %c = %first to %end step %c1024 {
+        %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+        %raw_bits = arith.bitcast %v : f32 to i32
+        // -0.0 is 0.0 (the same value for torch and for ties).
+        %zero_f = arith.constant 0.0 : f32
+        %is_zero = arith.cmpf oeq, %v, %zero_f : f32
+        %bits = arith.select %is_zero, %zero, %raw_bits : i32
+        %negative = arith.cmpi slt, %bits, %zero : i32
+        %all_ones = arith.constant -1 : i32
+        %sign = arith.constant -2147483648 : i32
+        %flipped = arith.xori %bits, %all_ones : i32
+        %signed = arith.ori %bits, %sign : i32
+        %ordered = arith.select %negative, %flipped, %signed : i32
+        %neg_inf = arith.constant 0xFF800000 : f32
+        %selectable = arith.cmpf ogt, %v, %neg_inf : f32
+        %key = arith.select %selectable, %ordered, %zero : i32
+        scf.if %cached {
+          %at = arith.subi %c, %start : index
+          tile.store %key, %keys[%at] : !tile.shared<[cache], i32>
+        }
+        scf.if %selectable {
+          %c24 = arith.constant 24 : i32
+          %digit = arith.shrui %key, %c24 : i32
+          %bin = arith.index_cast %digit : i32 to index
+          %old = tile.atomic add %one, %hist[%bin] : !tile.shared<[256], i32>
+        }
+      }
+    }
+    %selectable_count = tile.scan sum %hist to %at_least reverse
+        : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+    %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
+    tile.parallel (%i) in [4] {
+      // prefix 0, k needed, not done, no slot taken.
+      %is_needed = arith.cmpi eq, %i, %c1 : index
+      %init = arith.select %is_needed, %k_i32, %zero : i32
+      tile.store %init, %state[%i] : !tile.shared<[4], i32>
+    }
+
+    // 2. Radix select, unless every selectable key is taken.
+    %c24_i32 = arith.constant 24 : i32
+    %true = arith.constant true
+    %final:2 = scf.while (%shift = %c24_i32, %first_pass = %true) : (i32, i1) -> (i32, i1) {
+      %c2_index = arith.constant 2 : index
+      %done_i32 = tile.load %state[%c2_index] : !tile.shared<[4], i32>
+      %more_bits = arith.cmpi sge, %shift, %zero : i32
+      %not_done = arith.cmpi eq, %done_i32, %zero : i32
+      %needed = arith.xori %take_all, %true : i1
+      %go_on = arith.andi %more_bits, %not_done : i1
+      %go = arith.andi %go_on, %needed : i1
+      scf.condition(%go) %shift, %first_pass : i32, i1
+    } do {
+    ^bb0(%shift: i32, %first_pass: i1):
+      %prefix = tile.load %state[%c0] : !tile.shared<[4], i32>
+      %still_needed = tile.load %state[%c1] : !tile.shared<[4], i32>
+      %later_pass = arith.xori %first_pass, %true : i1
+      scf.if %later_pass {
+        // The histogram of this digit among the keys that share the
+        // prefix found so far.
+        tile.fill %hist, %zero : !tile.shared<[256], i32>, i32
+        %c8_i32 = arith.constant 8 : i32
+        %above = arith.addi %shift, %c8_i32 : i32
+        %prefix_high = arith.shrui %prefix, %above : i32
+        tile.parallel (%t) in [1024] {
+          %first = arith.addi %start, %t : index
+          scf.for %c = %first to %end step %c1024 {
+            %key = scf.if %cached -> (i32) {
+              %at = arith.subi %c, %start : index
+              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+              scf.yield %cached_key : i32
+            } else {
+              %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+              %raw_bits = arith.bitcast %v : f32 to i32
+              // -0.0 is 0.0 (the same value for torch and for ties).
+              %zero_f = arith.constant 0.0 : f32
+              %is_zero = arith.cmpf oeq, %v, %zero_f : f32
+              %bits = arith.select %is_zero, %zero, %raw_bits : i32
+              %negative = arith.cmpi slt, %bits, %zero : i32
+              %all_ones = arith.constant -1 : i32
+              %sign = arith.constant -2147483648 : i32
+              %flipped = arith.xori %bits, %all_ones : i32
+              %signed = arith.ori %bits, %sign : i32
+              %ordered = arith.select %negative, %flipped, %signed : i32
+              %neg_inf = arith.constant 0xFF800000 : f32
+              %selectable = arith.cmpf ogt, %v, %neg_inf : f32
+              %read_key = arith.select %selectable, %ordered, %zero : i32
+              scf.yield %read_key : i32
+            }
+            %key_high = arith.shrui %key, %above : i32
+            %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+            %selectable = arith.cmpi ne, %key, %zero : i32
+            %counted = arith.andi %same_prefix, %selectable : i1
+            scf.if %counted {
+              %shifted = arith.shrui %key, %shift : i32
+              %mask = arith.constant 255 : i32
+              %digit = arith.andi %shifted, %mask : i32
+              %bin = arith.index_cast %digit : i32 to index
+              %old = tile.atomic add %one, %hist[%bin] : !tile.shared<[256], i32>
+            }
+          }
+        }
+        %counted_total = tile.scan sum %hist to %at_least reverse
+            : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+      }
+      // The bin where "keys at least this bin" reaches the number needed.
+      tile.parallel (%b) in [256] {
+        %c255 = arith.constant 255 : index
+        %ge = tile.load %at_least[%b] : !tile.shared<[256], i32>
+        %is_last = arith.cmpi eq, %b, %c255 : index
+        %next_bin = arith.addi %b, %c1 : index
+        %next = arith.select %is_last, %b, %next_bin : index
+        %ge_next = tile.load %at_least[%next] : !tile.shared<[256], i32>
+        %gt = arith.select %is_last, %zero, %ge_next : i32
+        %reaches = arith.cmpi sge, %ge, %still_needed : i32
+        %short = arith.cmpi slt, %gt, %still_needed : i32
+        %threshold_bin = arith.andi %reaches, %short : i1
+        scf.if %threshold_bin {
+          %digit = arith.index_cast %b : index to i32
+          %placed = arith.shli %digit, %shift : i32
+          %new_prefix = arith.ori %prefix, %placed : i32
+          %need = arith.subi %still_needed, %gt : i32
+          %in_bin = arith.subi %ge, %gt : i32
+          %whole_bin = arith.cmpi eq, %in_bin, %need : i32
+          %done = arith.extui %whole_bin : i1 to i32
+          %c2 = arith.constant 2 : index
+          tile.store %new_prefix, %state[%c0] : !tile.shared<[4], i32>
+          tile.store %need, %state[%c1] : !tile.shared<[4], i32>
+          tile.store %done, %state[%c2] : !tile.shared<[4], i32>
+        }
+      }
+      %c8 = arith.constant 8 : i32
+      %next_shift = arith.subi %shift, %c8 : i32
+      %false = arith.constant false
+      scf.yield %next_shift, %false : i32, i1
+    }
+
+    // 3. Keys above the threshold, or at least the threshold when all of
+    //    those equal to it are needed (always so when every selectable key
+    //    is taken: the threshold is then 1, the least selectable key).
+    %found = tile.load %state[%c0] : !tile.shared<[4], i32>
+    %need = tile.load %state[%c1] : !tile.shared<[4], i32>
+    %c2 = arith.constant 2 : index
+    %done_i32 = tile.load %state[%c2] : !tile.shared<[4], i32>
+    %done = arith.cmpi ne, %done_i32, %zero : i32
+    %threshold = arith.select %take_all, %one, %found : i32
+    %all_at_threshold = arith.ori %take_all, %done : i1
+    tile.parallel (%t) in [1024] {
+      %first = arith.addi %start, %t : index
+      scf.for %c = %first to %end step %c1024 {
+        %key = scf.if %cached -> (i32) {
+          %at = arith.subi %c, %start : index
+          %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+          scf.yield %cached_key : i32
+        } else {
+          %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+          %raw_bits = arith.bitcast %v : f32 to i32
+          // -0.0 is 0.0 (the same value for torch and for ties).
+          %zero_f = arith.constant 0.0 : f32
+          %is_zero = arith.cmpf oeq, %v, %zero_f : f32
+          %bits = arith.select %is_zero, %zero, %raw_bits : i32
+          %negative = arith.cmpi slt, %bits, %zero : i32
+          %all_ones = arith.constant -1 : i32
+          %sign = arith.constant -2147483648 : i32
+          %flipped = arith.xori %bits, %all_ones : i32
+          %signed = arith.ori %bits, %sign : i32
+          %ordered = arith.select %negative, %flipped, %signed : i32
+          %neg_inf = arith.constant 0xFF800000 : f32
+          %selectable = arith.cmpf ogt, %v, %neg_inf : f32
+          %read_key = arith.select %selectable, %ordered, %zero : i32
+          scf.yield %read_key : i32
+        }
+        %above = arith.cmpi ugt, %key, %threshold : i32
+        %at_threshold = arith.cmpi eq, %key, %threshold : i32
+        %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+        %take = arith.ori %above, %equal_taken : i1
+        scf.if %take {
+          %c3 = arith.constant 3 : index
+          %slot_i32 = tile.atomic add %one, %state[%c3] : !tile.shared<[4], i32>
+          %slot = arith.index_cast %slot_i32 : i32 to index
+          %column = arith.index_cast %c : index to i32
+          tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+        }
+      }
+    }
+
+    // 4. Ties at the threshold, in column order, 1024 columns at a time:
+    //    a ballot per warp, a scan over the warps, until enough are taken.
+    %ties_needed = arith.xori %all_at_threshold, %true : i1
+    scf.if %ties_needed {
+      %c3 = arith.constant 3 : index
+      %base = tile.load %state[%c3] : !tile.shared<[4], i32>
+      %left:2 = scf.while (%chunk = %start, %taken = %zero) : (index, i32) -> (index, i32) {
+        %columns_left = arith.cmpi ult, %chunk, %end : index
+        %short = arith.cmpi slt, %taken, %need : i32
+        %go = arith.andi %columns_left, %short : i1
+        scf.condition(%go) %chunk, %taken : index, i32
+      } do {
+      ^bb0(%chunk: index, %taken: i32):
+        tile.parallel (%t) in [1024] {
+            %c = arith.addi %chunk, %t : index
+            %inside = arith.cmpi ult, %c, %end : index
+            %c_safe = arith.select %inside, %c, %start : index
+            %key = scf.if %cached -> (i32) {
+              %at = arith.subi %c_safe, %start : index
+              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+              scf.yield %cached_key : i32
+            } else {
+              %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
+              %raw_bits = arith.bitcast %v : f32 to i32
+              // -0.0 is 0.0 (the same value for torch and for ties).
+              %zero_f = arith.constant 0.0 : f32
+              %is_zero = arith.cmpf oeq, %v, %zero_f : f32
+              %bits = arith.select %is_zero, %zero, %raw_bits : i32
+              %negative = arith.cmpi slt, %bits, %zero : i32
+              %all_ones = arith.constant -1 : i32
+              %sign = arith.constant -2147483648 : i32
+              %flipped = arith.xori %bits, %all_ones : i32
+              %signed = arith.ori %bits, %sign : i32
+              %ordered = arith.select %negative, %flipped, %signed : i32
+              %neg_inf = arith.constant 0xFF800000 : f32
+              %selectable = arith.cmpf ogt, %v, %neg_inf : f32
+              %read_key = arith.select %selectable, %ordered, %zero : i32
+              scf.yield %read_key : i32
+            }
+            %equal = arith.cmpi eq, %key, %threshold : i32
+            %tie = arith.andi %equal, %inside : i1
+            %ties = tile.vote ballot %tie : i32
+            %c32 = arith.constant 32 : index
+            %lane = arith.remui %t, %c32 : index
+            %warp = arith.divui %t, %c32 : index
+            %first_lane = arith.cmpi eq, %lane, %c0 : index
+            scf.if %first_lane {
+              %count = math.ctpop %ties : i32
+              tile.store %count, %warp_ties[%warp] : !tile.shared<[32], i32>
+            }
+        }
+        %chunk_ties = tile.scan sum %warp_ties to %warp_offsets exclusive
+            : !tile.shared<[32], i32> to !tile.shared<[32], i32>
+        tile.parallel (%t) in [1024] {
+            %c = arith.addi %chunk, %t : index
+            %inside = arith.cmpi ult, %c, %end : index
+            %c_safe = arith.select %inside, %c, %start : index
+            %key = scf.if %cached -> (i32) {
+              %at = arith.subi %c_safe, %start : index
+              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+              scf.yield %cached_key : i32
+            } else {
+              %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
+              %raw_bits = arith.bitcast %v : f32 to i32
+              // -0.0 is 0.0 (the same value for torch and for ties).
+              %zero_f = arith.constant 0.0 : f32
+              %is_zero = arith.cmpf oeq, %v, %zero_f : f32
+              %bits = arith.select %is_zero, %zero, %raw_bits : i32
+              %negative = arith.cmpi slt, %bits, %zero : i32
+              %all_ones = arith.constant -1 : i32
+              %sign = arith.constant -2147483648 : i32
+              %flipped = arith.xori %bits, %all_ones : i32
+              %signed = arith.ori %bits, %sign : i32
+              %ordered = arith.select %negative, %flipped, %signed : i32
+              %neg_inf = arith.constant 0xFF800000 : f32
+              %selectable = arith.cmpf ogt, %v, %neg_inf : f32
+              %read_key = arith.select %selectable, %ordered, %zero : i32
+              scf.yield %read_key : i32
+            }
+            %equal = arith.cmpi eq, %key, %threshold : i32
+            %tie = arith.andi %equal, %inside : i1
+            %ties = tile.vote ballot %tie : i32
+            %c32 = arith.constant 32 : index
+            %lane = arith.remui %t, %c32 : index
+            %warp = arith.divui %t, %c32 : index
+            %lane_i32 = arith.index_cast %lane : index to i32
+            %lane_bit = arith.shli %one, %lane_i32 : i32
+            %lanes_below = arith.subi %lane_bit, %one : i32
+            %ties_below = arith.andi %ties, %lanes_below : i32
+            %rank_in_warp = math.ctpop %ties_below : i32
+            %warp_offset = tile.load %warp_offsets[%warp] : !tile.shared<[32], i32>
+            %rank_in_chunk = arith.addi %warp_offset, %rank_in_warp : i32
+            %rank = arith.addi %taken, %rank_in_chunk : i32
+            %wanted = arith.cmpi slt, %rank, %need : i32
+            %take = arith.andi %tie, %wanted : i1
+            scf.if %take {
+              %slot_i32 = arith.addi %base, %rank : i32
+              %slot = arith.index_cast %slot_i32 : i32 to index
+              %column = arith.index_cast %c : index to i32
+              tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+            }
+        }
+        %next_chunk = arith.addi %chunk, %c1024 : index
+        %next_taken = arith.addi %taken, %chunk_ties : i32
+        scf.yield %next_chunk, %next_taken : index, i32
+      }
+    }
+
+    // 5. -1 in the slots past the selectable keys.
+    %filled_i32 = arith.minsi %selectable_count, %k_i32 : i32
+    %filled = arith.index_cast %filled_i32 : i32 to index
+    tile.parallel (%t) in [1024] {
+      %first = arith.addi %filled, %t : index
+      scf.for %slot = %first to %k step %c1024 {
+        %none = arith.constant -1 : i32
+        tile.store %none, %out[%row, %slot] : !tile.global<[?, ?], i32>
+      }
+    }
+  }
+}

@@ -1,0 +1,178 @@
+"""hisa.topk (kernels-dsl/topk.mlir) against torch: KERNELS.md "Top-k, exactly".
+
+Every result is checked for: the selected values equal torch.topk's k
+largest selectable values as a multiset; indices distinct, inside the row's
+window and never on -inf/NaN; the count min(k, selectable); -1 in the
+remaining slots; and ties at the threshold taken from the lowest columns.
+"""
+
+import pytest
+
+from hisa_testutil import fresh_seed, require_gpu
+
+torch, hisa = require_gpu()
+
+NEG_INF = float("-inf")
+
+
+def masked_values(x, starts, ends):
+    """x with NaN and columns outside the windows set to -inf."""
+    xm = torch.nan_to_num(x, nan=NEG_INF, posinf=float("inf"), neginf=NEG_INF)
+    xm = torch.where(torch.isnan(x), torch.full_like(x, NEG_INF), x)
+    if starts is not None:
+        cols = torch.arange(x.shape[1], device=x.device)[None, :]
+        inside = (cols >= starts.long()[:, None]) & (cols < ends.long()[:, None])
+        xm = torch.where(inside, xm, torch.full_like(xm, NEG_INF))
+    return xm
+
+
+def check_topk(x, k, out, starts=None, ends=None):
+    rows, columns = x.shape
+    assert out.shape == (rows, k) and out.dtype == torch.int32
+    xm = masked_values(x, starts, ends)
+    selectable = (xm > NEG_INF).sum(1)
+    expected_count = torch.clamp(selectable, max=k)
+    valid = out >= 0
+    assert torch.equal(valid.sum(1), expected_count), "count of selected slots"
+    # Valid slots come first; the rest are exactly -1.
+    slot = torch.arange(k, device=x.device)[None, :]
+    assert torch.equal(valid, slot < expected_count[:, None]), "-1 fill"
+    assert bool((out[~valid] == -1).all())
+    assert bool((out < columns).all())
+    idx = out.long().clamp(min=0)
+    got = torch.where(valid, xm.gather(1, idx), torch.full_like(idx, 0, dtype=x.dtype) + NEG_INF)
+    assert bool((got[valid] > NEG_INF).all()), "selected a -inf/NaN/outside-window column"
+    ref = torch.topk(xm, k, dim=1).values
+    got_sorted = torch.sort(got, dim=1, descending=True).values
+    assert torch.equal(got_sorted, ref), "selected values differ from torch.topk"
+    # Distinct indices.
+    sorted_idx = torch.sort(torch.where(valid, out.long(), -1 - slot), dim=1).values
+    assert bool((sorted_idx[:, 1:] != sorted_idx[:, :-1]).all()), "repeated index"
+    # Ties at the threshold go to the lowest columns.
+    full = expected_count == k
+    if bool(full.any()):
+        threshold = torch.where(valid, got, torch.full_like(got, float("inf"))).min(1).values
+        at = (xm == threshold[:, None]) & full[:, None]
+        chosen = torch.zeros_like(at)
+        chosen.scatter_(1, idx, valid)
+        taken = (chosen & at).sum(1, keepdim=True)
+        rank = torch.cumsum(at.int(), dim=1)
+        assert torch.equal(chosen & at, at & (rank <= taken)), "ties not taken from the lowest columns"
+
+
+def run(x, k, starts=None, ends=None):
+    out = hisa.topk(x, k, starts, ends)
+    torch.cuda.synchronize()
+    check_topk(x, k, out, starts, ends)
+    return out
+
+
+@pytest.mark.parametrize(
+    "rows,columns,k",
+    [(37, 64, 1), (37, 64, 64), (5, 1000, 17), (64, 8192, 2048), (3, 8193, 4096),
+     (9, 2048, 2048), (4, 50_000, 512), (2, 49_152, 4096), (1, 1 << 20, 4096),
+     (2, 1 << 20, 1), (130, 1024, 64)],
+)
+def test_random(rows, columns, k):
+    fresh_seed(torch)
+    x = torch.randn(rows, columns, device="cuda")
+    run(x, k)
+
+
+@pytest.mark.parametrize("columns,k", [(4096, 100), (60_000, 2048)])
+def test_all_equal(columns, k):
+    # Every key is the threshold: the first k columns, through the ordered
+    # tie pass, whether the row is cached or re-read.
+    x = torch.full((3, columns), 0.25, device="cuda")
+    out = run(x, k)
+    assert torch.equal(torch.sort(out, dim=1).values[0].long(), torch.arange(k, device="cuda"))
+
+
+@pytest.mark.parametrize("columns,k", [(8192, 2048), (70_000, 4096), (1000, 999)])
+def test_few_distinct_values(columns, k):
+    fresh_seed(torch)
+    x = torch.randint(0, 4, (6, columns), device="cuda").float()
+    x[1] = torch.randint(0, 2, (columns,), device="cuda").float() * 2 - 1
+    x[2, ::2] = 0.0
+    x[2, 1::2] = -0.0
+    run(x, k)
+
+
+def test_mostly_neg_inf_causal_rows():
+    # Causal rows: row r has r+1 finite values, the rest -inf; rows with
+    # fewer than k finite values fill with -1 (the anchor's failure case).
+    fresh_seed(torch)
+    rows, columns, k = 300, 8192, 2048
+    x = torch.randn(rows, columns, device="cuda")
+    cols = torch.arange(columns, device="cuda")[None, :]
+    lengths = torch.randint(0, columns, (rows,), device="cuda")
+    lengths[:5] = torch.tensor([0, 1, 2047, 2048, 2049], device="cuda")
+    x = torch.where(cols < lengths[:, None], x, torch.full_like(x, NEG_INF))
+    run(x, k)
+
+
+def test_nan_and_inf():
+    fresh_seed(torch)
+    x = torch.randn(8, 5000, device="cuda")
+    x[0, ::3] = float("nan")
+    x[1] = float("nan")
+    x[2, 7] = float("inf")
+    x[2, 9] = float("inf")
+    x[3, :4990] = float("nan")
+    x[4] = NEG_INF
+    x[5, 100:] = float("inf")
+    run(x, 64)
+
+
+@pytest.mark.parametrize("columns", [5000, 100_000])
+def test_windows(columns):
+    fresh_seed(torch)
+    rows, k = 200, 512
+    x = torch.randn(rows, columns, device="cuda")
+    starts = torch.randint(-100, columns, (rows,), device="cuda", dtype=torch.int32)
+    lengths = torch.randint(0, columns, (rows,), device="cuda", dtype=torch.int32)
+    ends = starts + lengths
+    starts[0], ends[0] = 10, 10          # empty
+    starts[1], ends[1] = 50, 20          # reversed: empty
+    starts[2], ends[2] = -5, columns + 7  # past both ends
+    starts[3], ends[3] = 0, 1
+    clamped_starts = starts.clamp(0, columns)
+    clamped_ends = torch.maximum(ends.clamp(0, columns), clamped_starts)
+    out = hisa.topk(x, k, starts, ends)
+    torch.cuda.synchronize()
+    check_topk(x, k, out, clamped_starts, clamped_ends)
+    # int64 windows give the same result.
+    out64 = hisa.topk(x, k, starts.long(), ends.long())
+    assert torch.equal(torch.sort(out, 1).values, torch.sort(out64, 1).values)
+
+
+def test_deterministic():
+    fresh_seed(torch)
+    x = torch.randint(0, 3, (64, 8192), device="cuda").float()
+    a = torch.sort(hisa.topk(x, 2048), 1).values
+    b = torch.sort(hisa.topk(x, 2048), 1).values
+    assert torch.equal(a, b)
+
+
+def test_empty_rows():
+    x = torch.randn(0, 100, device="cuda")
+    assert hisa.topk(x, 5).shape == (0, 5)
+
+
+def test_bad_arguments():
+    x = torch.randn(4, 100, device="cuda")
+    with pytest.raises(ValueError, match="k must be in"):
+        hisa.topk(x, 0)
+    with pytest.raises(ValueError, match="k must be in"):
+        hisa.topk(x, 101)
+    with pytest.raises(ValueError, match="bfloat16"):
+        hisa.topk(x.bfloat16(), 5)
+    with pytest.raises(ValueError, match="together"):
+        hisa.topk(x, 5, starts=torch.zeros(4, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="starts"):
+        hisa.topk(x, 5, torch.zeros(3, dtype=torch.int32, device="cuda"),
+                  torch.zeros(3, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="x"):
+        hisa.topk(x.t(), 5)
+    with pytest.raises(ValueError, match="out"):
+        hisa.topk(x, 5, out=torch.empty(4, 6, dtype=torch.int32, device="cuda"))
