@@ -20,7 +20,7 @@
 //      keys equal to it are needed) claims a slot with a shared atomic.
 //   4. When more keys equal the threshold than are needed, the first ones
 //      in column order take the remaining slots: a ballot per warp and a
-//      scan over the warps rank them, 1024 columns at a time, until enough
+//      scan over the warps rank them, 256 columns at a time, until enough
 //      are taken (a loop whose trip count depends on the data).
 //   5. Slots past the number of selectable keys get -1.
 
@@ -30,18 +30,22 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %out: !tile.global<[?, ?], i32>)
     params {cache = 8192, windowed = 0} {
   %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
-  tile.launch (%row) in (%rows) threads 1024 {
+  tile.launch (%row) in (%rows) threads 256 {
     %keys = tile.alloc : !tile.shared<[cache], i32>
-    %hist = tile.alloc : !tile.shared<[256], i32>
+    // One histogram per warp (8 x 256 bins): the top bits of real data fall
+    // in a few bins, and a block-wide histogram would serialize the atomics
+    // of all warps on them.
+    %hist = tile.alloc : !tile.shared<[8, 256], i32>
+    %counts = tile.alloc : !tile.shared<[256], i32>
     %at_least = tile.alloc : !tile.shared<[256], i32>
-    %warp_ties = tile.alloc : !tile.shared<[32], i32>
-    %warp_offsets = tile.alloc : !tile.shared<[32], i32>
+    %warp_ties = tile.alloc : !tile.shared<[8], i32>
+    %warp_offsets = tile.alloc : !tile.shared<[8], i32>
     // [0] threshold prefix, [1] keys still needed at the threshold,
     // [2] done (the whole threshold bin is needed), [3] slot counter.
     %state = tile.alloc : !tile.shared<[4], i32>
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    %c1024 = arith.constant 1024 : index
+    %c256 = arith.constant 256 : index
     %zero = arith.constant 0 : i32
     %one = arith.constant 1 : i32
     %n = tile.dim %x, 1 : !tile.global<[?, ?], f32>
@@ -69,10 +73,10 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %cached = arith.cmpi ule, %length, %cache : index
 
     // 1. Keys and the histogram of their top 8 bits.
-    tile.fill %hist, %zero : !tile.shared<[256], i32>, i32
-    tile.parallel (%t) in [1024] {
+    tile.fill %hist, %zero : !tile.shared<[8, 256], i32>, i32
+    tile.parallel (%t) in [256] {
       %first = arith.addi %start, %t : index
-      scf.for %c = %first to %end step %c1024 {
+      scf.for %c = %first to %end step %c256 {
         %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
         %raw_bits = arith.bitcast %v : f32 to i32
         // -0.0 is 0.0 (the same value for torch and for ties).
@@ -96,11 +100,22 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           %c24 = arith.constant 24 : i32
           %digit = arith.shrui %key, %c24 : i32
           %bin = arith.index_cast %digit : i32 to index
-          %old = tile.atomic add %one, %hist[%bin] : !tile.shared<[256], i32>
+          %c32_w = arith.constant 32 : index
+          %warp = arith.divui %t, %c32_w : index
+          %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
         }
       }
     }
-    %selectable_count = tile.scan sum %hist to %at_least reverse
+    tile.parallel (%b) in [256] {
+      %c8_w = arith.constant 8 : index
+      %total = scf.for %w = %c0 to %c8_w step %c1 iter_args(%sum = %zero) -> (i32) {
+        %part = tile.load %hist[%w, %b] : !tile.shared<[8, 256], i32>
+        %more = arith.addi %sum, %part : i32
+        scf.yield %more : i32
+      }
+      tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+    }
+    %selectable_count = tile.scan sum %counts to %at_least reverse
         : !tile.shared<[256], i32> to !tile.shared<[256], i32>
     %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
     tile.parallel (%i) in [4] {
@@ -128,15 +143,14 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       %still_needed = tile.load %state[%c1] : !tile.shared<[4], i32>
       %later_pass = arith.xori %first_pass, %true : i1
       scf.if %later_pass {
-        // The histogram of this digit among the keys that share the
+        // The histograms of this digit among the keys that share the
         // prefix found so far.
-        tile.fill %hist, %zero : !tile.shared<[256], i32>, i32
         %c8_i32 = arith.constant 8 : i32
         %above = arith.addi %shift, %c8_i32 : i32
         %prefix_high = arith.shrui %prefix, %above : i32
-        tile.parallel (%t) in [1024] {
+        tile.parallel (%t) in [256] {
           %first = arith.addi %start, %t : index
-          scf.for %c = %first to %end step %c1024 {
+          scf.for %c = %first to %end step %c256 {
             %key = scf.if %cached -> (i32) {
               %at = arith.subi %c, %start : index
               %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
@@ -168,15 +182,32 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
               %mask = arith.constant 255 : i32
               %digit = arith.andi %shifted, %mask : i32
               %bin = arith.index_cast %digit : i32 to index
-              %old = tile.atomic add %one, %hist[%bin] : !tile.shared<[256], i32>
+              %c32_w = arith.constant 32 : index
+          %warp = arith.divui %t, %c32_w : index
+          %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
             }
           }
         }
-        %counted_total = tile.scan sum %hist to %at_least reverse
+        tile.parallel (%b) in [256] {
+          %c8_w = arith.constant 8 : index
+          %total = scf.for %w = %c0 to %c8_w step %c1 iter_args(%sum = %zero) -> (i32) {
+            %part = tile.load %hist[%w, %b] : !tile.shared<[8, 256], i32>
+            %more = arith.addi %sum, %part : i32
+            scf.yield %more : i32
+          }
+          tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+        }
+        %counted_total = tile.scan sum %counts to %at_least reverse
             : !tile.shared<[256], i32> to !tile.shared<[256], i32>
       }
       // The bin where "keys at least this bin" reaches the number needed.
       tile.parallel (%b) in [256] {
+        // The next pass counts into cleared histograms (the counts of this
+        // one were merged before the scan).
+        %c8_z = arith.constant 8 : index
+        scf.for %w = %c0 to %c8_z step %c1 {
+          tile.store %zero, %hist[%w, %b] : !tile.shared<[8, 256], i32>
+        }
         %c255 = arith.constant 255 : index
         %ge = tile.load %at_least[%b] : !tile.shared<[256], i32>
         %is_last = arith.cmpi eq, %b, %c255 : index
@@ -217,9 +248,9 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %done = arith.cmpi ne, %done_i32, %zero : i32
     %threshold = arith.select %take_all, %one, %found : i32
     %all_at_threshold = arith.ori %take_all, %done : i1
-    tile.parallel (%t) in [1024] {
+    tile.parallel (%t) in [256] {
       %first = arith.addi %start, %t : index
-      scf.for %c = %first to %end step %c1024 {
+      scf.for %c = %first to %end step %c256 {
         %key = scf.if %cached -> (i32) {
           %at = arith.subi %c, %start : index
           %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
@@ -256,7 +287,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       }
     }
 
-    // 4. Ties at the threshold, in column order, 1024 columns at a time:
+    // 4. Ties at the threshold, in column order, 256 columns at a time:
     //    a ballot per warp, a scan over the warps, until enough are taken.
     %ties_needed = arith.xori %all_at_threshold, %true : i1
     scf.if %ties_needed {
@@ -269,7 +300,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         scf.condition(%go) %chunk, %taken : index, i32
       } do {
       ^bb0(%chunk: index, %taken: i32):
-        tile.parallel (%t) in [1024] {
+        tile.parallel (%t) in [256] {
             %c = arith.addi %chunk, %t : index
             %inside = arith.cmpi ult, %c, %end : index
             %c_safe = arith.select %inside, %c, %start : index
@@ -304,12 +335,12 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
             %first_lane = arith.cmpi eq, %lane, %c0 : index
             scf.if %first_lane {
               %count = math.ctpop %ties : i32
-              tile.store %count, %warp_ties[%warp] : !tile.shared<[32], i32>
+              tile.store %count, %warp_ties[%warp] : !tile.shared<[8], i32>
             }
         }
         %chunk_ties = tile.scan sum %warp_ties to %warp_offsets exclusive
-            : !tile.shared<[32], i32> to !tile.shared<[32], i32>
-        tile.parallel (%t) in [1024] {
+            : !tile.shared<[8], i32> to !tile.shared<[8], i32>
+        tile.parallel (%t) in [256] {
             %c = arith.addi %chunk, %t : index
             %inside = arith.cmpi ult, %c, %end : index
             %c_safe = arith.select %inside, %c, %start : index
@@ -346,7 +377,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
             %lanes_below = arith.subi %lane_bit, %one : i32
             %ties_below = arith.andi %ties, %lanes_below : i32
             %rank_in_warp = math.ctpop %ties_below : i32
-            %warp_offset = tile.load %warp_offsets[%warp] : !tile.shared<[32], i32>
+            %warp_offset = tile.load %warp_offsets[%warp] : !tile.shared<[8], i32>
             %rank_in_chunk = arith.addi %warp_offset, %rank_in_warp : i32
             %rank = arith.addi %taken, %rank_in_chunk : i32
             %wanted = arith.cmpi slt, %rank, %need : i32
@@ -358,7 +389,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
               tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
             }
         }
-        %next_chunk = arith.addi %chunk, %c1024 : index
+        %next_chunk = arith.addi %chunk, %c256 : index
         %next_taken = arith.addi %taken, %chunk_ties : i32
         scf.yield %next_chunk, %next_taken : index, i32
       }
@@ -367,9 +398,9 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // 5. -1 in the slots past the selectable keys.
     %filled_i32 = arith.minsi %selectable_count, %k_i32 : i32
     %filled = arith.index_cast %filled_i32 : i32 to index
-    tile.parallel (%t) in [1024] {
+    tile.parallel (%t) in [256] {
       %first = arith.addi %filled, %t : index
-      scf.for %slot = %first to %k step %c1024 {
+      scf.for %slot = %first to %k step %c256 {
         %none = arith.constant -1 : i32
         tile.store %none, %out[%row, %slot] : !tile.global<[?, ?], i32>
       }

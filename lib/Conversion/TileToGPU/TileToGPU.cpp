@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace hisa {
@@ -412,6 +413,20 @@ LogicalResult KernelLowering::run() {
     op->dropAllUses();
     op->erase();
   }
+  // Op lowerings fence their own shared-memory use, so one that ends with a
+  // barrier is often followed by one that begins with one: a barrier with
+  // only side-effect-free ops since the previous one is dropped.
+  SmallVector<gpu::BarrierOp> repeated;
+  func.walk([&](gpu::BarrierOp barrier) {
+    Operation *previous = barrier->getPrevNode();
+    while (previous && !isa<gpu::BarrierOp>(previous) &&
+           isMemoryEffectFree(previous) && previous->getNumRegions() == 0)
+      previous = previous->getPrevNode();
+    if (isa_and_nonnull<gpu::BarrierOp>(previous))
+      repeated.push_back(barrier);
+  });
+  for (gpu::BarrierOp barrier : repeated)
+    barrier->erase();
   return success();
 }
 
