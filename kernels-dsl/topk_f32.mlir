@@ -40,9 +40,11 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %at_least = tile.alloc : !tile.shared<[256], i32>
     %warp_ties = tile.alloc : !tile.shared<[8], i32>
     %warp_offsets = tile.alloc : !tile.shared<[8], i32>
-    // [0] threshold prefix, [1] keys still needed at the threshold,
-    // [2] done (the whole threshold bin is needed), [3] slot counter.
-    %state = tile.alloc : !tile.shared<[4], i32>
+    // [p, 0] threshold prefix, [p, 1] keys still needed at the threshold,
+    // [p, 2] done (the whole threshold bin is needed); [0, 3] slot counter.
+    // A pass reads the p of its parity and writes the other: the threads
+    // still reading one never race with the writer of the next.
+    %state = tile.alloc : !tile.shared<[2, 4], i32>
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c256 = arith.constant 256 : index
@@ -118,29 +120,31 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %selectable_count = tile.scan sum %counts to %at_least reverse
         : !tile.shared<[256], i32> to !tile.shared<[256], i32>
     %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
-    tile.parallel (%i) in [4] {
+    tile.parallel (%p, %i) in [2, 4] {
       // prefix 0, k needed, not done, no slot taken.
       %is_needed = arith.cmpi eq, %i, %c1 : index
       %init = arith.select %is_needed, %k_i32, %zero : i32
-      tile.store %init, %state[%i] : !tile.shared<[4], i32>
+      tile.store %init, %state[%p, %i] : !tile.shared<[2, 4], i32>
     }
 
     // 2. Radix select, unless every selectable key is taken.
     %c24_i32 = arith.constant 24 : i32
     %true = arith.constant true
-    %final:2 = scf.while (%shift = %c24_i32, %first_pass = %true) : (i32, i1) -> (i32, i1) {
+    %final:3 = scf.while (%shift = %c24_i32, %first_pass = %true, %parity = %c0)
+        : (i32, i1, index) -> (i32, i1, index) {
       %c2_index = arith.constant 2 : index
-      %done_i32 = tile.load %state[%c2_index] : !tile.shared<[4], i32>
+      %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 4], i32>
       %more_bits = arith.cmpi sge, %shift, %zero : i32
       %not_done = arith.cmpi eq, %done_i32, %zero : i32
       %needed = arith.xori %take_all, %true : i1
       %go_on = arith.andi %more_bits, %not_done : i1
       %go = arith.andi %go_on, %needed : i1
-      scf.condition(%go) %shift, %first_pass : i32, i1
+      scf.condition(%go) %shift, %first_pass, %parity : i32, i1, index
     } do {
-    ^bb0(%shift: i32, %first_pass: i1):
-      %prefix = tile.load %state[%c0] : !tile.shared<[4], i32>
-      %still_needed = tile.load %state[%c1] : !tile.shared<[4], i32>
+    ^bb0(%shift: i32, %first_pass: i1, %parity: index):
+      %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 4], i32>
+      %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 4], i32>
+      %other = arith.subi %c1, %parity : index
       %later_pass = arith.xori %first_pass, %true : i1
       scf.if %later_pass {
         // The histograms of this digit among the keys that share the
@@ -227,24 +231,24 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           %whole_bin = arith.cmpi eq, %in_bin, %need : i32
           %done = arith.extui %whole_bin : i1 to i32
           %c2 = arith.constant 2 : index
-          tile.store %new_prefix, %state[%c0] : !tile.shared<[4], i32>
-          tile.store %need, %state[%c1] : !tile.shared<[4], i32>
-          tile.store %done, %state[%c2] : !tile.shared<[4], i32>
+          tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 4], i32>
+          tile.store %need, %state[%other, %c1] : !tile.shared<[2, 4], i32>
+          tile.store %done, %state[%other, %c2] : !tile.shared<[2, 4], i32>
         }
       }
       %c8 = arith.constant 8 : i32
       %next_shift = arith.subi %shift, %c8 : i32
       %false = arith.constant false
-      scf.yield %next_shift, %false : i32, i1
+      scf.yield %next_shift, %false, %other : i32, i1, index
     }
 
     // 3. Keys above the threshold, or at least the threshold when all of
     //    those equal to it are needed (always so when every selectable key
     //    is taken: the threshold is then 1, the least selectable key).
-    %found = tile.load %state[%c0] : !tile.shared<[4], i32>
-    %need = tile.load %state[%c1] : !tile.shared<[4], i32>
+    %found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 4], i32>
+    %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 4], i32>
     %c2 = arith.constant 2 : index
-    %done_i32 = tile.load %state[%c2] : !tile.shared<[4], i32>
+    %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 4], i32>
     %done = arith.cmpi ne, %done_i32, %zero : i32
     %threshold = arith.select %take_all, %one, %found : i32
     %all_at_threshold = arith.ori %take_all, %done : i1
@@ -279,7 +283,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %take = arith.ori %above, %equal_taken : i1
         scf.if %take {
           %c3 = arith.constant 3 : index
-          %slot_i32 = tile.atomic add %one, %state[%c3] : !tile.shared<[4], i32>
+          %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
           %slot = arith.index_cast %slot_i32 : i32 to index
           %column = arith.index_cast %c : index to i32
           tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
@@ -292,7 +296,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %ties_needed = arith.xori %all_at_threshold, %true : i1
     scf.if %ties_needed {
       %c3 = arith.constant 3 : index
-      %base = tile.load %state[%c3] : !tile.shared<[4], i32>
+      %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 4], i32>
       %left:2 = scf.while (%chunk = %start, %taken = %zero) : (index, i32) -> (index, i32) {
         %columns_left = arith.cmpi ult, %chunk, %end : index
         %short = arith.cmpi slt, %taken, %need : i32
