@@ -56,6 +56,24 @@ Value broadcastLane(OpBuilder &b, Location loc, Value value, int64_t source) {
       .getShuffleResult();
 }
 
+/// The exclusive scan from the inclusive one: the previous lane's value,
+/// the identity in lane 0.
+Value exclusiveFromInclusive(OpBuilder &b, Location loc,
+                             const Combiner &combiner, Value inclusive,
+                             Value lane) {
+  Type i32 = b.getI32Type();
+  Value previous =
+      gpu::ShuffleOp::create(
+          b, loc, inclusive, arith::ConstantIntOp::create(b, loc, i32, 1),
+          arith::ConstantIntOp::create(b, loc, i32, 32), gpu::ShuffleMode::UP)
+          .getShuffleResult();
+  Value firstLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                            arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::SelectOp::create(b, loc, firstLane, combiner.identity(b, loc),
+                                 previous);
+}
+
 } // namespace
 
 /// Checks that the lanes of a warp hold consecutive elements of the
@@ -171,16 +189,7 @@ LogicalResult KernelLowering::lowerScan(ScanOp op, OpBuilder &b) {
     total = combiner.combine(b, loc, total, warpTotal);
   }
   // The runs of the lanes before this one.
-  Value previous = gpu::ShuffleOp::create(
-                       b, loc, inclusive,
-                       arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1),
-                       arith::ConstantIntOp::create(b, loc, b.getI32Type(), 32),
-                       gpu::ShuffleMode::UP)
-                       .getShuffleResult();
-  Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          lane, index(b, 0));
-  Value laneOffset =
-      arith::SelectOp::create(b, loc, firstLane, identity, previous);
+  Value laneOffset = exclusiveFromInclusive(b, loc, combiner, inclusive, lane);
   Value runOffset = combiner.combine(b, loc, warpOffset, laneOffset);
   bool exclusive = op.getExclusive();
   overRun(runOffset,
@@ -204,19 +213,8 @@ LogicalResult KernelLowering::lowerWarpScan(WarpScanOp op, OpBuilder &b,
   Value lane = arith::RemUIOp::create(b, loc, threadId, index(b, 32));
   Value inclusive = scanWarp(b, loc, combiner, op.getValue(), lane);
   Value prefix = inclusive;
-  if (op.getExclusive()) {
-    Value previous =
-        gpu::ShuffleOp::create(
-            b, loc, inclusive,
-            arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1),
-            arith::ConstantIntOp::create(b, loc, b.getI32Type(), 32),
-            gpu::ShuffleMode::UP)
-            .getShuffleResult();
-    Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                            lane, index(b, 0));
-    prefix = arith::SelectOp::create(b, loc, firstLane,
-                                     combiner.identity(b, loc), previous);
-  }
+  if (op.getExclusive())
+    prefix = exclusiveFromInclusive(b, loc, combiner, inclusive, lane);
   op.getPrefix().replaceAllUsesWith(prefix);
   op.getTotal().replaceAllUsesWith(broadcastLane(b, loc, inclusive, 31));
   return success();
