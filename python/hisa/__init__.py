@@ -37,6 +37,10 @@ _OPS = (
     "mqa_logits",
     "block_sparse_mqa_logits",
     "topk",
+    "pool_topk_blocks",
+    "block_sparse_topk_tokens",
+    "hisa_indexer",
+    "flat_indexer",
 )
 
 __all__ = [

@@ -13,6 +13,12 @@ these functions can be swapped in for them:
   indexer's logits, KERNELS.md "Flat indexer")
 * ``topk(x, k, starts=None, ends=None)``  (exact top-k, KERNELS.md "Top-k,
   exactly")
+* ``pool_topk_blocks`` and ``block_sparse_topk_tokens``  (the fused indexer
+  stages 1 and 2, KERNELS.md "Fused indexer stages")
+* ``hisa_indexer(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, *,
+  k_block_size, block_topk, topk_tokens)``  (HISA end to end)
+* ``flat_indexer(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
+  topk_tokens)``  (the V3.2 indexer: logits + exact top-k)
 
 The MQA logits operators run DSL kernels (kernels-dsl/) through the JIT
 (``hisa.jit``); the first call for a shape specialization compiles it.
@@ -52,6 +58,10 @@ __all__ = [
     "mqa_logits",
     "block_sparse_mqa_logits",
     "topk",
+    "pool_topk_blocks",
+    "block_sparse_topk_tokens",
+    "hisa_indexer",
+    "flat_indexer",
 ]
 
 FP8 = torch.float8_e4m3fn
@@ -656,4 +666,322 @@ def topk(
         starts = ends = dummy
     params = {"cache": _topk_cache(columns, windowed), "windowed": int(windowed)}
     _launch("topk_f32", params, x.device, x, starts, ends, out)
+    return out
+
+
+# ---- Fused indexer stages and the HISA indexer (KERNELS.md "Fused indexer stages") --
+
+# Pooled-key windows up to this many blocks keep their keys in shared memory
+# (pool_topk_blocks): 4 bytes a block and query; the kernel is specialized
+# on the size.
+_STAGE1_NB_CACHE_SIZES = (256, 1024, 4096, 8192, 16384, 32768)
+# Shared memory a block of the fused stages may take (the H200 allows 227 KiB).
+_STAGE_SHARED_BUDGET = 220 * 1024
+# block_sparse_topk_tokens keeps T*kb keys in shared memory.
+_STAGE2_MAX_SLOTS = 32768
+
+
+def _stage1_config(heads: int, dim: int, nb: int) -> Tuple[int, int]:
+    """(block_q, nb_cache) of pool_topk_blocks for Nb pooled keys: the
+    widest gemm (block_q * H = 256 query rows) while block_q windows of
+    nb_cache keys fit in shared memory, else fewer queries per block."""
+    nb_cache = next((size for size in _STAGE1_NB_CACHE_SIZES if nb <= size), None)
+    if nb_cache is None:
+        raise InvalidArgumentError(
+            f"blocked_k has Nb={nb} pooled keys; the fused stage 1 keeps a query's "
+            f"window of logits on chip, up to {_STAGE1_NB_CACHE_SIZES[-1]} blocks "
+            f"(N up to {_STAGE1_NB_CACHE_SIZES[-1]} * kb tokens)"
+        )
+    block_q = 256 // heads
+    while block_q > 1:
+        shared = block_q * (heads * dim + 4 * nb_cache + 4 * heads) + 2 * 64 * (dim + 4) + 8192
+        if shared <= _STAGE_SHARED_BUDGET:
+            break
+        block_q //= 2
+    return block_q, nb_cache
+
+
+def _stage2_min_blocks(heads: int, dim: int, kb: int, slots: int) -> int:
+    """Blocks per SM of block_sparse_topk_tokens: what the T*kb keys and the
+    double-buffered key tiles leave of shared memory, and the registers of
+    the [kb, H] accumulator (as block_sparse_mqa_logits)."""
+    shared = heads * dim + 2 * kb * (dim + 4) + 4 * slots + 8192
+    return max(1, min(_block_sparse_min_blocks(heads, kb), (228 * 1024) // (shared + 1024)))
+
+
+def _check_windows(names, m: int, device_ref, ref_name: str):
+    out = []
+    for name, t in names:
+        t = check_tensor(name, t)
+        check_cuda(name, t)
+        check_same_device(name, t, ref_name, device_ref)
+        _check_index_dtype(name, t)
+        check_shape(name, t, (m,), "[M]")
+        check_contiguous(name, t)
+        out.append(t)
+    return out
+
+
+def _check_keys(q_name, q, k_name, k, s_name, scale, w_name, weights, rows_sym):
+    """q [M, H, D] fp8, keys [rows, D] fp8, scales [rows] f32, weights
+    [M, H] f32: checks naming the argument; returns (m, heads, dim, rows)."""
+    q = check_tensor(q_name, q)
+    check_cuda(q_name, q)
+    for name, t in ((k_name, k), (s_name, scale), (w_name, weights)):
+        check_tensor(name, t)
+        check_cuda(name, t)
+        check_same_device(name, t, q_name, q)
+    check_dtype(q_name, q, FP8)
+    check_dtype(k_name, k, FP8)
+    check_dtype(s_name, scale, torch.float32)
+    check_dtype(w_name, weights, torch.float32)
+    m, heads, dim = _check_mqa_q(q_name, q)
+    check_rank(k_name, k, 2, f"[{rows_sym}, D]")
+    rows = int(k.shape[0])
+    check_shape(k_name, k, (rows, dim), f"[{rows_sym}, D]")
+    _check_scale_shape(s_name, scale, rows, rows_sym)
+    check_shape(w_name, weights, (m, heads), "[M, H]")
+    _check_rows_fit_int32(k_name, rows, "the windows")
+    for name, t in ((q_name, q), (k_name, k), (s_name, scale), (w_name, weights)):
+        check_contiguous(name, t)
+        check_aligned(name, t, VECTOR_ALIGNMENT)
+    return m, heads, dim, rows
+
+
+def _pool_topk_blocks(q, blocked_k, blocked_k_scale, weights, starts, ends, block_topk, kb):
+    m, heads, dim = (int(s) for s in q.shape)
+    nb = int(blocked_k.shape[0])
+    topk = min(block_topk, nb)
+    out = torch.empty((m, topk), dtype=torch.int32, device=q.device)
+    if m == 0 or topk == 0:
+        return out
+    block_q, nb_cache = _stage1_config(heads, dim, nb)
+    _launch(
+        "pool_topk_blocks",
+        {"heads": heads, "dim": dim, "block_q": block_q, "nb_cache": nb_cache, "kb": kb},
+        q.device,
+        q.view(m * heads, dim),
+        blocked_k,
+        blocked_k_scale.view(nb),
+        weights,
+        starts,
+        ends,
+        out,
+    )
+    return out
+
+
+def pool_topk_blocks(
+    q: torch.Tensor,
+    blocked_k: torch.Tensor,
+    blocked_k_scale: torch.Tensor,
+    weights: torch.Tensor,
+    bks: torch.Tensor,
+    bke: torch.Tensor,
+    block_topk: int,
+) -> torch.Tensor:
+    """HISA fused stage 1 (KERNELS.md 1.2 + 1.3 + 1.4) in one kernel: the
+    pooled-key MQA logits of each query's block window ``[bks, bke)``,
+    cleaned (the first and last block of the window become +inf, so they
+    are always kept), and their exact top-``block_topk``. The [M, Nb]
+    logits never reach global memory.
+
+    Equals ``topk(clean_and_maintain_logits_(pool_mqa_logits(...), bks, bke),
+    min(block_topk, Nb), bks, bke)`` up to the order inside a row (ties go
+    to the lower block; -inf/NaN logits are never selected; -1 fills the
+    slots past the window's blocks).
+
+    Args:
+      q, blocked_k, blocked_k_scale, weights: as ``pool_mqa_logits``.
+      bks, bke: [M] int32 (int64 accepted) block windows, within [0, Nb]
+        (bke is clipped to Nb, negative values count as 0).
+      block_topk: >= 1; the output has min(block_topk, Nb) columns.
+
+    Returns:
+      [M, min(block_topk, Nb)] int32 block indices, -1 padded. Windows of
+      up to 32768 pooled keys are supported (ValueError beyond).
+    """
+    m, heads, dim, nb = _check_keys("q", q, "blocked_k", blocked_k, "blocked_k_scale",
+                                    blocked_k_scale, "weights", weights, "Nb")
+    block_topk = check_int("block_topk", block_topk)
+    if block_topk < 1:
+        raise InvalidArgumentError(f"block_topk must be >= 1, got {block_topk}")
+    bks, bke = _check_windows((("bks", bks), ("bke", bke)), m, q, "q")
+    return _pool_topk_blocks(q, blocked_k, blocked_k_scale, weights,
+                             _as_int32(bks, 0, nb), _as_int32(bke, 0, nb), block_topk, 1)
+
+
+def _block_sparse_topk_tokens(q, k, k_scale, topk_block_index, kb, weights, ks, ke, topk_tokens):
+    m, heads, dim = (int(s) for s in q.shape)
+    n = int(k.shape[0])
+    slots = int(topk_block_index.shape[1])
+    out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
+    if m == 0:
+        return out
+    if slots == 0 or n == 0:
+        return out.fill_(-1)
+    if slots * kb > _STAGE2_MAX_SLOTS:
+        raise InvalidArgumentError(
+            f"topk_block_index has T={slots} blocks of k_block_size={kb}: the fused stage 2 "
+            f"keeps the T*kb = {slots * kb} logits of a query on chip, up to {_STAGE2_MAX_SLOTS}"
+        )
+    _launch(
+        "block_sparse_topk_tokens",
+        {"heads": heads, "dim": dim, "kb": kb, "topk": slots,
+         "min_blocks": _stage2_min_blocks(heads, dim, kb, slots * kb)},
+        q.device,
+        q,
+        k,
+        k_scale.view(n),
+        topk_block_index,
+        weights,
+        ks,
+        ke,
+        out,
+    )
+    return out
+
+
+def block_sparse_topk_tokens(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    k_scale: torch.Tensor,
+    topk_block_index: torch.Tensor,
+    k_block_size: int,
+    weights: torch.Tensor,
+    ks: torch.Tensor,
+    ke: torch.Tensor,
+    topk_tokens: int,
+) -> torch.Tensor:
+    """HISA fused stage 2 (KERNELS.md 2.1 + 2.2 + 2.3) in one kernel: the
+    block-sparse MQA logits of the T selected key blocks of each query, their
+    exact top-``topk_tokens`` and the conversion of the chosen slots to
+    token offsets relative to ``ks``. The [M, T*kb] logits never reach
+    global memory.
+
+    Equals converting ``topk(block_sparse_mqa_logits(...), topk_tokens)``
+    (slot ``t*kb + i`` -> ``topk_block_index[m, t]*kb + i - ks[m]``) up to the
+    order inside a row: ties go to the lower slot, slots outside
+    ``[ks, ke)`` (or of -1 blocks) are never selected, -1 fills the rest.
+
+    Args:
+      q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke: as
+        ``block_sparse_mqa_logits`` (T*kb at most 32768).
+      topk_tokens: >= 1 (may exceed T*kb: the extra slots hold -1).
+
+    Returns:
+      [M, topk_tokens] int32 offsets in ``[0, ke - ks)``, -1 padded.
+    """
+    m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
+    kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
+    topk_tokens = check_int("topk_tokens", topk_tokens)
+    if topk_tokens < 1:
+        raise InvalidArgumentError(f"topk_tokens must be >= 1, got {topk_tokens}")
+    topk_block_index = check_tensor("topk_block_index", topk_block_index)
+    check_cuda("topk_block_index", topk_block_index)
+    check_same_device("topk_block_index", topk_block_index, "q", q)
+    _check_index_dtype("topk_block_index", topk_block_index)
+    check_rank("topk_block_index", topk_block_index, 2, "[M, T]")
+    check_shape("topk_block_index", topk_block_index, (m, int(topk_block_index.shape[1])), "[M, T]")
+    check_contiguous("topk_block_index", topk_block_index)
+    ks, ke = _check_windows((("ks", ks), ("ke", ke)), m, q, "q")
+    return _block_sparse_topk_tokens(q, k, k_scale, _as_int32(topk_block_index), kb, weights,
+                                     _as_int32(ks), _as_int32(ke), topk_tokens)
+
+
+def hisa_indexer(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    k_scale: torch.Tensor,
+    weights: torch.Tensor,
+    cu_seqlen_ks: torch.Tensor,
+    cu_seqlen_ke: torch.Tensor,
+    *,
+    k_block_size: int = 128,
+    block_topk: int,
+    topk_tokens: int,
+) -> torch.Tensor:
+    """The HISA hierarchical sparse indexer, end to end (KERNELS.md, HISA
+    1.1 -> 2.3), as three kernels: block mean pooling of the keys, fused
+    stage 1 (``pool_topk_blocks``: pooled logits, cleaning, top blocks) and
+    fused stage 2 (``block_sparse_topk_tokens``: token logits in the chosen
+    blocks, top tokens, offsets). Neither stage's logits reach global memory.
+
+    Drop-in for TileLang's ``hisa_indexer`` (same arguments). Selections
+    are exact in f32 (TileLang rounds the block scores to bf16), so results
+    agree with it up to ties.
+
+    Args:
+      q: [M, H, D] float8_e4m3fn (H in {16, 32, 64, 128}, D in {64, 128}).
+      k: [N, D] float8_e4m3fn keys; k_scale: [N] (or [N, 1]) float32.
+      weights: [M, H] float32.
+      cu_seqlen_ks, cu_seqlen_ke: [M] int32 (int64 accepted) token window
+        [ks, ke) of each query in k's rows (ke <= N).
+      k_block_size: kb in {64, 128, 256}.
+      block_topk: key blocks kept per query in stage 1 (>= 1; T*kb <= 32768).
+      topk_tokens: tokens kept per query (>= 1).
+
+    Returns:
+      topk_indices [M, topk_tokens] int32: offsets relative to ks, each in
+      [0, ke - ks), distinct within a row, -1 padded.
+    """
+    m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
+    kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
+    block_topk = check_int("block_topk", block_topk)
+    if block_topk < 1:
+        raise InvalidArgumentError(f"block_topk must be >= 1, got {block_topk}")
+    topk_tokens = check_int("topk_tokens", topk_tokens)
+    if topk_tokens < 1:
+        raise InvalidArgumentError(f"topk_tokens must be >= 1, got {topk_tokens}")
+    if block_topk * kb > _STAGE2_MAX_SLOTS:
+        raise InvalidArgumentError(
+            f"block_topk * k_block_size = {block_topk} * {kb} exceeds {_STAGE2_MAX_SLOTS}: "
+            f"stage 2 keeps a query's block_topk * kb logits on chip"
+        )
+    ks, ke = _check_windows((("cu_seqlen_ks", cu_seqlen_ks), ("cu_seqlen_ke", cu_seqlen_ke)),
+                            m, q, "q")
+    ks = _as_int32(ks, 0, n)
+    ke = _as_int32(ke, 0, n)
+    if m == 0:
+        return torch.empty((0, topk_tokens), dtype=torch.int32, device=q.device)
+    if n == 0:
+        return torch.full((m, topk_tokens), -1, dtype=torch.int32, device=q.device)
+    blocked_k, blocked_scale = fp8_block_mean_pooling(k, k_scale, kb)
+    block_index = _pool_topk_blocks(q, blocked_k, blocked_scale, weights, ks, ke, block_topk, kb)
+    return _block_sparse_topk_tokens(q, k, k_scale, block_index, kb, weights, ks, ke, topk_tokens)
+
+
+def flat_indexer(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    k_scale: torch.Tensor,
+    weights: torch.Tensor,
+    cu_seqlen_ks: torch.Tensor,
+    cu_seqlen_ke: torch.Tensor,
+    topk_tokens: int,
+) -> torch.Tensor:
+    """The flat DeepSeek-V3.2 indexer (KERNELS.md "Flat indexer"): the MQA
+    logits of every token of each query's window, then their exact
+    top-``topk_tokens`` (``mqa_logits`` + windowed ``topk``). The [M, N]
+    logits are materialized (4 bytes per query and key).
+
+    Returns:
+      [M, topk_tokens] int32 offsets relative to ks, in [0, ke - ks),
+      distinct within a row, -1 padded.
+    """
+    m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
+    topk_tokens = check_int("topk_tokens", topk_tokens)
+    if topk_tokens < 1:
+        raise InvalidArgumentError(f"topk_tokens must be >= 1, got {topk_tokens}")
+    ks, ke = _check_windows((("cu_seqlen_ks", cu_seqlen_ks), ("cu_seqlen_ke", cu_seqlen_ke)),
+                            m, q, "q")
+    ks = _as_int32(ks, 0, n)
+    ke = _as_int32(ke, 0, n)
+    out = torch.full((m, topk_tokens), -1, dtype=torch.int32, device=q.device)
+    if m == 0 or n == 0:
+        return out
+    logits = mqa_logits(q, k, k_scale, weights, ks, ke)
+    selected = out[:, : min(topk_tokens, n)]
+    columns = topk(logits, selected.shape[1], ks, ke)
+    selected.copy_(torch.where(columns >= 0, columns - ks[:, None], columns))
     return out

@@ -1,0 +1,436 @@
+// HISA fused stage 1 (KERNELS.md "Fused indexer stages"): pooled-key MQA
+// logits (1.2), cleaning (1.3) and the exact top-k of the key blocks (1.4),
+// in one kernel. The [M, Nb] logits never reach global memory.
+//
+// A block of threads takes block_q queries. The logits loop is
+// pool_mqa_logits.mlir's: the union of the queries' block windows in tiles
+// of block_n pooled keys, each an fp8 gemm against all block_q*heads query
+// rows, the scaled ReLU weighted by head, the sum over heads in registers.
+// Each query keeps the logits of its own window [bks, bke) in shared memory
+// as unsigned keys that order like the floats, cleaned on the way: the
+// first and last block of the window become +inf (they always survive), a
+// -inf or NaN logit becomes 0 ("not selectable"). A window may span up to
+// nb_cache pooled keys (the operator picks nb_cache, and block_q so that
+// block_q * nb_cache keys fit).
+//
+// The windows are token windows [ks, ke) of keys pooled kb to a block
+// (kb = 1: block windows bks, bke as the anchor's stage takes them).
+//
+// Then, query by query, the exact radix select of topk_f32.mlir on those
+// keys, 8 bits a pass from the top, ties to the lower block; the chosen
+// positions become block indices bks + position, and -1 fills the slots
+// past the window's blocks.
+
+tile.kernel @pool_topk_blocks(
+    %q: !tile.global<[?, dim], f8E4M3FN>,
+    %blocked_k: !tile.global<[?, dim], f8E4M3FN>,
+    %blocked_scale: !tile.global<[?], f32>,
+    %weights: !tile.global<[?, heads], f32>,
+    %ks: !tile.global<[?], i32>,
+    %ke: !tile.global<[?], i32>,
+    %out: !tile.global<[?, ?], i32>)
+    params {heads = 64, dim = 128, block_q = 4, block_n = 64, nb_cache = 1024, kb = 1} {
+  %m = tile.dim %ks, 0 : !tile.global<[?], i32>
+  %block_q = tile.param "block_q" : index
+  %num_q_blocks = arith.ceildivui %m, %block_q : index
+  tile.launch (%launch_index) in (%num_q_blocks) threads 128 {
+    // The last query blocks first: with causal windows they walk the most
+    // keys, and starting the longest work first keeps the last wave short.
+    %c1_blocks = arith.constant 1 : index
+    %last_block = arith.subi %num_q_blocks, %c1_blocks : index
+    %bx = arith.subi %last_block, %launch_index : index
+    %starts = tile.alloc : !tile.shared<[block_q], i32>
+    %ends = tile.alloc : !tile.shared<[block_q], i32>
+    %q_rows = tile.alloc : !tile.shared<[block_q*heads, dim], f8E4M3FN>
+    %weight_tile = tile.alloc : !tile.shared<[block_q, heads], f32>
+    %k_tile = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>
+    %scale_tile = tile.alloc : !tile.shared<[block_n], f32>
+    %scores = tile.alloc : !tile.frag<[block_n, block_q*heads], f32>
+    %logits = tile.alloc : !tile.frag<[block_n, block_q], f32>
+    %keys = tile.alloc : !tile.shared<[block_q, nb_cache], i32>
+    // One histogram per warp: the top bits of real logits fall in a few
+    // bins, and one block-wide histogram would serialize the atomics.
+    %hist = tile.alloc : !tile.shared<[4, 256], i32>
+    %counts = tile.alloc : !tile.shared<[256], i32>
+    %at_least = tile.alloc : !tile.shared<[256], i32>
+    %warp_ties = tile.alloc : !tile.shared<[4], i32>
+    %warp_offsets = tile.alloc : !tile.shared<[4], i32>
+    // [p, 0] threshold prefix, [p, 1] keys still needed at the threshold,
+    // [p, 2] done (the whole threshold bin is needed); [0, 3] slot counter.
+    // A pass reads the p of its parity and writes the other.
+    %state = tile.alloc : !tile.shared<[2, 4], i32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %zero = arith.constant 0 : i32
+    %one = arith.constant 1 : i32
+    %none = arith.constant -1 : i32
+    %true = arith.constant true
+    %zero_f = arith.constant 0.0 : f32
+    %block_n = tile.param "block_n" : index
+    %num_blocks = tile.dim %blocked_k, 0 : !tile.global<[?, dim], f8E4M3FN>
+    %num_blocks_i32 = arith.index_cast %num_blocks : index to i32
+    %k_out = tile.dim %out, 1 : !tile.global<[?, ?], i32>
+    %k_i32 = arith.index_cast %k_out : index to i32
+
+    %heads = tile.param "heads" : index
+    %q0 = arith.muli %bx, %block_q : index
+    %q_row0 = arith.muli %q0, %heads : index
+    tile.copy %ks[%q0] to %starts : !tile.global<[?], i32> to !tile.shared<[block_q], i32>
+    tile.copy %ke[%q0] to %ends : !tile.global<[?], i32> to !tile.shared<[block_q], i32>
+    tile.copy %q[%q_row0, %c0] to %q_rows
+        : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_q*heads, dim], f8E4M3FN>
+    tile.copy %weights[%q0, %c0] to %weight_tile
+        : !tile.global<[?, heads], f32> to !tile.shared<[block_q, heads], f32>
+    // Token windows [ks, ke) become block windows [ks / kb, ceil(ke / kb))
+    // (kb = 1: bks and bke were given).
+    %kb = tile.param "kb" : index
+    %kb_i32 = arith.index_cast %kb : index to i32
+    tile.parallel (%i) in [block_q] {
+      %s_token = tile.load %starts[%i] : !tile.shared<[block_q], i32>
+      %e_token = tile.load %ends[%i] : !tile.shared<[block_q], i32>
+      %s_pos = arith.maxsi %s_token, %zero : i32
+      %e_pos = arith.maxsi %e_token, %zero : i32
+      %s_block = arith.divui %s_pos, %kb_i32 : i32
+      %e_block = arith.ceildivui %e_pos, %kb_i32 : i32
+      tile.store %s_block, %starts[%i] : !tile.shared<[block_q], i32>
+      tile.store %e_block, %ends[%i] : !tile.shared<[block_q], i32>
+    }
+    // Union of the windows of this block's queries (queries past M are
+    // skipped); the walk starts at a multiple of 4 (16-byte scale pieces).
+    %max_i32 = arith.constant 2147483647 : i32
+    %lo, %hi = scf.for %i = %c0 to %block_q step %c1
+        iter_args(%lo_acc = %max_i32, %hi_acc = %zero) -> (i32, i32) {
+      %query = arith.addi %q0, %i : index
+      %valid = arith.cmpi ult, %query, %m : index
+      %s = tile.load %starts[%i] : !tile.shared<[block_q], i32>
+      %e = tile.load %ends[%i] : !tile.shared<[block_q], i32>
+      %lo_min = arith.minsi %lo_acc, %s : i32
+      %hi_max = arith.maxsi %hi_acc, %e : i32
+      %lo_next = arith.select %valid, %lo_min, %lo_acc : i32
+      %hi_next = arith.select %valid, %hi_max, %hi_acc : i32
+      scf.yield %lo_next, %hi_next : i32, i32
+    }
+    %c4 = arith.constant 4 : index
+    %lo_raw = arith.index_cast %lo : i32 to index
+    %lo_quads = arith.divsi %lo_raw, %c4 : index
+    %lo_index = arith.muli %lo_quads, %c4 : index
+    %hi_index = arith.index_cast %hi : i32 to index
+    %hi_clamped = arith.minsi %hi_index, %num_blocks : index
+    %span = arith.subi %hi_clamped, %lo_index : index
+    %span_pos = arith.maxsi %span, %c0 : index
+    %num_tiles = arith.ceildivui %span_pos, %block_n : index
+
+    // 1. Logits of each query's window, cleaned, as keys.
+    tile.pipelined %t = %c0 to %num_tiles step %c1 num_stages = 2 {
+      %tile_offset = arith.muli %t, %block_n : index
+      %n0 = arith.addi %lo_index, %tile_offset : index
+      tile.copy %blocked_k[%n0, %c0] to %k_tile
+          : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_n, dim], f8E4M3FN>
+      tile.copy %blocked_scale[%n0] to %scale_tile
+          : !tile.global<[?], f32> to !tile.shared<[block_n], f32>
+      tile.gemm %k_tile, %q_rows, %scores transpose_b clear_accum
+          : !tile.shared<[block_n, dim], f8E4M3FN>, !tile.shared<[block_q*heads, dim], f8E4M3FN>
+            -> !tile.frag<[block_n, block_q*heads], f32>
+      %per_query = tile.view %scores
+          : !tile.frag<[block_n, block_q*heads], f32> to !tile.frag<[block_n, block_q, heads], f32>
+      tile.parallel (%n, %qi, %h) in [block_n, block_q, heads] {
+        %x = tile.load %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
+        %s = tile.load %scale_tile[%n] : !tile.shared<[block_n], f32>
+        %wt = tile.load %weight_tile[%qi, %h] : !tile.shared<[block_q, heads], f32>
+        %scaled = arith.mulf %x, %s : f32
+        %relu = arith.maximumf %scaled, %zero_f : f32
+        %weighted = arith.mulf %relu, %wt : f32
+        tile.store %weighted, %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
+      }
+      tile.reduce sum %per_query to %logits dim = 2
+          : !tile.frag<[block_n, block_q, heads], f32> to !tile.frag<[block_n, block_q], f32>
+      tile.parallel (%n, %qi) in [block_n, block_q] {
+        %v = tile.load %logits[%n, %qi] : !tile.frag<[block_n, block_q], f32>
+        %key_block = arith.addi %n0, %n : index
+        %block_i32 = arith.index_cast %key_block : index to i32
+        %s = tile.load %starts[%qi] : !tile.shared<[block_q], i32>
+        %e_raw = tile.load %ends[%qi] : !tile.shared<[block_q], i32>
+        %e = arith.minsi %e_raw, %num_blocks_i32 : i32
+        %query = arith.addi %q0, %qi : index
+        %valid_query = arith.cmpi ult, %query, %m : index
+        %after_start = arith.cmpi sge, %block_i32, %s : i32
+        %before_end = arith.cmpi slt, %block_i32, %e : i32
+        %in_window = arith.andi %after_start, %before_end : i1
+        %stored = arith.andi %in_window, %valid_query : i1
+        scf.if %stored {
+          // -0.0 is 0.0; positive floats get the sign bit, negative ones
+          // are inverted, so the unsigned keys order like the floats.
+          %raw_bits = arith.bitcast %v : f32 to i32
+          %is_zero = arith.cmpf oeq, %v, %zero_f : f32
+          %bits = arith.select %is_zero, %zero, %raw_bits : i32
+          %negative = arith.cmpi slt, %bits, %zero : i32
+          %sign = arith.constant -2147483648 : i32
+          %flipped = arith.xori %bits, %none : i32
+          %signed = arith.ori %bits, %sign : i32
+          %ordered = arith.select %negative, %flipped, %signed : i32
+          %neg_inf = arith.constant 0xFF800000 : f32
+          %selectable = arith.cmpf ogt, %v, %neg_inf : f32
+          %key = arith.select %selectable, %ordered, %zero : i32
+          // The sink (first) and local (last) block: +inf.
+          %last = arith.subi %e, %one : i32
+          %is_first = arith.cmpi eq, %block_i32, %s : i32
+          %is_last = arith.cmpi eq, %block_i32, %last : i32
+          %kept = arith.ori %is_first, %is_last : i1
+          %inf_key = arith.constant -8388608 : i32
+          %cleaned = arith.select %kept, %inf_key, %key : i32
+          %position_i32 = arith.subi %block_i32, %s : i32
+          %position = arith.index_cast %position_i32 : i32 to index
+          tile.store %cleaned, %keys[%qi, %position] : !tile.shared<[block_q, nb_cache], i32>
+        }
+      }
+    }
+
+    // 2. Per query: the exact top-k of its window's keys.
+    scf.for %qi = %c0 to %block_q step %c1 {
+      %query = arith.addi %q0, %qi : index
+      %valid_query = arith.cmpi ult, %query, %m : index
+      scf.if %valid_query {
+        %s_i32 = tile.load %starts[%qi] : !tile.shared<[block_q], i32>
+        %e_raw = tile.load %ends[%qi] : !tile.shared<[block_q], i32>
+        %e_i32 = arith.minsi %e_raw, %num_blocks_i32 : i32
+        %e_above = arith.maxsi %e_i32, %s_i32 : i32
+        %s = arith.index_cast %s_i32 : i32 to index
+        %e = arith.index_cast %e_above : i32 to index
+        %length = arith.subi %e, %s : index
+        tile.fill %hist, %zero : !tile.shared<[4, 256], i32>, i32
+        tile.parallel (%warp, %lane) in [4, 32] {
+          %warp_first = arith.muli %warp, %c32 : index
+          %t = arith.addi %warp_first, %lane : index
+          scf.for %c = %t to %length step %c128 {
+            %key = tile.load %keys[%qi, %c] : !tile.shared<[block_q, nb_cache], i32>
+            %selectable = arith.cmpi ne, %key, %zero : i32
+            scf.if %selectable {
+              %c24 = arith.constant 24 : i32
+              %digit = arith.shrui %key, %c24 : i32
+              %bin = arith.index_cast %digit : i32 to index
+              %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
+            }
+          }
+        }
+        tile.parallel (%b) in [256] {
+          %c4_w = arith.constant 4 : index
+          %total = scf.for %w = %c0 to %c4_w step %c1 iter_args(%sum = %zero) -> (i32) {
+            %part = tile.load %hist[%w, %b] : !tile.shared<[4, 256], i32>
+            %more = arith.addi %sum, %part : i32
+            scf.yield %more : i32
+          }
+          tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+        }
+        %selectable_count = tile.scan sum %counts to %at_least reverse
+            : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+        %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
+        tile.parallel (%p, %i) in [2, 4] {
+          // prefix 0, k needed, not done, no slot taken.
+          %is_needed = arith.cmpi eq, %i, %c1 : index
+          %init = arith.select %is_needed, %k_i32, %zero : i32
+          tile.store %init, %state[%p, %i] : !tile.shared<[2, 4], i32>
+        }
+
+        // 2. Radix select, unless every selectable key is taken.
+        %c24_i32 = arith.constant 24 : i32
+        %final:3 = scf.while (%shift = %c24_i32, %first_pass = %true, %parity = %c0)
+            : (i32, i1, index) -> (i32, i1, index) {
+          %c2_index = arith.constant 2 : index
+          %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 4], i32>
+          %more_bits = arith.cmpi sge, %shift, %zero : i32
+          %not_done = arith.cmpi eq, %done_i32, %zero : i32
+          %needed = arith.xori %take_all, %true : i1
+          %go_on = arith.andi %more_bits, %not_done : i1
+          %go = arith.andi %go_on, %needed : i1
+          scf.condition(%go) %shift, %first_pass, %parity : i32, i1, index
+        } do {
+        ^bb0(%shift: i32, %first_pass: i1, %parity: index):
+          %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 4], i32>
+          %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 4], i32>
+          %other = arith.subi %c1, %parity : index
+          %later_pass = arith.xori %first_pass, %true : i1
+          scf.if %later_pass {
+            // The histograms of this digit among the keys that share the
+            // prefix found so far.
+            %c8_i32 = arith.constant 8 : i32
+            %above = arith.addi %shift, %c8_i32 : i32
+            %prefix_high = arith.shrui %prefix, %above : i32
+            tile.parallel (%warp, %lane) in [4, 32] {
+              %warp_first = arith.muli %warp, %c32 : index
+              %t = arith.addi %warp_first, %lane : index
+              scf.for %c = %t to %length step %c128 {
+                %key = tile.load %keys[%qi, %c] : !tile.shared<[block_q, nb_cache], i32>
+                %key_high = arith.shrui %key, %above : i32
+                %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+                %selectable = arith.cmpi ne, %key, %zero : i32
+                %counted = arith.andi %same_prefix, %selectable : i1
+                scf.if %counted {
+                  %shifted = arith.shrui %key, %shift : i32
+                  %mask = arith.constant 255 : i32
+                  %digit = arith.andi %shifted, %mask : i32
+                  %bin = arith.index_cast %digit : i32 to index
+                  %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
+                }
+              }
+            }
+            tile.parallel (%b) in [256] {
+              %c4_w = arith.constant 4 : index
+              %total = scf.for %w = %c0 to %c4_w step %c1 iter_args(%sum = %zero) -> (i32) {
+                %part = tile.load %hist[%w, %b] : !tile.shared<[4, 256], i32>
+                %more = arith.addi %sum, %part : i32
+                scf.yield %more : i32
+              }
+              tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+            }
+            %counted_total = tile.scan sum %counts to %at_least reverse
+                : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+          }
+          // The bin where "keys at least this bin" reaches the number needed.
+          tile.parallel (%b) in [256] {
+            // The next pass counts into cleared histograms.
+            %c4_z = arith.constant 4 : index
+            scf.for %w = %c0 to %c4_z step %c1 {
+              tile.store %zero, %hist[%w, %b] : !tile.shared<[4, 256], i32>
+            }
+            %c255 = arith.constant 255 : index
+            %ge = tile.load %at_least[%b] : !tile.shared<[256], i32>
+            %is_last = arith.cmpi eq, %b, %c255 : index
+            %next_bin = arith.addi %b, %c1 : index
+            %next = arith.select %is_last, %b, %next_bin : index
+            %ge_next = tile.load %at_least[%next] : !tile.shared<[256], i32>
+            %gt = arith.select %is_last, %zero, %ge_next : i32
+            %reaches = arith.cmpi sge, %ge, %still_needed : i32
+            %short = arith.cmpi slt, %gt, %still_needed : i32
+            %threshold_bin = arith.andi %reaches, %short : i1
+            scf.if %threshold_bin {
+              %digit = arith.index_cast %b : index to i32
+              %placed = arith.shli %digit, %shift : i32
+              %new_prefix = arith.ori %prefix, %placed : i32
+              %need = arith.subi %still_needed, %gt : i32
+              %in_bin = arith.subi %ge, %gt : i32
+              %whole_bin = arith.cmpi eq, %in_bin, %need : i32
+              %done = arith.extui %whole_bin : i1 to i32
+              %c2 = arith.constant 2 : index
+              tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 4], i32>
+              tile.store %need, %state[%other, %c1] : !tile.shared<[2, 4], i32>
+              tile.store %done, %state[%other, %c2] : !tile.shared<[2, 4], i32>
+            }
+          }
+          %c8 = arith.constant 8 : i32
+          %next_shift = arith.subi %shift, %c8 : i32
+          %false = arith.constant false
+          scf.yield %next_shift, %false, %other : i32, i1, index
+        }
+
+        // 3. Keys above the threshold, or at least the threshold when all of
+        //    those equal to it are needed (always so when every selectable key
+        //    is taken: the threshold is then 1, the least selectable key).
+        %found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 4], i32>
+        %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 4], i32>
+        %c2 = arith.constant 2 : index
+        %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 4], i32>
+        %done = arith.cmpi ne, %done_i32, %zero : i32
+        %threshold = arith.select %take_all, %one, %found : i32
+        %all_at_threshold = arith.ori %take_all, %done : i1
+        tile.parallel (%warp, %lane) in [4, 32] {
+          %warp_first = arith.muli %warp, %c32 : index
+          %t = arith.addi %warp_first, %lane : index
+          scf.for %c = %t to %length step %c128 {
+            %key = tile.load %keys[%qi, %c] : !tile.shared<[block_q, nb_cache], i32>
+            %above = arith.cmpi ugt, %key, %threshold : i32
+            %at_threshold = arith.cmpi eq, %key, %threshold : i32
+            %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+            %take = arith.ori %above, %equal_taken : i1
+            scf.if %take {
+              %c3 = arith.constant 3 : index
+              %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
+              %slot = arith.index_cast %slot_i32 : i32 to index
+              %block_index = arith.addi %s, %c : index
+              %offset_i32 = arith.index_cast %block_index : index to i32
+              tile.store %offset_i32, %out[%query, %slot] : !tile.global<[?, ?], i32>
+            }
+          }
+        }
+
+        // 4. Ties at the threshold, in slot order, 128 slots at a time: a
+        //    ballot per warp, a scan over the warps, until enough are taken.
+        %ties_needed = arith.xori %all_at_threshold, %true : i1
+        scf.if %ties_needed {
+          %c3 = arith.constant 3 : index
+          %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 4], i32>
+          %left:2 = scf.while (%chunk = %c0, %taken = %zero) : (index, i32) -> (index, i32) {
+            %slots_left = arith.cmpi ult, %chunk, %length : index
+            %short = arith.cmpi slt, %taken, %need : i32
+            %go = arith.andi %slots_left, %short : i1
+            scf.condition(%go) %chunk, %taken : index, i32
+          } do {
+          ^bb0(%chunk: index, %taken: i32):
+            tile.parallel (%warp, %lane) in [4, 32] {
+              %warp_first = arith.muli %warp, %c32 : index
+              %t = arith.addi %warp_first, %lane : index
+              %c = arith.addi %chunk, %t : index
+              %inside = arith.cmpi ult, %c, %length : index
+              %c_safe = arith.select %inside, %c, %c0 : index
+              %key = tile.load %keys[%qi, %c_safe] : !tile.shared<[block_q, nb_cache], i32>
+              %equal = arith.cmpi eq, %key, %threshold : i32
+              %tie = arith.andi %equal, %inside : i1
+              %ties = tile.vote ballot %tie : i32
+              %first_lane = arith.cmpi eq, %lane, %c0 : index
+              scf.if %first_lane {
+                %count = math.ctpop %ties : i32
+                tile.store %count, %warp_ties[%warp] : !tile.shared<[4], i32>
+              }
+            }
+            %chunk_ties = tile.scan sum %warp_ties to %warp_offsets exclusive
+                : !tile.shared<[4], i32> to !tile.shared<[4], i32>
+            tile.parallel (%warp, %lane) in [4, 32] {
+              %warp_first = arith.muli %warp, %c32 : index
+              %t = arith.addi %warp_first, %lane : index
+              %c = arith.addi %chunk, %t : index
+              %inside = arith.cmpi ult, %c, %length : index
+              %c_safe = arith.select %inside, %c, %c0 : index
+              %key = tile.load %keys[%qi, %c_safe] : !tile.shared<[block_q, nb_cache], i32>
+              %equal = arith.cmpi eq, %key, %threshold : i32
+              %tie = arith.andi %equal, %inside : i1
+              %ties = tile.vote ballot %tie : i32
+              %lane_i32 = arith.index_cast %lane : index to i32
+              %lane_bit = arith.shli %one, %lane_i32 : i32
+              %lanes_below = arith.subi %lane_bit, %one : i32
+              %ties_below = arith.andi %ties, %lanes_below : i32
+              %rank_in_warp = math.ctpop %ties_below : i32
+              %warp_offset = tile.load %warp_offsets[%warp] : !tile.shared<[4], i32>
+              %rank_in_chunk = arith.addi %warp_offset, %rank_in_warp : i32
+              %rank = arith.addi %taken, %rank_in_chunk : i32
+              %wanted = arith.cmpi slt, %rank, %need : i32
+              %take = arith.andi %tie, %wanted : i1
+              scf.if %take {
+                %slot_i32 = arith.addi %base, %rank : i32
+                %slot = arith.index_cast %slot_i32 : i32 to index
+                %block_index = arith.addi %s, %c : index
+                %offset_i32 = arith.index_cast %block_index : index to i32
+                tile.store %offset_i32, %out[%query, %slot] : !tile.global<[?, ?], i32>
+              }
+            }
+            %next_chunk = arith.addi %chunk, %c128 : index
+            %next_taken = arith.addi %taken, %chunk_ties : i32
+            scf.yield %next_chunk, %next_taken : index, i32
+          }
+        }
+
+        // 5. -1 in the slots past the selectable keys.
+        %filled_i32 = arith.minsi %selectable_count, %k_i32 : i32
+        %filled = arith.index_cast %filled_i32 : i32 to index
+        tile.parallel (%warp, %lane) in [4, 32] {
+          %warp_first = arith.muli %warp, %c32 : index
+          %t = arith.addi %warp_first, %lane : index
+          %first = arith.addi %filled, %t : index
+          scf.for %slot = %first to %k_out step %c128 {
+            tile.store %none, %out[%query, %slot] : !tile.global<[?, ?], i32>
+          }
+        }
+      }
+    }
+  }
+}

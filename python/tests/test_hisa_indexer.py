@@ -1,0 +1,418 @@
+"""The HISA indexer end to end and its fused stages (KERNELS.md "Fused indexer
+stages"): hisa.pool_topk_blocks (1.2 + 1.3 + 1.4), hisa.block_sparse_topk_tokens
+(2.1 + 2.2 + 2.3), hisa.hisa_indexer and hisa.flat_indexer.
+
+A selection is checked against logits computed by the unfused operators
+(themselves checked against torch in test_mqa_ops.py): every selected value
+is at least every value left out (within the f32 rounding of two kernels
+that sum in different orders), the number of selections per row is
+min(k, selectable), no selection repeats, -1 pads. hisa_indexer is compared
+with the unfused reference pipeline of the anchor (pool, logits, clean,
+torch.topk, block-sparse logits, torch.topk, index conversion): the index
+sets must be equal on every row whose two selections have no near-tie at
+their threshold, and those rows must be most rows. Packed sequences, odd
+sizes, N not a multiple of kb, every kb, H and D.
+"""
+
+import random
+
+import pytest
+
+from hisa_testutil import (
+    block_windows,
+    cu_seqlens_random,
+    fresh_seed,
+    ks_ke_from_cu_seqlens,
+    random_fp8,
+    random_k_scale,
+    ref_clean_and_maintain,
+    require_gpu,
+)
+
+torch, hisa = require_gpu()
+
+INT32_MAX = 2**31 - 1
+
+
+# ---- data ----------------------------------------------------------------------------
+
+
+def make_inputs(n, num_seqs, heads, dim, m=None, seed=0):
+    """q [M, H, D], k [N, D], k_scale [N], weights [M, H], causal packed windows
+    (ks, ke) int32; with m, the windows of m random distinct query rows."""
+    ks, ke = ks_ke_from_cu_seqlens(torch, cu_seqlens_random(torch, n, num_seqs))
+    if m is not None and m != n:
+        rows = sorted(random.Random(seed).sample(range(n), m))
+        rows = torch.tensor(rows, device="cuda")
+        ks, ke = ks[rows].contiguous(), ke[rows].contiguous()
+    m = ks.shape[0]
+    q = random_fp8(torch, m * heads, dim).view(m, heads, dim)
+    k = random_fp8(torch, n, dim)
+    k_scale = random_k_scale(torch, n)
+    weights = torch.randn(m, heads, device="cuda") / heads**0.5
+    return q, k, k_scale, weights, ks, ke
+
+
+# ---- checks --------------------------------------------------------------------------
+
+
+def check_selection(values, selected, k, what, seed):
+    """selected [M, k'] (column indices of values [M, C], -1 padded) is an exact
+    top-k of each row: selectable = finite or +inf."""
+    m, cols = values.shape
+    valid = selected >= 0
+    assert bool((selected < cols).all()), f"{what}: column past C (seed {seed})"
+    selectable = ~torch.isneginf(values) & ~torch.isnan(values)
+    want = selectable.sum(1).clamp(max=k)
+    got = valid.sum(1)
+    bad = (got != want).nonzero().flatten()
+    assert bad.numel() == 0, (
+        f"{what}: row {int(bad[0])} has {int(got[bad[0]])} selections, expected "
+        f"{int(want[bad[0]])} (seed {seed})"
+    )
+    # Valid entries first, so -1 padding sits at the end of the row.
+    assert bool((valid[:, :-1] | ~valid[:, 1:]).all()), f"{what}: -1 before a selection (seed {seed})"
+    safe = selected.long().clamp(min=0)
+    # Distinct: sorting the valid columns leaves no equal neighbours.
+    ordered = torch.where(valid, safe, torch.full_like(safe, -1 - cols)).sort(1).values
+    dup = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
+    assert not bool(dup.any()), f"{what}: a column is selected twice (seed {seed})"
+    chosen = values.gather(1, safe)
+    assert bool(torch.where(valid, ~torch.isneginf(chosen), True).all()), (
+        f"{what}: a -inf value was selected (seed {seed})"
+    )
+    lowest = torch.where(valid, chosen, torch.full_like(chosen, float("inf"))).amin(1)
+    hits = torch.zeros(values.shape, dtype=torch.int32, device=values.device)
+    hits.scatter_add_(1, safe, valid.int())
+    rest = torch.nan_to_num(values.masked_fill(hits > 0, float("-inf")), nan=float("-inf"))
+    highest_left = rest.amax(1)
+    finite = values[torch.isfinite(values)]
+    scale = float(finite.abs().max()) if finite.numel() else 1.0
+    tol = 1e-4 * scale + 1e-6
+    bad = (lowest < highest_left - tol) & (got > 0)
+    assert not bool(bad.any()), (
+        f"{what}: row {int(bad.nonzero()[0])} left out {float(highest_left[bad][0])} but selected "
+        f"{float(lowest[bad][0])} (seed {seed})"
+    )
+
+
+def slots_of_offsets(offsets, block_index, kb, ks):
+    """Slot t*kb + i of each offset (relative to ks) in a row whose block
+    indices are distinct; asserts that every offset is such a slot."""
+    m, t = block_index.shape
+    slots = torch.arange(t * kb, device="cuda")
+    absolute = block_index.long()[:, slots // kb] * kb + (slots % kb)[None, :]
+    slot_offset = torch.where(block_index.long()[:, slots // kb] >= 0,
+                              absolute - ks.long()[:, None], torch.full_like(absolute, 2**40))
+    sorted_offset, order = slot_offset.sort(1)
+    valid = offsets >= 0
+    wanted = torch.where(valid, offsets.long(), torch.zeros_like(offsets, dtype=torch.long))
+    position = torch.searchsorted(sorted_offset, wanted).clamp(max=t * kb - 1)
+    found = sorted_offset.gather(1, position) == wanted
+    assert bool((found | ~valid).all()), "an offset is not the row of a selected block"
+    return torch.where(valid, order.gather(1, position), torch.full_like(position, -1))
+
+
+def check_offsets(offsets, ks, ke, what, seed):
+    valid = offsets >= 0
+    span = (ke.long() - ks.long())[:, None]
+    assert bool((offsets >= -1).all()), f"{what}: offset below -1 (seed {seed})"
+    assert bool(((offsets.long() < span) | ~valid).all()), f"{what}: offset past ke - ks (seed {seed})"
+
+
+# ---- references ----------------------------------------------------------------------
+
+
+def ref_stage1_logits(q, k, k_scale, weights, ks, ke, kb):
+    blocked_k, blocked_scale = hisa.fp8_block_mean_pooling(k, k_scale, kb)
+    bks, bke = block_windows(torch, ks, ke, kb)
+    logits = hisa.pool_mqa_logits(q, blocked_k, blocked_scale, weights, bks, bke)
+    return ref_clean_and_maintain(torch, logits, bks, bke), blocked_k, blocked_scale, bks, bke
+
+
+def torch_topk_indices(values, k):
+    """torch.topk's columns, -1 where the value is -inf (the anchor's rule)."""
+    k = min(k, values.shape[1])
+    top = torch.topk(values, k, dim=1)
+    return torch.where(torch.isneginf(top.values), -1, top.indices), top.values
+
+
+def threshold_gap(values, k):
+    """Per row: the gap between the k-th and (k+1)-th largest selectable value
+    (inf when at most k are selectable): a small gap is a near-tie."""
+    cols = values.shape[1]
+    if k >= cols:
+        return torch.full((values.shape[0],), float("inf"), device=values.device)
+    top = torch.topk(values, k + 1, dim=1).values
+    kth, next_ = top[:, k - 1], top[:, k]
+    gap = kth - next_
+    gap = torch.where(torch.isneginf(next_), float("inf"), gap)
+    return torch.nan_to_num(gap, nan=0.0, posinf=float("inf"))
+
+
+def reference_indexer(q, k, k_scale, weights, ks, ke, kb, block_topk, topk_tokens):
+    """The anchor's unfused orchestration; returns (offsets, tie-free rows)."""
+    cleaned, _, _, _, _ = ref_stage1_logits(q, k, k_scale, weights, ks, ke, kb)
+    t = min(block_topk, cleaned.shape[1])
+    blocks, _ = torch_topk_indices(cleaned, t)
+    logits2 = hisa.block_sparse_mqa_logits(q, k, k_scale, blocks.int(), kb, weights, ks, ke)
+    kk = min(topk_tokens, logits2.shape[1])
+    slots, _ = torch_topk_indices(logits2, kk)
+    safe = slots.long().clamp(min=0)
+    absolute = blocks.long().gather(1, safe // kb) * kb + safe % kb
+    offsets = torch.where(slots >= 0, absolute - ks.long()[:, None], -1)
+    out = torch.full((q.shape[0], topk_tokens), -1, dtype=torch.long, device="cuda")
+    out[:, :kk] = offsets
+    finite1 = cleaned[torch.isfinite(cleaned)]
+    finite2 = logits2[torch.isfinite(logits2)]
+    tol1 = 1e-3 * (float(finite1.abs().max()) if finite1.numel() else 1.0)
+    tol2 = 1e-3 * (float(finite2.abs().max()) if finite2.numel() else 1.0)
+    clear = (threshold_gap(cleaned, t) > tol1) & (threshold_gap(logits2, kk) > tol2)
+    return out, clear
+
+
+def as_sets_equal(a, b):
+    """Per row: the sets of non -1 entries are equal."""
+    a_sorted = a.long().sort(1).values
+    b_sorted = b.long().sort(1).values
+    return (a_sorted == b_sorted).all(1)
+
+
+# ---- stage 1 -------------------------------------------------------------------------
+
+# (n, sequences, heads, dim, kb, block_topk, m)
+STAGE1_CASES = [
+    (1024, 1, 64, 128, 128, 16, None),
+    (4096, 4, 64, 128, 128, 32, None),
+    (3001, 3, 16, 64, 64, 16, 777),
+    (5000, 8, 32, 128, 256, 8, None),
+    (2049, 2, 128, 128, 64, 64, None),
+    (300, 1, 64, 128, 128, 1, None),
+    (40000, 1, 64, 128, 64, 64, 513),  # Nb = 625: a window cache of 1024
+]
+
+
+@pytest.mark.parametrize("n,num_seqs,heads,dim,kb,block_topk,m", STAGE1_CASES)
+def test_pool_topk_blocks(n, num_seqs, heads, dim, kb, block_topk, m):
+    seed = fresh_seed(torch)
+    q, k, k_scale, weights, ks, ke = make_inputs(n, num_seqs, heads, dim, m, seed)
+    cleaned, blocked_k, blocked_scale, bks, bke = ref_stage1_logits(q, k, k_scale, weights, ks, ke, kb)
+    out = hisa.pool_topk_blocks(q, blocked_k, blocked_scale, weights, bks, bke, block_topk)
+    torch.cuda.synchronize()
+    nb = blocked_k.shape[0]
+    assert out.shape == (q.shape[0], min(block_topk, nb)) and out.dtype == torch.int32
+    check_selection(cleaned, out, min(block_topk, nb), "pool_topk_blocks", seed)
+    # The window's first and last block always survive.
+    if block_topk >= 2:
+        has = lambda col: ((out.long() == col[:, None]).any(1) | (bke <= bks))
+        assert bool(has(bks.long()).all()) and bool(has(bke.long() - 1).all()), f"seed {seed}"
+    # Same answer through the token windows of the indexer (kb > 1).
+    again = hisa.ops._pool_topk_blocks(q, blocked_k, blocked_scale, weights, ks, ke, block_topk, kb)
+    assert as_sets_equal(out, again).all(), f"token windows differ from block windows (seed {seed})"
+
+
+def test_pool_topk_blocks_ties_and_empty_windows():
+    """All-equal pooled logits (every head weight 0: every logit is 0):
+    the lowest blocks after the two +inf edges win; empty windows give -1."""
+    seed = fresh_seed(torch)
+    q, k, k_scale, weights, ks, ke = make_inputs(2000, 2, 64, 128, None, seed)
+    weights.zero_()
+    ke = ke.clone()
+    ke[::5] = ks[::5]
+    kb, block_topk = 64, 6
+    cleaned, blocked_k, blocked_scale, bks, bke = ref_stage1_logits(q, k, k_scale, weights, ks, ke, kb)
+    out = hisa.pool_topk_blocks(q, blocked_k, blocked_scale, weights, bks, bke, block_topk)
+    check_selection(cleaned, out, block_topk, "pool_topk_blocks ties", seed)
+    span = (bke.long() - bks.long()).clamp(min=0)
+    for row in range(0, q.shape[0], 97):
+        s, e = int(bks[row]), int(bke[row])
+        got = sorted(x for x in out[row].tolist() if x >= 0)
+        if e <= s:
+            assert got == [], f"row {row}: empty window selected {got}"
+            continue
+        expected = sorted({s, e - 1} | set(range(s + 1, min(e - 1, s + 1 + block_topk - 2))))
+        expected = expected[:block_topk] if len(expected) > block_topk else expected
+        assert got == expected[: int(min(span[row], block_topk))], f"row {row}: {got} vs {expected}"
+
+
+# ---- stage 2 -------------------------------------------------------------------------
+
+
+def distinct_block_index(ks, ke, kb, n, t):
+    """[M, T] distinct block indices per row: mostly inside the query's window,
+    some outside, -1 and past the end."""
+    m = ks.shape[0]
+    nblocks = -(-n // kb)
+    first = torch.div(ks.long(), kb, rounding_mode="floor")
+    # Random scores over [-1, nblocks]; in-window blocks get a head start.
+    cols = torch.arange(-1, nblocks + 1, device="cuda")
+    last = torch.div(ke.long() + kb - 1, kb, rounding_mode="floor")
+    inside = (cols[None, :] >= first[:, None]) & (cols[None, :] < last[:, None])
+    score = torch.rand(m, cols.numel(), device="cuda") + inside.float() * 0.7
+    pick = torch.topk(score, min(t, cols.numel()), dim=1).indices
+    return cols[pick].int()
+
+
+# (n, sequences, heads, dim, kb, T, topk_tokens, m)
+STAGE2_CASES = [
+    (1024, 1, 64, 128, 128, 8, 256, None),
+    (4096, 4, 64, 128, 128, 32, 1024, None),
+    (3001, 3, 16, 64, 64, 16, 300, 555),
+    (5000, 8, 128, 128, 256, 8, 2048, 400),
+    (2049, 2, 32, 128, 64, 20, 1, None),
+    (700, 1, 64, 64, 128, 4, 1000, None),  # topk_tokens > T*kb: -1 padded
+]
+
+
+@pytest.mark.parametrize("n,num_seqs,heads,dim,kb,t,topk_tokens,m", STAGE2_CASES)
+def test_block_sparse_topk_tokens(n, num_seqs, heads, dim, kb, t, topk_tokens, m):
+    seed = fresh_seed(torch)
+    q, k, k_scale, weights, ks, ke = make_inputs(n, num_seqs, heads, dim, m, seed)
+    index = distinct_block_index(ks, ke, kb, n, t)
+    logits = hisa.block_sparse_mqa_logits(q, k, k_scale, index, kb, weights, ks, ke)
+    out = hisa.block_sparse_topk_tokens(q, k, k_scale, index, kb, weights, ks, ke, topk_tokens)
+    torch.cuda.synchronize()
+    assert out.shape == (q.shape[0], topk_tokens) and out.dtype == torch.int32
+    check_offsets(out, ks, ke, "block_sparse_topk_tokens", seed)
+    kk = min(topk_tokens, index.shape[1] * kb)
+    assert bool((out[:, kk:] == -1).all())
+    slots = slots_of_offsets(out[:, :kk], index, kb, ks)
+    check_selection(logits, slots, kk, "block_sparse_topk_tokens", seed)
+
+
+def test_block_sparse_topk_tokens_all_equal():
+    """Every logit 0 (weights 0): ties go to the lowest slots, in block order."""
+    seed = fresh_seed(torch)
+    q, k, k_scale, weights, ks, ke = make_inputs(4096, 1, 64, 128, None, seed)
+    weights.zero_()
+    kb, t, topk_tokens = 128, 8, 300
+    index = distinct_block_index(ks, ke, kb, 4096, t)
+    logits = hisa.block_sparse_mqa_logits(q, k, k_scale, index, kb, weights, ks, ke)
+    out = hisa.block_sparse_topk_tokens(q, k, k_scale, index, kb, weights, ks, ke, topk_tokens)
+    slots = slots_of_offsets(out, index, kb, ks)
+    check_selection(logits, slots, topk_tokens, "all equal", seed)
+    finite = torch.isfinite(logits)
+    rank = finite.long().cumsum(1)  # 1-based rank of each in-window slot
+    expected = finite & (rank <= topk_tokens)
+    hits = torch.zeros(finite.shape, dtype=torch.int32, device="cuda")
+    hits.scatter_add_(1, slots.long().clamp(min=0), (slots >= 0).int())
+    chosen = hits > 0
+    assert bool((chosen == expected).all()), f"ties not to the lowest slots (seed {seed})"
+
+
+# ---- hisa_indexer --------------------------------------------------------------------
+
+# (n, sequences, heads, dim, kb, block_topk, topk_tokens, m): the anchor's
+# reference configurations (1, 4, 8 sequences), and odd shapes.
+INDEXER_CASES = [
+    (1024, 1, 64, 128, 128, 16, 256, None),
+    (1024, 8, 64, 128, 128, 16, 256, None),
+    (4096, 4, 64, 128, 128, 32, 1024, None),
+    (8192, 1, 64, 128, 128, 64, 2048, None),
+    (8192, 8, 64, 128, 128, 64, 2048, None),
+    (3333, 3, 16, 64, 64, 16, 300, None),
+    (2500, 2, 32, 128, 256, 8, 512, 999),
+    (4097, 4, 128, 64, 128, 16, 700, None),
+]
+
+
+def run_indexer(n, num_seqs, heads, dim, kb, block_topk, topk_tokens, m, int64=False):
+    seed = fresh_seed(torch)
+    q, k, k_scale, weights, ks, ke = make_inputs(n, num_seqs, heads, dim, m, seed)
+    args = (ks.long(), ke.long()) if int64 else (ks, ke)
+    out = hisa.hisa_indexer(q, k, k_scale, weights, *args, k_block_size=kb,
+                            block_topk=block_topk, topk_tokens=topk_tokens)
+    torch.cuda.synchronize()
+    assert out.shape == (q.shape[0], topk_tokens) and out.dtype == torch.int32
+    check_offsets(out, ks, ke, "hisa_indexer", seed)
+    # Invariants: distinct offsets; min(ke - ks, topk_tokens) of them when the
+    # window spans at most block_topk blocks.
+    valid = out >= 0
+    ordered = torch.where(valid, out, -1 - torch.arange(topk_tokens, device="cuda")[None, :]).sort(1).values
+    assert not bool((ordered[:, 1:] == ordered[:, :-1]).any()), f"repeated offset (seed {seed})"
+    bks, bke = block_windows(torch, ks, ke, kb)
+    short = (bke - bks) <= block_topk
+    want = (ke.long() - ks.long()).clamp(max=topk_tokens)
+    assert bool((valid.sum(1)[short] == want[short]).all()), f"count of offsets (seed {seed})"
+    expected, clear = reference_indexer(q, k, k_scale, weights, ks, ke, kb, block_topk, topk_tokens)
+    same = as_sets_equal(out, expected)
+    assert bool(same[clear].all()), (
+        f"{int((~same & clear).sum())} tie-free rows differ from the unfused pipeline, first "
+        f"{(~same & clear).nonzero()[:3].flatten().tolist()} (seed {seed})"
+    )
+    assert float(clear.float().mean()) > 0.8, f"too few tie-free rows to judge (seed {seed})"
+    return out
+
+
+@pytest.mark.parametrize("n,num_seqs,heads,dim,kb,block_topk,topk_tokens,m", INDEXER_CASES)
+def test_hisa_indexer(n, num_seqs, heads, dim, kb, block_topk, topk_tokens, m):
+    run_indexer(n, num_seqs, heads, dim, kb, block_topk, topk_tokens, m)
+
+
+def test_hisa_indexer_int64_windows():
+    run_indexer(2048, 2, 64, 128, 128, 16, 256, None, int64=True)
+
+
+def test_hisa_indexer_131072():
+    """M = N = 131072, one causal sequence (the benchmark shape): invariants on
+    every row, and the unfused pipeline on 512 random rows."""
+    seed = fresh_seed(torch)
+    n, kb, block_topk, topk_tokens = 131072, 128, 64, 2048
+    q, k, k_scale, weights, ks, ke = make_inputs(n, 1, 64, 128, None, seed)
+    out = hisa.hisa_indexer(q, k, k_scale, weights, ks, ke, k_block_size=kb,
+                            block_topk=block_topk, topk_tokens=topk_tokens)
+    torch.cuda.synchronize()
+    check_offsets(out, ks, ke, "hisa_indexer", seed)
+    valid = out >= 0
+    want = (ke.long() - ks.long()).clamp(max=topk_tokens)
+    assert bool((valid.sum(1) == want).all()), f"count of offsets (seed {seed})"
+    rows = torch.tensor(sorted(random.Random(seed).sample(range(n), 512)), device="cuda")
+    expected, clear = reference_indexer(q[rows].contiguous(), k, k_scale, weights[rows].contiguous(),
+                                        ks[rows].contiguous(), ke[rows].contiguous(), kb,
+                                        block_topk, topk_tokens)
+    same = as_sets_equal(out[rows], expected)
+    assert bool(same[clear].all()), f"rows differ from the unfused pipeline (seed {seed})"
+
+
+def test_flat_indexer():
+    seed = fresh_seed(torch)
+    n, topk_tokens = 3000, 512
+    q, k, k_scale, weights, ks, ke = make_inputs(n, 3, 64, 128, None, seed)
+    out = hisa.flat_indexer(q, k, k_scale, weights, ks, ke, topk_tokens)
+    check_offsets(out, ks, ke, "flat_indexer", seed)
+    logits = hisa.mqa_logits(q, k, k_scale, weights, ks, ke)
+    col = torch.arange(n, device="cuda")[None, :]
+    logits.masked_fill_((col < ks.long()[:, None]) | (col >= ke.long()[:, None]), float("-inf"))
+    columns = torch.where(out >= 0, out + ks[:, None], -1)
+    check_selection(logits, columns, topk_tokens, "flat_indexer", seed)
+
+
+def test_bad_arguments():
+    q, k, k_scale, weights, ks, ke = make_inputs(512, 1, 64, 128, None, 0)
+    call = lambda **kw: hisa.hisa_indexer(
+        kw.get("q", q), kw.get("k", k), kw.get("k_scale", k_scale), kw.get("weights", weights),
+        kw.get("ks", ks), kw.get("ke", ke), k_block_size=kw.get("kb", 128),
+        block_topk=kw.get("block_topk", 16), topk_tokens=kw.get("topk_tokens", 256))
+    with pytest.raises(ValueError, match="k_block_size"):
+        call(kb=96)
+    with pytest.raises(ValueError, match="block_topk"):
+        call(block_topk=0)
+    with pytest.raises(ValueError, match="block_topk"):
+        call(block_topk=512)  # 512 * 128 logits do not fit on chip
+    with pytest.raises(ValueError, match="topk_tokens"):
+        call(topk_tokens=0)
+    with pytest.raises(ValueError, match="cu_seqlen_ks"):
+        call(ks=ks[:-1])
+    with pytest.raises(ValueError, match="cu_seqlen_ke"):
+        call(ke=ke.float())
+    with pytest.raises(ValueError, match="q"):
+        call(q=q.to(torch.bfloat16))
+    with pytest.raises(ValueError, match="weights"):
+        call(weights=weights[:, :32])
+    with pytest.raises(ValueError, match="k_scale"):
+        call(k_scale=k_scale[:-1])
+    with pytest.raises(ValueError, match="topk_block_index"):
+        hisa.block_sparse_topk_tokens(q, k, k_scale, torch.zeros(511, 4, dtype=torch.int32,
+                                      device="cuda"), 128, weights, ks, ke, 64)
+    with pytest.raises(ValueError, match="block_topk"):
+        hisa.pool_topk_blocks(q, k, k_scale, weights, ks, ke, 0)
