@@ -4,8 +4,10 @@
 // [M, T*kb] logits never reach global memory.
 //
 // One block of threads per query. The logits loop is
-// block_sparse_mqa_logits.mlir's: for each of the T selected key blocks, a
-// [kb, dim] x [heads, dim]^T fp8 gemm, the scaled ReLU weighted by head, and
+// block_sparse_mqa_logits.mlir's, in tiles of kt rows (kt divides kb; 64
+// keeps the key tiles small enough for three blocks per SM next to the
+// keys): for each tile of the T selected key blocks, a
+// [kt, dim] x [heads, dim]^T fp8 gemm, the scaled ReLU weighted by head, and
 // the sum over heads in registers. Instead of being stored, each slot's
 // logit becomes an unsigned key that orders like the float (0 for -inf, NaN
 // and the slots outside the window or past N: "not selectable") and is kept
@@ -27,16 +29,16 @@ tile.kernel @block_sparse_topk_tokens(
     %ks: !tile.global<[?], i32>,
     %ke: !tile.global<[?], i32>,
     %out: !tile.global<[?, ?], i32>)
-    params {heads = 64, dim = 128, kb = 128, topk = 64, min_blocks = 2} {
+    params {heads = 64, dim = 128, kb = 128, kt = 64, topk = 64, min_blocks = 3} {
   %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
   tile.launch (%bx) in (%m) threads 128 blocks_per_sm "min_blocks" {
     %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
     %weight_tile = tile.alloc : !tile.shared<[heads], f32>
     %index_tile = tile.alloc : !tile.shared<[topk], i32>
-    %k_tile = tile.alloc : !tile.shared<[kb, dim], f8E4M3FN>
-    %scale_tile = tile.alloc : !tile.shared<[kb], f32>
-    %scores = tile.alloc : !tile.frag<[kb, heads], f32>
-    %row_logits = tile.alloc : !tile.frag<[kb], f32>
+    %k_tile = tile.alloc : !tile.shared<[kt, dim], f8E4M3FN>
+    %scale_tile = tile.alloc : !tile.shared<[kt], f32>
+    %scores = tile.alloc : !tile.frag<[kt, heads], f32>
+    %row_logits = tile.alloc : !tile.frag<[kt], f32>
     %keys = tile.alloc : !tile.shared<[topk*kb], i32>
     // One histogram per warp: the top bits of real logits fall in a few
     // bins, and one block-wide histogram would serialize the atomics.
@@ -80,37 +82,44 @@ tile.kernel @block_sparse_topk_tokens(
 
     // 1. The logits of every slot, as keys, and the histogram of their top
     //    8 bits.
-    tile.pipelined %t = %c0 to %num_slots step %c1 num_stages = 2 {
-      %block_i32 = tile.load %index_tile[%t] : !tile.shared<[topk], i32>
+    %kt = tile.param "kt" : index
+    %tiles_per_block = arith.divui %kb, %kt : index
+    %num_tiles = arith.muli %num_slots, %tiles_per_block : index
+    tile.pipelined %t = %c0 to %num_tiles step %c1 num_stages = 2 {
+      %block_slot = arith.divui %t, %tiles_per_block : index
+      %part = arith.remui %t, %tiles_per_block : index
+      %block_i32 = tile.load %index_tile[%block_slot] : !tile.shared<[topk], i32>
       %block = arith.index_cast %block_i32 : i32 to index
-      %row0 = arith.muli %block, %kb : index
+      %block_row0 = arith.muli %block, %kb : index
+      %part_rows = arith.muli %part, %kt : index
+      %row0 = arith.addi %block_row0, %part_rows : index
       tile.copy %k[%row0, %c0] to %k_tile
-          : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[kb, dim], f8E4M3FN>
+          : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[kt, dim], f8E4M3FN>
       tile.copy %k_scale[%row0] to %scale_tile
-          : !tile.global<[?], f32> to !tile.shared<[kb], f32>
+          : !tile.global<[?], f32> to !tile.shared<[kt], f32>
       tile.gemm %k_tile, %q_tile, %scores transpose_b clear_accum
-          : !tile.shared<[kb, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
-            -> !tile.frag<[kb, heads], f32>
-      tile.parallel (%i, %h) in [kb, heads] {
-        %x = tile.load %scores[%i, %h] : !tile.frag<[kb, heads], f32>
-        %s = tile.load %scale_tile[%i] : !tile.shared<[kb], f32>
+          : !tile.shared<[kt, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
+            -> !tile.frag<[kt, heads], f32>
+      tile.parallel (%i, %h) in [kt, heads] {
+        %x = tile.load %scores[%i, %h] : !tile.frag<[kt, heads], f32>
+        %s = tile.load %scale_tile[%i] : !tile.shared<[kt], f32>
         %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
         %scaled = arith.mulf %x, %s : f32
         %relu = arith.maximumf %scaled, %zero_f : f32
         %weighted = arith.mulf %relu, %wt : f32
-        tile.store %weighted, %scores[%i, %h] : !tile.frag<[kb, heads], f32>
+        tile.store %weighted, %scores[%i, %h] : !tile.frag<[kt, heads], f32>
       }
       tile.reduce sum %scores to %row_logits dim = 1
-          : !tile.frag<[kb, heads], f32> to !tile.frag<[kb], f32>
-      %slot0 = arith.muli %t, %kb : index
-      tile.parallel (%i) in [kb] {
+          : !tile.frag<[kt, heads], f32> to !tile.frag<[kt], f32>
+      %slot0 = arith.muli %t, %kt : index
+      tile.parallel (%i) in [kt] {
         %j = arith.addi %row0, %i : index
         %valid_block = arith.cmpi sge, %block_i32, %zero : i32
         %after_start = arith.cmpi sge, %j, %start : index
         %before_end = arith.cmpi slt, %j, %end : index
         %in_window = arith.andi %after_start, %before_end : i1
         %valid = arith.andi %in_window, %valid_block : i1
-        %v = tile.load %row_logits[%i] : !tile.frag<[kb], f32>
+        %v = tile.load %row_logits[%i] : !tile.frag<[kt], f32>
         // -0.0 is 0.0; positive floats get the sign bit, negative ones are
         // inverted, so the unsigned keys order like the floats.
         %raw_bits = arith.bitcast %v : f32 to i32

@@ -436,6 +436,17 @@ if [[ ${HISA_GPU_RUN_BENCH:-1} != 0 ]]; then
   "$python" python/bench/bench_jit.py --out "$out/bench_jit.md" \
     2>&1 | tee "$out/bench_jit.log"
   rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc
+  # The top-k and indexer tables measure TileLang's kernels too when
+  # HISA_ANCHORS names the anchors' tilelang_examples folder (TileLang on
+  # PYTHONPATH, see ../shared/anchors/README.md).
+  anchor_args=()
+  [[ -n ${HISA_ANCHORS:-} ]] && anchor_args=(--anchors "$HISA_ANCHORS")
+  for bench in bench_topk bench_indexer; do
+    echo "== $bench.py"
+    "$python" python/bench/$bench.py --out "$out/$bench.md" "${anchor_args[@]}" \
+      2>&1 | tee "$out/$bench.log"
+    rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc
+  done
 fi
 
 {
@@ -456,7 +467,7 @@ try:
 except Exception as exc:
     print(f"Tests: no junit report ({exc}); pytest exit status {rc}")
 PY
-  for table in bench_memory_bound bench_mqa bench_jit; do
+  for table in bench_memory_bound bench_mqa bench_jit bench_topk bench_indexer; do
     if [[ -f $out/$table.md ]]; then
       echo
       cat "$out/$table.md"

@@ -701,12 +701,17 @@ def _stage1_config(heads: int, dim: int, nb: int) -> Tuple[int, int]:
     return block_q, nb_cache
 
 
-def _stage2_min_blocks(heads: int, dim: int, kb: int, slots: int) -> int:
+# Key rows per gemm tile of block_sparse_topk_tokens (divides every kb).
+_STAGE2_TILE_ROWS = 64
+
+
+def _stage2_min_blocks(heads: int, dim: int, slots: int) -> int:
     """Blocks per SM of block_sparse_topk_tokens: what the T*kb keys and the
-    double-buffered key tiles leave of shared memory, and the registers of
-    the [kb, H] accumulator (as block_sparse_mqa_logits)."""
-    shared = heads * dim + 2 * kb * (dim + 4) + 4 * slots + 8192
-    return max(1, min(_block_sparse_min_blocks(heads, kb), (228 * 1024) // (shared + 1024)))
+    double-buffered [64, D] key tiles leave of shared memory, and the
+    registers of the [64, H] accumulator (as block_sparse_mqa_logits)."""
+    shared = heads * dim + 2 * _STAGE2_TILE_ROWS * (dim + 4) + 4 * slots + 8192
+    by_registers = _block_sparse_min_blocks(heads, _STAGE2_TILE_ROWS)
+    return max(1, min(by_registers, (228 * 1024) // (shared + 1024)))
 
 
 def _check_windows(names, m: int, device_ref, ref_name: str):
@@ -827,8 +832,8 @@ def _block_sparse_topk_tokens(q, k, k_scale, topk_block_index, kb, weights, ks, 
         )
     _launch(
         "block_sparse_topk_tokens",
-        {"heads": heads, "dim": dim, "kb": kb, "topk": slots,
-         "min_blocks": _stage2_min_blocks(heads, dim, kb, slots * kb)},
+        {"heads": heads, "dim": dim, "kb": kb, "kt": _STAGE2_TILE_ROWS, "topk": slots,
+         "min_blocks": _stage2_min_blocks(heads, dim, slots * kb)},
         q.device,
         q,
         k,
