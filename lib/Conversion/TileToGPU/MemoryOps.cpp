@@ -3,11 +3,7 @@
 #include "KernelLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -439,60 +435,6 @@ static arith::AtomicRMWKind getRMWKind(AtomicKind kind, Type element) {
   llvm_unreachable("unknown atomic kind");
 }
 
-/// Whether the lanes of a warp may combine `op` into one update per
-/// element: an integer add of a constant to a static shared tile whose old
-/// value is unused (histogram bins, counters).
-static bool isWarpAggregable(AtomicOp op, Value memref) {
-  auto type = dyn_cast<MemRefType>(memref.getType());
-  return op.getKind() == AtomicKind::Add &&
-         isa<SharedType>(op.getDest().getType()) &&
-         isa<IntegerType>(op.getValue().getType()) && op.getOld().use_empty() &&
-         matchPattern(op.getValue(), m_Constant()) && type &&
-         type.hasStaticShape() && type.getNumElements() <= INT32_MAX;
-}
-
-/// Adds `value` to the element at `indices` of the shared `memref` once per
-/// group of active lanes naming the same element: the lowest lane of each
-/// group adds value * group size. Same-address shared atomics of one warp
-/// serialize, and the bins of a histogram of real data are few.
-static void emitWarpAggregatedAdd(OpBuilder &b, Location loc, Value value,
-                                  Value memref, ValueRange indices) {
-  Type i32 = b.getI32Type();
-  auto type = cast<MemRefType>(memref.getType());
-  Value linear = arith::ConstantIndexOp::create(b, loc, 0);
-  for (auto [index, size] : llvm::zip(indices, type.getShape())) {
-    Value scaled = arith::MulIOp::create(
-        b, loc, linear, arith::ConstantIndexOp::create(b, loc, size));
-    linear = arith::AddIOp::create(b, loc, scaled, index);
-  }
-  Value element = arith::IndexCastUIOp::create(b, loc, i32, linear);
-  // The lanes executing this update together (it may sit under divergent
-  // control flow); a side effect keeps it where it is.
-  Value active =
-      LLVM::InlineAsmOp::create(b, loc, i32, ValueRange(), "activemask.b32 $0;",
-                                "=r", /*has_side_effects=*/true,
-                                /*is_align_stack=*/false,
-                                LLVM::TailCallKind::None,
-                                LLVM::AsmDialectAttr(), ArrayAttr())
-          .getResult(0);
-  Value peers = NVVM::MatchSyncOp::create(b, loc, i32, active, element,
-                                          NVVM::MatchSyncKind::any);
-  Value lane = NVVM::LaneIdOp::create(b, loc, i32);
-  Value leader = math::CountTrailingZerosOp::create(b, loc, peers);
-  Value isLeader =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, leader);
-  auto update = scf::IfOp::create(b, loc, TypeRange(), isLeader,
-                                  /*withElseRegion=*/false);
-  OpBuilder then = update.getThenBodyBuilder();
-  Value count = math::CtPopOp::create(then, loc, peers);
-  Type valueType = value.getType();
-  if (valueType != i32)
-    count = arith::ExtUIOp::create(then, loc, valueType, count);
-  Value total = arith::MulIOp::create(then, loc, value, count);
-  memref::AtomicRMWOp::create(then, loc, arith::AtomicRMWKind::addi, total,
-                              memref, indices);
-}
-
 LogicalResult KernelLowering::lowerAtomic(AtomicOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   Value dest = op.getDest();
@@ -501,10 +443,6 @@ LogicalResult KernelLowering::lowerAtomic(AtomicOp op, OpBuilder &b) {
     return op.emitOpError("cannot update a swizzled (tile.gemm operand) "
                           "shared tile element-wise");
   Value memref = memrefs.lookup(dest);
-  if (isWarpAggregable(op, memref)) {
-    emitWarpAggregatedAdd(b, loc, op.getValue(), memref, op.getIndices());
-    return success();
-  }
   Type element = op.getValue().getType();
   arith::AtomicRMWKind kind = getRMWKind(op.getKind(), element);
   auto emitAtomic = [&](OpBuilder &at) -> Value {
