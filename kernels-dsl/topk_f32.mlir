@@ -2,7 +2,8 @@
 // exactly"): out[r, :] holds the columns of the k largest values of row r
 // (within its window [starts[r], ends[r]) when `windowed`), in no particular
 // order; ties at the threshold go to the lower columns; -inf and NaN are
-// never selected and the slots they would take hold -1.
+// never selected and the slots they would take hold -1. With `relative`
+// (and `windowed`) the columns are written relative to starts[r].
 //
 // One block per row. Values become unsigned keys that order like the floats
 // (sign bit flipped for positives, all bits for negatives), with -inf and NaN
@@ -28,7 +29,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %starts: !tile.global<[?], i32>,
                       %ends: !tile.global<[?], i32>,
                       %out: !tile.global<[?, ?], i32>)
-    params {cache = 8192, windowed = 0} {
+    params {cache = 8192, windowed = 0, relative = 0} {
   %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
   tile.launch (%row) in (%rows) threads 256 {
     %keys = tile.alloc : !tile.shared<[cache], i32>
@@ -72,6 +73,18 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       scf.yield %c0, %n : index, index
     }
     %length = arith.subi %end, %start : index
+    // relative: columns are written as offsets from the window's start
+    // (the flat indexer's output); the unclamped start, as given.
+    %relative = tile.param "relative" : index
+    %is_relative = arith.cmpi ne, %relative, %c0 : index
+    %given_start = scf.if %is_relative -> (index) {
+      %s_given = tile.load %starts[%row] : !tile.global<[?], i32>
+      %s_index = arith.index_cast %s_given : i32 to index
+      scf.yield %s_index : index
+    } else {
+      scf.yield %c0 : index
+    }
+    %column_base = arith.select %is_windowed, %given_start, %c0 : index
     %cached = arith.cmpi ule, %length, %cache : index
 
     // 1. Keys and the histogram of their top 8 bits.
@@ -285,7 +298,8 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           %c3 = arith.constant 3 : index
           %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
           %slot = arith.index_cast %slot_i32 : i32 to index
-          %column = arith.index_cast %c : index to i32
+          %column_index = arith.subi %c, %column_base : index
+          %column = arith.index_cast %column_index : index to i32
           tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
         }
       }
@@ -389,7 +403,8 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
             scf.if %take {
               %slot_i32 = arith.addi %base, %rank : i32
               %slot = arith.index_cast %slot_i32 : i32 to index
-              %column = arith.index_cast %c : index to i32
+              %column_index = arith.subi %c, %column_base : index
+          %column = arith.index_cast %column_index : index to i32
               tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
             }
         }

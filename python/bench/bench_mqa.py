@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
-from hisa import jit, ops  # noqa: E402
+from hisa import jit  # noqa: E402
 
 
 def bench(fn, reps=10, batch=10):
@@ -140,7 +140,7 @@ def main():
     for n, label, block in ((131072, "pool_mqa_logits", kb), (32768, "mqa_logits (flat, raw keys)", 1)):
         launch_args, flops = pool_inputs(n, block, heads, dim)
         kernel = jit.get_kernel(
-            "pool_mqa_logits", {"heads": heads, "dim": dim, "block_q": ops._pool_mqa_block_q(heads)}
+            "pool_mqa_logits", {"heads": heads, "dim": dim, "block_q": 256 // heads}
         )
         t = bench(lambda: kernel.launch(*launch_args), reps=5, batch=3)
         rows.append((label, f"H={heads} D={dim} M=N={n}", t, flops / t, flops / t / fp8_rate))

@@ -199,6 +199,37 @@ _SIGNATURES = {
             ctypes.c_void_p,  # CUstream
         ],
     ),
+    # q, blocked_k, blocked_k_scale, weights, bks, bke, logits; m, nb, heads, dim; stream
+    "hisa_pool_mqa_logits": (ctypes.c_int, [ctypes.c_void_p] * 7 + [ctypes.c_int64] * 4
+                             + [ctypes.c_void_p]),
+    # q, k, k_scale, topk_block_index, weights, ks, ke, out; m, n, topk, kb, heads, dim; stream
+    "hisa_block_sparse_mqa_logits": (ctypes.c_int, [ctypes.c_void_p] * 8 + [ctypes.c_int64] * 6
+                                     + [ctypes.c_void_p]),
+    # x, starts, ends, out; rows, columns, k; relative; stream
+    "hisa_topk": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
+                  + [ctypes.c_int32, ctypes.c_void_p]),
+    # q, blocked_k, blocked_k_scale, weights, starts, ends, out; m, nb, heads, dim,
+    # out_columns, window_kb; stream
+    "hisa_pool_topk_blocks": (ctypes.c_int, [ctypes.c_void_p] * 7 + [ctypes.c_int64] * 6
+                              + [ctypes.c_void_p]),
+    # q, k, k_scale, topk_block_index, weights, ks, ke, out; m, n, topk, kb, heads, dim,
+    # topk_tokens; stream
+    "hisa_block_sparse_topk_tokens": (ctypes.c_int, [ctypes.c_void_p] * 8 + [ctypes.c_int64] * 7
+                                      + [ctypes.c_void_p]),
+    # m, n, heads, dim, kb, block_topk, topk_tokens; uint64_t *bytes
+    "hisa_hisa_indexer_workspace_size": (ctypes.c_int, [ctypes.c_int64] * 7
+                                         + [ctypes.POINTER(ctypes.c_uint64)]),
+    # q, k, k_scale, weights, ks, ke, out; m, n, heads, dim, kb, block_topk, topk_tokens;
+    # workspace, workspace_bytes, stream
+    "hisa_hisa_indexer": (ctypes.c_int, [ctypes.c_void_p] * 7 + [ctypes.c_int64] * 7
+                          + [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p]),
+    # m, n, heads, dim, topk_tokens; uint64_t *bytes
+    "hisa_flat_indexer_workspace_size": (ctypes.c_int, [ctypes.c_int64] * 5
+                                         + [ctypes.POINTER(ctypes.c_uint64)]),
+    # q, k, k_scale, weights, ks, ke, out; m, n, heads, dim, topk_tokens;
+    # workspace, workspace_bytes, stream
+    "hisa_flat_indexer": (ctypes.c_int, [ctypes.c_void_p] * 7 + [ctypes.c_int64] * 5
+                          + [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p]),
 }
 
 

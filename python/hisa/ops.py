@@ -20,8 +20,10 @@ these functions can be swapped in for them:
 * ``flat_indexer(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
   topk_tokens)``  (the V3.2 indexer: logits + exact top-k)
 
-The MQA logits operators run DSL kernels (kernels-dsl/) through the JIT
-(``hisa.jit``); the first call for a shape specialization compiles it.
+Every operator runs DSL kernels (kernels-dsl/) through the C ABI of
+libhisa_runtime.so (include/hisa/Runtime/hisa_runtime.h), whose operator
+layer (lib/Ops, lib/Indexer) checks sizes, picks the specialization and
+launches; the first call for a specialization compiles it.
 
 Every tensor is validated before the library is called; argument errors
 raise ``hisa.InvalidArgumentError`` (a ValueError) naming the argument.
@@ -30,11 +32,12 @@ Kernels are launched on torch's current stream of the tensors' device.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Optional, Tuple
 
 import torch
 
-from . import _lib, jit
+from . import _lib
 from ._torch_util import (
     check_aligned,
     check_contiguous,
@@ -222,28 +225,19 @@ def clean_and_maintain_logits_(
     return logits
 
 
-# ---- MQA logits (DSL kernels through the JIT) ------------------------------------
-
-_KERNELS: dict = {}
+# ---- MQA logits (DSL kernels, through the C ABI's operator layer) ---------------
 
 
-def _get_kernel(name: str, params: dict) -> "jit.Kernel":
-    """jit.get_kernel, memoized per (name, params) on the Python side too."""
-    key = (name, tuple(sorted(params.items())))
-    kernel = _KERNELS.get(key)
-    if kernel is None:
-        kernel = jit.get_kernel(name, params)
-        _KERNELS[key] = kernel
-    return kernel
-
-
-def _launch(name: str, params: dict, device: torch.device, *args) -> None:
-    """Compile/fetch kernel `name` for `params` and launch it on torch's
-    current stream of `device`."""
+def _run(function: str, device: torch.device, *args, context: str = "") -> None:
+    """Call C ABI operator `function` (hisa_runtime.h) with `args` and torch's
+    current stream of `device`; raise on a nonzero status. The operator
+    layer behind it (lib/Ops) checks sizes and pointers, picks the kernel
+    specialization and launches it."""
+    runtime = _lib.lib()
     with torch.cuda.device(device):
         ensure_context(device)
-        kernel = _get_kernel(name, params)
-        kernel.launch(*args, stream=stream_handle(device))
+        status = getattr(runtime, function)(*args, stream_handle(device))
+    _lib.check(status, function, context)
 
 
 def _check_index_dtype(name: str, t: torch.Tensor) -> None:
@@ -266,22 +260,6 @@ def _as_int32(t: torch.Tensor, lo: int = _INT32_MIN, hi: int = _INT32_MAX) -> to
     if t.dtype == torch.int32:
         return t
     return t.clamp(max(lo, _INT32_MIN), min(hi, _INT32_MAX)).to(torch.int32)
-
-
-def _pool_mqa_block_q(heads: int) -> int:
-    """Queries per block of pool_mqa_logits: 256 query rows (block_q * H),
-    the widest wgmma (N = 256), against key tiles of 64 (tuning record in
-    docs/performance.md). The C API (poolMqaBlockQ) agrees."""
-    return 256 // heads
-
-
-def _block_sparse_min_blocks(heads: int, kb: int) -> int:
-    """Blocks per SM for block_sparse_mqa_logits (as hisa_runtime's C ABI):
-    5 while the [kb, H] accumulator fits in ~100 registers a thread, fewer
-    for H = 128 with kb = 128 (3) or 256 (1)."""
-    if heads <= 64 or kb <= 64:
-        return 5
-    return 3 if kb == 128 else 1
 
 
 def _check_mqa_q(name: str, q: torch.Tensor) -> Tuple[int, int, int]:
@@ -367,21 +345,15 @@ def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
     if m == 0 or rows == 0:
         return logits
 
-    _launch(
-        "pool_mqa_logits",
-        {"heads": heads, "dim": dim, "block_q": _pool_mqa_block_q(heads)},
-        q.device,
-        q.view(m * heads, dim),
-        keys,
-        scales.view(rows),
-        weights,
-        # int64 windows are clamped to [0, rows], which leaves every window's
-        # part inside [0, rows) as it was (the kernel walks a tile's union
-        # window from min(starts): a saturated -2**31 would cost ~2**31 columns).
-        _as_int32(starts, 0, rows),
-        _as_int32(ends, 0, rows),
-        logits,
-    )
+    # int64 windows are clamped to [0, rows], which leaves every window's
+    # part inside [0, rows) as it was (the kernel walks a tile's union
+    # window from min(starts): a saturated -2**31 would cost ~2**31 columns).
+    # (Held in locals: a temporary's memory could be reused before the launch.)
+    starts32 = _as_int32(starts, 0, rows)
+    ends32 = _as_int32(ends, 0, rows)
+    _run("hisa_pool_mqa_logits", q.device, q.data_ptr(), keys.data_ptr(), scales.data_ptr(),
+         weights.data_ptr(), starts32.data_ptr(), ends32.data_ptr(), logits.data_ptr(),
+         m, rows, heads, dim)
     return logits
 
 
@@ -554,39 +526,16 @@ def block_sparse_mqa_logits(
     if n == 0:
         return out.fill_(float("-inf"))  # every row j >= N
 
-    _launch(
-        "block_sparse_mqa_logits",
-        {"heads": heads, "dim": dim, "kb": kb, "topk": topk, "min_blocks": _block_sparse_min_blocks(heads, kb)},
-        q.device,
-        q,
-        k,
-        k_scale.view(n),
-        _as_int32(topk_block_index),
-        weights,
-        _as_int32(ks),
-        _as_int32(ke),
-        out,
-    )
+    index32, ks32, ke32 = _as_int32(topk_block_index), _as_int32(ks), _as_int32(ke)
+    _run("hisa_block_sparse_mqa_logits", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
+         index32.data_ptr(), weights.data_ptr(), ks32.data_ptr(), ke32.data_ptr(), out.data_ptr(),
+         m, n, topk, kb, heads, dim)
     return out
 
 
 # ---- Exact top-k (kernels-dsl/topk.mlir) ------------------------------------------
 
-# Rows (windows) of at most this many columns keep their keys in shared
-# memory for the select passes; longer ones re-read x at every pass. The
-# kernel is specialized on the size, so a few sizes cover every row length.
-_TOPK_CACHE_SIZES = (2048, 8192, 16384, 32768, 49152)
 _TOPK_MAX_K = _INT32_MAX
-_NO_WINDOWS: dict = {}
-
-
-def _topk_cache(columns: int, windowed: bool) -> int:
-    for size in _TOPK_CACHE_SIZES:
-        if columns <= size:
-            return size
-    # Longer rows are re-read; windows shorter than the largest cache still
-    # use it.
-    return _TOPK_CACHE_SIZES[-1] if windowed else _TOPK_CACHE_SIZES[0]
 
 
 def topk(
@@ -658,60 +607,16 @@ def topk(
         check_contiguous("out", out)
     if rows == 0:
         return out
-    if not windowed:
-        dummy = _NO_WINDOWS.get(x.device)
-        if dummy is None:
-            dummy = torch.zeros(1, dtype=torch.int32, device=x.device)
-            _NO_WINDOWS[x.device] = dummy
-        starts = ends = dummy
-    params = {"cache": _topk_cache(columns, windowed), "windowed": int(windowed)}
-    _launch("topk_f32", params, x.device, x, starts, ends, out)
+    _run("hisa_topk", x.device, x.data_ptr(), starts.data_ptr() if windowed else None,
+         ends.data_ptr() if windowed else None, out.data_ptr(), rows, columns, k, 0)
     return out
 
 
 # ---- Fused indexer stages and the HISA indexer (KERNELS.md "Fused indexer stages") --
 
-# Pooled-key windows up to this many blocks keep their keys in shared memory
-# (pool_topk_blocks): 4 bytes a block and query; the kernel is specialized
-# on the size.
-_STAGE1_NB_CACHE_SIZES = (256, 1024, 4096, 8192, 16384, 32768)
-# Shared memory a block of the fused stages may take (the H200 allows 227 KiB).
-_STAGE_SHARED_BUDGET = 220 * 1024
-# block_sparse_topk_tokens keeps T*kb keys in shared memory.
+# The fused stages keep a query's logits on chip (lib/Ops checks the same).
+_STAGE1_MAX_BLOCKS = 32768
 _STAGE2_MAX_SLOTS = 32768
-
-
-def _stage1_config(heads: int, dim: int, nb: int) -> Tuple[int, int]:
-    """(block_q, nb_cache) of pool_topk_blocks for Nb pooled keys: the
-    widest gemm (block_q * H = 256 query rows) while block_q windows of
-    nb_cache keys fit in shared memory, else fewer queries per block."""
-    nb_cache = next((size for size in _STAGE1_NB_CACHE_SIZES if nb <= size), None)
-    if nb_cache is None:
-        raise InvalidArgumentError(
-            f"blocked_k has Nb={nb} pooled keys; the fused stage 1 keeps a query's "
-            f"window of logits on chip, up to {_STAGE1_NB_CACHE_SIZES[-1]} blocks "
-            f"(N up to {_STAGE1_NB_CACHE_SIZES[-1]} * kb tokens)"
-        )
-    block_q = 256 // heads
-    while block_q > 1:
-        shared = block_q * (heads * dim + 4 * nb_cache + 4 * heads) + 2 * 64 * (dim + 4) + 8192
-        if shared <= _STAGE_SHARED_BUDGET:
-            break
-        block_q //= 2
-    return block_q, nb_cache
-
-
-# Key rows per gemm tile of block_sparse_topk_tokens (divides every kb).
-_STAGE2_TILE_ROWS = 64
-
-
-def _stage2_min_blocks(heads: int, dim: int, slots: int) -> int:
-    """Blocks per SM of block_sparse_topk_tokens: what the T*kb keys and the
-    double-buffered [64, D] key tiles leave of shared memory, and the
-    registers of the [64, H] accumulator (as block_sparse_mqa_logits)."""
-    shared = heads * dim + 2 * _STAGE2_TILE_ROWS * (dim + 4) + 4 * slots + 8192
-    by_registers = _block_sparse_min_blocks(heads, _STAGE2_TILE_ROWS)
-    return max(1, min(by_registers, (228 * 1024) // (shared + 1024)))
 
 
 def _check_windows(names, m: int, device_ref, ref_name: str):
@@ -754,25 +659,14 @@ def _check_keys(q_name, q, k_name, k, s_name, scale, w_name, weights, rows_sym):
 
 
 def _pool_topk_blocks(q, blocked_k, blocked_k_scale, weights, starts, ends, block_topk, kb):
-    m, heads, dim = (int(s) for s in q.shape)
+    m, heads, dim = (int(t) for t in q.shape)
     nb = int(blocked_k.shape[0])
-    topk = min(block_topk, nb)
-    out = torch.empty((m, topk), dtype=torch.int32, device=q.device)
-    if m == 0 or topk == 0:
+    out = torch.empty((m, min(block_topk, nb)), dtype=torch.int32, device=q.device)
+    if m == 0 or nb == 0:
         return out
-    block_q, nb_cache = _stage1_config(heads, dim, nb)
-    _launch(
-        "pool_topk_blocks",
-        {"heads": heads, "dim": dim, "block_q": block_q, "nb_cache": nb_cache, "kb": kb},
-        q.device,
-        q.view(m * heads, dim),
-        blocked_k,
-        blocked_k_scale.view(nb),
-        weights,
-        starts,
-        ends,
-        out,
-    )
+    _run("hisa_pool_topk_blocks", q.device, q.data_ptr(), blocked_k.data_ptr(),
+         blocked_k_scale.data_ptr(), weights.data_ptr(), starts.data_ptr(), ends.data_ptr(),
+         out.data_ptr(), m, nb, heads, dim, out.shape[1], kb)
     return out
 
 
@@ -812,38 +706,27 @@ def pool_topk_blocks(
     if block_topk < 1:
         raise InvalidArgumentError(f"block_topk must be >= 1, got {block_topk}")
     bks, bke = _check_windows((("bks", bks), ("bke", bke)), m, q, "q")
-    return _pool_topk_blocks(q, blocked_k, blocked_k_scale, weights,
-                             _as_int32(bks, 0, nb), _as_int32(bke, 0, nb), block_topk, 1)
+    if nb > _STAGE1_MAX_BLOCKS:
+        raise InvalidArgumentError(
+            f"blocked_k has Nb={nb} pooled keys; the fused stage 1 keeps a query's window of "
+            f"logits on chip, up to {_STAGE1_MAX_BLOCKS} blocks"
+        )
+    bks32, bke32 = _as_int32(bks, 0, nb), _as_int32(bke, 0, nb)
+    return _pool_topk_blocks(q, blocked_k, blocked_k_scale, weights, bks32, bke32, block_topk, 1)
 
 
 def _block_sparse_topk_tokens(q, k, k_scale, topk_block_index, kb, weights, ks, ke, topk_tokens):
-    m, heads, dim = (int(s) for s in q.shape)
+    m, heads, dim = (int(t) for t in q.shape)
     n = int(k.shape[0])
     slots = int(topk_block_index.shape[1])
+    if m > 0 and (slots == 0 or n == 0):
+        return torch.full((m, topk_tokens), -1, dtype=torch.int32, device=q.device)
     out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
     if m == 0:
         return out
-    if slots == 0 or n == 0:
-        return out.fill_(-1)
-    if slots * kb > _STAGE2_MAX_SLOTS:
-        raise InvalidArgumentError(
-            f"topk_block_index has T={slots} blocks of k_block_size={kb}: the fused stage 2 "
-            f"keeps the T*kb = {slots * kb} logits of a query on chip, up to {_STAGE2_MAX_SLOTS}"
-        )
-    _launch(
-        "block_sparse_topk_tokens",
-        {"heads": heads, "dim": dim, "kb": kb, "kt": _STAGE2_TILE_ROWS, "topk": slots,
-         "min_blocks": _stage2_min_blocks(heads, dim, slots * kb)},
-        q.device,
-        q,
-        k,
-        k_scale.view(n),
-        topk_block_index,
-        weights,
-        ks,
-        ke,
-        out,
-    )
+    _run("hisa_block_sparse_topk_tokens", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
+         topk_block_index.data_ptr(), weights.data_ptr(), ks.data_ptr(), ke.data_ptr(),
+         out.data_ptr(), m, n, slots, kb, heads, dim, topk_tokens)
     return out
 
 
@@ -890,8 +773,9 @@ def block_sparse_topk_tokens(
     check_shape("topk_block_index", topk_block_index, (m, int(topk_block_index.shape[1])), "[M, T]")
     check_contiguous("topk_block_index", topk_block_index)
     ks, ke = _check_windows((("ks", ks), ("ke", ke)), m, q, "q")
-    return _block_sparse_topk_tokens(q, k, k_scale, _as_int32(topk_block_index), kb, weights,
-                                     _as_int32(ks), _as_int32(ke), topk_tokens)
+    index32, ks32, ke32 = _as_int32(topk_block_index), _as_int32(ks), _as_int32(ke)
+    return _block_sparse_topk_tokens(q, k, k_scale, index32, kb, weights, ks32, ke32,
+                                     topk_tokens)
 
 
 def hisa_indexer(
@@ -945,15 +829,33 @@ def hisa_indexer(
         )
     ks, ke = _check_windows((("cu_seqlen_ks", cu_seqlen_ks), ("cu_seqlen_ke", cu_seqlen_ke)),
                             m, q, "q")
+    if (n + kb - 1) // kb > _STAGE1_MAX_BLOCKS:
+        raise InvalidArgumentError(
+            f"k has N={n} rows: ceil(N / k_block_size) = {(n + kb - 1) // kb} pooled keys "
+            f"exceed the {_STAGE1_MAX_BLOCKS} the fused stage 1 keeps on chip"
+        )
     ks = _as_int32(ks, 0, n)
     ke = _as_int32(ke, 0, n)
     if m == 0:
         return torch.empty((0, topk_tokens), dtype=torch.int32, device=q.device)
     if n == 0:
         return torch.full((m, topk_tokens), -1, dtype=torch.int32, device=q.device)
-    blocked_k, blocked_scale = fp8_block_mean_pooling(k, k_scale, kb)
-    block_index = _pool_topk_blocks(q, blocked_k, blocked_scale, weights, ks, ke, block_topk, kb)
-    return _block_sparse_topk_tokens(q, k, k_scale, block_index, kb, weights, ks, ke, topk_tokens)
+    out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
+    workspace = _workspace("hisa_hisa_indexer_workspace_size", q.device,
+                           m, n, heads, dim, kb, block_topk, topk_tokens)
+    _run("hisa_hisa_indexer", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
+         weights.data_ptr(), ks.data_ptr(), ke.data_ptr(), out.data_ptr(), m, n, heads, dim, kb,
+         block_topk, topk_tokens, workspace.data_ptr(), workspace.numel())
+    return out
+
+
+def _workspace(size_function: str, device: torch.device, *sizes) -> torch.Tensor:
+    """A workspace of the bytes C ABI `size_function` reports (from torch's
+    caching allocator, so repeated calls do not reach cudaMalloc)."""
+    size = ctypes.c_uint64()
+    status = getattr(_lib.lib(), size_function)(*sizes, ctypes.byref(size))
+    _lib.check(status, size_function)
+    return torch.empty(max(int(size.value), 1), dtype=torch.uint8, device=device)
 
 
 def flat_indexer(
@@ -982,11 +884,12 @@ def flat_indexer(
                             m, q, "q")
     ks = _as_int32(ks, 0, n)
     ke = _as_int32(ke, 0, n)
-    out = torch.full((m, topk_tokens), -1, dtype=torch.int32, device=q.device)
     if m == 0 or n == 0:
-        return out
-    logits = mqa_logits(q, k, k_scale, weights, ks, ke)
-    selected = out[:, : min(topk_tokens, n)]
-    columns = topk(logits, selected.shape[1], ks, ke)
-    selected.copy_(torch.where(columns >= 0, columns - ks[:, None], columns))
+        return torch.full((m, topk_tokens), -1, dtype=torch.int32, device=q.device)
+    out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
+    workspace = _workspace("hisa_flat_indexer_workspace_size", q.device,
+                           m, n, heads, dim, topk_tokens)
+    _run("hisa_flat_indexer", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
+         weights.data_ptr(), ks.data_ptr(), ke.data_ptr(), out.data_ptr(), m, n, heads, dim,
+         topk_tokens, workspace.data_ptr(), workspace.numel())
     return out

@@ -128,6 +128,74 @@ HISA_EXPORT int hisa_block_sparse_mqa_logits(
     const int32_t *ke, float *out, int64_t m, int64_t n, int64_t topk,
     int64_t kb, int64_t heads, int64_t dim, void *stream);
 
+/* KERNELS.md "Top-k, exactly": the k largest values of each row of x
+ * [rows, columns] f32 (within [starts[r], ends[r]) when both are given;
+ * both NULL: whole rows). out: [rows, k] int32 columns (relative != 0 and
+ * windows: offsets from starts[r]), in no order; ties to the lower column;
+ * -inf/NaN never selected; -1 padded (k > columns allowed). */
+HISA_EXPORT int hisa_topk(const float *x, const int32_t *starts,
+                          const int32_t *ends, int32_t *out, int64_t rows,
+                          int64_t columns, int64_t k, int32_t relative,
+                          void *stream);
+
+/* Fused HISA stage 1 (KERNELS.md 1.2 + 1.3 + 1.4): out [m, out_columns]
+ * int32 block indices (out_columns = min(block_topk, nb)), -1 padded.
+ * starts/ends: [m] int32 token windows pooled by window_kb (1: block
+ * windows). nb <= 32768. */
+HISA_EXPORT int hisa_pool_topk_blocks(
+    const void *q, const void *blocked_k, const float *blocked_k_scale,
+    const float *weights, const int32_t *starts, const int32_t *ends,
+    int32_t *out, int64_t m, int64_t nb, int64_t heads, int64_t dim,
+    int64_t out_columns, int64_t window_kb, void *stream);
+
+/* Fused HISA stage 2 (KERNELS.md 2.1 + 2.2 + 2.3): out [m, topk_tokens]
+ * int32 offsets from ks, -1 padded. topk * kb <= 32768, n >= 1. */
+HISA_EXPORT int hisa_block_sparse_topk_tokens(
+    const void *q, const void *k, const float *k_scale,
+    const int32_t *topk_block_index, const float *weights, const int32_t *ks,
+    const int32_t *ke, int32_t *out, int64_t m, int64_t n, int64_t topk,
+    int64_t kb, int64_t heads, int64_t dim, int64_t topk_tokens, void *stream);
+
+/* ---- Indexers: several kernels, a caller-provided workspace ---------------
+ * No call allocates: the caller passes `workspace` (256-byte aligned) of at
+ * least the bytes the matching *_workspace_size function reports, so a CUDA
+ * graph can capture a call. Everything runs on `stream`. */
+
+/* The HISA indexer end to end (KERNELS.md HISA, 1.1 -> 2.3). q: [m, heads,
+ * dim] fp8; k: [n, dim] fp8; k_scale: [n] f32; weights: [m, heads] f32; ks,
+ * ke: [m] int32 token windows in [0, n]; out: [m, topk_tokens] int32
+ * offsets from ks, -1 padded. kb in {64, 128, 256}; block_topk * kb <=
+ * 32768; n >= 1. */
+HISA_EXPORT int hisa_hisa_indexer_workspace_size(int64_t m, int64_t n,
+                                                 int64_t heads, int64_t dim,
+                                                 int64_t kb,
+                                                 int64_t block_topk,
+                                                 int64_t topk_tokens,
+                                                 uint64_t *bytes);
+HISA_EXPORT int hisa_hisa_indexer(const void *q, const void *k,
+                                  const float *k_scale, const float *weights,
+                                  const int32_t *ks, const int32_t *ke,
+                                  int32_t *out, int64_t m, int64_t n,
+                                  int64_t heads, int64_t dim, int64_t kb,
+                                  int64_t block_topk, int64_t topk_tokens,
+                                  void *workspace, uint64_t workspace_bytes,
+                                  void *stream);
+
+/* The flat V3.2 indexer: MQA logits of every token of each window (in the
+ * workspace: m * n * 4 bytes), then the exact top topk_tokens as offsets
+ * from ks, -1 padded. */
+HISA_EXPORT int hisa_flat_indexer_workspace_size(int64_t m, int64_t n,
+                                                 int64_t heads, int64_t dim,
+                                                 int64_t topk_tokens,
+                                                 uint64_t *bytes);
+HISA_EXPORT int hisa_flat_indexer(const void *q, const void *k,
+                                  const float *k_scale, const float *weights,
+                                  const int32_t *ks, const int32_t *ke,
+                                  int32_t *out, int64_t m, int64_t n,
+                                  int64_t heads, int64_t dim,
+                                  int64_t topk_tokens, void *workspace,
+                                  uint64_t workspace_bytes, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,15 @@
 //===- CAPI.cpp - The C ABI of the runtime (hisa_runtime.h) ---------------===//
+//
+// Thin bindings: the JIT (hisa/Runtime), the operators (hisa/Ops) and the
+// indexers (hisa/Indexer), with errors turned into status codes and
+// hisa_last_error() messages.
+//
+//===----------------------------------------------------------------------===//
 
 #include "hisa/Runtime/hisa_runtime.h"
 
+#include "hisa/Indexer/Indexer.h"
+#include "hisa/Ops/Operators.h"
 #include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/Jit.h"
 
@@ -74,36 +82,9 @@ Expected<StringRef> resolveSource(const char *source, const char *kernelName) {
   return builtin;
 }
 
-LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {
-  LaunchArgument arg;
-  arg.kind = KernelMetadata::Argument::Tensor;
-  arg.data = const_cast<void *>(data);
-  arg.sizes.assign(sizes.begin(), sizes.end());
-  return arg;
-}
-
-int runOperator(const char *kernelName, const std::string &params,
-                ArrayRef<LaunchArgument> arguments, void *stream) {
-  // Operators call the same few specializations over and over: skip hashing
-  // the source for the cache key after the first call.
-  static std::mutex mutex;
-  static StringMap<LoadedKernel *> operators;
-  std::string key = (Twine(kernelName) + "/" + params).str();
-  LoadedKernel *kernel;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    kernel = operators.lookup(key);
-  }
-  if (!kernel) {
-    Expected<LoadedKernel *> loaded = Jit::get().getKernel(
-        getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
-    if (!loaded)
-      return fail(loaded.takeError());
-    kernel = *loaded;
-    std::lock_guard<std::mutex> lock(mutex);
-    operators[key] = kernel;
-  }
-  if (Error error = kernel->launch(arguments, stream))
+/// The status of `error` (success: HISA_OK).
+int statusOf(Error error) {
+  if (error)
     return fail(std::move(error));
   return succeed();
 }
@@ -228,50 +209,15 @@ int hisa_fp8_block_mean_pooling(const void *k, const float *k_scale,
                                 void *blocked_k, float *blocked_scale,
                                 int64_t n, int64_t dim, int64_t kb,
                                 void *stream) {
-  if (n < 0 || (dim != 64 && dim != 128) ||
-      (kb != 64 && kb != 128 && kb != 256))
-    return failWith(HISA_ERROR_INVALID_ARGUMENT,
-                    formatv("fp8_block_mean_pooling: unsupported n = {0}, dim "
-                            "= {1}, kb = {2} (dim in {{64, 128}, kb in {{64, "
-                            "128, 256})",
-                            n, dim, kb));
-  int64_t blocks = (n + kb - 1) / kb;
-  LaunchArgument arguments[] = {tensor(k, {n, dim}), tensor(k_scale, {n}),
-                                tensor(blocked_k, {blocks, dim}),
-                                tensor(blocked_scale, {blocks})};
-  return runOperator("fp8_block_mean_pooling",
-                     formatv("dim={0},kb={1}", dim, kb), arguments, stream);
+  return statusOf(hisa::ops::fp8BlockMeanPooling(
+      k, k_scale, blocked_k, blocked_scale, n, dim, kb, stream));
 }
 
 int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
                                    const int32_t *e, int64_t m, int64_t n,
                                    void *stream) {
-  if (m < 0 || n < 0)
-    return failWith(HISA_ERROR_INVALID_ARGUMENT,
-                    formatv("clean_and_maintain_logits: negative size m = {0}, "
-                            "n = {1}",
-                            m, n));
-  LaunchArgument arguments[] = {tensor(logits, {m, n}), tensor(s, {m}),
-                                tensor(e, {m})};
-  return runOperator("clean_and_maintain_logits", "", arguments, stream);
-}
-
-/// Queries per block of pool_mqa_logits: 256 query rows (the widest wgmma),
-/// as the Python op (_pool_mqa_block_q) chooses.
-static int64_t poolMqaBlockQ(int64_t heads) { return 256 / heads; }
-
-/// Blocks per SM for block_sparse_mqa_logits: five fit while the [kb, heads]
-/// accumulator needs at most ~100 registers a thread (measured with ptxas:
-/// no spills); H = 128 tiles need more (kb = 128: 163, kb = 256: 255).
-static int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
-  if (heads <= 64 || kb <= 64)
-    return 5;
-  return kb == 128 ? 3 : 1;
-}
-
-static bool isSupportedMqaShape(int64_t heads, int64_t dim) {
-  return (heads == 16 || heads == 32 || heads == 64 || heads == 128) &&
-         (dim == 64 || dim == 128);
+  return statusOf(
+      hisa::ops::cleanAndMaintainLogits(logits, s, e, m, n, stream));
 }
 
 int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
@@ -279,25 +225,9 @@ int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
                          const int32_t *bks, const int32_t *bke, float *logits,
                          int64_t m, int64_t nb, int64_t heads, int64_t dim,
                          void *stream) {
-  if (m < 0 || nb < 0 || !isSupportedMqaShape(heads, dim))
-    return failWith(HISA_ERROR_INVALID_ARGUMENT,
-                    formatv("pool_mqa_logits: unsupported m = {0}, nb = {1}, "
-                            "heads = {2}, dim = {3} (heads in {{16, 32, 64, "
-                            "128}, dim in {{64, 128})",
-                            m, nb, heads, dim));
-  if (m == 0 || nb == 0)
-    return succeed();
-  LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
-                                tensor(blocked_k, {nb, dim}),
-                                tensor(blocked_k_scale, {nb}),
-                                tensor(weights, {m, heads}),
-                                tensor(bks, {m}),
-                                tensor(bke, {m}),
-                                tensor(logits, {m, nb})};
-  return runOperator("pool_mqa_logits",
-                     formatv("block_q={0},dim={1},heads={2}",
-                             poolMqaBlockQ(heads), dim, heads),
-                     arguments, stream);
+  return statusOf(hisa::ops::poolMqaLogits(q, blocked_k, blocked_k_scale,
+                                           weights, bks, bke, logits, m, nb,
+                                           heads, dim, stream));
 }
 
 int hisa_block_sparse_mqa_logits(const void *q, const void *k,
@@ -307,29 +237,101 @@ int hisa_block_sparse_mqa_logits(const void *q, const void *k,
                                  const int32_t *ke, float *out, int64_t m,
                                  int64_t n, int64_t topk, int64_t kb,
                                  int64_t heads, int64_t dim, void *stream) {
-  if (m < 0 || n < 0 || topk < 0 || (kb != 64 && kb != 128 && kb != 256) ||
-      !isSupportedMqaShape(heads, dim))
-    return failWith(HISA_ERROR_INVALID_ARGUMENT,
-                    formatv("block_sparse_mqa_logits: unsupported m = {0}, n = "
-                            "{1}, topk = {2}, kb = {3}, heads = {4}, dim = {5} "
-                            "(kb in {{64, 128, 256}, heads in {{16, 32, 64, "
-                            "128}, dim in {{64, 128})",
-                            m, n, topk, kb, heads, dim));
-  if (m == 0 || topk == 0)
-    return succeed();
-  LaunchArgument arguments[] = {tensor(q, {m, heads, dim}),
-                                tensor(k, {n, dim}),
-                                tensor(k_scale, {n}),
-                                tensor(topk_block_index, {m, topk}),
-                                tensor(weights, {m, heads}),
-                                tensor(ks, {m}),
-                                tensor(ke, {m}),
-                                tensor(out, {m, topk * kb})};
-  return runOperator("block_sparse_mqa_logits",
-                     formatv("dim={0},heads={1},kb={2},min_blocks={3},topk={4}",
-                             dim, heads, kb, blockSparseMinBlocks(heads, kb),
-                             topk),
-                     arguments, stream);
+  return statusOf(hisa::ops::blockSparseMqaLogits(
+      q, k, k_scale, topk_block_index, weights, ks, ke, out, m, n, topk, kb,
+      heads, dim, stream));
+}
+
+int hisa_topk(const float *x, const int32_t *starts, const int32_t *ends,
+              int32_t *out, int64_t rows, int64_t columns, int64_t k,
+              int32_t relative, void *stream) {
+  return statusOf(hisa::ops::topk(x, starts, ends, out, rows, columns, k,
+                                  relative != 0, stream));
+}
+
+int hisa_pool_topk_blocks(const void *q, const void *blocked_k,
+                          const float *blocked_k_scale, const float *weights,
+                          const int32_t *starts, const int32_t *ends,
+                          int32_t *out, int64_t m, int64_t nb, int64_t heads,
+                          int64_t dim, int64_t out_columns, int64_t window_kb,
+                          void *stream) {
+  return statusOf(hisa::ops::poolTopkBlocks(
+      q, blocked_k, blocked_k_scale, weights, starts, ends, out, m, nb, heads,
+      dim, out_columns, window_kb, stream));
+}
+
+int hisa_block_sparse_topk_tokens(
+    const void *q, const void *k, const float *k_scale,
+    const int32_t *topk_block_index, const float *weights, const int32_t *ks,
+    const int32_t *ke, int32_t *out, int64_t m, int64_t n, int64_t topk,
+    int64_t kb, int64_t heads, int64_t dim, int64_t topk_tokens, void *stream) {
+  return statusOf(hisa::ops::blockSparseTopkTokens(
+      q, k, k_scale, topk_block_index, weights, ks, ke, out, m, n, topk, kb,
+      heads, dim, topk_tokens, stream));
+}
+
+static hisa::indexer::IndexerShape indexerShape(int64_t m, int64_t n,
+                                                int64_t heads, int64_t dim,
+                                                int64_t kb, int64_t block_topk,
+                                                int64_t topk_tokens) {
+  hisa::indexer::IndexerShape shape;
+  shape.m = m;
+  shape.n = n;
+  shape.heads = heads;
+  shape.dim = dim;
+  shape.kb = kb;
+  shape.blockTopk = block_topk;
+  shape.topkTokens = topk_tokens;
+  return shape;
+}
+
+static int writeSize(Expected<uint64_t> size, uint64_t *out) {
+  if (!out)
+    return failWith(HISA_ERROR_INVALID_ARGUMENT, "out must not be NULL");
+  if (!size)
+    return fail(size.takeError());
+  *out = *size;
+  return succeed();
+}
+
+int hisa_hisa_indexer_workspace_size(int64_t m, int64_t n, int64_t heads,
+                                     int64_t dim, int64_t kb,
+                                     int64_t block_topk, int64_t topk_tokens,
+                                     uint64_t *bytes) {
+  return writeSize(hisa::indexer::hisaIndexerWorkspaceSize(indexerShape(
+                       m, n, heads, dim, kb, block_topk, topk_tokens)),
+                   bytes);
+}
+
+int hisa_hisa_indexer(const void *q, const void *k, const float *k_scale,
+                      const float *weights, const int32_t *ks,
+                      const int32_t *ke, int32_t *out, int64_t m, int64_t n,
+                      int64_t heads, int64_t dim, int64_t kb,
+                      int64_t block_topk, int64_t topk_tokens, void *workspace,
+                      uint64_t workspace_bytes, void *stream) {
+  return statusOf(hisa::indexer::hisaIndexer(
+      q, k, k_scale, weights, ks, ke, out,
+      indexerShape(m, n, heads, dim, kb, block_topk, topk_tokens), workspace,
+      workspace_bytes, stream));
+}
+
+int hisa_flat_indexer_workspace_size(int64_t m, int64_t n, int64_t heads,
+                                     int64_t dim, int64_t topk_tokens,
+                                     uint64_t *bytes) {
+  return writeSize(hisa::indexer::flatIndexerWorkspaceSize(
+                       indexerShape(m, n, heads, dim, 128, 1, topk_tokens)),
+                   bytes);
+}
+
+int hisa_flat_indexer(const void *q, const void *k, const float *k_scale,
+                      const float *weights, const int32_t *ks,
+                      const int32_t *ke, int32_t *out, int64_t m, int64_t n,
+                      int64_t heads, int64_t dim, int64_t topk_tokens,
+                      void *workspace, uint64_t workspace_bytes, void *stream) {
+  return statusOf(hisa::indexer::flatIndexer(
+      q, k, k_scale, weights, ks, ke, out,
+      indexerShape(m, n, heads, dim, 128, 1, topk_tokens), workspace,
+      workspace_bytes, stream));
 }
 
 } // extern "C"

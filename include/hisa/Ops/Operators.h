@@ -1,0 +1,85 @@
+//===- Operators.h - hisa's operators on raw device pointers ----*- C++ -*-===//
+//
+// The operator layer: one function per operator of kernels-dsl/, on raw
+// device pointers and sizes, launched on the caller's stream. Each checks its
+// sizes and pointers (naming the argument), picks the kernel's
+// specialization (block sizes, blocks per SM) and launches it through the
+// JIT. The C ABI (hisa_runtime.h) and the Python package are thin bindings
+// over these; orchestration of several operators lives a layer above
+// (hisa/Indexer). None allocates memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_OPS_OPERATORS_H
+#define HISA_OPS_OPERATORS_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace hisa::ops {
+
+/// The limits of the fused stages: a query's logits stay in shared memory.
+constexpr int64_t kMaxStage1Blocks = 32768; ///< pooled keys per window
+constexpr int64_t kMaxStage2Slots = 32768;  ///< block_topk * kb
+
+/// The MQA operators' head counts and dimensions (H in {16, 32, 64, 128}, D
+/// in {64, 128}); the error names `op`.
+llvm::Error checkMqaShape(const char *op, int64_t heads, int64_t dim);
+
+/// KERNELS.md 1.1. k: [n, dim] fp8; k_scale: [n]; blocked_k: [ceil(n/kb),
+/// dim] fp8; blocked_scale: [ceil(n/kb)].
+llvm::Error fp8BlockMeanPooling(const void *k, const float *kScale,
+                                void *blockedK, float *blockedScale, int64_t n,
+                                int64_t dim, int64_t kb, void *stream);
+
+/// KERNELS.md 1.3, in place on logits [m, n].
+llvm::Error cleanAndMaintainLogits(float *logits, const int32_t *s,
+                                   const int32_t *e, int64_t m, int64_t n,
+                                   void *stream);
+
+/// KERNELS.md 1.2 (raw keys: the flat indexer's logits). logits [m, nb].
+llvm::Error poolMqaLogits(const void *q, const void *blockedK,
+                          const float *blockedKScale, const float *weights,
+                          const int32_t *bks, const int32_t *bke, float *logits,
+                          int64_t m, int64_t nb, int64_t heads, int64_t dim,
+                          void *stream);
+
+/// KERNELS.md 2.1. out [m, topk * kb].
+llvm::Error blockSparseMqaLogits(const void *q, const void *k,
+                                 const float *kScale,
+                                 const int32_t *topkBlockIndex,
+                                 const float *weights, const int32_t *ks,
+                                 const int32_t *ke, float *out, int64_t m,
+                                 int64_t n, int64_t topk, int64_t kb,
+                                 int64_t heads, int64_t dim, void *stream);
+
+/// Exact top-k of each row of x [rows, columns] (KERNELS.md "Top-k,
+/// exactly") into out [rows, k]: columns, or with `relative` offsets from
+/// starts[r]; -1 padded (also every slot past C when k > C). starts/ends:
+/// [rows] windows, both or neither.
+llvm::Error topk(const float *x, const int32_t *starts, const int32_t *ends,
+                 int32_t *out, int64_t rows, int64_t columns, int64_t k,
+                 bool relative, void *stream);
+
+/// Fused stage 1: pooled logits + clean + exact top blocks. The windows are
+/// token windows pooled by `windowKb` (1: block windows bks/bke). out [m,
+/// outColumns] block indices, -1 padded; outColumns = min(block_topk, nb).
+llvm::Error poolTopkBlocks(const void *q, const void *blockedK,
+                           const float *blockedKScale, const float *weights,
+                           const int32_t *starts, const int32_t *ends,
+                           int32_t *out, int64_t m, int64_t nb, int64_t heads,
+                           int64_t dim, int64_t outColumns, int64_t windowKb,
+                           void *stream);
+
+/// Fused stage 2: block-sparse logits + exact top tokens + offsets from ks.
+/// out [m, topkTokens], -1 padded.
+llvm::Error blockSparseTopkTokens(
+    const void *q, const void *k, const float *kScale,
+    const int32_t *topkBlockIndex, const float *weights, const int32_t *ks,
+    const int32_t *ke, int32_t *out, int64_t m, int64_t n, int64_t topk,
+    int64_t kb, int64_t heads, int64_t dim, int64_t topkTokens, void *stream);
+
+} // namespace hisa::ops
+
+#endif // HISA_OPS_OPERATORS_H

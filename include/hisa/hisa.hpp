@@ -1,0 +1,121 @@
+//===- hisa.hpp - hisa's C++ interface for servers -------------*- C++ -*-===//
+//
+// Header-only C++ over the C ABI of libhisa_runtime.so (hisa_runtime.h): it
+// needs no LLVM, MLIR or CUDA headers, only this directory and the library
+// (CMake: find_package(hisa CONFIG) and target hisa::hisa_runtime).
+//
+// Every function works on raw device pointers, launches on the caller's
+// stream (a CUstream / cudaStream_t passed as void *, nullptr = the legacy
+// default stream) and returns a hisa::Status; nothing throws and nothing
+// allocates: the indexers take a workspace whose size the matching
+// *WorkspaceSize function gives, so a CUDA graph can capture a call.
+//
+//   hisa::IndexerShape shape{m, n, 64, 128, 128, 64, 2048};
+//   uint64_t bytes = 0;
+//   if (auto s = hisa::hisaIndexerWorkspaceSize(shape, bytes); !s) ...
+//   // cudaMalloc(&workspace, bytes) once, reuse across calls
+//   hisa::Status s = hisa::hisaIndexer(q, k, k_scale, weights, ks, ke, out,
+//                                      shape, workspace, bytes, stream);
+//   if (!s) log(s.message);
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_HISA_HPP
+#define HISA_HISA_HPP
+
+#include "hisa/Runtime/hisa_runtime.h"
+
+#include <cstdint>
+#include <string>
+
+namespace hisa {
+
+/// The outcome of a call: code HISA_OK, or a HISA_ERROR_* code and the
+/// runtime's message (naming the argument at fault).
+struct [[nodiscard]] Status {
+  int code = HISA_OK;
+  std::string message;
+
+  explicit operator bool() const { return code == HISA_OK; }
+  bool ok() const { return code == HISA_OK; }
+};
+
+namespace detail {
+inline Status status(int code) {
+  if (code == HISA_OK)
+    return {};
+  return {code, hisa_last_error()};
+}
+} // namespace detail
+
+/// The sizes of an indexer call: q [m, heads, dim] fp8 e4m3, k [n, dim] fp8
+/// e4m3, the pool block size kb (64, 128 or 256), the key blocks kept per
+/// query (blockTopk, HISA only) and the tokens kept (topkTokens).
+struct IndexerShape {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t heads = 64;
+  int64_t dim = 128;
+  int64_t kb = 128;
+  int64_t blockTopk = 64;
+  int64_t topkTokens = 2048;
+};
+
+/// Workspace bytes of hisaIndexer for `shape` (also checks the shape).
+inline Status hisaIndexerWorkspaceSize(const IndexerShape &shape,
+                                       uint64_t &bytes) {
+  return detail::status(hisa_hisa_indexer_workspace_size(
+      shape.m, shape.n, shape.heads, shape.dim, shape.kb, shape.blockTopk,
+      shape.topkTokens, &bytes));
+}
+
+/// The HISA indexer (KERNELS.md, HISA 1.1 -> 2.3): out [m, topkTokens] int32
+/// offsets from ks, -1 padded. k_scale [n] f32, weights [m, heads] f32, ks
+/// and ke [m] int32 token windows within [0, n].
+inline Status hisaIndexer(const void *q, const void *k, const float *kScale,
+                          const float *weights, const int32_t *ks,
+                          const int32_t *ke, int32_t *out,
+                          const IndexerShape &shape, void *workspace,
+                          uint64_t workspaceBytes, void *stream) {
+  return detail::status(
+      hisa_hisa_indexer(q, k, kScale, weights, ks, ke, out, shape.m, shape.n,
+                        shape.heads, shape.dim, shape.kb, shape.blockTopk,
+                        shape.topkTokens, workspace, workspaceBytes, stream));
+}
+
+/// Workspace bytes of flatIndexer (the [m, n] f32 logits).
+inline Status flatIndexerWorkspaceSize(const IndexerShape &shape,
+                                       uint64_t &bytes) {
+  return detail::status(hisa_flat_indexer_workspace_size(
+      shape.m, shape.n, shape.heads, shape.dim, shape.topkTokens, &bytes));
+}
+
+/// The flat V3.2 indexer: MQA logits of every token of each window and their
+/// exact top-topkTokens, as offsets from ks, -1 padded.
+inline Status flatIndexer(const void *q, const void *k, const float *kScale,
+                          const float *weights, const int32_t *ks,
+                          const int32_t *ke, int32_t *out,
+                          const IndexerShape &shape, void *workspace,
+                          uint64_t workspaceBytes, void *stream) {
+  return detail::status(hisa_flat_indexer(
+      q, k, kScale, weights, ks, ke, out, shape.m, shape.n, shape.heads,
+      shape.dim, shape.topkTokens, workspace, workspaceBytes, stream));
+}
+
+/// Exact top-k of each row of x [rows, columns] f32 into out [rows, k] int32
+/// (KERNELS.md "Top-k, exactly"): columns in no order, ties to the lower
+/// column, -inf/NaN never selected, -1 padded. With starts/ends ([rows]
+/// int32 windows) only [starts[r], ends[r]) counts.
+inline Status topk(const float *x, int32_t *out, int64_t rows, int64_t columns,
+                   int64_t k, void *stream, const int32_t *starts = nullptr,
+                   const int32_t *ends = nullptr) {
+  return detail::status(
+      hisa_topk(x, starts, ends, out, rows, columns, k, 0, stream));
+}
+
+/// The runtime's version string.
+inline std::string version() { return hisa_version(); }
+
+} // namespace hisa
+
+#endif // HISA_HISA_HPP

@@ -1,0 +1,394 @@
+//===- Operators.cpp - hisa's operators on raw device pointers ------------===//
+
+#include "hisa/Ops/Operators.h"
+
+#include "hisa/Runtime/Jit.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+using namespace llvm;
+using namespace hisa::runtime;
+
+namespace hisa::ops {
+namespace {
+
+Error argumentError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::invalid_argument),
+                           message);
+}
+
+/// `pointer` is given and aligned to `alignment` bytes (vector accesses and
+/// 16-byte cp.async / TMA pieces need it).
+Error checkPointer(const char *op, const char *name, const void *pointer,
+                   uint64_t alignment) {
+  if (!pointer)
+    return argumentError(formatv("{0}: {1} must not be NULL", op, name));
+  if (reinterpret_cast<uintptr_t>(pointer) % alignment)
+    return argumentError(formatv("{0}: {1} ({2}) must be {3}-byte aligned", op,
+                                 name, pointer, alignment));
+  return Error::success();
+}
+
+LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {
+  LaunchArgument arg;
+  arg.kind = KernelMetadata::Argument::Tensor;
+  arg.data = const_cast<void *>(data);
+  arg.sizes.assign(sizes.begin(), sizes.end());
+  return arg;
+}
+
+Error runOperator(const char *kernelName, const std::string &params,
+                  ArrayRef<LaunchArgument> arguments, void *stream) {
+  // Operators call the same few specializations over and over: skip hashing
+  // the source for the cache key after the first call.
+  static std::mutex mutex;
+  static StringMap<LoadedKernel *> kernels;
+  std::string key = (Twine(kernelName) + "/" + params).str();
+  LoadedKernel *kernel;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    kernel = kernels.lookup(key);
+  }
+  if (!kernel) {
+    Expected<LoadedKernel *> loaded = Jit::get().getKernel(
+        getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
+    if (!loaded)
+      return loaded.takeError();
+    kernel = *loaded;
+    std::lock_guard<std::mutex> lock(mutex);
+    kernels[key] = kernel;
+  }
+  return kernel->launch(arguments, stream);
+}
+
+bool isSupportedMqaShape(int64_t heads, int64_t dim) {
+  return (heads == 16 || heads == 32 || heads == 64 || heads == 128) &&
+         (dim == 64 || dim == 128);
+}
+
+bool isSupportedBlockSize(int64_t kb) {
+  return kb == 64 || kb == 128 || kb == 256;
+}
+
+Error checkNonNegative(const char *op, const char *name, int64_t value) {
+  if (value < 0)
+    return argumentError(
+        formatv("{0}: {1} = {2} is negative", op, name, value));
+  return Error::success();
+}
+
+Error checkIndexRange(const char *op, const char *name, int64_t value) {
+  if (value > INT32_MAX)
+    return argumentError(formatv("{0}: {1} = {2} exceeds the int32 indices "
+                                 "(at most {3})",
+                                 op, name, value, INT32_MAX));
+  return Error::success();
+}
+
+/// Queries per block of pool_mqa_logits: 256 query rows (the widest wgmma).
+int64_t poolMqaBlockQ(int64_t heads) { return 256 / heads; }
+
+/// Blocks per SM for block_sparse_mqa_logits: five fit while the [kb, heads]
+/// accumulator needs at most ~100 registers a thread (measured with ptxas:
+/// no spills); H = 128 tiles need more (kb = 128: 163, kb = 256: 255).
+int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
+  if (heads <= 64 || kb <= 64)
+    return 5;
+  return kb == 128 ? 3 : 1;
+}
+
+/// Rows (windows) of at most this many columns keep their keys in shared
+/// memory for the select passes; longer ones re-read x at every pass.
+constexpr int64_t kTopkCacheSizes[] = {2048, 8192, 16384, 32768, 49152};
+
+int64_t topkCache(int64_t columns, bool windowed) {
+  for (int64_t size : kTopkCacheSizes)
+    if (columns <= size)
+      return size;
+  // Longer rows are re-read; windows shorter than the largest cache still
+  // use it.
+  return windowed ? kTopkCacheSizes[4] : kTopkCacheSizes[0];
+}
+
+/// Shared memory a block of the fused stages may take (the H200 allows
+/// 227 KiB; a little is left for the runtime's reduction scratch).
+constexpr int64_t kStageSharedBudget = 220 * 1024;
+constexpr int64_t kStage1CacheSizes[] = {256, 1024, 4096, 8192, 16384, 32768};
+/// Key rows per gemm tile of block_sparse_topk_tokens (divides every kb):
+/// small tiles leave room for three blocks per SM beside the T*kb keys.
+constexpr int64_t kStage2TileRows = 64;
+
+} // namespace
+
+Error checkMqaShape(const char *op, int64_t heads, int64_t dim) {
+  if (!isSupportedMqaShape(heads, dim))
+    return argumentError(
+        formatv("{0}: q has H = {1} heads of D = {2}, which is "
+                "not supported (H in {{16, 32, 64, 128}, D in "
+                "{{64, 128})",
+                op, heads, dim));
+  return Error::success();
+}
+
+Error fp8BlockMeanPooling(const void *k, const float *kScale, void *blockedK,
+                          float *blockedScale, int64_t n, int64_t dim,
+                          int64_t kb, void *stream) {
+  const char *op = "fp8_block_mean_pooling";
+  if (n < 0 || (dim != 64 && dim != 128) || !isSupportedBlockSize(kb))
+    return argumentError(formatv("{0}: unsupported n = {1}, dim = {2}, kb = "
+                                 "{3} (dim in {{64, 128}, kb in {{64, 128, "
+                                 "256})",
+                                 op, n, dim, kb));
+  if (n == 0)
+    return Error::success();
+  for (auto [name, pointer, alignment] :
+       {std::tuple<const char *, const void *, uint64_t>{"k", k, 16},
+        {"k_scale", kScale, 4},
+        {"blocked_k", blockedK, 16},
+        {"blocked_scale", blockedScale, 4}})
+    if (Error error = checkPointer(op, name, pointer, alignment))
+      return error;
+  int64_t blocks = (n + kb - 1) / kb;
+  LaunchArgument arguments[] = {tensor(k, {n, dim}), tensor(kScale, {n}),
+                                tensor(blockedK, {blocks, dim}),
+                                tensor(blockedScale, {blocks})};
+  return runOperator(op, formatv("dim={0},kb={1}", dim, kb), arguments, stream);
+}
+
+Error cleanAndMaintainLogits(float *logits, const int32_t *s, const int32_t *e,
+                             int64_t m, int64_t n, void *stream) {
+  const char *op = "clean_and_maintain_logits";
+  if (m < 0 || n < 0)
+    return argumentError(
+        formatv("{0}: negative size m = {1}, n = {2}", op, m, n));
+  LaunchArgument arguments[] = {tensor(logits, {m, n}), tensor(s, {m}),
+                                tensor(e, {m})};
+  return runOperator(op, "", arguments, stream);
+}
+
+Error poolMqaLogits(const void *q, const void *blockedK,
+                    const float *blockedKScale, const float *weights,
+                    const int32_t *bks, const int32_t *bke, float *logits,
+                    int64_t m, int64_t nb, int64_t heads, int64_t dim,
+                    void *stream) {
+  const char *op = "pool_mqa_logits";
+  if (m < 0 || nb < 0 || !isSupportedMqaShape(heads, dim))
+    return argumentError(formatv("{0}: unsupported m = {1}, nb = {2}, heads = "
+                                 "{3}, dim = {4} (heads in {{16, 32, 64, 128}, "
+                                 "dim in {{64, 128})",
+                                 op, m, nb, heads, dim));
+  if (m == 0 || nb == 0)
+    return Error::success();
+  LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
+                                tensor(blockedK, {nb, dim}),
+                                tensor(blockedKScale, {nb}),
+                                tensor(weights, {m, heads}),
+                                tensor(bks, {m}),
+                                tensor(bke, {m}),
+                                tensor(logits, {m, nb})};
+  return runOperator(op,
+                     formatv("block_q={0},dim={1},heads={2}",
+                             poolMqaBlockQ(heads), dim, heads),
+                     arguments, stream);
+}
+
+Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
+                           const int32_t *topkBlockIndex, const float *weights,
+                           const int32_t *ks, const int32_t *ke, float *out,
+                           int64_t m, int64_t n, int64_t topk, int64_t kb,
+                           int64_t heads, int64_t dim, void *stream) {
+  const char *op = "block_sparse_mqa_logits";
+  if (m < 0 || n < 0 || topk < 0 || !isSupportedBlockSize(kb) ||
+      !isSupportedMqaShape(heads, dim))
+    return argumentError(formatv("{0}: unsupported m = {1}, n = {2}, topk = "
+                                 "{3}, kb = {4}, heads = {5}, dim = {6} (kb in "
+                                 "{{64, 128, 256}, heads in {{16, 32, 64, "
+                                 "128}, dim in {{64, 128})",
+                                 op, m, n, topk, kb, heads, dim));
+  if (m == 0 || topk == 0)
+    return Error::success();
+  LaunchArgument arguments[] = {tensor(q, {m, heads, dim}),
+                                tensor(k, {n, dim}),
+                                tensor(kScale, {n}),
+                                tensor(topkBlockIndex, {m, topk}),
+                                tensor(weights, {m, heads}),
+                                tensor(ks, {m}),
+                                tensor(ke, {m}),
+                                tensor(out, {m, topk * kb})};
+  return runOperator(op,
+                     formatv("dim={0},heads={1},kb={2},min_blocks={3},topk={4}",
+                             dim, heads, kb, blockSparseMinBlocks(heads, kb),
+                             topk),
+                     arguments, stream);
+}
+
+Error topk(const float *x, const int32_t *starts, const int32_t *ends,
+           int32_t *out, int64_t rows, int64_t columns, int64_t k,
+           bool relative, void *stream) {
+  const char *op = "topk";
+  if (Error error = checkNonNegative(op, "rows", rows))
+    return error;
+  if (Error error = checkNonNegative(op, "columns", columns))
+    return error;
+  if (Error error = checkIndexRange(op, "columns", columns))
+    return error;
+  // k > C is allowed: the slots past the row's values hold -1.
+  if (k < 1)
+    return argumentError(formatv("{0}: k must be >= 1, got {1}", op, k));
+  if ((starts == nullptr) != (ends == nullptr))
+    return argumentError(formatv(
+        "{0}: starts and ends must be given together (or neither)", op));
+  bool windowed = starts != nullptr;
+  if (relative && !windowed)
+    return argumentError(formatv("{0}: relative columns need windows", op));
+  if (rows == 0)
+    return Error::success();
+  if (Error error = checkPointer(op, "x", x, 4))
+    return error;
+  if (Error error = checkPointer(op, "out", out, 4))
+    return error;
+  // Without windows the kernel never reads them: any valid pointer will do.
+  const int32_t *windowStarts = windowed ? starts : out;
+  const int32_t *windowEnds = windowed ? ends : out;
+  LaunchArgument arguments[] = {
+      tensor(x, {rows, columns}), tensor(windowStarts, {windowed ? rows : 1}),
+      tensor(windowEnds, {windowed ? rows : 1}), tensor(out, {rows, k})};
+  return runOperator("topk_f32",
+                     formatv("cache={0},relative={1},windowed={2}",
+                             topkCache(columns, windowed), relative ? 1 : 0,
+                             windowed ? 1 : 0),
+                     arguments, stream);
+}
+
+Error poolTopkBlocks(const void *q, const void *blockedK,
+                     const float *blockedKScale, const float *weights,
+                     const int32_t *starts, const int32_t *ends, int32_t *out,
+                     int64_t m, int64_t nb, int64_t heads, int64_t dim,
+                     int64_t outColumns, int64_t windowKb, void *stream) {
+  const char *op = "pool_topk_blocks";
+  if (Error error = checkMqaShape(op, heads, dim))
+    return error;
+  if (Error error = checkNonNegative(op, "m", m))
+    return error;
+  if (Error error = checkNonNegative(op, "nb", nb))
+    return error;
+  if (outColumns < 1 || outColumns > std::max<int64_t>(nb, 1))
+    return argumentError(formatv("{0}: the output has {1} columns; it needs "
+                                 "min(block_topk, Nb) >= 1 (Nb = {2})",
+                                 op, outColumns, nb));
+  if (windowKb != 1 && !isSupportedBlockSize(windowKb))
+    return argumentError(formatv(
+        "{0}: window block size {1} is not 1, 64, 128 or 256", op, windowKb));
+  if (nb > kMaxStage1Blocks)
+    return argumentError(formatv(
+        "{0}: blocked_k has Nb = {1} pooled keys; the fused stage 1 keeps a "
+        "query's window of logits on chip, up to {2} blocks (N up to {2} * kb "
+        "tokens)",
+        op, nb, kMaxStage1Blocks));
+  if (m == 0 || nb == 0)
+    return Error::success();
+  for (auto [name, pointer, alignment] :
+       {std::tuple<const char *, const void *, uint64_t>{"q", q, 16},
+        {"blocked_k", blockedK, 16},
+        {"blocked_k_scale", blockedKScale, 16},
+        {"weights", weights, 16},
+        {"starts", starts, 4},
+        {"ends", ends, 4},
+        {"out", out, 4}})
+    if (Error error = checkPointer(op, name, pointer, alignment))
+      return error;
+  int64_t cache =
+      *std::find_if(std::begin(kStage1CacheSizes), std::end(kStage1CacheSizes),
+                    [&](int64_t size) { return nb <= size; });
+  // The widest gemm (block_q * heads = 256 query rows) while block_q windows
+  // of `cache` keys fit in shared memory; fewer queries per block otherwise.
+  int64_t blockQ = 256 / heads;
+  while (blockQ > 1 && blockQ * (heads * dim + 4 * cache + 4 * heads) +
+                               2 * 64 * (dim + 4) + 8192 >
+                           kStageSharedBudget)
+    blockQ /= 2;
+  LaunchArgument arguments[] = {
+      tensor(q, {m * heads, dim}), tensor(blockedK, {nb, dim}),
+      tensor(blockedKScale, {nb}), tensor(weights, {m, heads}),
+      tensor(starts, {m}),         tensor(ends, {m}),
+      tensor(out, {m, outColumns})};
+  return runOperator(
+      op,
+      formatv("block_q={0},dim={1},heads={2},kb={3},nb_cache={4}", blockQ, dim,
+              heads, windowKb, cache),
+      arguments, stream);
+}
+
+Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
+                            const int32_t *topkBlockIndex, const float *weights,
+                            const int32_t *ks, const int32_t *ke, int32_t *out,
+                            int64_t m, int64_t n, int64_t topk, int64_t kb,
+                            int64_t heads, int64_t dim, int64_t topkTokens,
+                            void *stream) {
+  const char *op = "block_sparse_topk_tokens";
+  if (Error error = checkMqaShape(op, heads, dim))
+    return error;
+  if (!isSupportedBlockSize(kb))
+    return argumentError(formatv(
+        "{0}: k_block_size = {1} is not supported (64, 128 or 256)", op, kb));
+  if (Error error = checkNonNegative(op, "m", m))
+    return error;
+  if (Error error = checkNonNegative(op, "n", n))
+    return error;
+  if (Error error = checkIndexRange(op, "n", n))
+    return error;
+  // (Every slot would be -inf: the caller fills -1 without a launch.)
+  if (n == 0)
+    return argumentError(formatv("{0}: k has no rows (N = 0)", op));
+  if (topk < 1)
+    return argumentError(formatv(
+        "{0}: topk_block_index has T = {1} blocks; need T >= 1", op, topk));
+  if (topkTokens < 1)
+    return argumentError(
+        formatv("{0}: topk_tokens must be >= 1, got {1}", op, topkTokens));
+  if (topk * kb > kMaxStage2Slots)
+    return argumentError(formatv(
+        "{0}: T * k_block_size = {1} * {2} exceeds {3}: the fused stage 2 "
+        "keeps a query's T * kb logits on chip",
+        op, topk, kb, kMaxStage2Slots));
+  if (m == 0)
+    return Error::success();
+  for (auto [name, pointer, alignment] :
+       {std::tuple<const char *, const void *, uint64_t>{"q", q, 16},
+        {"k", k, 16},
+        {"k_scale", kScale, 16},
+        {"topk_block_index", topkBlockIndex, 16},
+        {"weights", weights, 16},
+        {"ks", ks, 4},
+        {"ke", ke, 4},
+        {"out", out, 4}})
+    if (Error error = checkPointer(op, name, pointer, alignment))
+      return error;
+  // Blocks per SM: what the T*kb keys and the double-buffered key tiles
+  // leave of shared memory, and the registers of the [64, H] accumulator.
+  int64_t shared =
+      heads * dim + 2 * kStage2TileRows * (dim + 4) + 4 * topk * kb + 8192;
+  int64_t minBlocks = std::max<int64_t>(
+      1, std::min(blockSparseMinBlocks(heads, kStage2TileRows),
+                  (228 * 1024) / (shared + 1024)));
+  LaunchArgument arguments[] = {tensor(q, {m, heads, dim}),
+                                tensor(k, {n, dim}),
+                                tensor(kScale, {n}),
+                                tensor(topkBlockIndex, {m, topk}),
+                                tensor(weights, {m, heads}),
+                                tensor(ks, {m}),
+                                tensor(ke, {m}),
+                                tensor(out, {m, topkTokens})};
+  return runOperator(
+      op,
+      formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}", dim,
+              heads, kb, kStage2TileRows, minBlocks, topk),
+      arguments, stream);
+}
+
+} // namespace hisa::ops
