@@ -32,6 +32,7 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from hisa import ops  # noqa: E402
+from bench_memory_bound import Timer  # noqa: E402
 from bench_mqa import bench, causal_windows, fp8  # noqa: E402
 
 HEADS, DIM, KB, BLOCK_TOPK, TOPK_TOKENS = 64, 128, 128, 64, 2048
@@ -207,6 +208,28 @@ def main(argv=None):
                           f"{flat_flops / t_flat_anchor / fp8_rate * 100:.0f}", "1.00x", "", ""]))
     del q, k, k_scale, weights, ks, ke
     torch.cuda.empty_cache()
+
+    # Host time per call (the GPU work of these small calls overlaps).
+    timer = Timer()
+    q, k, k_scale, weights, ks, ke = inputs(1024)
+    x = torch.randn(64, 1024, device="cuda")
+    calls = [
+        ("hisa.topk([64, 1024], 64)", lambda i: hisa.topk(x, 64)),
+        ("hisa.hisa_indexer(M = N = 1024)",
+         lambda i: hisa.hisa_indexer(q, k, k_scale, weights, ks, ke, k_block_size=KB, block_topk=8,
+                                     topk_tokens=256)),
+        ("torch.ops.hisa.hisa_indexer(M = N = 1024)",
+         lambda i: torch.ops.hisa.hisa_indexer(q, k, k_scale, weights, ks, ke, KB, 8, 256)),
+        ("torch.topk([64, 1024], 64) (for scale)", lambda i: torch.topk(x, 64)),
+    ]
+    lines += ["", fmt(["host time per Python call", "", "us/call", "", "", "", "", ""]),
+              fmt(["---", "---", "---:", "", "", "", "", ""])]
+    for name, fn in calls:
+        for i in range(20):
+            fn(i)
+        host = min(timer.host_time(fn, 200) for _ in range(5))
+        lines.append(fmt([name, "", f"{host * 1e6:.1f}", "", "", "", "", ""]))
+    del q, k, k_scale, weights, ks, ke, x
 
     # Recall of HISA against the flat indexer.
     lines += ["", fmt(["recall of the flat top-2048, M = N", "keys", "HISA recall", "", "", "", "", ""]),

@@ -100,6 +100,13 @@ def fp8_block_mean_pooling(
       block b pools rows [b*kb, min((b+1)*kb, N)); mean = sum(k*k_scale)/count,
       scale = max(max|mean|/448, 1e-10), blocked_k = fp8(mean/scale).
     """
+    if torch.compiler.is_compiling():
+        if out is None:
+            return torch.ops.hisa.fp8_block_mean_pooling(k, k_scale, k_block_size)
+        pooled, scale = torch.ops.hisa.fp8_block_mean_pooling(k, k_scale, k_block_size)
+        out[0].copy_(pooled)
+        out[1].copy_(scale)
+        return out[0], out[1]
     k = check_tensor("k", k)
     k_scale = check_tensor("k_scale", k_scale)
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
@@ -183,6 +190,9 @@ def clean_and_maintain_logits_(
     become +inf, every other column keeps its value; an empty window
     (ks >= ke) leaves the row all -inf. Returns logits.
     """
+    if torch.compiler.is_compiling():
+        torch.ops.hisa.clean_and_maintain_logits_(logits, ks, ke)
+        return logits
     logits = check_tensor("logits", logits)
     ks = check_tensor("ks", ks)
     ke = check_tensor("ke", ke)
@@ -229,14 +239,17 @@ def clean_and_maintain_logits_(
 
 
 def _run(function: str, device: torch.device, *args, context: str = "") -> None:
-    """Call C ABI operator `function` (hisa_runtime.h) with `args` and torch's
-    current stream of `device`; raise on a nonzero status. The operator
+    """Call C ABI operator `function` (hisa_runtime.h) with `args` (tensors
+    become their device pointers; the caller holds them until the call
+    returns) and torch's current stream of `device`; raise on a nonzero
+    status. The operator
     layer behind it (lib/Ops) checks sizes and pointers, picks the kernel
     specialization and launches it."""
     runtime = _lib.lib()
+    pointers = [arg.data_ptr() if isinstance(arg, torch.Tensor) else arg for arg in args]
     with torch.cuda.device(device):
         ensure_context(device)
-        status = getattr(runtime, function)(*args, stream_handle(device))
+        status = getattr(runtime, function)(*pointers, stream_handle(device))
     _lib.check(status, function, context)
 
 
@@ -351,8 +364,8 @@ def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
     # (Held in locals: a temporary's memory could be reused before the launch.)
     starts32 = _as_int32(starts, 0, rows)
     ends32 = _as_int32(ends, 0, rows)
-    _run("hisa_pool_mqa_logits", q.device, q.data_ptr(), keys.data_ptr(), scales.data_ptr(),
-         weights.data_ptr(), starts32.data_ptr(), ends32.data_ptr(), logits.data_ptr(),
+    _run("hisa_pool_mqa_logits", q.device, q, keys, scales,
+         weights, starts32, ends32, logits,
          m, rows, heads, dim)
     return logits
 
@@ -395,6 +408,8 @@ def pool_mqa_logits(
       logits [M, Nb] float32 (new tensor, on q's device). With M == 0 or
       Nb == 0 nothing is launched.
     """
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.pool_mqa_logits(q, blocked_k, blocked_k_scale, weights, bks, bke)
     return _pool_mqa_logits(
         q, blocked_k, blocked_k_scale, weights, bks, bke,
         ("q", "blocked_k", "blocked_k_scale", "weights", "bks", "bke"), "Nb",
@@ -431,6 +446,8 @@ def mqa_logits(
     Returns:
       logits [M, N] float32. With M == 0 or N == 0 nothing is launched.
     """
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.mqa_logits(q, k, k_scale, weights, ks, ke)
     return _pool_mqa_logits(
         q, k, k_scale, weights, ks, ke,
         ("q", "k", "k_scale", "weights", "ks", "ke"), "N",
@@ -475,6 +492,9 @@ def block_sparse_mqa_logits(
       out [M, T*kb] float32. With M == 0 or T == 0 nothing is launched; with
       N == 0 every slot is -inf.
     """
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.block_sparse_mqa_logits(q, k, k_scale, topk_block_index,
+                                                      k_block_size, weights, ks, ke)
     q = check_tensor("q", q)
     k = check_tensor("k", k)
     k_scale = check_tensor("k_scale", k_scale)
@@ -527,8 +547,8 @@ def block_sparse_mqa_logits(
         return out.fill_(float("-inf"))  # every row j >= N
 
     index32, ks32, ke32 = _as_int32(topk_block_index), _as_int32(ks), _as_int32(ke)
-    _run("hisa_block_sparse_mqa_logits", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
-         index32.data_ptr(), weights.data_ptr(), ks32.data_ptr(), ke32.data_ptr(), out.data_ptr(),
+    _run("hisa_block_sparse_mqa_logits", q.device, q, k, k_scale,
+         index32, weights, ks32, ke32, out,
          m, n, topk, kb, heads, dim)
     return out
 
@@ -565,6 +585,9 @@ def topk(
     Returns:
       [R, k] int32 absolute column indices (-1 padded).
     """
+    if torch.compiler.is_compiling():
+        result = torch.ops.hisa.topk(x, k, starts, ends)
+        return result if out is None else out.copy_(result)
     x = check_tensor("x", x)
     check_cuda("x", x)
     if x.dtype == torch.bfloat16:
@@ -607,8 +630,8 @@ def topk(
         check_contiguous("out", out)
     if rows == 0:
         return out
-    _run("hisa_topk", x.device, x.data_ptr(), starts.data_ptr() if windowed else None,
-         ends.data_ptr() if windowed else None, out.data_ptr(), rows, columns, k, 0)
+    _run("hisa_topk", x.device, x, starts if windowed else None,
+         ends if windowed else None, out, rows, columns, k, 0)
     return out
 
 
@@ -664,9 +687,9 @@ def _pool_topk_blocks(q, blocked_k, blocked_k_scale, weights, starts, ends, bloc
     out = torch.empty((m, min(block_topk, nb)), dtype=torch.int32, device=q.device)
     if m == 0 or nb == 0:
         return out
-    _run("hisa_pool_topk_blocks", q.device, q.data_ptr(), blocked_k.data_ptr(),
-         blocked_k_scale.data_ptr(), weights.data_ptr(), starts.data_ptr(), ends.data_ptr(),
-         out.data_ptr(), m, nb, heads, dim, out.shape[1], kb)
+    _run("hisa_pool_topk_blocks", q.device, q, blocked_k,
+         blocked_k_scale, weights, starts, ends,
+         out, m, nb, heads, dim, out.shape[1], kb)
     return out
 
 
@@ -700,6 +723,9 @@ def pool_topk_blocks(
       [M, min(block_topk, Nb)] int32 block indices, -1 padded. Windows of
       up to 32768 pooled keys are supported (ValueError beyond).
     """
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.pool_topk_blocks(q, blocked_k, blocked_k_scale, weights, bks, bke,
+                                               block_topk)
     m, heads, dim, nb = _check_keys("q", q, "blocked_k", blocked_k, "blocked_k_scale",
                                     blocked_k_scale, "weights", weights, "Nb")
     block_topk = check_int("block_topk", block_topk)
@@ -724,9 +750,9 @@ def _block_sparse_topk_tokens(q, k, k_scale, topk_block_index, kb, weights, ks, 
     out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
     if m == 0:
         return out
-    _run("hisa_block_sparse_topk_tokens", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
-         topk_block_index.data_ptr(), weights.data_ptr(), ks.data_ptr(), ke.data_ptr(),
-         out.data_ptr(), m, n, slots, kb, heads, dim, topk_tokens)
+    _run("hisa_block_sparse_topk_tokens", q.device, q, k, k_scale,
+         topk_block_index, weights, ks, ke,
+         out, m, n, slots, kb, heads, dim, topk_tokens)
     return out
 
 
@@ -760,6 +786,9 @@ def block_sparse_topk_tokens(
     Returns:
       [M, topk_tokens] int32 offsets in ``[0, ke - ks)``, -1 padded.
     """
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.block_sparse_topk_tokens(q, k, k_scale, topk_block_index,
+                                                       k_block_size, weights, ks, ke, topk_tokens)
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
     topk_tokens = check_int("topk_tokens", topk_tokens)
@@ -814,6 +843,9 @@ def hisa_indexer(
       topk_indices [M, topk_tokens] int32: offsets relative to ks, each in
       [0, ke - ks), distinct within a row, -1 padded.
     """
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.hisa_indexer(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
+                                           k_block_size, block_topk, topk_tokens)
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
     block_topk = check_int("block_topk", block_topk)
@@ -843,9 +875,9 @@ def hisa_indexer(
     out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
     workspace = _workspace("hisa_hisa_indexer_workspace_size", q.device,
                            m, n, heads, dim, kb, block_topk, topk_tokens)
-    _run("hisa_hisa_indexer", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
-         weights.data_ptr(), ks.data_ptr(), ke.data_ptr(), out.data_ptr(), m, n, heads, dim, kb,
-         block_topk, topk_tokens, workspace.data_ptr(), workspace.numel())
+    _run("hisa_hisa_indexer", q.device, q, k, k_scale,
+         weights, ks, ke, out, m, n, heads, dim, kb,
+         block_topk, topk_tokens, workspace, workspace.numel())
     return out
 
 
@@ -876,6 +908,9 @@ def flat_indexer(
       [M, topk_tokens] int32 offsets relative to ks, in [0, ke - ks),
       distinct within a row, -1 padded.
     """
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.flat_indexer(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
+                                           topk_tokens)
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     topk_tokens = check_int("topk_tokens", topk_tokens)
     if topk_tokens < 1:
@@ -889,7 +924,12 @@ def flat_indexer(
     out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
     workspace = _workspace("hisa_flat_indexer_workspace_size", q.device,
                            m, n, heads, dim, topk_tokens)
-    _run("hisa_flat_indexer", q.device, q.data_ptr(), k.data_ptr(), k_scale.data_ptr(),
-         weights.data_ptr(), ks.data_ptr(), ke.data_ptr(), out.data_ptr(), m, n, heads, dim,
-         topk_tokens, workspace.data_ptr(), workspace.numel())
+    _run("hisa_flat_indexer", q.device, q, k, k_scale,
+         weights, ks, ke, out, m, n, heads, dim,
+         topk_tokens, workspace, workspace.numel())
     return out
+
+
+# torch.ops.hisa.*: the same operators as torch custom ops (torch.compile
+# traces them; the branches above route compiled calls to them).
+from . import _torch_ops  # noqa: E402,F401

@@ -334,7 +334,7 @@ def test_empty_sizes_do_not_launch(monkeypatch):
     def no_launch(*args, **kwargs):
         raise AssertionError("an empty problem launched a kernel")
 
-    monkeypatch.setattr(hisa.ops, "_launch", no_launch)
+    monkeypatch.setattr(hisa.ops, "_run", no_launch)
     i32 = dict(dtype=torch.int32, device="cuda")
     for heads in HEADS:
         # M == 0
@@ -461,17 +461,18 @@ def keys_name(op):
 @pytest.mark.parametrize("op", OP_NAMES)
 def test_good_arguments_pass_validation(op, monkeypatch):
     launched = []
-    monkeypatch.setattr(hisa.ops, "_launch", lambda *a, **kw: launched.append(a))
+    monkeypatch.setattr(hisa.ops, "_run", lambda *a, **kw: launched.append(a))
     call(op, OPS[op]())
     # The scale may also be a column [N, 1]; the kernel gets it as [N].
     args = OPS[op]()
     args[scale_name(op)] = args[scale_name(op)][:, None].contiguous()
     call(op, args)
     assert len(launched) == 2
-    kernel = "pool_mqa_logits" if op != "block_sparse_mqa_logits" else op
-    assert launched[0][0] == launched[1][0] == kernel
-    # _launch(name, params, device, q, keys, scale, ...)
-    assert launched[1][5].shape == args[scale_name(op)].shape[:1]
+    function = "hisa_pool_mqa_logits" if op != "block_sparse_mqa_logits" else "hisa_" + op
+    assert launched[0][0] == launched[1][0] == function
+    # _run(function, device, q, keys, scale, ...): the C ABI takes the
+    # contiguous scale column as the [N] vector it is.
+    assert launched[1][4].numel() == args[scale_name(op)].shape[0]
     assert launched[0][1] == launched[1][1]
 
 
@@ -606,12 +607,12 @@ def test_int64_indices_converted(monkeypatch):
     """int64 windows and indices reach the kernels as int32: block-sparse
     ones saturated to the int32 range, pool/flat windows clamped to [0, rows]."""
     launched = []
-    monkeypatch.setattr(hisa.ops, "_launch", lambda *a, **kw: launched.append(a))
+    monkeypatch.setattr(hisa.ops, "_run", lambda *a, **kw: launched.append(a))
     args = good_sparse()
     index = torch.tensor([[-5, 2**33, 1]] * M, device="cuda")
     args.update(topk_block_index=index, ks=args["ks"].long() - 2**40, ke=args["ke"].long() + 2**40)
     call("block_sparse_mqa_logits", args)
-    _, _, _, q, k, k_scale, got_index, weights, ks, ke, out = launched[-1]
+    _, _, q, k, k_scale, got_index, weights, ks, ke, out, *_ = launched[-1]
     assert got_index.dtype == ks.dtype == ke.dtype == torch.int32
     assert got_index[0].tolist() == [-5, 2**31 - 1, 1]
     assert set(ks.tolist()) == {-(2**31)} and set(ke.tolist()) == {2**31 - 1}
@@ -624,7 +625,7 @@ def test_int64_indices_converted(monkeypatch):
         lo = torch.tensor([-2**40, -5, 0, 1, rows + 7] * 7 + [2] * (M - 35), device="cuda")
         args.update({starts: lo, ends: torch.full_like(lo, 2**40)})
         call(op, args)
-        *_, got_starts, got_ends, logits = launched[-1]
+        _, _, _, _, _, _, got_starts, got_ends, logits, *_ = launched[-1]
         assert got_starts.dtype == got_ends.dtype == torch.int32
         assert got_starts.tolist() == lo.clamp(0, rows).tolist()
         assert set(got_ends.tolist()) == {rows}
