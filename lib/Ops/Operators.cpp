@@ -34,6 +34,22 @@ Error checkPointer(const char *op, const char *name, const void *pointer,
   return Error::success();
 }
 
+/// A device pointer an operator reads or writes, and the alignment it needs.
+struct PointerArgument {
+  const char *name;
+  const void *pointer;
+  uint64_t alignment;
+};
+
+Error checkPointers(const char *op,
+                    std::initializer_list<PointerArgument> arguments) {
+  for (const PointerArgument &argument : arguments)
+    if (Error error = checkPointer(op, argument.name, argument.pointer,
+                                   argument.alignment))
+      return error;
+  return Error::success();
+}
+
 LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {
   LaunchArgument arg;
   arg.kind = KernelMetadata::Argument::Tensor;
@@ -146,13 +162,11 @@ Error fp8BlockMeanPooling(const void *k, const float *kScale, void *blockedK,
                                  op, n, dim, kb));
   if (n == 0)
     return Error::success();
-  for (auto [name, pointer, alignment] :
-       {std::tuple<const char *, const void *, uint64_t>{"k", k, 16},
-        {"k_scale", kScale, 4},
-        {"blocked_k", blockedK, 16},
-        {"blocked_scale", blockedScale, 4}})
-    if (Error error = checkPointer(op, name, pointer, alignment))
-      return error;
+  if (Error error = checkPointers(op, {{"k", k, 16},
+                                       {"k_scale", kScale, 4},
+                                       {"blocked_k", blockedK, 16},
+                                       {"blocked_scale", blockedScale, 4}}))
+    return error;
   int64_t blocks = (n + kb - 1) / kb;
   LaunchArgument arguments[] = {tensor(k, {n, dim}), tensor(kScale, {n}),
                                 tensor(blockedK, {blocks, dim}),
@@ -292,16 +306,14 @@ Error poolTopkBlocks(const void *q, const void *blockedK,
         op, nb, kMaxStage1Blocks));
   if (m == 0 || nb == 0)
     return Error::success();
-  for (auto [name, pointer, alignment] :
-       {std::tuple<const char *, const void *, uint64_t>{"q", q, 16},
-        {"blocked_k", blockedK, 16},
-        {"blocked_k_scale", blockedKScale, 16},
-        {"weights", weights, 16},
-        {"starts", starts, 4},
-        {"ends", ends, 4},
-        {"out", out, 4}})
-    if (Error error = checkPointer(op, name, pointer, alignment))
-      return error;
+  if (Error error = checkPointers(op, {{"q", q, 16},
+                                       {"blocked_k", blockedK, 16},
+                                       {"blocked_k_scale", blockedKScale, 16},
+                                       {"weights", weights, 16},
+                                       {"starts", starts, 4},
+                                       {"ends", ends, 4},
+                                       {"out", out, 4}}))
+    return error;
   int64_t cache =
       *std::find_if(std::begin(kStage1CacheSizes), std::end(kStage1CacheSizes),
                     [&](int64_t size) { return nb <= size; });
@@ -358,17 +370,15 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
         op, topk, kb, kMaxStage2Slots));
   if (m == 0)
     return Error::success();
-  for (auto [name, pointer, alignment] :
-       {std::tuple<const char *, const void *, uint64_t>{"q", q, 16},
-        {"k", k, 16},
-        {"k_scale", kScale, 16},
-        {"topk_block_index", topkBlockIndex, 16},
-        {"weights", weights, 16},
-        {"ks", ks, 4},
-        {"ke", ke, 4},
-        {"out", out, 4}})
-    if (Error error = checkPointer(op, name, pointer, alignment))
-      return error;
+  if (Error error = checkPointers(op, {{"q", q, 16},
+                                       {"k", k, 16},
+                                       {"k_scale", kScale, 16},
+                                       {"topk_block_index", topkBlockIndex, 16},
+                                       {"weights", weights, 16},
+                                       {"ks", ks, 4},
+                                       {"ke", ke, 4},
+                                       {"out", out, 4}}))
+    return error;
   // Blocks per SM: what the T*kb keys and the double-buffered key tiles
   // leave of shared memory, and the registers of the [64, H] accumulator.
   int64_t shared =

@@ -32,7 +32,7 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from hisa import ops  # noqa: E402
-from bench_memory_bound import Timer  # noqa: E402
+from bench_memory_bound import Timer, emit_table  # noqa: E402
 from bench_mqa import bench, causal_windows, fp8  # noqa: E402
 
 HEADS, DIM, KB, BLOCK_TOPK, TOPK_TOKENS = 64, 128, 128, 64, 2048
@@ -248,12 +248,7 @@ def main(argv=None):
         del q, k, k_scale, weights, ks, ke, flat, ours
         torch.cuda.empty_cache()
 
-    table = "\n".join(lines) + "\n"
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table)
-    return 1 if errors else 0
+    return emit_table(lines, args.out, errors)
 
 
 if __name__ == "__main__":

@@ -178,6 +178,17 @@ def clean_case(timer, n, kb, num_seqs, repeats, inner):
     return t, moved, host, ok, sets
 
 
+def emit_table(lines, out_path, errors: int) -> int:
+    """Print the markdown table, also write it to out_path when given, and
+    return the benchmark's exit status (1 when a case had errors)."""
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if out_path:
+        with open(out_path, "w") as f:
+            f.write(table)
+    return 1 if errors else 0
+
+
 def fmt_row(cells):
     return "| " + " | ".join(cells) + " |"
 
@@ -257,12 +268,7 @@ def main(argv=None):
             errors += 1
             torch.cuda.empty_cache()
 
-    table = "\n".join(header + rows) + "\n"
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table)
-    return 1 if errors else 0
+    return emit_table(header + rows, args.out, errors)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
-from bench_memory_bound import Timer, copy_bandwidth, fmt_row  # noqa: E402
+from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noqa: E402
 
 L2_BYTES = 60 * 1024**2
 
@@ -126,12 +126,7 @@ def main(argv=None):
                 errors += 1
         del xs
         torch.cuda.empty_cache()
-    table = "\n".join(lines) + "\n"
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table)
-    return 1 if errors else 0
+    return emit_table(lines, args.out, errors)
 
 
 if __name__ == "__main__":

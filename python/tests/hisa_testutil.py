@@ -150,3 +150,15 @@ def assert_bitwise_equal(torch, actual, expected, what, extra=""):
             for i in idx
         )
         raise AssertionError(f"{what}: {count} positions differ {extra}; first: {samples}")
+
+
+def causal_indexer_inputs(torch, m, n, heads=64, dim=128, device="cuda"):
+    """Indexer inputs (q, k, k_scale, weights, ks, ke): the last m queries of
+    one causal sequence of n tokens, random fp8 q and k."""
+    q = (torch.randn(m, heads, dim, device=device) * 2).to(torch.float8_e4m3fn)
+    k = (torch.randn(n, dim, device=device) * 2).to(torch.float8_e4m3fn)
+    k_scale = torch.rand(n, device=device) * 0.045 + 0.005
+    weights = torch.randn(m, heads, device=device) / heads**0.5
+    ke = torch.arange(n - m + 1, n + 1, device=device, dtype=torch.int32)
+    ks = torch.zeros(m, device=device, dtype=torch.int32)
+    return q, k, k_scale, weights, ks, ke

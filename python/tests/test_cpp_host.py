@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import causal_indexer_inputs, fresh_seed, require_gpu
 
 torch, hisa = require_gpu()
 
@@ -42,13 +42,7 @@ def test_cpp_host_matches_python(tmp_path, m, n, heads, kb, block_topk, topk_tok
     program = host_program()
     fresh_seed(torch)
     dim = 128
-    q = (torch.randn(m, heads, dim, device="cuda") * 2).to(torch.float8_e4m3fn)
-    k = (torch.randn(n, dim, device="cuda") * 2).to(torch.float8_e4m3fn)
-    k_scale = torch.rand(n, device="cuda") * 0.045 + 0.005
-    weights = torch.randn(m, heads, device="cuda") / heads**0.5
-    # Causal windows of the last m tokens of one sequence of n.
-    ke = torch.arange(n - m + 1, n + 1, device="cuda", dtype=torch.int32)
-    ks = torch.zeros(m, device="cuda", dtype=torch.int32)
+    q, k, k_scale, weights, ks, ke = causal_indexer_inputs(torch, m, n, heads, dim)
     for name, t in (("q", q.view(torch.uint8)), ("k", k.view(torch.uint8)),
                     ("k_scale", k_scale), ("weights", weights), ("ks", ks), ("ke", ke)):
         t.cpu().numpy().tofile(tmp_path / f"{name}.bin")

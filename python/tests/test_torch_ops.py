@@ -4,7 +4,7 @@ torch.compile without a graph break (fullgraph=True) through the public
 functions, and captured in a CUDA graph; each checked against the eager
 result on fresh random data."""
 
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import causal_indexer_inputs, fresh_seed, require_gpu
 
 torch, hisa = require_gpu()
 
@@ -13,14 +13,8 @@ OPS = ["fp8_block_mean_pooling", "clean_and_maintain_logits_", "pool_mqa_logits"
        "hisa_indexer", "flat_indexer"]
 
 
-def inputs(m=700, n=1500, heads=64, dim=128):
-    q = (torch.randn(m, heads, dim, device="cuda") * 2).to(torch.float8_e4m3fn)
-    k = (torch.randn(n, dim, device="cuda") * 2).to(torch.float8_e4m3fn)
-    k_scale = torch.rand(n, device="cuda") * 0.045 + 0.005
-    weights = torch.randn(m, heads, device="cuda") / heads**0.5
-    ke = torch.arange(n - m + 1, n + 1, device="cuda", dtype=torch.int32)
-    ks = torch.zeros(m, device="cuda", dtype=torch.int32)
-    return q, k, k_scale, weights, ks, ke
+def inputs(m=700, n=1500):
+    return causal_indexer_inputs(torch, m, n)
 
 
 def sets(t):
