@@ -55,3 +55,18 @@ def test_all_in_one_bin():
     hist, fmax = run_histogram(x, fx)
     assert int(hist[7]) == n and int(hist.sum()) == n
     assert fmax.item() == -3.5
+
+
+def test_atomic_once_per_element_of_a_replicated_layout():
+    """test/Conversion/TileToGPU/Inputs/atomics-replicated.mlir: one atomic
+    per row of a reduced accumulator, whose rows four lanes each hold: the
+    total must be the 64 rows, not 256."""
+    path = os.path.join(os.path.dirname(SOURCE_PATH), "atomics-replicated.mlir")
+    with open(path) as f:
+        kernel = hisa.jit.get_kernel("count_rows", {}, source=f.read())
+    a = torch.randn(64, 32, device="cuda").half()
+    b = torch.randn(64, 32, device="cuda").half()
+    total = torch.zeros(1, dtype=torch.int32, device="cuda")
+    kernel.launch(a, b, total)
+    torch.cuda.synchronize()
+    assert int(total) == 64

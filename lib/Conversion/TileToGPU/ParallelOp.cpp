@@ -4,19 +4,101 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace hisa::tile;
 
+/// The element (row-major index) that value `value` of thread `thread`
+/// holds in `layout`, or -1 past the end of the tile.
+static int64_t elementOf(const VectorLayout &layout, int64_t thread,
+                         int64_t value) {
+  if (!layout.isGeneral()) {
+    int64_t linear = layout.getLinearIndex(thread, value);
+    return linear < layout.getNumElements() ? linear : -1;
+  }
+  MLIRContext *context = layout.generalMap.getContext();
+  SmallVector<AffineExpr> constants = {getAffineConstantExpr(thread, context),
+                                       getAffineConstantExpr(value, context)};
+  int64_t linear = 0;
+  for (auto [expr, size] :
+       llvm::zip(layout.generalMap.getResults(), layout.shape)) {
+    auto coord =
+        dyn_cast<AffineConstantExpr>(expr.replaceDimsAndSymbols(constants, {}));
+    if (!coord || coord.getValue() < 0 || coord.getValue() >= size)
+      return -1;
+    linear = linear * size + coord.getValue();
+  }
+  return linear;
+}
+
+/// The thread-index bits `layout` ignores: threads that differ only in them
+/// hold the same elements (the lanes of a reduced accumulator's row). The
+/// threads with those bits clear own every element exactly once; failure
+/// when elements repeat over threads in any other pattern.
+static FailureOr<int64_t> getReplicaBits(const VectorLayout &layout) {
+  int64_t threads = layout.threads, values = layout.getValuesPerThread();
+  int64_t mask = 0;
+  for (int64_t bit = 1; bit < threads; bit <<= 1) {
+    bool ignored = true;
+    for (int64_t t = 0; t < threads && ignored; ++t) {
+      if ((t ^ bit) >= threads) {
+        ignored = false;
+        break;
+      }
+      for (int64_t v = 0; v < values && ignored; ++v)
+        ignored = elementOf(layout, t, v) == elementOf(layout, t ^ bit, v);
+    }
+    if (ignored)
+      mask |= bit;
+  }
+  SmallVector<int64_t> owners(layout.getNumElements(), 0);
+  for (int64_t t = 0; t < threads; ++t)
+    for (int64_t v = 0; (t & mask) == 0 && v < values; ++v)
+      if (int64_t element = elementOf(layout, t, v); element >= 0)
+        ++owners[element];
+  if (!llvm::all_of(owners, [](int64_t count) { return count == 1; }))
+    return failure();
+  return mask;
+}
+
 /// Every thread runs the body once per value its layout gives it, with the
 /// induction variables set to that value's coordinates. The loop is fully
-/// unrolled so that fragment registers are addressed by constants.
+/// unrolled so that fragment registers are addressed by constants. Where
+/// the layout gives an element to several threads (a reduced accumulator),
+/// a body with atomics runs in one of them only: the body runs once per
+/// element, as the op says.
 LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
   if (!op.getLayout())
     return op.emitOpError("has no layout; run tile-assign-layouts first");
   std::optional<VectorLayout> layout =
       VectorLayout::fromAttr(*op.getLayout(), *op.getDomain().getStaticSizes());
+  bool hasAtomics = false, hasWarpCollectives = false;
+  op.walk([&](Operation *inner) {
+    hasAtomics |= isa<AtomicOp>(inner);
+    hasWarpCollectives |= isa<VoteOp, WarpScanOp>(inner);
+  });
+  Value owner;
+  if (hasAtomics) {
+    FailureOr<int64_t> replicaBits = getReplicaBits(*layout);
+    if (failed(replicaBits))
+      return op.emitOpError("has atomics, but its layout gives some elements "
+                            "to several threads in a pattern that does not "
+                            "pick one owner per element");
+    if (*replicaBits && hasWarpCollectives)
+      return op.emitOpError("has atomics and warp collectives over a layout "
+                            "that gives each element to several threads: the "
+                            "atomics must run once per element and the "
+                            "collectives in every lane");
+    if (*replicaBits) {
+      Location loc = op.getLoc();
+      Value replica =
+          arith::AndIOp::create(b, loc, threadId, index(b, *replicaBits));
+      owner = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, replica,
+                                    index(b, 0));
+    }
+  }
   bool writesShared = false;
   op.walk([&](StoreOp store) {
     writesShared |= isa<SharedType>(store.getDest().getType());
@@ -38,6 +120,9 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
       coords.back() = arith::AddIOp::create(b, op.getLoc(), runStart.back(),
                                             index(b, step));
     Value inside = isInside(b, *layout, v);
+    if (owner)
+      inside =
+          inside ? arith::AndIOp::create(b, op.getLoc(), inside, owner) : owner;
     LogicalResult result = success();
     emitIf(b, inside, [&](OpBuilder &nested) {
       IRMapping mapping;
