@@ -25,14 +25,15 @@ def check_tensor(name: str, value) -> torch.Tensor:
 
 
 def check_cuda(name: str, t: torch.Tensor) -> None:
-    if t.device.type != "cuda":
+    if not t.is_cuda:
         raise InvalidArgumentError(
             f"{name} must be a CUDA tensor, got a tensor on device '{t.device}'"
         )
 
 
 def check_same_device(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
-    if t.device != ref.device:
+    # get_device() is an int (-1 on the CPU): cheaper than comparing devices.
+    if t.get_device() != ref.get_device():
         raise InvalidArgumentError(
             f"{name} must be on the same device as {ref_name} ({ref.device}), got '{t.device}'"
         )
@@ -116,6 +117,14 @@ def ensure_context(device: torch.device) -> None:
     done.add(index)
 
 
+# torch's current raw stream without building a torch.cuda.Stream object
+# (what Triton's launcher uses); the public API where it is missing.
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def stream_handle(device: torch.device) -> int:
     """The CUstream of torch's current stream on `device` (0 = legacy default)."""
+    if _current_raw_stream is not None:
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return int(_current_raw_stream(index))
     return int(torch.cuda.current_stream(device).cuda_stream)

@@ -33,6 +33,7 @@ Kernels are launched on torch's current stream of the tensors' device.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Optional, Tuple
 
 import torch
@@ -238,6 +239,10 @@ def clean_and_maintain_logits_(
 # ---- MQA logits (DSL kernels, through the C ABI's operator layer) ---------------
 
 
+# C ABI functions by name (ctypes attribute lookups cost a dictionary walk).
+_C_FUNCTIONS: dict = {}
+
+
 def _run(function: str, device: torch.device, *args, context: str = "") -> None:
     """Call C ABI operator `function` (hisa_runtime.h) with `args` (tensors
     become their device pointers; the caller holds them until the call
@@ -245,11 +250,17 @@ def _run(function: str, device: torch.device, *args, context: str = "") -> None:
     status. The operator
     layer behind it (lib/Ops) checks sizes and pointers, picks the kernel
     specialization and launches it."""
-    runtime = _lib.lib()
+    entry = _C_FUNCTIONS.get(function)
+    if entry is None:
+        entry = _C_FUNCTIONS[function] = getattr(_lib.lib(), function)
     pointers = [arg.data_ptr() if isinstance(arg, torch.Tensor) else arg for arg in args]
-    with torch.cuda.device(device):
+    if device.index is None or device.index == torch.cuda.current_device():
         ensure_context(device)
-        status = getattr(runtime, function)(*pointers, stream_handle(device))
+        status = entry(*pointers, stream_handle(device))
+    else:
+        with torch.cuda.device(device):
+            ensure_context(device)
+            status = entry(*pointers, stream_handle(device))
     _lib.check(status, function, context)
 
 
@@ -881,13 +892,19 @@ def hisa_indexer(
     return out
 
 
-def _workspace(size_function: str, device: torch.device, *sizes) -> torch.Tensor:
-    """A workspace of the bytes C ABI `size_function` reports (from torch's
-    caching allocator, so repeated calls do not reach cudaMalloc)."""
+@functools.lru_cache(maxsize=4096)
+def _workspace_bytes(size_function: str, *sizes) -> int:
     size = ctypes.c_uint64()
     status = getattr(_lib.lib(), size_function)(*sizes, ctypes.byref(size))
     _lib.check(status, size_function)
-    return torch.empty(max(int(size.value), 1), dtype=torch.uint8, device=device)
+    return max(int(size.value), 1)
+
+
+def _workspace(size_function: str, device: torch.device, *sizes) -> torch.Tensor:
+    """A workspace of the bytes C ABI `size_function` reports (from torch's
+    caching allocator, so repeated calls do not reach cudaMalloc; the size
+    is asked once per shape)."""
+    return torch.empty(_workspace_bytes(size_function, *sizes), dtype=torch.uint8, device=device)
 
 
 def flat_indexer(
