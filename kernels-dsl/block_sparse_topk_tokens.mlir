@@ -20,6 +20,9 @@
 // slots past the selectable keys. Every written offset is in [0, ke - ks)
 // because only in-window slots have keys.
 
+// From hisa's device library (kernels-dsl/lib/select_key.mlir).
+func.func private @select_key(f32) -> i32
+
 tile.kernel @block_sparse_topk_tokens(
     %q: !tile.global<[?, heads, dim], f8E4M3FN>,
     %k: !tile.global<[?, dim], f8E4M3FN>,
@@ -120,20 +123,9 @@ tile.kernel @block_sparse_topk_tokens(
         %in_window = arith.andi %after_start, %before_end : i1
         %valid = arith.andi %in_window, %valid_block : i1
         %v = tile.load %row_logits[%i] : !tile.frag<[kt], f32>
-        // -0.0 is 0.0; positive floats get the sign bit, negative ones are
-        // inverted, so the unsigned keys order like the floats.
-        %raw_bits = arith.bitcast %v : f32 to i32
-        %is_zero = arith.cmpf oeq, %v, %zero_f : f32
-        %bits = arith.select %is_zero, %zero, %raw_bits : i32
-        %negative = arith.cmpi slt, %bits, %zero : i32
-        %sign = arith.constant -2147483648 : i32
-        %flipped = arith.xori %bits, %none : i32
-        %signed = arith.ori %bits, %sign : i32
-        %ordered = arith.select %negative, %flipped, %signed : i32
-        %neg_inf = arith.constant 0xFF800000 : f32
-        %finite_or_inf = arith.cmpf ogt, %v, %neg_inf : f32
-        %selectable = arith.andi %finite_or_inf, %valid : i1
-        %key = arith.select %selectable, %ordered, %zero : i32
+        // The device library's order-preserving key (0: -inf, NaN).
+        %value_key = func.call @select_key(%v) : (f32) -> i32
+        %key = arith.select %valid, %value_key, %zero : i32
         %slot = arith.addi %slot0, %i : index
         tile.store %key, %keys[%slot] : !tile.shared<[topk*kb], i32>
       }

@@ -21,6 +21,9 @@
 // positions become block indices bks + position, and -1 fills the slots
 // past the window's blocks.
 
+// From hisa's device library (kernels-dsl/lib/select_key.mlir).
+func.func private @select_key(f32) -> i32
+
 tile.kernel @pool_topk_blocks(
     %q: !tile.global<[?, dim], f8E4M3FN>,
     %blocked_k: !tile.global<[?, dim], f8E4M3FN>,
@@ -160,19 +163,8 @@ tile.kernel @pool_topk_blocks(
         %in_window = arith.andi %after_start, %before_end : i1
         %stored = arith.andi %in_window, %valid_query : i1
         scf.if %stored {
-          // -0.0 is 0.0; positive floats get the sign bit, negative ones
-          // are inverted, so the unsigned keys order like the floats.
-          %raw_bits = arith.bitcast %v : f32 to i32
-          %is_zero = arith.cmpf oeq, %v, %zero_f : f32
-          %bits = arith.select %is_zero, %zero, %raw_bits : i32
-          %negative = arith.cmpi slt, %bits, %zero : i32
-          %sign = arith.constant -2147483648 : i32
-          %flipped = arith.xori %bits, %none : i32
-          %signed = arith.ori %bits, %sign : i32
-          %ordered = arith.select %negative, %flipped, %signed : i32
-          %neg_inf = arith.constant 0xFF800000 : f32
-          %selectable = arith.cmpf ogt, %v, %neg_inf : f32
-          %key = arith.select %selectable, %ordered, %zero : i32
+          // The device library's order-preserving key (0: -inf, NaN).
+          %key = func.call @select_key(%v) : (f32) -> i32
           // The sink (first) and local (last) block: +inf.
           %last = arith.subi %e, %one : i32
           %is_first = arith.cmpi eq, %block_i32, %s : i32

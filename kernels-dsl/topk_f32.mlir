@@ -6,9 +6,10 @@
 // (and `windowed`) the columns are written relative to starts[r].
 //
 // One block per row. Values become unsigned keys that order like the floats
-// (sign bit flipped for positives, all bits for negatives), with -inf and NaN
-// mapped to 0, the key of "not selectable". A row of at most `cache` columns
-// keeps its keys in shared memory; a longer one re-reads x at every pass.
+// (@select_key of hisa's device library: sign bit set for positives, all
+// bits flipped for negatives), with -inf and NaN mapped to 0, the key of
+// "not selectable". A row of at most `cache` columns keeps its keys in
+// shared memory; a longer one re-reads x at every pass.
 //
 //   1. Keys, and the histogram of their top 8 bits.
 //   2. Radix select, 8 bits a pass from the top: the suffix sums of the
@@ -24,6 +25,9 @@
 //      scan over the warps rank them, 256 columns at a time, until enough
 //      are taken (a loop whose trip count depends on the data).
 //   5. Slots past the number of selectable keys get -1.
+
+// From hisa's device library (kernels-dsl/lib/select_key.mlir).
+func.func private @select_key(f32) -> i32
 
 tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %starts: !tile.global<[?], i32>,
@@ -93,20 +97,10 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       %first = arith.addi %start, %t : index
       scf.for %c = %first to %end step %c256 {
         %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-        %raw_bits = arith.bitcast %v : f32 to i32
-        // -0.0 is 0.0 (the same value for torch and for ties).
-        %zero_f = arith.constant 0.0 : f32
-        %is_zero = arith.cmpf oeq, %v, %zero_f : f32
-        %bits = arith.select %is_zero, %zero, %raw_bits : i32
-        %negative = arith.cmpi slt, %bits, %zero : i32
-        %all_ones = arith.constant -1 : i32
-        %sign = arith.constant -2147483648 : i32
-        %flipped = arith.xori %bits, %all_ones : i32
-        %signed = arith.ori %bits, %sign : i32
-        %ordered = arith.select %negative, %flipped, %signed : i32
+        // (kernels-dsl/lib/select_key.mlir: -0.0 is 0.0, -inf/NaN key 0.)
+        %key = func.call @select_key(%v) : (f32) -> i32
         %neg_inf = arith.constant 0xFF800000 : f32
         %selectable = arith.cmpf ogt, %v, %neg_inf : f32
-        %key = arith.select %selectable, %ordered, %zero : i32
         scf.if %cached {
           %at = arith.subi %c, %start : index
           tile.store %key, %keys[%at] : !tile.shared<[cache], i32>
@@ -174,20 +168,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
               scf.yield %cached_key : i32
             } else {
               %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-              %raw_bits = arith.bitcast %v : f32 to i32
-              // -0.0 is 0.0 (the same value for torch and for ties).
-              %zero_f = arith.constant 0.0 : f32
-              %is_zero = arith.cmpf oeq, %v, %zero_f : f32
-              %bits = arith.select %is_zero, %zero, %raw_bits : i32
-              %negative = arith.cmpi slt, %bits, %zero : i32
-              %all_ones = arith.constant -1 : i32
-              %sign = arith.constant -2147483648 : i32
-              %flipped = arith.xori %bits, %all_ones : i32
-              %signed = arith.ori %bits, %sign : i32
-              %ordered = arith.select %negative, %flipped, %signed : i32
-              %neg_inf = arith.constant 0xFF800000 : f32
-              %selectable = arith.cmpf ogt, %v, %neg_inf : f32
-              %read_key = arith.select %selectable, %ordered, %zero : i32
+              %read_key = func.call @select_key(%v) : (f32) -> i32
               scf.yield %read_key : i32
             }
             %key_high = arith.shrui %key, %above : i32
@@ -274,20 +255,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           scf.yield %cached_key : i32
         } else {
           %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-          %raw_bits = arith.bitcast %v : f32 to i32
-          // -0.0 is 0.0 (the same value for torch and for ties).
-          %zero_f = arith.constant 0.0 : f32
-          %is_zero = arith.cmpf oeq, %v, %zero_f : f32
-          %bits = arith.select %is_zero, %zero, %raw_bits : i32
-          %negative = arith.cmpi slt, %bits, %zero : i32
-          %all_ones = arith.constant -1 : i32
-          %sign = arith.constant -2147483648 : i32
-          %flipped = arith.xori %bits, %all_ones : i32
-          %signed = arith.ori %bits, %sign : i32
-          %ordered = arith.select %negative, %flipped, %signed : i32
-          %neg_inf = arith.constant 0xFF800000 : f32
-          %selectable = arith.cmpf ogt, %v, %neg_inf : f32
-          %read_key = arith.select %selectable, %ordered, %zero : i32
+          %read_key = func.call @select_key(%v) : (f32) -> i32
           scf.yield %read_key : i32
         }
         %above = arith.cmpi ugt, %key, %threshold : i32
@@ -328,20 +296,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
               scf.yield %cached_key : i32
             } else {
               %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
-              %raw_bits = arith.bitcast %v : f32 to i32
-              // -0.0 is 0.0 (the same value for torch and for ties).
-              %zero_f = arith.constant 0.0 : f32
-              %is_zero = arith.cmpf oeq, %v, %zero_f : f32
-              %bits = arith.select %is_zero, %zero, %raw_bits : i32
-              %negative = arith.cmpi slt, %bits, %zero : i32
-              %all_ones = arith.constant -1 : i32
-              %sign = arith.constant -2147483648 : i32
-              %flipped = arith.xori %bits, %all_ones : i32
-              %signed = arith.ori %bits, %sign : i32
-              %ordered = arith.select %negative, %flipped, %signed : i32
-              %neg_inf = arith.constant 0xFF800000 : f32
-              %selectable = arith.cmpf ogt, %v, %neg_inf : f32
-              %read_key = arith.select %selectable, %ordered, %zero : i32
+              %read_key = func.call @select_key(%v) : (f32) -> i32
               scf.yield %read_key : i32
             }
             %equal = arith.cmpi eq, %key, %threshold : i32
@@ -368,20 +323,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
               scf.yield %cached_key : i32
             } else {
               %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
-              %raw_bits = arith.bitcast %v : f32 to i32
-              // -0.0 is 0.0 (the same value for torch and for ties).
-              %zero_f = arith.constant 0.0 : f32
-              %is_zero = arith.cmpf oeq, %v, %zero_f : f32
-              %bits = arith.select %is_zero, %zero, %raw_bits : i32
-              %negative = arith.cmpi slt, %bits, %zero : i32
-              %all_ones = arith.constant -1 : i32
-              %sign = arith.constant -2147483648 : i32
-              %flipped = arith.xori %bits, %all_ones : i32
-              %signed = arith.ori %bits, %sign : i32
-              %ordered = arith.select %negative, %flipped, %signed : i32
-              %neg_inf = arith.constant 0xFF800000 : f32
-              %selectable = arith.cmpf ogt, %v, %neg_inf : f32
-              %read_key = arith.select %selectable, %ordered, %zero : i32
+              %read_key = func.call @select_key(%v) : (f32) -> i32
               scf.yield %read_key : i32
             }
             %equal = arith.cmpi eq, %key, %threshold : i32

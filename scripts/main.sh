@@ -14,7 +14,7 @@ ptxas=${HISA_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 printf '\n%-26s %-8s %-10s %-12s %-10s %s\n' kernel threads registers "shared (B)" "PTX (B)" status
 for source in "$root"/kernels-dsl/*.mlir; do
   name=$(basename "$source" .mlir)
-  report=$("$build/bin/hisa-opt" "$source" --tile-bind-params --tile-report-resources -o /dev/null)
+  report=$("$build/bin/hisa-opt" "$source" --tile-inline-functions --tile-bind-params --tile-report-resources -o /dev/null)
   threads=$(sed -n 's/.* threads=\([0-9]*\).*/\1/p' <<<"$report")
   if ! "$build/bin/hisa-opt" "$source" --tile-to-nvvm -o "$out/$name.nvvm.mlir" 2>"$out/$name.log"; then
     reason=$(grep -m1 -o "error: .*" "$out/$name.log" | cut -c8-90)

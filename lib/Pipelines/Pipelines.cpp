@@ -51,6 +51,7 @@ LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   }
   tile::TileBindParamsOptions bind;
   bind.params.assign(options.params.begin(), options.params.end());
+  pm.addPass(tile::createTileInlineFunctions());
   pm.addPass(tile::createTileBindParams(bind));
   buildTilePlanningPipeline(pm, target.chip, target.tma);
   TileToNVVMOptions lowering;

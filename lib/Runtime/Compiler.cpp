@@ -368,6 +368,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   std::unique_ptr<PassManager> bind = makePassManager();
   tile::TileBindParamsOptions bindOptions;
   bindOptions.params.assign(params.begin(), params.end());
+  bind->addPass(tile::createTileInlineFunctions());
   bind->addPass(tile::createTileBindParams(bindOptions));
   if (failed(bind->run(*module))) {
     if (params.empty() || !deadline.stoppedBefore.empty())

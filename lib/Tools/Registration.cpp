@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
@@ -51,6 +52,9 @@ void hisa::registerAllHisaDialects(mlir::DialectRegistry &registry) {
       mlir::math::MathDialect, mlir::memref::MemRefDialect,
       mlir::NVVM::NVVMDialect, mlir::nvgpu::NVGPUDialect, mlir::scf::SCFDialect,
       mlir::ub::UBDialect, mlir::vector::VectorDialect>();
+
+  // func.call/func.return inlining (tile-inline-functions).
+  mlir::func::registerInlinerExtension(registry);
 
   // ConvertToLLVM interfaces used by the GPU-to-NVVM lowering.
   mlir::arith::registerConvertArithToLLVMInterface(registry);

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -20,6 +21,20 @@ using namespace hisa::tile;
 #define GET_TYPEDEF_CLASSES
 #include "hisa/Dialect/Tile/IR/TileTypes.cpp.inc"
 
+namespace {
+/// Device functions (tile-inline-functions) are inlined into launch bodies:
+/// every tile op may move into one, and a call may sit in any tile region.
+struct TileInlinerInterface : DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void TileDialect::initialize() {
   registerAttributes();
   registerTypes();
@@ -27,6 +42,7 @@ void TileDialect::initialize() {
 #define GET_OP_LIST
 #include "hisa/Dialect/Tile/IR/TileOps.cpp.inc"
       >();
+  addInterfaces<TileInlinerInterface>();
 }
 
 void TileDialect::registerAttributes() {

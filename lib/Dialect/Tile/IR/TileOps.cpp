@@ -1,7 +1,9 @@
 //===- TileOps.cpp - Tile dialect operations ------------------------------===//
 
 #include "hisa/Dialect/Tile/IR/TileOps.h"
+
 #include "hisa/Dialect/Tile/IR/TileLimits.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -26,10 +28,14 @@ static Type elementTypeOf(Type type) {
   return getTileShapeAndElementType(type)->second;
 }
 
-/// Tile operations only have a meaning inside the code a block runs.
+/// Tile operations only have a meaning inside the code a block runs: a
+/// launch body, or a device function (a private func.func, which
+/// tile-inline-functions inlines into launches).
 static LogicalResult verifyInsideLaunch(Operation *op) {
-  if (!op->getParentOfType<LaunchOp>())
-    return op->emitOpError("must be nested in a tile.launch");
+  auto function = op->getParentOfType<mlir::func::FuncOp>();
+  if (!op->getParentOfType<LaunchOp>() && !(function && function.isPrivate()))
+    return op->emitOpError(
+        "must be nested in a tile.launch (or a device function)");
   return success();
 }
 

@@ -32,6 +32,33 @@ def TileBindParams : Pass<"tile-bind-params", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def TileInlineFunctions : Pass<"tile-inline-functions", "::mlir::ModuleOp"> {
+  let summary = "Inlines device functions into the tile kernels that call them";
+  let description = [{
+    A device function is a `func.func private` holding tile, arith, scf and
+    math ops (tile ops in it verify as inside a launch), called with
+    `func.call` from a `tile.launch` body or anything nested in one. This
+    pass, the first of `tile-to-nvvm` and of the JIT, inlines every call
+    (callees calling callees too), then erases the functions. A callee the
+    module does not define is taken from hisa's device library
+    (`kernels-dsl/lib/*.mlir`, built into the compiler), so kernels share
+    code such as `@select_key`, the order-preserving key of an f32.
+
+    ```mlir
+    tile.parallel (%i) in [128] {
+      %v = tile.load %x[%row, %i] : !tile.global<[?, ?], f32>
+      %key = func.call @select_key(%v) : (f32) -> i32
+      ...
+    }
+    ```
+
+    Errors: a call outside a `tile.launch`, a callee neither in the module
+    nor in the library, a callee without a body or with more than one block
+    (use `scf`), and recursion (calls nested more than 32 deep).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
   let summary = "Prints the on-chip memory each tile kernel allocates";
   let description = [{
