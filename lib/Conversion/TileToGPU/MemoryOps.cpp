@@ -376,16 +376,48 @@ LogicalResult KernelLowering::lowerCast(CastOp op, OpBuilder &b) {
 // Element access
 //===----------------------------------------------------------------------===//
 
+/// The value of `fragment` that value `value` of the parallel's own
+/// fragments reads: itself, or for a row slice (a reduction of the
+/// parallel's fragments along one dimension, which tile-assign-layouts
+/// verified is read at the other induction variables) the reduced value
+/// holding the same coordinates in the same thread.
+static FailureOr<int64_t> getReadValue(ParallelOp parallel,
+                                       FragmentType fragment, int64_t value) {
+  SmallVector<int64_t> shape = *parallel.getDomain().getStaticSizes();
+  SmallVector<int64_t> sliceShape = *fragment.getTileShape().getStaticSizes();
+  if (sliceShape == shape)
+    return value;
+  FragmentLayoutAttr layout = *parallel.getLayout();
+  for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
+    SmallVector<int64_t> kept(shape);
+    kept.erase(kept.begin() + dim);
+    if (kept != sliceShape ||
+        getReducedLayout(layout, shape, dim) != fragment.getLayout())
+      continue;
+    std::optional<SmallVector<int64_t>> bits =
+        getReducedValueBits(layout, shape, dim);
+    if (!bits)
+      break;
+    return getReducedValueIndex(*bits, value);
+  }
+  return failure();
+}
+
 LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
                                         const ElementContext *context) {
   Location loc = op.getLoc();
   Type type = op.getSource().getType();
   Value result;
-  if (isa<FragmentType>(type)) {
+  if (auto fragment = dyn_cast<FragmentType>(type)) {
     if (!context)
       return op.emitOpError("fragment element read outside tile.parallel");
-    result = memref::LoadOp::create(
-        b, loc, registers.lookup(op.getSource())[context->value]);
+    FailureOr<int64_t> value =
+        getReadValue(context->parallel, fragment, context->value);
+    if (failed(value))
+      return op.emitOpError("reads a fragment that is neither the enclosing "
+                            "tile.parallel's shape nor a reduction of it");
+    result = memref::LoadOp::create(b, loc,
+                                    registers.lookup(op.getSource())[*value]);
   } else {
     result = loadElements(b, memrefs.lookup(op.getSource()), op.getIndices(), 1,
                           isa<GlobalType>(type));

@@ -139,15 +139,15 @@ hisa::tile::getWgmmaAccumulatorLayout(MLIRContext *context, int64_t m,
                                  AffineMap::get(2, 0, {row, col}, context));
 }
 
-FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
-                                                ArrayRef<int64_t> shape,
-                                                int64_t dim) {
+std::optional<SmallVector<int64_t>>
+hisa::tile::getReducedValueBits(FragmentLayoutAttr source,
+                                ArrayRef<int64_t> shape, int64_t dim) {
   MLIRContext *context = source.getContext();
   AffineMap map = source.getMap();
   int64_t threads = source.getThreads(), values = source.getValues();
   if (!llvm::isPowerOf2_64(threads) || !llvm::isPowerOf2_64(values) ||
       !llvm::all_of(shape, [](int64_t s) { return llvm::isPowerOf2_64(s); }))
-    return {};
+    return std::nullopt;
   // Which coordinate does each thread/value bit move? It must move exactly
   // one coordinate by a power of two.
   auto evaluate = [&](int64_t t, int64_t v) -> SmallVector<int64_t> {
@@ -173,18 +173,67 @@ FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
   };
   SmallVector<int64_t> origin = evaluate(0, 0);
   if (origin.empty() || llvm::any_of(origin, [](int64_t c) { return c != 0; }))
-    return {};
+    return std::nullopt;
   for (int64_t t = 32; t < threads; t *= 2)
     if (movesDim(evaluate(t, 0)) == dim)
-      return {}; // crosses warps
+      return std::nullopt; // crosses warps
   SmallVector<int64_t> reducedValueBits;
   for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
     int64_t moved = movesDim(evaluate(0, int64_t(1) << bit));
     if (moved == -2)
-      return {};
+      return std::nullopt;
     if (moved == dim)
       reducedValueBits.push_back(bit);
   }
+  return reducedValueBits;
+}
+
+int64_t hisa::tile::getReducedValueIndex(ArrayRef<int64_t> reducedValueBits,
+                                         int64_t value) {
+  int64_t result = 0, position = 0;
+  for (int64_t bit = 0; (value >> bit) != 0; ++bit) {
+    if (llvm::is_contained(reducedValueBits, bit))
+      continue;
+    result |= ((value >> bit) & 1) << position++;
+  }
+  return result;
+}
+
+std::optional<int64_t> hisa::tile::getRowSliceDim(
+    FragmentLayoutAttr layout, ArrayRef<int64_t> shape,
+    ValueRange inductionVars, FragmentLayoutAttr sliceLayout,
+    ArrayRef<int64_t> sliceShape, ValueRange sliceIndices) {
+  if (!layout || !sliceLayout || sliceShape.size() + 1 != shape.size() ||
+      sliceIndices.size() != sliceShape.size())
+    return std::nullopt;
+  for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
+    SmallVector<int64_t> kept;
+    SmallVector<Value> keptVars;
+    for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
+      if (i != dim) {
+        kept.push_back(shape[i]);
+        keptVars.push_back(inductionVars[i]);
+      }
+    if (ArrayRef<int64_t>(kept) != sliceShape ||
+        !llvm::equal(keptVars, sliceIndices))
+      continue;
+    if (getReducedLayout(layout, shape, dim) == sliceLayout)
+      return dim;
+  }
+  return std::nullopt;
+}
+
+FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
+                                                ArrayRef<int64_t> shape,
+                                                int64_t dim) {
+  MLIRContext *context = source.getContext();
+  AffineMap map = source.getMap();
+  int64_t threads = source.getThreads(), values = source.getValues();
+  std::optional<SmallVector<int64_t>> found =
+      getReducedValueBits(source, shape, dim);
+  if (!found)
+    return {};
+  SmallVector<int64_t> reducedValueBits = *found;
   // v (source) = v' with zero bits inserted at the reduced positions.
   AffineExpr t = getAffineDimExpr(0, context);
   AffineExpr v = getAffineDimExpr(1, context);

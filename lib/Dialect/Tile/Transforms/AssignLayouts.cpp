@@ -332,16 +332,24 @@ struct TileAssignLayoutsPass
                                "fragment elements are spread over the "
                                "threads, so copy the fragment to shared "
                                "memory or a local tile first");
-      if (parallel.getExtents() != fragment.getDims() ||
-          !llvm::equal(indices, parallel.getInductionVars()))
-        return op->emitOpError("accesses fragment ")
-               << formatDims(fragment.getDims())
-               << " at indices other than the induction variables of the "
-                  "enclosing tile.parallel over "
-               << formatDims(parallel.getExtents())
-               << "; the element may live in another thread (read it from "
-                  "shared or global memory instead)";
-      return WalkResult::advance();
+      if (parallel.getExtents() == fragment.getDims() &&
+          llvm::equal(indices, parallel.getInductionVars()))
+        return WalkResult::advance();
+      if (isa<LoadOp>(op) && parallel.getLayout() &&
+          getRowSliceDim(*parallel.getLayout(),
+                         *parallel.getDomain().getStaticSizes(),
+                         parallel.getInductionVars(), fragment.getLayout(),
+                         *fragment.getTileShape().getStaticSizes(), indices))
+        return WalkResult::advance();
+      return op->emitOpError("accesses fragment ")
+             << formatDims(fragment.getDims())
+             << " at indices other than the induction variables of the "
+                "enclosing tile.parallel over "
+             << formatDims(parallel.getExtents())
+             << "; the element may live in another thread (read it from "
+                "shared or global memory instead; a reduction of the "
+                "parallel's fragment along one dimension may be read at the "
+                "other induction variables)";
     });
     return failure(walk.wasInterrupted());
   }

@@ -46,7 +46,7 @@ tile.kernel @broadcast_read() {
     %rows = tile.alloc : !tile.frag<[64], f32>
     %tile = tile.alloc : !tile.frag<[64, 64], f32>
     tile.parallel (%i, %j) in [64, 64] {
-      // expected-error @+1 {{'tile.load' op accesses fragment [64] at indices other than the induction variables of the enclosing tile.parallel over [64, 64]; the element may live in another thread (read it from shared or global memory instead)}}
+      // expected-error @+1 {{'tile.load' op accesses fragment [64] at indices other than the induction variables of the enclosing tile.parallel over [64, 64]; the element may live in another thread (read it from shared or global memory instead; a reduction of the parallel's fragment along one dimension may be read at the other induction variables)}}
       %x = tile.load %rows[%i] : !tile.frag<[64], f32>
       tile.store %x, %tile[%i, %j] : !tile.frag<[64, 64], f32>
     }

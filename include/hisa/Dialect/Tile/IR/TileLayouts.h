@@ -128,6 +128,32 @@ FragmentLayoutAttr getMmaSyncAccumulatorLayout(mlir::MLIRContext *context,
 FragmentLayoutAttr getReducedLayout(FragmentLayoutAttr source,
                                     llvm::ArrayRef<int64_t> shape, int64_t dim);
 
+/// The value bits of `source` that move coordinate `dim` (what a reduction
+/// along `dim` combines in a thread), or none when getReducedLayout has no
+/// layout for it.
+std::optional<llvm::SmallVector<int64_t>>
+getReducedValueBits(FragmentLayoutAttr source, llvm::ArrayRef<int64_t> shape,
+                    int64_t dim);
+
+/// A read inside a tile.parallel over `shape` (laid out as `layout`, with
+/// induction variables `inductionVars`) of a fragment of shape `sliceShape`
+/// laid out as `sliceLayout` at `sliceIndices`: when that fragment is a
+/// reduction of the parallel's fragments along a dimension d (its layout
+/// the reduced one) read at the induction variables without d, every
+/// thread holds the element it reads (row statistics read across a row).
+/// Returns d, or none.
+std::optional<int64_t> getRowSliceDim(FragmentLayoutAttr layout,
+                                      llvm::ArrayRef<int64_t> shape,
+                                      mlir::ValueRange inductionVars,
+                                      FragmentLayoutAttr sliceLayout,
+                                      llvm::ArrayRef<int64_t> sliceShape,
+                                      mlir::ValueRange sliceIndices);
+
+/// The value of the reduced fragment that holds source value `value`'s
+/// coordinates (with `dim` dropped): `value` with `reducedValueBits` removed.
+int64_t getReducedValueIndex(llvm::ArrayRef<int64_t> reducedValueBits,
+                             int64_t value);
+
 /// The thread-id bits that a fragment layout replicates over: flipping any
 /// of them gives the same coordinates for every value (e.g. the lanes a
 /// reduction combined). One thread of each replica group suffices to store
