@@ -33,29 +33,16 @@ static int64_t elementOf(const VectorLayout &layout, int64_t thread,
   return linear;
 }
 
-/// The thread-index bits `layout` ignores: threads that differ only in them
-/// hold the same elements (the lanes of a reduced accumulator's row). The
-/// threads with those bits clear own every element exactly once; failure
-/// when elements repeat over threads in any other pattern.
-static FailureOr<int64_t> getReplicaBits(const VectorLayout &layout) {
-  int64_t threads = layout.threads, values = layout.getValuesPerThread();
-  int64_t mask = 0;
-  for (int64_t bit = 1; bit < threads; bit <<= 1) {
-    bool ignored = true;
-    for (int64_t t = 0; t < threads && ignored; ++t) {
-      if ((t ^ bit) >= threads) {
-        ignored = false;
-        break;
-      }
-      for (int64_t v = 0; v < values && ignored; ++v)
-        ignored = elementOf(layout, t, v) == elementOf(layout, t ^ bit, v);
-    }
-    if (ignored)
-      mask |= bit;
-  }
+/// The thread-index bits over which `attr` replicates its elements (the
+/// lanes of a reduced accumulator's row): the threads with those bits clear
+/// must own every element exactly once; failure when elements repeat over
+/// threads in any other pattern.
+static FailureOr<int64_t> getReplicaBits(FragmentLayoutAttr attr,
+                                         const VectorLayout &layout) {
+  int64_t mask = getReplicatedThreadBits(attr);
   SmallVector<int64_t> owners(layout.getNumElements(), 0);
-  for (int64_t t = 0; t < threads; ++t)
-    for (int64_t v = 0; (t & mask) == 0 && v < values; ++v)
+  for (int64_t t = 0; t < layout.threads; ++t)
+    for (int64_t v = 0; (t & mask) == 0 && v < layout.getValuesPerThread(); ++v)
       if (int64_t element = elementOf(layout, t, v); element >= 0)
         ++owners[element];
   if (!llvm::all_of(owners, [](int64_t count) { return count == 1; }))
@@ -81,7 +68,7 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
   });
   Value owner;
   if (hasAtomics) {
-    FailureOr<int64_t> replicaBits = getReplicaBits(*layout);
+    FailureOr<int64_t> replicaBits = getReplicaBits(*op.getLayout(), *layout);
     if (failed(replicaBits))
       return op.emitOpError("has atomics, but its layout gives some elements "
                             "to several threads in a pattern that does not "
