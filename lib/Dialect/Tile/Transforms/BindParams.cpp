@@ -155,6 +155,18 @@ struct TileBindParamsPass
       emitError(bindingLoc, "no tile.kernel named @") << this->kernel;
       return signalPassFailure();
     }
+    // A device function's types name its callers' parameters: binding the
+    // kernels alone would leave the calls mismatched.
+    for (KernelOp kernel : kernels) {
+      WalkResult calls = kernel.walk([](func::CallOp call) {
+        call.emitOpError("calls a device function that is not inlined yet; "
+                         "run tile-inline-functions before tile-bind-params "
+                         "(tile-to-nvvm and the JIT do)");
+        return WalkResult::interrupt();
+      });
+      if (calls.wasInterrupted())
+        return signalPassFailure();
+    }
 
     llvm::StringMap<int64_t> overrides;
     for (const std::string &entry : params) {
