@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -190,8 +191,41 @@ std::string getToolkitPath() {
   return "/usr/local/cuda";
 }
 
+/// What ptxas -v reports about a kernel's per-thread local memory.
+struct LocalMemoryUse {
+  int64_t stackFrameBytes = 0;
+  int64_t spillStoreBytes = 0;
+};
+
+/// The largest stack frame and spill stores in a ptxas -v log ("N bytes
+/// stack frame, M bytes spill stores, K bytes spill loads").
+LocalMemoryUse parseLocalMemoryUse(StringRef log) {
+  LocalMemoryUse use;
+  SmallVector<StringRef> lines;
+  log.split(lines, '\n');
+  for (StringRef line : lines) {
+    size_t frame = line.find(" bytes stack frame");
+    if (frame == StringRef::npos)
+      continue;
+    int64_t bytes = 0;
+    StringRef number = line.take_front(frame).rtrim();
+    number = number.substr(number.find_last_of(" \t") + 1);
+    if (!number.getAsInteger(10, bytes))
+      use.stackFrameBytes = std::max(use.stackFrameBytes, bytes);
+    size_t spills = line.find(" bytes spill stores");
+    if (spills == StringRef::npos)
+      continue;
+    StringRef spillNumber = line.take_front(spills).rtrim();
+    spillNumber = spillNumber.substr(spillNumber.find_last_of(" ,\t") + 1);
+    if (!spillNumber.getAsInteger(10, bytes))
+      use.spillStoreBytes = std::max(use.spillStoreBytes, bytes);
+  }
+  return use;
+}
+
 Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
-                               const Deadline &deadline) {
+                               const Deadline &deadline,
+                               LocalMemoryUse &localMemory) {
   SmallString<128> ptxPath, cubinPath, logPath;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("hisa", "ptx", ptxPath))
@@ -211,7 +245,9 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
     os << ptx;
   }
   std::string arch = ("-arch=" + chip).str();
-  SmallVector<StringRef> argv = {ptxas, arch, "-O3", ptxPath, "-o", cubinPath};
+  // -v: the resource report (local memory use is checked below).
+  SmallVector<StringRef> argv = {ptxas,   arch, "-O3",    "-v",
+                                 ptxPath, "-o", cubinPath};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
                                           StringRef(logPath)};
   // ptxas gets what is left of the compile time limit (at least a second:
@@ -241,6 +277,8 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
                                            /*RequiresNullTerminator=*/false);
   if (!cubin)
     return makeCompileError("ptxas produced no cubin");
+  if (auto log = llvm::MemoryBuffer::getFile(logPath))
+    localMemory = parseLocalMemoryUse((*log)->getBuffer());
   return (*cubin)->getBuffer().str();
 }
 
@@ -460,9 +498,31 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     compiled.binary = std::move(ptx);
     return compiled;
   }
-  Expected<std::string> cubin = runPtxas(ptxas, ptx, target, deadline);
+  LocalMemoryUse localMemory;
+  Expected<std::string> cubin =
+      runPtxas(ptxas, ptx, target, deadline, localMemory);
   if (!cubin)
     return cubin.takeError();
+  // Per-thread local memory: a tile.local indexed by a run-time value (the
+  // array cannot live in registers) or register spills. The kernel works,
+  // slower; say so, or refuse with HISA_STRICT_LOCAL_MEMORY=1.
+  if (localMemory.stackFrameBytes > 0) {
+    std::string message =
+        formatv("kernel '{0}' ({1}) keeps {2} bytes per thread in local "
+                "memory ({3} bytes of it register spills): a tile.local "
+                "indexed by a run-time value, or more live values than "
+                "registers; every access to it goes through the L1 cache",
+                kernelName,
+                params.empty() ? std::string("default parameters")
+                               : llvm::join(params, ","),
+                localMemory.stackFrameBytes, localMemory.spillStoreBytes)
+            .str();
+    const char *strict = std::getenv("HISA_STRICT_LOCAL_MEMORY");
+    if (strict && *strict && StringRef(strict) != "0")
+      return makeCompileError(message +
+                              " (refused: HISA_STRICT_LOCAL_MEMORY is set)");
+    llvm::errs() << "hisa: warning: " << message << "\n";
+  }
   metadata.binaryKind = "cubin";
   compiled.binary = std::move(*cubin);
   return compiled;

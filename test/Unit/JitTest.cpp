@@ -441,6 +441,40 @@ TEST_F(JitCacheTest, CompileTimeLimitFromTheEnvironment) {
   }
 }
 
+TEST_F(JitCacheTest, ReportsLocalMemoryAndRefusesItWhenStrict) {
+  // A "ptxas" whose resource report shows a stack frame, as for a tile.local
+  // indexed by a run-time value.
+  std::string script = root + "/stack-ptxas";
+  writeFile(script,
+            "#!/bin/sh\n"
+            "out=''\n"
+            "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+            "echo 'ptxas info    : Function properties for k' >&2\n"
+            "echo '    1024 bytes stack frame, 16 bytes spill stores, 16 bytes "
+            "spill loads' >&2\n"
+            "printf cubin > \"$out\"\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+  {
+    ScopedEnvironment strict("HISA_STRICT_LOCAL_MEMORY", "1");
+    auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
+                                       kPooling, kFirstParams, "sm_90a");
+    ASSERT_FALSE(compiled);
+    std::string message = llvm::toString(compiled.takeError());
+    EXPECT_NE(message.find("keeps 1024 bytes per thread in local memory (16 "
+                           "bytes of it register spills)"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("refused"), std::string::npos) << message;
+  }
+  // Without the variable: a warning on stderr, and the kernel.
+  ScopedEnvironment lenient("HISA_STRICT_LOCAL_MEMORY", nullptr);
+  auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling), kPooling,
+                                     kFirstParams, "sm_90a");
+  EXPECT_TRUE(static_cast<bool>(compiled))
+      << (compiled ? "" : llvm::toString(compiled.takeError()));
+}
+
 TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
   // A "ptxas" that never finishes. (The passes before it take well under a
   // second, so the limit runs out while it runs.)
