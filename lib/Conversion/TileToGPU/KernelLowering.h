@@ -57,6 +57,11 @@ public:
   mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerPipelined(PipelinedOp op, mlir::OpBuilder &b);
   /// cp.async of `copy`'s window (at `offsets`) into buffer `stage`.
+  /// The source row that row `row` of a gather's destination reads: the
+  /// row number at position `first + row` of its index tile, or -1 (read as
+  /// zeros) past the tile's end.
+  mlir::Value gatheredRow(mlir::OpBuilder &b, CopyOp copy, mlir::Value first,
+                          mlir::Value row);
   mlir::LogicalResult emitAsyncCopy(CopyOp copy, mlir::OpBuilder &b,
                                     mlir::ValueRange offsets,
                                     mlir::Value stage);

@@ -130,12 +130,56 @@ LogicalResult KernelLowering::lowerView(ViewOp op, OpBuilder &b) {
 // Copy
 //===----------------------------------------------------------------------===//
 
+Value KernelLowering::gatheredRow(OpBuilder &b, CopyOp copy, Value first,
+                                  Value row) {
+  Location loc = copy.getLoc();
+  Value rows = copy.getRowIndices();
+  int64_t length = staticShape(rows.getType())[0];
+  Value position = arith::AddIOp::create(b, loc, first, row);
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       position, index(b, length));
+  Value safe = arith::SelectOp::create(b, loc, inside, position, index(b, 0));
+  SmallVector<Value> at = isa<SharedType>(rows.getType())
+                              ? sharedIndices(b, rows, {safe})
+                              : SmallVector<Value>{safe};
+  Value number = memref::LoadOp::create(b, loc, memrefs.lookup(rows), at);
+  Value none = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
+  number = arith::SelectOp::create(b, loc, inside, number, none);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), number);
+}
+
 LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   Type sourceType = op.getSource().getType();
   Type destType = op.getDest().getType();
   Type elementType = elementTypeOf(sourceType);
   bool toShared = isa<SharedType>(destType);
+
+  // A gather (verified: global rows into a shared tile), moved
+  // cooperatively; rows out of range read zeros.
+  if (op.getRowIndices()) {
+    Value tile = op.getDest();
+    Value source = memrefs.lookup(op.getSource());
+    Value tileMemref = memrefs.lookup(tile);
+    VectorLayout layout =
+        getCooperativeLayout(staticShape(tile.getType()), elementType);
+    if (!isVectorizable(source, ValueRange(), layout.vector))
+      layout.vector = 1;
+    barrier(b); // earlier readers of the destination are done
+    for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector) {
+      SmallVector<Value> coords = coordinates(b, layout, v);
+      emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
+        SmallVector<Value> indices = {
+            gatheredRow(nested, op, op.getRowOffset(), coords[0]), coords[1]};
+        Value value =
+            loadElements(nested, source, indices, layout.vector, true);
+        storeElements(nested, value, tileMemref,
+                      sharedIndices(nested, tile, coords), false, Value());
+      });
+    }
+    barrier(b);
+    return success();
+  }
 
   // Register <-> register: fragments of one shape share one layout.
   if (isa<FragmentType>(sourceType) && isa<FragmentType>(destType)) {

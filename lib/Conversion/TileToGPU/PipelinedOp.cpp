@@ -182,8 +182,15 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     IRMapping mapping;
     SmallVector<Operation *> created;
     SmallVector<Value> offsets;
+    // A gather's first row position counts as one more offset.
+    auto offsetsOf = [](CopyOp copy) {
+      SmallVector<Value> values(copy.getSourceOffsets());
+      if (Value first = copy.getRowOffset())
+        values.push_back(first);
+      return values;
+    };
     for (CopyOp copy : producers)
-      for (Value offset : copy.getSourceOffsets())
+      for (Value offset : offsetsOf(copy))
         offsets.push_back(cloneSlice(nested, offset, body, inductionVar,
                                      iteration, mapping, created));
     auto holder =
@@ -197,7 +204,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     ArrayRef<Value> remaining = offsets;
     SmallVector<std::pair<CopyOp, ArrayRef<Value>>> tmaCopies;
     for (CopyOp copy : producers) {
-      size_t count = copy.getSourceOffsets().size();
+      size_t count = offsetsOf(copy).size();
       if (isTma(copy))
         tmaCopies.push_back({copy, remaining.take_front(count)});
       else if (failed(emitAsyncCopy(copy, nested, remaining.take_front(count),
@@ -431,6 +438,12 @@ Value KernelLowering::getStageView(OpBuilder &b, Value tile, Value stage) {
 LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
                                             ValueRange offsets, Value stage) {
   Location loc = copy.getLoc();
+  // A gather: its first row position comes last; it has no window offsets.
+  Value gatherFirst;
+  if (copy.getRowIndices()) {
+    gatherFirst = offsets.back();
+    offsets = offsets.drop_back();
+  }
   Value source = memrefs.lookup(copy.getSource());
   Value tile = copy.getDest();
   auto tileType = cast<SharedType>(tile.getType());
@@ -478,6 +491,8 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
                                          nested, loc, windowOffset(nested, i),
                                          coords[i - lead])
                                          .getResult());
+      if (gatherFirst)
+        indices[lead] = gatheredRow(nested, copy, gatherFirst, coords[0]);
       Value sourceElements = index(nested, layout.vector);
       SmallVector<Value> safe = indices;
       // Set when the piece may straddle the end: whether it does, and how
@@ -545,6 +560,11 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
       });
     }
   };
+  // Gathered rows are checked piece by piece (any row may be out of range).
+  if (gatherFirst) {
+    emitPieces(b, /*checked=*/true);
+    return success();
+  }
   // One check for the whole window: a tile inside the tensor (the common
   // case) issues its pieces without per-piece bounds checks.
   Value whole;

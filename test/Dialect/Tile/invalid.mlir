@@ -803,3 +803,55 @@ tile.kernel @vote_any_result() {
     }
   }
 }
+
+// -----
+
+tile.kernel @gather_into_fragment(%kv: !tile.global<[?, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[64], i32>
+    %f = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.copy' op gathers rows into a 2-D shared tile, not a fragment tile [64, 64]}}
+    tile.copy %kv rows(%rows[%c0] : !tile.shared<[64], i32>) to %f : !tile.global<[?, 64], f32> to !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gather_float_rows(%kv: !tile.global<[?, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[64], f32>
+    %s = tile.alloc : !tile.shared<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.copy' op row numbers must be a 1-D shared or local tile of i32}}
+    tile.copy %kv rows(%rows[%c0] : !tile.shared<[64], f32>) to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gather_other_width(%kv: !tile.global<[?, ?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[64], i32>
+    %s = tile.alloc : !tile.shared<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.copy' op gathers rows of [?, ?] into a shared tile [64, 64]; the rows must have the destination's static width}}
+    tile.copy %kv rows(%rows[%c0] : !tile.shared<[64], i32>) to %s : !tile.global<[?, ?], f32> to !tile.shared<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gather_with_offsets(%kv: !tile.global<[?, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[64], i32>
+    %s = tile.alloc : !tile.shared<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.copy' op a gather (rows) takes no window offsets}}
+    tile.copy %kv[%c0, %c0] rows(%rows[%c0] : !tile.shared<[64], i32>) to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+  }
+}

@@ -193,3 +193,22 @@ tile.kernel @scans() {
     }
   }
 }
+
+// -----
+
+// A gather: rows of a global tensor chosen by row numbers in a shared tile,
+// from a position that follows a loop.
+// CHECK-LABEL: tile.kernel @gather_rows
+tile.kernel @gather_rows(%kv: !tile.global<[?, 512], bf16>, %idx: !tile.global<[?, 256], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[256], i32>
+    %kv_s = tile.alloc : !tile.shared<[64, 512], bf16>
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    tile.copy %idx[%bx, %c0] to %rows : !tile.global<[?, 256], i32> to !tile.shared<[256], i32>
+    // CHECK: tile.copy %{{.*}} rows(%{{.*}}[%{{.*}}] : !tile.shared<[256], i32>) to %{{.*}} : !tile.global<[?, 512], bf16> to !tile.shared<[64, 512], bf16>
+    tile.copy %kv rows(%rows[%c64] : !tile.shared<[256], i32>) to %kv_s
+        : !tile.global<[?, 512], bf16> to !tile.shared<[64, 512], bf16>
+  }
+}

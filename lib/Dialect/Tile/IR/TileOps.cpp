@@ -461,6 +461,35 @@ LogicalResult ViewOp::verify() {
 // CopyOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult CopyOp::verifyGather(Value rows) {
+  Type sourceType = getSource().getType(), destType = getDest().getType();
+  if (!getSourceOffsets().empty() || !getDestOffsets().empty())
+    return emitOpError("a gather (rows) takes no window offsets");
+  TileShape source = shapeOf(sourceType), dest = shapeOf(destType);
+  if (!isa<GlobalType>(sourceType) || source.getRank() != 2)
+    return emitOpError("gathers rows of a 2-D global tensor, not a ")
+           << describe(sourceType);
+  if (!isa<SharedType>(destType) || dest.getRank() != 2)
+    return emitOpError("gathers rows into a 2-D shared tile, not a ")
+           << describe(destType);
+  Type rowsType = rows.getType();
+  if (!isa<SharedType, LocalType>(rowsType) ||
+      shapeOf(rowsType).getRank() != 1 ||
+      !elementTypeOf(rowsType).isSignlessInteger(32))
+    return emitOpError("row numbers must be a 1-D shared or local tile of "
+                       "i32, not a ")
+           << describe(rowsType) << " of " << elementTypeOf(rowsType);
+  if (!getRowOffset())
+    return emitOpError("a gather needs the position of its first row number "
+                       "(rows(%index[%first] : ...))");
+  std::optional<int64_t> width = source.getStaticSize(1);
+  if (!width || source.getDims()[1] != dest.getDims()[1])
+    return emitOpError("gathers rows of ")
+           << formatDims(source.getDims()) << " into a " << describe(destType)
+           << "; the rows must have the destination's static width";
+  return verifyInsideLaunch(*this);
+}
+
 LogicalResult CopyOp::verify() {
   Type sourceType = getSource().getType(), destType = getDest().getType();
   bool sourceGlobal = isa<GlobalType>(sourceType);
@@ -476,6 +505,10 @@ LogicalResult CopyOp::verify() {
   bool destWindow = !getDestOffsets().empty();
   if (sourceWindow && destWindow)
     return emitOpError("only one side of a copy may take a window offset");
+  if (Value rows = getRowIndices())
+    return verifyGather(rows);
+  if (getRowOffset())
+    return emitOpError("has a row position but no row numbers");
 
   // The window side is the one with offsets, else a global side at offset 0.
   bool windowIsSource = sourceWindow || (!destWindow && sourceGlobal);

@@ -30,9 +30,10 @@ struct TileUseTmaPass
         if (!isa<GlobalType>(copy.getSource().getType()) ||
             !isa<SharedType>(copy.getDest().getType()))
           continue;
-        std::string reason = available ? getTmaIneligibility(copy)
-                             : enable  ? "target " + chip + " has no TMA"
-                                       : "TMA is disabled";
+        std::string reason = copy.getRowIndices() ? "a gather of rows"
+                             : available          ? getTmaIneligibility(copy)
+                             : enable ? "target " + chip + " has no TMA"
+                                      : "TMA is disabled";
         if (reason.empty()) {
           copy->setAttr(kTmaAttrName, UnitAttr::get(&getContext()));
           continue;

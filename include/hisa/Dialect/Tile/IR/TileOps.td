@@ -201,18 +201,38 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     a global tensor give 0 and writes outside it are dropped. Element types
     must match (`tile.cast` converts).
 
+    A gather, `rows(%index[%first] : type)`, copies whole rows of a 2-D
+    global tensor chosen by row numbers into a 2-D shared tile: row r of the
+    destination is `source[index[first + r], :]`, or zeros when that number
+    is negative (e.g. -1, "no row"), past the tensor's last row, or when
+    `first + r` is past the end of `index` (a 1-D shared or local i32 tile).
+    Inside `tile.pipelined` it is staged with cp.async like a window copy
+    (never TMA), so `index` should be filled before the loop (e.g. all of a
+    query's top-k row numbers) and `first` follow the loop variable. It
+    takes no other offsets; the rows must have the destination's width.
+
     ```mlir
     tile.copy %k[%row, %c0] to %k_s
         : !tile.global<[?, dim], f8E4M3FN> to !tile.shared<[block_n, dim], f8E4M3FN>
     tile.copy %acc to %out[%row, %col]
         : !tile.frag<[64, 64], f32> to !tile.global<[?, ?], f32>
+    tile.copy %kv rows(%indices[%k0] : !tile.shared<[2048], i32>) to %kv_s
+        : !tile.global<[?, 512], bf16> to !tile.shared<[64, 512], bf16>
     ```
   }];
   let arguments = (ins Tile_AnyBuffer:$source, Variadic<Index>:$sourceOffsets,
+                       Optional<Tile_AnyBuffer>:$rowIndices,
+                       Optional<Index>:$rowOffset,
                        Tile_AnyBuffer:$dest, Variadic<Index>:$destOffsets);
   let assemblyFormat = [{
-    $source (`[` $sourceOffsets^ `]`)? `to` $dest (`[` $destOffsets^ `]`)?
+    $source (`[` $sourceOffsets^ `]`)?
+    (`rows` `(` $rowIndices^ `[` $rowOffset `]` `:`
+      qualified(type($rowIndices)) `)`)?
+    `to` $dest (`[` $destOffsets^ `]`)?
     attr-dict `:` qualified(type($source)) `to` qualified(type($dest))
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::LogicalResult verifyGather(::mlir::Value rows);
   }];
   let hasVerifier = 1;
 }
