@@ -282,11 +282,13 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   if (!aFragment)
     aGeometry = geometryOf(op.getA(), aKMajor);
   if (aFragment &&
-      aFragment.getLayout() !=
-          getWgmmaOperandALayout(context, m, k, elementBytes, *partition))
+      !areEquivalentLayouts(
+          aFragment.getLayout(),
+          getWgmmaOperandALayout(context, m, k, elementBytes, *partition)))
     return op.emitOpError("A fragment does not have wgmma's A-operand "
                           "layout; run tile-assign-layouts");
-  if (cType.getLayout() != getWgmmaAccumulatorLayout(context, m, n, *partition))
+  if (!areEquivalentLayouts(cType.getLayout(), getWgmmaAccumulatorLayout(
+                                                   context, m, n, *partition)))
     return op.emitOpError("accumulator does not have the wgmma layout of "
                           "target ")
            << chip << "; run tile-assign-layouts with chip=" << chip;

@@ -253,6 +253,31 @@ FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
       simplifyAffineMap(AffineMap::get(2, 0, coords, context)));
 }
 
+bool hisa::tile::areEquivalentLayouts(FragmentLayoutAttr a,
+                                      FragmentLayoutAttr b) {
+  if (a == b)
+    return true;
+  if (!a || !b || a.getThreads() != b.getThreads() ||
+      a.getValues() != b.getValues() ||
+      a.getMap().getNumResults() != b.getMap().getNumResults())
+    return false;
+  MLIRContext *context = a.getContext();
+  SmallVector<Attribute> aResults, bResults;
+  for (int64_t t = 0; t < a.getThreads(); ++t)
+    for (int64_t v = 0; v < a.getValues(); ++v) {
+      SmallVector<Attribute> operands = {
+          IntegerAttr::get(IndexType::get(context), t),
+          IntegerAttr::get(IndexType::get(context), v)};
+      aResults.clear();
+      bResults.clear();
+      if (failed(a.getMap().constantFold(operands, aResults)) ||
+          failed(b.getMap().constantFold(operands, bResults)) ||
+          aResults != bResults)
+        return false;
+    }
+  return true;
+}
+
 int64_t hisa::tile::getReplicatedThreadBits(FragmentLayoutAttr layout) {
   MLIRContext *context = layout.getContext();
   AffineMap map = layout.getMap();

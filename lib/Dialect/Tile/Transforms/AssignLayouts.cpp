@@ -135,13 +135,14 @@ struct TileAssignLayoutsPass
       if (!layout)
         return failure();
       unsigned id = shapeId(*cShape);
-      if (FragmentLayoutAttr known = accumulators.lookup(id);
-          known && known != layout)
+      FragmentLayoutAttr known = accumulators.lookup(id);
+      if (known && !areEquivalentLayouts(known, layout))
         return gemm.emitOpError("splits its accumulator over the warpgroups "
                                 "differently from another gemm into a tile "
                                 "of the same shape; give both the same "
                                 "policy");
-      accumulators[id] = layout;
+      if (!known)
+        accumulators[id] = layout;
       // A in registers (wgmma only) takes wgmma's A-operand layout.
       if (auto aFragment = dyn_cast<FragmentType>(gemm.getA().getType())) {
         std::string reason;
@@ -165,14 +166,18 @@ struct TileAssignLayoutsPass
         FragmentLayoutAttr aLayout = getWgmmaOperandALayout(
             launch.getContext(), aShape[0], aShape[1], bytes, *partition);
         unsigned aId = shapeId(aShape);
-        if (FragmentLayoutAttr known = accumulators.lookup(aId);
-            known && known != aLayout)
+        // An accumulator of A's shape may already hold the same layout
+        // under another map (16-bit A: a cast score tile feeding the next
+        // gemm); it stays.
+        FragmentLayoutAttr known = accumulators.lookup(aId);
+        if (known && !areEquivalentLayouts(known, aLayout))
           return gemm.emitOpError("A fragment ")
                  << formatDims(aFragment.getDims())
                  << " needs wgmma's A-operand layout, but another fragment "
                     "of that shape has a different layout; give A its own "
                     "shape";
-        accumulators[aId] = aLayout;
+        if (!known)
+          accumulators[aId] = aLayout;
       }
       for (Value operand : {Value(gemm.getA()), Value(gemm.getB())}) {
         if (isa<FragmentType>(operand.getType()))

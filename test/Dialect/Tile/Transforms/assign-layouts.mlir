@@ -187,14 +187,34 @@ tile.kernel @gemm_register_a() {
 
 // -----
 
-tile.kernel @gemm_register_a_shape_clash() {
+// A 16-bit A of the accumulator's shape: wgmma's A-operand layout and the
+// accumulator layout are the same layout (a cast score tile feeds the next
+// gemm from registers); both keep the accumulator's map.
+// CHECK-LABEL: tile.kernel @gemm_register_a_same_shape
+// CHECK: %[[A:.*]] = tile.alloc : !tile.frag<[64, 64], bf16, #tile.frag_layout<threads = 128, values = 32, map = [[MAP:.*]]>>
+// CHECK: tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 128, values = 32, map = [[MAP]]>>
+tile.kernel @gemm_register_a_same_shape() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
     %a = tile.alloc : !tile.frag<[64, 64], bf16>
     %b = tile.alloc : !tile.shared<[64, 64], bf16>
     %c = tile.alloc : !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.gemm' op A fragment [64, 64] needs wgmma's A-operand layout, but another fragment of that shape has a different layout; give A its own shape}}
     tile.gemm %a, %b, %c transpose_b : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+// An 8-bit A holds four consecutive columns per register, the accumulator
+// two: a real clash.
+tile.kernel @gemm_register_a_shape_clash() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[64, 64], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op A fragment [64, 64] needs wgmma's A-operand layout, but another fragment of that shape has a different layout; give A its own shape}}
+    tile.gemm %a, %b, %c transpose_b : !tile.frag<[64, 64], f8E4M3FN>, !tile.shared<[64, 64], f8E4M3FN> -> !tile.frag<[64, 64], f32>
   }
 }
 

@@ -154,6 +154,12 @@ std::optional<int64_t> getRowSliceDim(FragmentLayoutAttr layout,
 int64_t getReducedValueIndex(llvm::ArrayRef<int64_t> reducedValueBits,
                              int64_t value);
 
+/// Whether two layouts give every (thread, value) the same coordinates: the
+/// same layout written as different maps (e.g. wgmma's accumulator layout
+/// of an [m, k] tile and its A-operand layout, which line up for 16-bit
+/// elements: a bf16 cast of an attention score tile is the next gemm's A).
+bool areEquivalentLayouts(FragmentLayoutAttr a, FragmentLayoutAttr b);
+
 /// The thread-id bits that a fragment layout replicates over: flipping any
 /// of them gives the same coordinates for every value (e.g. the lanes a
 /// reduction combined). One thread of each replica group suffices to store
