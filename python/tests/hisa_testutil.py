@@ -162,3 +162,14 @@ def causal_indexer_inputs(torch, m, n, heads=64, dim=128, device="cuda"):
     ke = torch.arange(n - m + 1, n + 1, device=device, dtype=torch.int32)
     ks = torch.zeros(m, device=device, dtype=torch.int32)
     return q, k, k_scale, weights, ks, ke
+
+
+_LOWERING_INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
+                                "Conversion", "TileToGPU", "Inputs")
+
+
+def lowering_test_kernel(hisa, file_name, kernel_name, params=None):
+    """The kernel `kernel_name` of test/Conversion/TileToGPU/Inputs/<file_name>
+    (the lit tests check its lowering; the GPU tests run it), through the JIT."""
+    with open(os.path.join(_LOWERING_INPUTS, file_name)) as source:
+        return hisa.jit.get_kernel(kernel_name, params or {}, source=source.read())

@@ -7,23 +7,14 @@ max. Checked against torch on random data, sizes that leave a partial last
 block, an empty input, and all-equal values (every thread hits one bin).
 """
 
-import os
-
 import pytest
 
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
 
-SOURCE_PATH = os.path.join(
-    os.path.dirname(__file__), "..", "..", "test", "Conversion", "TileToGPU", "Inputs", "histogram.mlir"
-)
-
-
 def run_histogram(x, fx):
-    with open(SOURCE_PATH) as f:
-        source = f.read()
-    kernel = hisa.jit.get_kernel("histogram", {}, source=source)
+    kernel = lowering_test_kernel(hisa, "histogram.mlir", "histogram")
     hist = torch.zeros(256, dtype=torch.int32, device="cuda")
     fmax = torch.full((1,), float("-inf"), device="cuda")
     kernel.launch(x, hist, fmax, fx)
@@ -61,9 +52,7 @@ def test_atomic_once_per_element_of_a_replicated_layout():
     """test/Conversion/TileToGPU/Inputs/atomics-replicated.mlir: one atomic
     per row of a reduced accumulator, whose rows four lanes each hold: the
     total must be the 64 rows, not 256."""
-    path = os.path.join(os.path.dirname(SOURCE_PATH), "atomics-replicated.mlir")
-    with open(path) as f:
-        kernel = hisa.jit.get_kernel("count_rows", {}, source=f.read())
+    kernel = lowering_test_kernel(hisa, "atomics-replicated.mlir", "count_rows")
     a = torch.randn(64, 32, device="cuda").half()
     b = torch.randn(64, 32, device="cuda").half()
     total = torch.zeros(1, dtype=torch.int32, device="cuda")

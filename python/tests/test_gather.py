@@ -4,23 +4,16 @@ kv[idx[q, r], :] for 256 rows per query, the first 64 with a plain copy and
 the rest through a two-stage cp.async pipeline. Row numbers -1 and past the
 end of kv read zeros. Checked exactly against torch indexing."""
 
-import os
-
 import pytest
 
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
-
-SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "test", "Conversion", "TileToGPU",
-                      "Inputs", "gather.mlir")
-
 
 @pytest.mark.parametrize("queries,rows", [(1, 300), (7, 5000), (3, 1)])
 def test_gather_rows(queries, rows):
     seed = fresh_seed(torch)
-    with open(SOURCE) as f:
-        kernel = hisa.jit.get_kernel("gather_rows", {}, source=f.read())
+    kernel = lowering_test_kernel(hisa, "gather.mlir", "gather_rows")
     kv = torch.randn(rows, 512, device="cuda").to(torch.bfloat16)
     idx = torch.randint(0, rows, (queries, 256), device="cuda", dtype=torch.int32)
     u = torch.rand(queries, 256, device="cuda")

@@ -2,20 +2,13 @@
 S = Q K^T on wgmma, P = bf16(S) in registers, O = P V on wgmma with A from
 registers. Checked against torch (P rounded to bf16 the same way)."""
 
-import os
-
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
 
-SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "test", "Conversion", "TileToGPU",
-                      "Inputs", "p-in-registers.mlir")
-
-
 def test_p_in_registers():
     seed = fresh_seed(torch)
-    with open(SOURCE) as f:
-        kernel = hisa.jit.get_kernel("p_in_registers", {}, source=f.read())
+    kernel = lowering_test_kernel(hisa, "p-in-registers.mlir", "p_in_registers")
     for _ in range(3):
         q, k, v = (torch.randn(64, 64, device="cuda").to(torch.bfloat16) / 4 for _ in range(3))
         o = torch.full((64, 64), float("nan"), device="cuda")

@@ -3,20 +3,13 @@ row-statistics.mlir): the row maximum of a wgmma accumulator, read inside a
 tile.parallel over the accumulator at the row index. Checked against torch
 on fresh random data."""
 
-import os
-
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
 
-SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "test", "Conversion", "TileToGPU",
-                      "Inputs", "row-statistics.mlir")
-
-
 def test_row_max_shift():
     seed = fresh_seed(torch)
-    with open(SOURCE) as f:
-        kernel = hisa.jit.get_kernel("row_max_shift", {}, source=f.read())
+    kernel = lowering_test_kernel(hisa, "row-statistics.mlir", "row_max_shift")
     for _ in range(3):
         a = torch.randn(64, 32, device="cuda").half()
         b = torch.randn(64, 32, device="cuda").half()

@@ -7,23 +7,14 @@ max, and takes warp prefix sums, ballots and any/all of each 32-element
 group. Checked against torch on random data, all-zero and all-odd rows.
 """
 
-import os
-
 import pytest
 
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
 
-SOURCE_PATH = os.path.join(
-    os.path.dirname(__file__), "..", "..", "test", "Conversion", "TileToGPU", "Inputs", "scans.mlir"
-)
-
-
 def run_scans(x, f):
-    with open(SOURCE_PATH) as source_file:
-        source = source_file.read()
-    kernel = hisa.jit.get_kernel("scans", {}, source=source)
+    kernel = lowering_test_kernel(hisa, "scans.mlir", "scans")
     rows = x.shape[0]
     dev = dict(device="cuda")
     out = dict(
