@@ -10,6 +10,7 @@ from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
 
+
 @pytest.mark.parametrize("queries,rows", [(1, 300), (7, 5000), (3, 1)])
 def test_gather_rows(queries, rows):
     seed = fresh_seed(torch)

@@ -6,6 +6,7 @@ from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
 
+
 def test_p_in_registers():
     seed = fresh_seed(torch)
     kernel = lowering_test_kernel(hisa, "p-in-registers.mlir", "p_in_registers")

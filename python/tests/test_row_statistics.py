@@ -7,6 +7,7 @@ from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
 
+
 def test_row_max_shift():
     seed = fresh_seed(torch)
     kernel = lowering_test_kernel(hisa, "row-statistics.mlir", "row_max_shift")
