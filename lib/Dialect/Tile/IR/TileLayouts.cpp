@@ -65,6 +65,40 @@ VectorLayout VectorLayout::fromAttr(FragmentLayoutAttr attr,
   VectorLayout general{SmallVector<int64_t>(shape), attr.getThreads(), 1};
   general.generalMap = attr.getMap();
   general.generalValues = attr.getValues();
+  // Runs: values v..v+r-1 (v a multiple of r) at consecutive innermost
+  // coordinates in every thread, as the column pairs of a wgmma
+  // accumulator; copies move a run with one vector access.
+  MLIRContext *context = attr.getContext();
+  auto at = [&](int64_t t, int64_t v) {
+    SmallVector<Attribute> operands = {
+        IntegerAttr::get(IndexType::get(context), t),
+        IntegerAttr::get(IndexType::get(context), v)};
+    SmallVector<Attribute> results;
+    if (failed(attr.getMap().constantFold(operands, results)))
+      results.clear();
+    return llvm::map_to_vector(
+        results, [](Attribute a) { return cast<IntegerAttr>(a).getInt(); });
+  };
+  auto isRun = [&](int64_t run) {
+    if (attr.getValues() % run != 0)
+      return false;
+    for (int64_t t = 0; t < attr.getThreads(); ++t)
+      for (int64_t v = 0; v < attr.getValues(); v += run) {
+        SmallVector<int64_t> first = at(t, v);
+        if (first.empty())
+          return false;
+        for (int64_t j = 1; j < run; ++j) {
+          SmallVector<int64_t> next = at(t, v + j);
+          SmallVector<int64_t> expected = first;
+          expected.back() += j;
+          if (next != expected)
+            return false;
+        }
+      }
+    return true;
+  };
+  for (int64_t run = 2; run <= 8 && isRun(run); run *= 2)
+    general.vector = run;
   return general;
 }
 
