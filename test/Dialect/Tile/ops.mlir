@@ -212,3 +212,22 @@ tile.kernel @gather_rows(%kv: !tile.global<[?, 512], bf16>, %idx: !tile.global<[
         : !tile.global<[?, 512], bf16> to !tile.shared<[64, 512], bf16>
   }
 }
+
+// -----
+
+// tile.call: a device function over a shape symbol.
+func.func private @zero_all(%t: !tile.shared<[n], i32>) {
+  %z = arith.constant 0 : i32
+  tile.fill %t, %z : !tile.shared<[n], i32>, i32
+  return
+}
+
+// CHECK-LABEL: tile.kernel @calls
+tile.kernel @calls() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %t = tile.alloc : !tile.shared<[16], i32>
+    // CHECK: tile.call @zero_all(%{{.*}}) : (!tile.shared<[16], i32>) -> ()
+    tile.call @zero_all(%t) : (!tile.shared<[16], i32>) -> ()
+  }
+}

@@ -46,6 +46,83 @@ static std::string describe(Type type) {
 }
 
 //===----------------------------------------------------------------------===//
+// CallOp
+//===----------------------------------------------------------------------===//
+
+/// The single shape symbol a dimension is ("n"), if it is one.
+static std::optional<StringRef> singleSymbol(Attribute dim) {
+  auto text = dyn_cast<StringAttr>(dim);
+  if (!text)
+    return std::nullopt;
+  std::optional<DimMonomial> monomial = DimMonomial::parse(text.getValue());
+  if (!monomial || monomial->coefficient != 1 || monomial->symbols.size() != 1)
+    return std::nullopt;
+  return text.getValue();
+}
+
+FailureOr<llvm::StringMap<Attribute>>
+CallOp::bindShapes(FunctionType calleeType) {
+  llvm::StringMap<Attribute> bindings;
+  SmallVector<Type> formal(calleeType.getInputs());
+  llvm::append_range(formal, calleeType.getResults());
+  SmallVector<Type> actual(getArgs().getTypes());
+  llvm::append_range(actual, getResultTypes());
+  if (formal.size() != actual.size())
+    return emitOpError("has ")
+           << getArgs().size() << " arguments and " << getNumResults()
+           << " results for @" << getCallee() << " of type " << calleeType;
+  for (auto [index, types] : llvm::enumerate(llvm::zip(formal, actual))) {
+    auto [want, got] = types;
+    auto wantShape = getTileShapeAndElementType(want);
+    auto gotShape = getTileShapeAndElementType(got);
+    if (!wantShape || !gotShape || want.getTypeID() != got.getTypeID()) {
+      if (want == got)
+        continue;
+      return emitOpError("operand or result #")
+             << index << " is " << got << ", but @" << getCallee() << " takes "
+             << want;
+    }
+    if (wantShape->second != gotShape->second ||
+        wantShape->first.getRank() != gotShape->first.getRank())
+      return emitOpError("operand or result #")
+             << index << " is " << got << ", but @" << getCallee() << " takes "
+             << want << " (element type and rank must match)";
+    for (int64_t d = 0; d < wantShape->first.getRank(); ++d) {
+      Attribute wantDim = wantShape->first.getDim(d);
+      Attribute gotDim = gotShape->first.getDim(d);
+      std::optional<StringRef> symbol = singleSymbol(wantDim);
+      if (!symbol) {
+        if (wantDim != gotDim)
+          return emitOpError("operand or result #")
+                 << index << " has dimension " << formatDim(gotDim)
+                 << " where @" << getCallee() << " takes "
+                 << formatDim(wantDim);
+        continue;
+      }
+      auto [it, inserted] = bindings.try_emplace(*symbol, gotDim);
+      if (!inserted && it->second != gotDim)
+        return emitOpError("binds '")
+               << *symbol << "' of @" << getCallee() << " to both "
+               << formatDim(it->second) << " and " << formatDim(gotDim);
+    }
+  }
+  return bindings;
+}
+
+LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto callee = symbolTable.lookupNearestSymbolFrom<mlir::func::FuncOp>(
+      *this, getCalleeAttr());
+  if (!callee)
+    return emitOpError("calls @")
+           << getCallee()
+           << ", which is not a func.func of this module (declare a library "
+              "function with its signature)";
+  if (failed(bindShapes(callee.getFunctionType())))
+    return failure();
+  return verifyInsideLaunch(*this);
+}
+
+//===----------------------------------------------------------------------===//
 // KernelOp
 //===----------------------------------------------------------------------===//
 

@@ -158,10 +158,12 @@ struct TileBindParamsPass
     // A device function's types name its callers' parameters: binding the
     // kernels alone would leave the calls mismatched.
     for (KernelOp kernel : kernels) {
-      WalkResult calls = kernel.walk([](func::CallOp call) {
-        call.emitOpError("calls a device function that is not inlined yet; "
-                         "run tile-inline-functions before tile-bind-params "
-                         "(tile-to-nvvm and the JIT do)");
+      WalkResult calls = kernel.walk([](Operation *call) {
+        if (!isa<func::CallOp, CallOp>(call))
+          return WalkResult::advance();
+        call->emitOpError("calls a device function that is not inlined yet; "
+                          "run tile-inline-functions before tile-bind-params "
+                          "(tile-to-nvvm and the JIT do)");
         return WalkResult::interrupt();
       });
       if (calls.wasInterrupted())

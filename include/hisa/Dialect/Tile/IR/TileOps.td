@@ -73,6 +73,37 @@ def Tile_KernelOp : Tile_Op<"kernel", [
   }];
 }
 
+def Tile_CallOp : Tile_Op<"call", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Calls a device function whose shapes are bound at the call";
+  let description = [{
+    Calls a device function (a private `func.func`, see
+    `tile-inline-functions`) whose tile types may name shape symbols of
+    their own: each dimension of the callee's parameter and result types
+    that is a single name binds to the caller's dimension at that place
+    (an integer, a parameter name or a product), the same name to the same
+    dimension everywhere; other dimensions and everything else must match.
+    The inliner substitutes the bindings in the callee's body, so one
+    function serves tiles of several shapes (`func.call` needs equal types).
+
+    ```mlir
+    func.func private @clear(%t: !tile.shared<[n], i32>) { ... }
+    tile.call @clear(%keys) : (!tile.shared<[topk*kb], i32>) -> ()
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $callee `(` $args `)` attr-dict `:` functional-type($args, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The callee's shape symbols bound to the caller's dimensions, or a
+    /// diagnostic when the types do not unify.
+    ::mlir::FailureOr<::llvm::StringMap<::mlir::Attribute>>
+    bindShapes(::mlir::FunctionType calleeType);
+  }];
+}
+
 def Tile_ReturnOp : Tile_Op<"return", [Pure, HasParent<"KernelOp">, Terminator,
                                        ReturnLike]> {
   let summary = "Terminates a tile.kernel";

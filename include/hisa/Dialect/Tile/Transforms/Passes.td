@@ -37,9 +37,12 @@ def TileInlineFunctions : Pass<"tile-inline-functions", "::mlir::ModuleOp"> {
   let description = [{
     A device function is a `func.func private` holding tile, arith, scf and
     math ops (tile ops in it verify as inside a launch), called with
-    `func.call` from a `tile.launch` body or anything nested in one. This
-    pass, the first of `tile-to-nvvm` and of the JIT, inlines every call
-    (callees calling callees too), then erases the functions. A callee the
+    `func.call` (equal types) or `tile.call` (the callee's single-name
+    dimensions bound to the caller's) from a `tile.launch` body or anything
+    nested in one. This pass, the first of `tile-to-nvvm` and of the JIT,
+    inlines every call (a `tile.call` as a copy of the callee with its
+    bindings substituted; callees calling callees too), then erases the
+    functions. A callee the
     module does not define is taken from hisa's device library
     (`kernels-dsl/lib/*.mlir`, built into the compiler), so kernels share
     code such as `@select_key`, the order-preserving key of an f32.
