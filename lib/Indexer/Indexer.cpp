@@ -45,6 +45,12 @@ Error checkShape(const char *op, const IndexerShape &shape, bool hierarchical) {
         "{0}: block_topk * k_block_size = {1} * {2} exceeds {3}: stage 2 "
         "keeps a query's block_topk * kb logits on chip",
         op, shape.blockTopk, shape.kb, ops::kMaxStage2Slots));
+  int64_t blocks = (shape.n + shape.kb - 1) / shape.kb;
+  if (blocks > ops::kMaxStage1Blocks)
+    return argumentError(formatv(
+        "{0}: k has N = {1} rows: ceil(N / k_block_size) = {2} pooled keys "
+        "exceed the {3} the fused stage 1 keeps on chip",
+        op, shape.n, blocks, ops::kMaxStage1Blocks));
   return Error::success();
 }
 

@@ -33,7 +33,7 @@ import torch  # noqa: E402
 import hisa  # noqa: E402
 from hisa import ops  # noqa: E402
 from bench_memory_bound import Timer, emit_table  # noqa: E402
-from bench_mqa import bench, causal_windows, fp8  # noqa: E402
+from bench_mqa import bench, causal_windows, fp8, fp8_gemm_ceiling  # noqa: E402
 
 HEADS, DIM, KB, BLOCK_TOPK, TOPK_TOKENS = 64, 128, 128, 64, 2048
 
@@ -112,12 +112,7 @@ def main(argv=None):
         except Exception:
             traceback.print_exc()
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    size = 8192
-    a8, b8 = fp8(size, size), fp8(size, size)
-    one = torch.tensor(1.0, device="cuda")
-    t = bench(lambda: torch._scaled_mm(a8, b8.T, scale_a=one, scale_b=one, out_dtype=torch.float32))
-    fp8_rate = 2 * size**3 / t
-    del a8, b8
+    _, fp8_rate = fp8_gemm_ceiling(8192)
     torch.cuda.empty_cache()
 
     lines = [

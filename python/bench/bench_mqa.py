@@ -43,6 +43,15 @@ def fp8(*shape):
     return (torch.randn(*shape, device="cuda")).to(torch.float8_e4m3fn)
 
 
+def fp8_gemm_ceiling(size=8192):
+    """(seconds, FLOP/s) of cuBLAS(Lt) fp8 (torch._scaled_mm, f32 out) at
+    size^3: the tensor-core ceiling the benchmarks measure in their run."""
+    a8, b8 = fp8(size, size), fp8(size, size)
+    one = torch.tensor(1.0, device="cuda")
+    t = bench(lambda: torch._scaled_mm(a8, b8.T, scale_a=one, scale_b=one, out_dtype=torch.float32))
+    return t, 2 * size**3 / t
+
+
 def causal_windows(n):
     pos = torch.arange(n, device="cuda", dtype=torch.int32)
     return torch.zeros(n, device="cuda", dtype=torch.int32), pos + 1
@@ -86,12 +95,9 @@ def main():
 
     # Ceilings: cuBLAS(Lt) fp8 and bf16 at 8192^3.
     size = 8192
-    a8, b8 = fp8(size, size), fp8(size, size)
-    one = torch.tensor(1.0, device="cuda")
-    t = bench(lambda: torch._scaled_mm(a8, b8.T, scale_a=one, scale_b=one, out_dtype=torch.float32))
-    fp8_rate = 2 * size**3 / t
+    t, fp8_rate = fp8_gemm_ceiling(size)
     rows.append(("torch._scaled_mm fp8", f"{size}^3", t, fp8_rate, 1.0))
-    a16, b16 = a8.to(torch.bfloat16), b8.to(torch.bfloat16)
+    a16, b16 = fp8(size, size).to(torch.bfloat16), fp8(size, size).to(torch.bfloat16)
     t = bench(lambda: a16 @ b16.T)
     bf16_rate = 2 * size**3 / t
     rows.append(("torch.matmul bf16", f"{size}^3", t, bf16_rate, bf16_rate / fp8_rate))

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import torch  # noqa: E402
 
-from bench_mqa import bench, block_sparse_inputs, fp8, pool_inputs, write_table  # noqa: E402
+from bench_mqa import bench, block_sparse_inputs, fp8_gemm_ceiling, pool_inputs, write_table  # noqa: E402
 from hisa import jit  # noqa: E402
 
 KERNELS = os.path.join(HERE, "..", "..", "kernels-dsl")
@@ -207,12 +207,7 @@ def main():
     parser.add_argument("--out")
     args = parser.parse_args()
 
-    size = 8192
-    a8, b8 = fp8(size, size), fp8(size, size)
-    one = torch.tensor(1.0, device="cuda")
-    t = bench(lambda: torch._scaled_mm(a8, b8.T, scale_a=one, scale_b=one, out_dtype=torch.float32))
-    fp8_rate = 2 * size**3 / t
-    del a8, b8
+    t, fp8_rate = fp8_gemm_ceiling(8192)
     rows = [("torch._scaled_mm fp8 8192^3", "ceiling", t, fp8_rate, 1.0)]
     if args.only in (None, "gemm"):
         rows += gemm_rows(fp8_rate)

@@ -648,11 +648,6 @@ def topk(
 
 # ---- Fused indexer stages and the HISA indexer (KERNELS.md "Fused indexer stages") --
 
-# The fused stages keep a query's logits on chip (lib/Ops checks the same).
-_STAGE1_MAX_BLOCKS = 32768
-_STAGE2_MAX_SLOTS = 32768
-
-
 def _check_windows(names, m: int, device_ref, ref_name: str):
     out = []
     for name, t in names:
@@ -743,11 +738,7 @@ def pool_topk_blocks(
     if block_topk < 1:
         raise InvalidArgumentError(f"block_topk must be >= 1, got {block_topk}")
     bks, bke = _check_windows((("bks", bks), ("bke", bke)), m, q, "q")
-    if nb > _STAGE1_MAX_BLOCKS:
-        raise InvalidArgumentError(
-            f"blocked_k has Nb={nb} pooled keys; the fused stage 1 keeps a query's window of "
-            f"logits on chip, up to {_STAGE1_MAX_BLOCKS} blocks"
-        )
+    # Sizes the kernel cannot hold on chip are refused by lib/Ops.
     bks32, bke32 = _as_int32(bks, 0, nb), _as_int32(bke, 0, nb)
     return _pool_topk_blocks(q, blocked_k, blocked_k_scale, weights, bks32, bke32, block_topk, 1)
 
@@ -865,27 +856,20 @@ def hisa_indexer(
     topk_tokens = check_int("topk_tokens", topk_tokens)
     if topk_tokens < 1:
         raise InvalidArgumentError(f"topk_tokens must be >= 1, got {topk_tokens}")
-    if block_topk * kb > _STAGE2_MAX_SLOTS:
-        raise InvalidArgumentError(
-            f"block_topk * k_block_size = {block_topk} * {kb} exceeds {_STAGE2_MAX_SLOTS}: "
-            f"stage 2 keeps a query's block_topk * kb logits on chip"
-        )
     ks, ke = _check_windows((("cu_seqlen_ks", cu_seqlen_ks), ("cu_seqlen_ke", cu_seqlen_ke)),
                             m, q, "q")
-    if (n + kb - 1) // kb > _STAGE1_MAX_BLOCKS:
-        raise InvalidArgumentError(
-            f"k has N={n} rows: ceil(N / k_block_size) = {(n + kb - 1) // kb} pooled keys "
-            f"exceed the {_STAGE1_MAX_BLOCKS} the fused stage 1 keeps on chip"
-        )
     ks = _as_int32(ks, 0, n)
     ke = _as_int32(ke, 0, n)
-    if m == 0:
-        return torch.empty((0, topk_tokens), dtype=torch.int32, device=q.device)
     if n == 0:
         return torch.full((m, topk_tokens), -1, dtype=torch.int32, device=q.device)
+    # The workspace query checks the sizes (the stages' on-chip limits) in
+    # lib/Indexer, also when there is nothing to compute.
+    workspace_bytes = _workspace_bytes("hisa_hisa_indexer_workspace_size", m, n, heads, dim,
+                                       kb, block_topk, topk_tokens)
+    if m == 0:
+        return torch.empty((0, topk_tokens), dtype=torch.int32, device=q.device)
     out = torch.empty((m, topk_tokens), dtype=torch.int32, device=q.device)
-    workspace = _workspace("hisa_hisa_indexer_workspace_size", q.device,
-                           m, n, heads, dim, kb, block_topk, topk_tokens)
+    workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=q.device)
     _run("hisa_hisa_indexer", q.device, q, k, k_scale,
          weights, ks, ke, out, m, n, heads, dim, kb,
          block_topk, topk_tokens, workspace, workspace.numel())

@@ -56,6 +56,12 @@ TEST(IndexerWorkspace, RefusesUnsupportedShapes) {
   EXPECT_EQ(
       hisa_hisa_indexer_workspace_size(16, 0, 64, 128, 128, 16, 64, &bytes),
       HISA_ERROR_INVALID_ARGUMENT);
+  // 32769 pooled keys of 64 rows: more than stage 1 keeps on chip.
+  EXPECT_EQ(hisa_hisa_indexer_workspace_size(16, 32769 * 64, 64, 128, 64, 16,
+                                             64, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("32769 pooled keys"), std::string::npos)
+      << lastError();
   EXPECT_EQ(hisa_flat_indexer_workspace_size(1, 1, 64, 128, 1, nullptr),
             HISA_ERROR_INVALID_ARGUMENT);
 }
