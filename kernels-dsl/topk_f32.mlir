@@ -9,15 +9,18 @@
 // (@select_key of hisa's device library: sign bit set for positives, all
 // bits flipped for negatives), with -inf and NaN mapped to 0, the key of
 // "not selectable". A row of at most `cache` columns keeps its keys in
-// shared memory; a longer one re-reads x at every pass.
+// shared memory; a longer one re-reads x at every pass until its threshold
+// bin is small enough to compact (below).
 //
 //   1. Keys, and the histogram of their top 8 bits.
 //   2. Radix select, 8 bits a pass from the top: the suffix sums of the
 //      histogram say how many keys are at least each bin; the bin where
 //      that count reaches the number still needed holds the threshold.
 //      A pass narrows the threshold's prefix by 8 bits and stops early when
-//      the whole bin is needed. No candidate buffer: every pass counts the
-//      keys that share the prefix found so far, so any input is exact.
+//      the whole bin is needed. No candidate buffer that can overflow:
+//      every pass counts the keys that share the prefix found so far, and
+//      a row past the cache moves its 16-bit threshold bin to a candidate
+//      list only when the count says it fits, so any input is exact.
 //   3. Every key above the threshold (or at least the threshold, when all
 //      keys equal to it are needed) claims a slot with a shared atomic.
 //   4. When more keys equal the threshold than are needed, the first ones
@@ -26,6 +29,14 @@
 //      are taken (a loop whose trip count depends on the data).
 //   5. Slots past the number of selectable keys get -1.
 
+// The bf16 variant, topk_bf16, is this kernel with x's element type and its
+// key function renamed (cmake/KernelVariants.cmake writes it to the build's
+// kernels-dsl/ and the runtime embeds it beside this one):
+// hisa-variant topk_bf16 replaces "@topk_f32(" with "@topk_bf16("
+// hisa-variant topk_bf16 replaces "f32>" with "bf16>"
+// hisa-variant topk_bf16 replaces "@select_key(" with "@select_key_bf16("
+// hisa-variant topk_bf16 replaces "(f32) -> i32" with "(bf16) -> i32"
+
 // From hisa's device library (kernels-dsl/lib/select_key.mlir).
 func.func private @select_key(f32) -> i32
 
@@ -33,7 +44,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %starts: !tile.global<[?], i32>,
                       %ends: !tile.global<[?], i32>,
                       %out: !tile.global<[?, ?], i32>)
-    params {cache = 8192, windowed = 0, relative = 0} {
+    params {cache = 8192, candidates = 32, windowed = 0, relative = 0} {
   %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
   tile.launch (%row) in (%rows) threads 256 {
     %keys = tile.alloc : !tile.shared<[cache], i32>
@@ -46,10 +57,20 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %warp_ties = tile.alloc : !tile.shared<[8], i32>
     %warp_offsets = tile.alloc : !tile.shared<[8], i32>
     // [p, 0] threshold prefix, [p, 1] keys still needed at the threshold,
-    // [p, 2] done (the whole threshold bin is needed); [0, 3] slot counter.
+    // [p, 2] done (the whole threshold bin is needed), [p, 4] keys in the
+    // threshold bin; [0, 3] slot counter, [1, 3] candidate counter.
     // A pass reads the p of its parity and writes the other: the threads
     // still reading one never race with the writer of the next.
-    %state = tile.alloc : !tile.shared<[2, 4], i32>
+    %state = tile.alloc : !tile.shared<[2, 5], i32>
+    // For a row past the cache: the keys (and columns) that share the
+    // threshold's top 16 bits, once they are few enough, so that the last
+    // two passes and the selection read these instead of x. Exact: they are
+    // compacted only when the count (known from the second pass) fits
+    // `candidates`. Cached rows never compact: their passes read shared
+    // memory already, and a larger footprint costs blocks per SM (measured:
+    // [32768, 8192] k=2048 1.39 -> 1.64 ms with 1024 candidates for all rows).
+    %candidate_keys = tile.alloc : !tile.shared<[candidates], i32>
+    %candidate_columns = tile.alloc : !tile.shared<[candidates], i32>
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c256 = arith.constant 256 : index
@@ -99,8 +120,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
         // (kernels-dsl/lib/select_key.mlir: -0.0 is 0.0, -inf/NaN key 0.)
         %key = func.call @select_key(%v) : (f32) -> i32
-        %neg_inf = arith.constant 0xFF800000 : f32
-        %selectable = arith.cmpf ogt, %v, %neg_inf : f32
+        %selectable = arith.cmpi ne, %key, %zero : i32
         scf.if %cached {
           %at = arith.subi %c, %start : index
           tile.store %key, %keys[%at] : !tile.shared<[cache], i32>
@@ -127,33 +147,116 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %selectable_count = tile.scan sum %counts to %at_least reverse
         : !tile.shared<[256], i32> to !tile.shared<[256], i32>
     %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
-    tile.parallel (%p, %i) in [2, 4] {
+    tile.parallel (%p, %i) in [2, 5] {
       // prefix 0, k needed, not done, no slot taken.
       %is_needed = arith.cmpi eq, %i, %c1 : index
       %init = arith.select %is_needed, %k_i32, %zero : i32
-      tile.store %init, %state[%p, %i] : !tile.shared<[2, 4], i32>
+      tile.store %init, %state[%p, %i] : !tile.shared<[2, 5], i32>
     }
 
     // 2. Radix select, unless every selectable key is taken.
     %c24_i32 = arith.constant 24 : i32
     %true = arith.constant true
-    %final:3 = scf.while (%shift = %c24_i32, %first_pass = %true, %parity = %c0)
-        : (i32, i1, index) -> (i32, i1, index) {
+    %false_init = arith.constant false
+    %final:4 = scf.while (%shift = %c24_i32, %first_pass = %true, %parity = %c0,
+                          %compacted = %false_init)
+        : (i32, i1, index, i1) -> (i32, i1, index, i1) {
       %c2_index = arith.constant 2 : index
-      %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 4], i32>
+      %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 5], i32>
       %more_bits = arith.cmpi sge, %shift, %zero : i32
       %not_done = arith.cmpi eq, %done_i32, %zero : i32
       %needed = arith.xori %take_all, %true : i1
       %go_on = arith.andi %more_bits, %not_done : i1
       %go = arith.andi %go_on, %needed : i1
-      scf.condition(%go) %shift, %first_pass, %parity : i32, i1, index
+      scf.condition(%go) %shift, %first_pass, %parity, %compacted : i32, i1, index, i1
     } do {
-    ^bb0(%shift: i32, %first_pass: i1, %parity: index):
-      %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 4], i32>
-      %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 4], i32>
+    ^bb0(%shift: i32, %first_pass: i1, %parity: index, %compacted: i1):
+      %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 5], i32>
+      %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 5], i32>
       %other = arith.subi %c1, %parity : index
       %later_pass = arith.xori %first_pass, %true : i1
-      scf.if %later_pass {
+      // Before the third pass: compact the threshold bin's keys if they fit.
+      %c8_third = arith.constant 8 : i32
+      %third_pass = arith.cmpi eq, %shift, %c8_third : i32
+      %c4_bin = arith.constant 4 : index
+      %bin_keys = tile.load %state[%parity, %c4_bin] : !tile.shared<[2, 5], i32>
+      %capacity_index = tile.param "candidates" : index
+      %capacity = arith.index_cast %capacity_index : index to i32
+      %fits = arith.cmpi sle, %bin_keys, %capacity : i32
+      %uncached = arith.xori %cached, %true : i1
+      %fits_uncached = arith.andi %fits, %uncached : i1
+      %compact_now = arith.andi %third_pass, %fits_uncached : i1
+      %use_candidates = arith.ori %compact_now, %compacted : i1
+      scf.if %compact_now {
+        // Keys above the 16-bit prefix are selected now; keys with it
+        // become candidates.
+        %c16_i32 = arith.constant 16 : i32
+        %prefix16 = arith.shrui %prefix, %c16_i32 : i32
+        tile.parallel (%t) in [256] {
+          %first = arith.addi %start, %t : index
+          scf.for %c = %first to %end step %c256 {
+            %key = scf.if %cached -> (i32) {
+              %at = arith.subi %c, %start : index
+              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+              scf.yield %cached_key : i32
+            } else {
+              %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+              %read_key = func.call @select_key(%v) : (f32) -> i32
+              scf.yield %read_key : i32
+            }
+            %key16 = arith.shrui %key, %c16_i32 : i32
+            %selectable = arith.cmpi ne, %key, %zero : i32
+            %higher = arith.cmpi ugt, %key16, %prefix16 : i32
+            %same = arith.cmpi eq, %key16, %prefix16 : i32
+            %taken = arith.andi %selectable, %higher : i1
+            %candidate = arith.andi %selectable, %same : i1
+            scf.if %taken {
+              %c3 = arith.constant 3 : index
+              %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+              %slot = arith.index_cast %slot_i32 : i32 to index
+              %column_index = arith.subi %c, %column_base : index
+              %column = arith.index_cast %column_index : index to i32
+              tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+            }
+            scf.if %candidate {
+              %c3 = arith.constant 3 : index
+              %at_i32 = tile.atomic add %one, %state[%c1, %c3] : !tile.shared<[2, 5], i32>
+              %at = arith.index_cast %at_i32 : i32 to index
+              %c_i32 = arith.index_cast %c : index to i32
+              tile.store %key, %candidate_keys[%at] : !tile.shared<[candidates], i32>
+              tile.store %c_i32, %candidate_columns[%at] : !tile.shared<[candidates], i32>
+            }
+          }
+        }
+      }
+      scf.if %use_candidates {
+        // This digit's histograms among the candidates with the prefix.
+        %c8_i32 = arith.constant 8 : i32
+        %above = arith.addi %shift, %c8_i32 : i32
+        %prefix_high = arith.shrui %prefix, %above : i32
+        %c3_count = arith.constant 3 : index
+        %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 5], i32>
+        %candidates = arith.index_cast %candidates_i32 : i32 to index
+        tile.parallel (%t) in [256] {
+          scf.for %i = %t to %candidates step %c256 {
+            %key = tile.load %candidate_keys[%i] : !tile.shared<[candidates], i32>
+            %key_high = arith.shrui %key, %above : i32
+            %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+            scf.if %same_prefix {
+              %shifted = arith.shrui %key, %shift : i32
+              %mask = arith.constant 255 : i32
+              %digit = arith.andi %shifted, %mask : i32
+              %bin = arith.index_cast %digit : i32 to index
+              %c32_w = arith.constant 32 : index
+              %warp = arith.divui %t, %c32_w : index
+              %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
+            }
+          }
+        }
+      }
+      %full_pass = arith.xori %use_candidates, %true : i1
+      %count_all = arith.andi %later_pass, %full_pass : i1
+      scf.if %count_all {
         // The histograms of this digit among the keys that share the
         // prefix found so far.
         %c8_i32 = arith.constant 8 : i32
@@ -186,6 +289,8 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
             }
           }
         }
+      }
+      scf.if %later_pass {
         tile.parallel (%b) in [256] {
           %c8_w = arith.constant 8 : index
           %total = scf.for %w = %c0 to %c8_w step %c1 iter_args(%sum = %zero) -> (i32) {
@@ -225,50 +330,79 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           %whole_bin = arith.cmpi eq, %in_bin, %need : i32
           %done = arith.extui %whole_bin : i1 to i32
           %c2 = arith.constant 2 : index
-          tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 4], i32>
-          tile.store %need, %state[%other, %c1] : !tile.shared<[2, 4], i32>
-          tile.store %done, %state[%other, %c2] : !tile.shared<[2, 4], i32>
+          tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 5], i32>
+          tile.store %need, %state[%other, %c1] : !tile.shared<[2, 5], i32>
+          tile.store %done, %state[%other, %c2] : !tile.shared<[2, 5], i32>
+          %c4_store = arith.constant 4 : index
+          tile.store %in_bin, %state[%other, %c4_store] : !tile.shared<[2, 5], i32>
         }
       }
       %c8 = arith.constant 8 : i32
       %next_shift = arith.subi %shift, %c8 : i32
       %false = arith.constant false
-      scf.yield %next_shift, %false, %other : i32, i1, index
+      scf.yield %next_shift, %false, %other, %use_candidates : i32, i1, index, i1
     }
 
     // 3. Keys above the threshold, or at least the threshold when all of
     //    those equal to it are needed (always so when every selectable key
     //    is taken: the threshold is then 1, the least selectable key).
-    %found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 4], i32>
-    %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 4], i32>
+    %found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 5], i32>
+    %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 5], i32>
     %c2 = arith.constant 2 : index
-    %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 4], i32>
+    %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 5], i32>
     %done = arith.cmpi ne, %done_i32, %zero : i32
     %threshold = arith.select %take_all, %one, %found : i32
     %all_at_threshold = arith.ori %take_all, %done : i1
-    tile.parallel (%t) in [256] {
-      %first = arith.addi %start, %t : index
-      scf.for %c = %first to %end step %c256 {
-        %key = scf.if %cached -> (i32) {
-          %at = arith.subi %c, %start : index
-          %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
-          scf.yield %cached_key : i32
-        } else {
-          %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-          %read_key = func.call @select_key(%v) : (f32) -> i32
-          scf.yield %read_key : i32
+    scf.if %final#3 {
+      // Compacted: the keys above the 16-bit prefix are written; the rest
+      // of the selection is among the candidates.
+      %c3_count = arith.constant 3 : index
+      %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 5], i32>
+      %candidates = arith.index_cast %candidates_i32 : i32 to index
+      tile.parallel (%t) in [256] {
+        scf.for %i = %t to %candidates step %c256 {
+          %key = tile.load %candidate_keys[%i] : !tile.shared<[candidates], i32>
+          %above = arith.cmpi ugt, %key, %threshold : i32
+          %at_threshold = arith.cmpi eq, %key, %threshold : i32
+          %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+          %take = arith.ori %above, %equal_taken : i1
+          scf.if %take {
+            %c3 = arith.constant 3 : index
+            %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+            %slot = arith.index_cast %slot_i32 : i32 to index
+            %c_i32 = tile.load %candidate_columns[%i] : !tile.shared<[candidates], i32>
+            %c = arith.index_cast %c_i32 : i32 to index
+            %column_index = arith.subi %c, %column_base : index
+            %column = arith.index_cast %column_index : index to i32
+            tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+          }
         }
-        %above = arith.cmpi ugt, %key, %threshold : i32
-        %at_threshold = arith.cmpi eq, %key, %threshold : i32
-        %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
-        %take = arith.ori %above, %equal_taken : i1
-        scf.if %take {
-          %c3 = arith.constant 3 : index
-          %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
-          %slot = arith.index_cast %slot_i32 : i32 to index
-          %column_index = arith.subi %c, %column_base : index
-          %column = arith.index_cast %column_index : index to i32
-          tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+      }
+    } else {
+      tile.parallel (%t) in [256] {
+        %first = arith.addi %start, %t : index
+        scf.for %c = %first to %end step %c256 {
+          %key = scf.if %cached -> (i32) {
+            %at = arith.subi %c, %start : index
+            %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+            scf.yield %cached_key : i32
+          } else {
+            %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+            %read_key = func.call @select_key(%v) : (f32) -> i32
+            scf.yield %read_key : i32
+          }
+          %above = arith.cmpi ugt, %key, %threshold : i32
+          %at_threshold = arith.cmpi eq, %key, %threshold : i32
+          %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+          %take = arith.ori %above, %equal_taken : i1
+          scf.if %take {
+            %c3 = arith.constant 3 : index
+            %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+            %slot = arith.index_cast %slot_i32 : i32 to index
+            %column_index = arith.subi %c, %column_base : index
+            %column = arith.index_cast %column_index : index to i32
+            tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+          }
         }
       }
     }
@@ -278,7 +412,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %ties_needed = arith.xori %all_at_threshold, %true : i1
     scf.if %ties_needed {
       %c3 = arith.constant 3 : index
-      %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 4], i32>
+      %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 5], i32>
       %left:2 = scf.while (%chunk = %start, %taken = %zero) : (index, i32) -> (index, i32) {
         %columns_left = arith.cmpi ult, %chunk, %end : index
         %short = arith.cmpi slt, %taken, %need : i32

@@ -12,7 +12,8 @@ out=$build/kernels
 mkdir -p "$out"
 ptxas=${HISA_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 printf '\n%-26s %-8s %-10s %-12s %-10s %s\n' kernel threads registers "shared (B)" "PTX (B)" status
-for source in "$root"/kernels-dsl/*.mlir; do
+# The kernels, then the variants they declare (generated into the build).
+for source in "$root"/kernels-dsl/*.mlir "$build"/kernels-dsl/*.mlir; do
   name=$(basename "$source" .mlir)
   report=$("$build/bin/hisa-opt" "$source" --tile-inline-functions --tile-bind-params --tile-report-resources -o /dev/null)
   threads=$(sed -n 's/.* threads=\([0-9]*\).*/\1/p' <<<"$report")

@@ -17,6 +17,8 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope --dump-input=fail"
 
 config.substitutions.append(("%hisa_src", config.hisa_src_root))
 config.substitutions.append(("%hisa_obj", config.hisa_obj_root))
+# Variants the kernels declare (cmake/KernelVariants.cmake), generated in the build.
+config.substitutions.append(("%kernels_variants", os.path.join(config.hisa_obj_root, "kernels-dsl")))
 config.substitutions.append(("%kernels", os.path.join(config.hisa_src_root, "kernels-dsl")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "CUDA_HOME"])

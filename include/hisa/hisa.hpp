@@ -113,6 +113,17 @@ inline Status topk(const float *x, int32_t *out, int64_t rows, int64_t columns,
       hisa_topk(x, starts, ends, out, rows, columns, k, 0, stream));
 }
 
+/// topk of a bf16 x [rows, columns] (raw 2-byte elements, e.g. a
+/// __nv_bfloat16 or at::BFloat16 array): the same selection as on the f32
+/// values it widens to.
+inline Status topkBf16(const void *x, int32_t *out, int64_t rows,
+                       int64_t columns, int64_t k, void *stream,
+                       const int32_t *starts = nullptr,
+                       const int32_t *ends = nullptr) {
+  return detail::status(
+      hisa_topk_bf16(x, starts, ends, out, rows, columns, k, 0, stream));
+}
+
 /// The runtime's version string.
 inline std::string version() { return hisa_version(); }
 

@@ -22,3 +22,11 @@ func.func private @select_key(%v: f32) -> i32 {
   %key = arith.select %selectable, %ordered, %zero : i32
   return %key : i32
 }
+
+// The key of a bf16: that of the f32 it widens to exactly, so bf16 and f32
+// rows order (and tie) the same way.
+func.func private @select_key_bf16(%v: bf16) -> i32 {
+  %wide = arith.extf %v : bf16 to f32
+  %key = func.call @select_key(%wide) : (f32) -> i32
+  return %key : i32
+}

@@ -249,6 +249,13 @@ int hisa_topk(const float *x, const int32_t *starts, const int32_t *ends,
                                   relative != 0, stream));
 }
 
+int hisa_topk_bf16(const void *x, const int32_t *starts, const int32_t *ends,
+                   int32_t *out, int64_t rows, int64_t columns, int64_t k,
+                   int32_t relative, void *stream) {
+  return statusOf(hisa::ops::topkBf16(x, starts, ends, out, rows, columns, k,
+                                      relative != 0, stream));
+}
+
 int hisa_pool_topk_blocks(const void *q, const void *blocked_k,
                           const float *blocked_k_scale, const float *weights,
                           const int32_t *starts, const int32_t *ends,

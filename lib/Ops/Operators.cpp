@@ -119,16 +119,29 @@ int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
 }
 
 /// Rows (windows) of at most this many columns keep their keys in shared
-/// memory for the select passes; longer ones re-read x at every pass.
+/// memory for the select passes; longer ones re-read x at every pass until
+/// their threshold bin fits the candidate list.
 constexpr int64_t kTopkCacheSizes[] = {2048, 8192, 16384, 32768, 49152};
 
-int64_t topkCache(int64_t columns, bool windowed) {
+/// The top-k specialization for rows of `columns`: the key cache and the
+/// candidate list (only rows past the cache use it, so cached-only
+/// specializations keep a token one and their blocks per SM).
+std::string topkParams(int64_t columns, bool windowed, bool relative) {
+  int64_t cache = 0, candidates = 32;
   for (int64_t size : kTopkCacheSizes)
-    if (columns <= size)
-      return size;
-  // Longer rows are re-read; windows shorter than the largest cache still
-  // use it.
-  return windowed ? kTopkCacheSizes[4] : kTopkCacheSizes[0];
+    if (columns <= size) {
+      cache = size;
+      break;
+    }
+  if (cache == 0) {
+    // Longer rows are re-read; windows may still fit the largest cache.
+    // Without windows no row is cached: the cache is minimal and the
+    // candidate list takes its place.
+    cache = windowed ? kTopkCacheSizes[4] : 256;
+    candidates = windowed ? 1024 : 4096;
+  }
+  return formatv("cache={0},candidates={1},relative={2},windowed={3}", cache,
+                 candidates, relative ? 1 : 0, windowed ? 1 : 0);
 }
 
 /// Shared memory a block of the fused stages may take (the H200 allows
@@ -241,10 +254,11 @@ Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
                      arguments, stream);
 }
 
-Error topk(const float *x, const int32_t *starts, const int32_t *ends,
-           int32_t *out, int64_t rows, int64_t columns, int64_t k,
-           bool relative, void *stream) {
-  const char *op = "topk";
+/// topk and topkBf16: `kernel` reads x's elements of `elementBytes`.
+static Error runTopk(const char *op, const char *kernel, const void *x,
+                     int64_t elementBytes, const int32_t *starts,
+                     const int32_t *ends, int32_t *out, int64_t rows,
+                     int64_t columns, int64_t k, bool relative, void *stream) {
   if (Error error = checkNonNegative(op, "rows", rows))
     return error;
   if (Error error = checkNonNegative(op, "columns", columns))
@@ -262,7 +276,7 @@ Error topk(const float *x, const int32_t *starts, const int32_t *ends,
     return argumentError(formatv("{0}: relative columns need windows", op));
   if (rows == 0)
     return Error::success();
-  if (Error error = checkPointer(op, "x", x, 4))
+  if (Error error = checkPointer(op, "x", x, elementBytes))
     return error;
   if (Error error = checkPointer(op, "out", out, 4))
     return error;
@@ -272,11 +286,22 @@ Error topk(const float *x, const int32_t *starts, const int32_t *ends,
   LaunchArgument arguments[] = {
       tensor(x, {rows, columns}), tensor(windowStarts, {windowed ? rows : 1}),
       tensor(windowEnds, {windowed ? rows : 1}), tensor(out, {rows, k})};
-  return runOperator("topk_f32",
-                     formatv("cache={0},relative={1},windowed={2}",
-                             topkCache(columns, windowed), relative ? 1 : 0,
-                             windowed ? 1 : 0),
-                     arguments, stream);
+  return runOperator(kernel, topkParams(columns, windowed, relative), arguments,
+                     stream);
+}
+
+Error topk(const float *x, const int32_t *starts, const int32_t *ends,
+           int32_t *out, int64_t rows, int64_t columns, int64_t k,
+           bool relative, void *stream) {
+  return runTopk("topk", "topk_f32", x, 4, starts, ends, out, rows, columns, k,
+                 relative, stream);
+}
+
+Error topkBf16(const void *x, const int32_t *starts, const int32_t *ends,
+               int32_t *out, int64_t rows, int64_t columns, int64_t k,
+               bool relative, void *stream) {
+  return runTopk("topk_bf16", "topk_bf16", x, 2, starts, ends, out, rows,
+                 columns, k, relative, stream);
 }
 
 Error poolTopkBlocks(const void *q, const void *blockedK,

@@ -86,18 +86,19 @@ uint64_t getZeroRowBytes(const KernelMetadata &metadata) {
 /// sizes, data pointer and alignment the caller has checked); an empty
 /// tensor reads `zeroRow` (getZeroRowBytes of device zeros).
 Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
-                      const LaunchArgument &given, const std::string &what,
-                      StringRef kernel, void *zeroRow, CUtensorMap &encoded) {
+                      const LaunchArgument &given,
+                      function_ref<std::string()> what, StringRef kernel,
+                      void *zeroRow, CUtensorMap &encoded) {
   if (!driver.tensorMapEncodeTiled)
     return makeError(formatv("kernel '{0}' reads {1} through TMA, but the "
                              "CUDA driver has no cuTensorMapEncodeTiled "
                              "(CUDA 12 or newer is needed)",
-                             kernel, what));
+                             kernel, what()));
   size_t rank = given.sizes.size();
   if (map.box.size() != rank || rank > 5)
     return makeError(formatv("{0}: the kernel's tensor map has rank {1}, the "
                              "tensor {2}",
-                             what, map.box.size(), rank));
+                             what(), map.box.size(), rank));
   void *address = given.data;
   SmallVector<int64_t, 8> extents(given.sizes);
   if (llvm::is_contained(extents, 0)) {
@@ -107,7 +108,7 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
     if (extents.back() == 0)
       extents.back() = std::max<int64_t>(1, 16 / map.elementBytes);
     if (!zeroRow)
-      return makeError(what + ": no zero row was allocated for the kernel");
+      return makeError(what() + ": no zero row was allocated for the kernel");
     address = zeroRow;
   }
   // Innermost first; strides in bytes for every dimension but the innermost.
@@ -122,7 +123,7 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
                                "coordinates (32-bit) reach; compile for "
                                "target 'sm_90a,-tma' to stage it with "
                                "cp.async",
-                               what, rank - 1 - i, size));
+                               what(), rank - 1 - i, size));
     sizes[i] = static_cast<cuuint64_t>(size);
     box[i] = static_cast<cuuint32_t>(map.box[rank - 1 - i]);
     elementStrides[i] = 1;
@@ -145,7 +146,7 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
     type = CU_TENSOR_MAP_DATA_TYPE_UINT64;
     break;
   default:
-    return makeError(formatv("{0}: no TMA element type of {1} bytes", what,
+    return makeError(formatv("{0}: no TMA element type of {1} bytes", what(),
                              map.elementBytes));
   }
   CUtensorMapSwizzle swizzle;
@@ -164,7 +165,7 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
     break;
   default:
     return makeError(
-        formatv("{0}: no TMA swizzle of {1} bytes", what, map.swizzleBytes));
+        formatv("{0}: no TMA swizzle of {1} bytes", what(), map.swizzleBytes));
   }
   // Boxes outside the tensor read zeros (FLOAT_OOB_FILL_NONE), as tile.copy
   // requires.
@@ -172,7 +173,9 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
       &encoded, type, static_cast<cuuint32_t>(rank), address, sizes, strides,
       box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return checkCuda(result, "cuTensorMapEncodeTiled for " + what, kernel);
+  if (result == CUDA_SUCCESS)
+    return Error::success();
+  return checkCuda(result, "cuTensorMapEncodeTiled for " + what(), kernel);
 }
 
 class LoadedKernelImpl : public LoadedKernel {
@@ -212,10 +215,14 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   SmallVector<SmallVector<int64_t, 8>> sizes;
   for (auto [i, given] : llvm::enumerate(arguments)) {
     const KernelMetadata::Argument &expected = metadata.arguments[i];
-    std::string what =
-        formatv("kernel '{0}' argument '{1}' (#{2})", kernel, expected.name, i);
+    // Built on error only: launches are on the host's critical path.
+    auto what = [&, i = i]() {
+      return formatv("kernel '{0}' argument '{1}' (#{2})", kernel,
+                     expected.name, i)
+          .str();
+    };
     if (given.kind != expected.kind)
-      return makeError(what + ": expected a " +
+      return makeError(what() + ": expected a " +
                        (expected.kind == KernelMetadata::Argument::Tensor
                             ? "tensor"
                             : "scalar"));
@@ -234,25 +241,25 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
       continue;
     }
     if (given.sizes.size() != expected.shape.size())
-      return makeError(formatv("{0}: expected rank {1}, got {2}", what,
+      return makeError(formatv("{0}: expected rank {1}, got {2}", what(),
                                expected.shape.size(), given.sizes.size()));
     int64_t elements = 1;
     for (auto [d, size] : llvm::enumerate(given.sizes)) {
       if (size < 0)
-        return makeError(
-            formatv("{0}: negative size {1} in dimension {2}", what, size, d));
+        return makeError(formatv("{0}: negative size {1} in dimension {2}",
+                                 what(), size, d));
       if (expected.shape[d] >= 0 && expected.shape[d] != size)
         return makeError(formatv(
             "{0}: dimension {1} is {2} but the kernel was specialized for {3}",
-            what, d, size, expected.shape[d]));
+            what(), d, size, expected.shape[d]));
       elements *= size;
     }
     if (elements > 0) {
       if (!given.data)
-        return makeError(what + ": null data pointer");
+        return makeError(what() + ": null data pointer");
       if (reinterpret_cast<uintptr_t>(given.data) % expected.alignment != 0)
         return makeError(formatv("{0}: data pointer must be {1}-byte aligned",
-                                 what, expected.alignment));
+                                 what(), expected.alignment));
       if (Error error =
               driver->checkDevicePointer(given.data, expected.name, kernel))
         return error;
@@ -297,9 +304,11 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
       return makeError(formatv("kernel '{0}': a tensor map names argument "
                                "#{1}, which it does not have",
                                kernel, map.argument));
-    std::string what =
-        formatv("kernel '{0}' argument '{1}' (#{2})", kernel,
-                metadata.arguments[map.argument].name, map.argument);
+    auto what = [&]() {
+      return formatv("kernel '{0}' argument '{1}' (#{2})", kernel,
+                     metadata.arguments[map.argument].name, map.argument)
+          .str();
+    };
     if (Error error = encodeTensorMap(*driver, map, arguments[map.argument],
                                       what, kernel, zeroRow, encoded))
       return error;

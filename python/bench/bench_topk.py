@@ -5,7 +5,7 @@ Measured in one run: the device-to-device copy bandwidth (the ceiling: a
 top-k must read its input once), then per shape hisa.topk, torch.topk
 (sorted=False) and, with --anchors, TileLang 0.1.15's `tl_topk` from
 ../shared/anchors (deepseek_v32/topk_selector.py; it takes windows, given
-as [0, C)). Bytes = R*C*4 read + R*k*4 written. Each result is checked
+as [0, C); f32 only). Bytes = R*C*(4 or 2) read + R*k*4 written. Each result is checked
 against torch (selected values as a multiset) before timing.
 
     PYTHONPATH=python python3 python/bench/bench_topk.py --out table.md \\
@@ -32,14 +32,17 @@ from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noq
 
 L2_BYTES = 60 * 1024**2
 
-# (rows, columns, k, whether the anchor is run: its fixed 4096-candidate
-# buffer overflows on long random rows, killing the CUDA context).
+# (rows, columns, k, dtype, whether the anchor is run: its fixed
+# 4096-candidate buffer overflows on long random rows, killing the CUDA
+# context, and it takes f32 only).
 SHAPES = [
-    (32768, 8192, 2048, True),
-    (30720, 8192, 2048, True),
-    (32768, 1024, 64, True),
-    (8192, 131072, 2048, False),
-    (64, 1 << 20, 4096, False),
+    (32768, 8192, 2048, torch.float32, True),
+    (30720, 8192, 2048, torch.float32, True),
+    (32768, 1024, 64, torch.float32, True),
+    (8192, 131072, 2048, torch.float32, False),
+    (64, 1 << 20, 4096, torch.float32, False),
+    (32768, 8192, 2048, torch.bfloat16, False),
+    (8192, 131072, 2048, torch.bfloat16, False),
 ]
 
 
@@ -91,11 +94,13 @@ def main(argv=None):
         fmt_row(["---", "---"] + ["---:"] * 5 + [":---:"]),
     ]
     errors = 0
-    for rows, columns, k, run_anchor in SHAPES:
-        per_set = rows * columns * 4
+    for rows, columns, k, dtype, run_anchor in SHAPES:
+        element = torch.tensor([], dtype=dtype).element_size()
+        per_set = rows * columns * element
         sets = max(2, -(-3 * L2_BYTES // per_set))
-        xs = [torch.randn(rows, columns, device="cuda") for _ in range(sets)]
-        moved = rows * columns * 4 + rows * k * 4
+        xs = [torch.randn(rows, columns, device="cuda").to(dtype) for _ in range(sets)]
+        moved = rows * columns * element + rows * k * 4
+        shape = f"[{rows}, {columns}], {k}" + (" bf16" if dtype == torch.bfloat16 else "")
         starts = torch.zeros(rows, dtype=torch.int32, device="cuda")
         ends = torch.full((rows,), columns, dtype=torch.int32, device="cuda")
         # torch first: the other rows give their speedup over it.
@@ -115,13 +120,13 @@ def main(argv=None):
                 bw = moved / t
                 speedup = f"{torch_time / t:.2f}x" if torch_time else "-"
                 lines.append(fmt_row([
-                    f"[{rows}, {columns}], {k}", name, f"{t * 1e6:.1f}", f"{bw / 1e9:.0f}",
+                    shape, name, f"{t * 1e6:.1f}", f"{bw / 1e9:.0f}",
                     f"{100 * bw / copy_bw:.1f}", speedup, f"{host * 1e6:.1f}",
                     "ok" if ok else "**MISMATCH**"]))
                 errors += 0 if ok else 1
             except Exception as exc:
                 traceback.print_exc()
-                lines.append(fmt_row([f"[{rows}, {columns}], {k}", name] + ["-"] * 5
+                lines.append(fmt_row([shape, name] + ["-"] * 5
                                      + [f"error: {str(exc).splitlines()[0][:80]}"]))
                 errors += 1
         del xs

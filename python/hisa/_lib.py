@@ -208,6 +208,8 @@ _SIGNATURES = {
     # x, starts, ends, out; rows, columns, k; relative; stream
     "hisa_topk": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
                   + [ctypes.c_int32, ctypes.c_void_p]),
+    "hisa_topk_bf16": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
+                       + [ctypes.c_int32, ctypes.c_void_p]),
     # q, blocked_k, blocked_k_scale, weights, starts, ends, out; m, nb, heads, dim,
     # out_columns, window_kb; stream
     "hisa_pool_topk_blocks": (ctypes.c_int, [ctypes.c_void_p] * 7 + [ctypes.c_int64] * 6

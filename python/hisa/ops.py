@@ -587,7 +587,8 @@ def topk(
     input (radix select without a candidate buffer).
 
     Args:
-      x: [R, C] float32, CUDA, contiguous (C < 2**31).
+      x: [R, C] float32 or bfloat16 (selected as the float32 values it
+        widens to), CUDA, contiguous (C < 2**31).
       k: 1 <= k <= C.
       starts, ends: optional [R] int32 (int64 accepted, converted on the
         device) column windows, clamped to [0, C]; both or neither.
@@ -601,12 +602,10 @@ def topk(
         return result if out is None else out.copy_(result)
     x = check_tensor("x", x)
     check_cuda("x", x)
-    if x.dtype == torch.bfloat16:
+    if x.dtype not in (torch.float32, torch.bfloat16):
         raise InvalidArgumentError(
-            "x has dtype torch.bfloat16; hisa.topk takes torch.float32 today "
-            "(convert with x.float(), which costs one extra pass over x)"
+            f"x must have dtype torch.float32 or torch.bfloat16, got {x.dtype}"
         )
-    check_dtype("x", x, torch.float32)
     check_rank("x", x, 2, "[R, C]")
     rows, columns = (int(s) for s in x.shape)
     check_contiguous("x", x)
@@ -641,7 +640,8 @@ def topk(
         check_contiguous("out", out)
     if rows == 0:
         return out
-    _run("hisa_topk", x.device, x, starts if windowed else None,
+    function = "hisa_topk" if x.dtype == torch.float32 else "hisa_topk_bf16"
+    _run(function, x.device, x, starts if windowed else None,
          ends if windowed else None, out, rows, columns, k, 0)
     return out
 

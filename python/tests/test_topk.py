@@ -1,4 +1,5 @@
-"""hisa.topk (kernels-dsl/topk.mlir) against torch: KERNELS.md "Top-k, exactly".
+"""hisa.topk (kernels-dsl/topk_f32.mlir and its bf16 variant) against torch:
+KERNELS.md "Top-k, exactly".
 
 Every result is checked for: the selected values equal torch.topk's k
 largest selectable values as a multiset; indices distinct, inside the row's
@@ -77,6 +78,62 @@ def test_random(rows, columns, k):
     fresh_seed(torch)
     x = torch.randn(rows, columns, device="cuda")
     run(x, k)
+
+
+@pytest.mark.parametrize(
+    "rows,columns,k",
+    [(37, 64, 1), (5, 1000, 17), (64, 8192, 2048), (3, 8193, 4096), (4, 50_000, 512),
+     (1, 1 << 20, 4096), (130, 1024, 64)],
+)
+def test_bf16_random(rows, columns, k):
+    # bf16 has 8 bits of mantissa: random rows are full of ties at the
+    # threshold, so this also checks the tie order of the variant.
+    fresh_seed(torch)
+    x = torch.randn(rows, columns, device="cuda").bfloat16()
+    run(x, k)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bf16_and_f32_select_alike(dtype):
+    # The bf16 variant selects what the f32 kernel selects on the widened
+    # values (same keys, same tie order), also with -inf, NaN and windows.
+    fresh_seed(torch)
+    x = torch.randn(50, 70_000, device="cuda").bfloat16()
+    x[0, ::3] = float("nan")
+    x[1, 100:] = NEG_INF
+    starts = torch.randint(0, 1000, (50,), device="cuda", dtype=torch.int32)
+    ends = starts + torch.randint(0, 69_000, (50,), device="cuda", dtype=torch.int32)
+    got = hisa.topk(x.to(dtype), 1000, starts, ends)
+    ref = hisa.topk(x.float(), 1000, starts, ends)
+    assert torch.equal(torch.sort(got, 1).values, torch.sort(ref, 1).values)
+    check_topk(x.float(), 1000, got, starts, ends)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("ties", [800, 3000, 5000])
+@pytest.mark.parametrize("windowed", [False, True])
+def test_compaction_with_ties(dtype, ties, windowed):
+    # Rows past the cache move their threshold bin to a candidate list when
+    # it fits (4096 without windows, 1024 with): 1000 values above the
+    # threshold and `ties` equal ones at it, scattered over 200000 columns
+    # of smaller values; the selection takes the lowest-column ties whether
+    # or not the bin was compacted.
+    fresh_seed(torch)
+    rows, columns, k = 4, 200_000, 2048
+    x = torch.rand(rows, columns, device="cuda") * 0.5
+    for r in range(rows):
+        perm = torch.randperm(columns, device="cuda")
+        x[r, perm[:1000]] = 5.0
+        x[r, perm[1000:1000 + ties]] = 2.0
+    x = x.to(dtype)
+    if windowed:
+        starts = torch.zeros(rows, dtype=torch.int32, device="cuda")
+        ends = torch.full((rows,), columns, dtype=torch.int32, device="cuda")
+        out = hisa.topk(x, k, starts, ends)
+        torch.cuda.synchronize()
+        check_topk(x, k, out, starts, ends)
+    else:
+        run(x, k)
 
 
 @pytest.mark.parametrize("columns,k", [(4096, 100), (60_000, 2048)])
@@ -165,8 +222,8 @@ def test_bad_arguments():
         hisa.topk(x, 0)
     with pytest.raises(ValueError, match="k must be in"):
         hisa.topk(x, 101)
-    with pytest.raises(ValueError, match="bfloat16"):
-        hisa.topk(x.bfloat16(), 5)
+    with pytest.raises(ValueError, match="float32 or torch.bfloat16"):
+        hisa.topk(x.half(), 5)
     with pytest.raises(ValueError, match="together"):
         hisa.topk(x, 5, starts=torch.zeros(4, dtype=torch.int32, device="cuda"))
     with pytest.raises(ValueError, match="starts"):

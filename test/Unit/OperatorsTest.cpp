@@ -124,6 +124,24 @@ TEST(Topk, ChecksItsArguments) {
       << lastError();
 }
 
+TEST(Topk, Bf16ChecksItsArgumentsAndAlignment) {
+  EXPECT_EQ(hisa_topk_bf16(fake(), nullptr, nullptr, fake<int32_t>(), 4, 100, 0,
+                           0, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("topk_bf16: k must be >= 1"), std::string::npos)
+      << lastError();
+  // bf16 rows need 2-byte alignment, not f32's 4.
+  EXPECT_EQ(hisa_topk_bf16(fake(0x10001), nullptr, nullptr, fake<int32_t>(), 4,
+                           100, 8, 0, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("x"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("2-byte"), std::string::npos) << lastError();
+  EXPECT_EQ(
+      hisa_topk_bf16(nullptr, nullptr, nullptr, nullptr, 0, 100, 8, 0, nullptr),
+      HISA_OK)
+      << lastError();
+}
+
 TEST(FusedStages, RefuseLogitsThatDoNotFitOnChip) {
   EXPECT_EQ(hisa_block_sparse_topk_tokens(
                 fake(), fake(), fake<float>(), fake<int32_t>(), fake<float>(),

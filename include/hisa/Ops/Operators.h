@@ -62,6 +62,12 @@ llvm::Error topk(const float *x, const int32_t *starts, const int32_t *ends,
                  int32_t *out, int64_t rows, int64_t columns, int64_t k,
                  bool relative, void *stream);
 
+/// topk of a bf16 x [rows, columns] (2-byte elements, the same selection as
+/// the f32 it widens to): kernels-dsl's topk_bf16 variant of topk_f32.
+llvm::Error topkBf16(const void *x, const int32_t *starts, const int32_t *ends,
+                     int32_t *out, int64_t rows, int64_t columns, int64_t k,
+                     bool relative, void *stream);
+
 /// Fused stage 1: pooled logits + clean + exact top blocks. The windows are
 /// token windows pooled by `windowKb` (1: block windows bks/bke). out [m,
 /// outColumns] block indices, -1 padded; outColumns = min(block_topk, nb).

@@ -138,15 +138,23 @@ HISA_EXPORT int hisa_topk(const float *x, const int32_t *starts,
                           int64_t columns, int64_t k, int32_t relative,
                           void *stream);
 
+/* hisa_topk of a bf16 x [rows, columns] (2-byte elements, 2-byte aligned):
+ * the same selection as on the f32 values x widens to. */
+HISA_EXPORT int hisa_topk_bf16(const void *x, const int32_t *starts,
+                               const int32_t *ends, int32_t *out, int64_t rows,
+                               int64_t columns, int64_t k, int32_t relative,
+                               void *stream);
+
 /* Fused HISA stage 1 (KERNELS.md 1.2 + 1.3 + 1.4): out [m, out_columns]
  * int32 block indices (out_columns = min(block_topk, nb)), -1 padded.
  * starts/ends: [m] int32 token windows pooled by window_kb (1: block
  * windows). nb <= 32768. */
-HISA_EXPORT int hisa_pool_topk_blocks(
-    const void *q, const void *blocked_k, const float *blocked_k_scale,
-    const float *weights, const int32_t *starts, const int32_t *ends,
-    int32_t *out, int64_t m, int64_t nb, int64_t heads, int64_t dim,
-    int64_t out_columns, int64_t window_kb, void *stream);
+HISA_EXPORT int
+hisa_pool_topk_blocks(const void *q, const void *blocked_k,
+                      const float *blocked_k_scale, const float *weights,
+                      const int32_t *starts, const int32_t *ends, int32_t *out,
+                      int64_t m, int64_t nb, int64_t heads, int64_t dim,
+                      int64_t out_columns, int64_t window_kb, void *stream);
 
 /* Fused HISA stage 2 (KERNELS.md 2.1 + 2.2 + 2.3): out [m, topk_tokens]
  * int32 offsets from ks, -1 padded. topk * kb <= 32768, n >= 1. */
@@ -168,8 +176,7 @@ HISA_EXPORT int hisa_block_sparse_topk_tokens(
  * 32768; n >= 1. */
 HISA_EXPORT int hisa_hisa_indexer_workspace_size(int64_t m, int64_t n,
                                                  int64_t heads, int64_t dim,
-                                                 int64_t kb,
-                                                 int64_t block_topk,
+                                                 int64_t kb, int64_t block_topk,
                                                  int64_t topk_tokens,
                                                  uint64_t *bytes);
 HISA_EXPORT int hisa_hisa_indexer(const void *q, const void *k,

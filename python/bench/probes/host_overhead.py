@@ -1,0 +1,68 @@
+"""Where the host time of one hisa.topk call goes (for the <= 15 us target).
+
+Times, per call (mean over many calls, the GPU kept fed by small rows):
+ctypes alone, the C ABI returning after its checks, the C ABI launching,
+hisa.topk into a given output, hisa.topk allocating it, and torch's own
+ops for scale.  PYTHONPATH=python python3 python/bench/probes/host_overhead.py
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import torch  # noqa: E402
+
+import hisa  # noqa: E402
+from hisa import _lib  # noqa: E402
+from hisa._torch_util import stream_handle  # noqa: E402
+
+
+def per_call(fn, calls=3000):
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - start
+        torch.cuda.synchronize()
+        best = min(best, elapsed / calls)
+    return best * 1e6
+
+
+def main():
+    rows, columns, k = 64, 1024, 64
+    x = torch.randn(rows, columns, device="cuda")
+    xb = x.bfloat16()
+    out = torch.empty(rows, k, dtype=torch.int32, device="cuda")
+    lib = _lib.lib()
+    topk = lib.hisa_topk
+    version = lib.hisa_version
+    stream = stream_handle(x.device)
+    xp, op = x.data_ptr(), out.data_ptr()
+    dev = x.device
+    rows_ = [
+        ("ctypes: hisa_version()", lambda: version()),
+        ("C ABI hisa_topk, rows = 0 (checks only)",
+         lambda: topk(xp, None, None, op, 0, columns, k, 0, stream)),
+        ("C ABI hisa_topk, launching", lambda: topk(xp, None, None, op, rows, columns, k, 0, stream)),
+        ("stream_handle(device)", lambda: stream_handle(dev)),
+        ("x.data_ptr() x2", lambda: (x.data_ptr(), out.data_ptr())),
+        ("x.device", lambda: x.device),
+        ("torch.cuda.current_device()", lambda: torch.cuda.current_device()),
+        ("hisa.topk(x, k, out=out)", lambda: hisa.topk(x, k, out=out)),
+        ("hisa.topk(x, k)", lambda: hisa.topk(x, k)),
+        ("hisa.topk(x bf16, k)", lambda: hisa.topk(xb, k)),
+        ("torch.empty([64, 64] int32)", lambda: torch.empty(rows, k, dtype=torch.int32, device="cuda")),
+        ("torch.topk(x, k)", lambda: torch.topk(x, k, dim=1, sorted=False)),
+    ]
+    print(f"| host time per call, [{rows}, {columns}], k = {k} | us |")
+    print("| --- | ---: |")
+    for name, fn in rows_:
+        print(f"| {name} | {per_call(fn):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
