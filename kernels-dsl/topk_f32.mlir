@@ -24,9 +24,10 @@
 //   3. Every key above the threshold (or at least the threshold, when all
 //      keys equal to it are needed) claims a slot with a shared atomic.
 //   4. When more keys equal the threshold than are needed, the first ones
-//      in column order take the remaining slots: a ballot per warp and a
-//      scan over the warps rank them, 256 columns at a time, until enough
-//      are taken (a loop whose trip count depends on the data).
+//      in column order take the remaining slots: each warp counts the ties
+//      of its segment of the row with ballots, a scan over the warps ranks
+//      the segments, and a second walk ranks the ties within each segment
+//      (loops whose trip counts are computed in the kernel).
 //   5. Slots past the number of selectable keys get -1.
 
 // The bf16 variant, topk_bf16, is this kernel with x's element type and its
@@ -44,7 +45,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %starts: !tile.global<[?], i32>,
                       %ends: !tile.global<[?], i32>,
                       %out: !tile.global<[?, ?], i32>)
-    params {cache = 8192, candidates = 32, windowed = 0, relative = 0} {
+    params {cache = 8192, compact = 0, candidates = 32, windowed = 0, relative = 0} {
   %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
   tile.launch (%row) in (%rows) threads 256 {
     %keys = tile.alloc : !tile.shared<[cache], i32>
@@ -66,9 +67,10 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // threshold's top 16 bits, once they are few enough, so that the last
     // two passes and the selection read these instead of x. Exact: they are
     // compacted only when the count (known from the second pass) fits
-    // `candidates`. Cached rows never compact: their passes read shared
-    // memory already, and a larger footprint costs blocks per SM (measured:
-    // [32768, 8192] k=2048 1.39 -> 1.64 ms with 1024 candidates for all rows).
+    // `candidates`. Only specializations with `compact` set have the code
+    // (the operator layer sets it where rows can be past the cache): cached
+    // rows' passes read shared memory already, and the extra code and
+    // footprint cost them (measured: [32768, 1024] k=64 254 -> 289 us).
     %candidate_keys = tile.alloc : !tile.shared<[candidates], i32>
     %candidate_columns = tile.alloc : !tile.shared<[candidates], i32>
     %c0 = arith.constant 0 : index
@@ -111,6 +113,9 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     }
     %column_base = arith.select %is_windowed, %given_start, %c0 : index
     %cached = arith.cmpi ule, %length, %cache : index
+    // Whether this specialization compacts rows past the cache at all.
+    %compact_param = tile.param "compact" : index
+    %compaction = arith.cmpi ne, %compact_param, %c0 : index
 
     // 1. Keys and the histogram of their top 8 bits.
     tile.fill %hist, %zero : !tile.shared<[8, 256], i32>, i32
@@ -185,8 +190,11 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       %fits = arith.cmpi sle, %bin_keys, %capacity : i32
       %uncached = arith.xori %cached, %true : i1
       %fits_uncached = arith.andi %fits, %uncached : i1
-      %compact_now = arith.andi %third_pass, %fits_uncached : i1
-      %use_candidates = arith.ori %compact_now, %compacted : i1
+      %compact_third = arith.andi %third_pass, %fits_uncached : i1
+      %compact_now = arith.andi %compact_third, %compaction : i1
+      %any_candidates = arith.ori %compact_now, %compacted : i1
+      // Constant false without compaction: the candidate code folds away.
+      %use_candidates = arith.andi %any_candidates, %compaction : i1
       scf.if %compact_now {
         // Keys above the 16-bit prefix are selected now; keys with it
         // become candidates.
@@ -353,7 +361,8 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %done = arith.cmpi ne, %done_i32, %zero : i32
     %threshold = arith.select %take_all, %one, %found : i32
     %all_at_threshold = arith.ori %take_all, %done : i1
-    scf.if %final#3 {
+    %final_compacted = arith.andi %final#3, %compaction : i1
+    scf.if %final_compacted {
       // Compacted: the keys above the 16-bit prefix are written; the rest
       // of the selection is among the candidates.
       %c3_count = arith.constant 3 : index
@@ -407,49 +416,75 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       }
     }
 
-    // 4. Ties at the threshold, in column order, 256 columns at a time:
-    //    a ballot per warp, a scan over the warps, until enough are taken.
+    // 4. Ties at the threshold, in column order: each warp owns a
+    //    contiguous segment of the row (a multiple of 32 columns) and counts
+    //    its ties with ballots; a scan over the 8 warps gives each warp the
+    //    rank of its first tie; a second walk gives the ties their slots
+    //    until enough are taken. Two passes and a few barriers, however many
+    //    ties there are (bf16 rows have many).
     %ties_needed = arith.xori %all_at_threshold, %true : i1
     scf.if %ties_needed {
       %c3 = arith.constant 3 : index
+      %c32 = arith.constant 32 : index
+      %c255 = arith.constant 255 : index
       %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 5], i32>
-      %left:2 = scf.while (%chunk = %start, %taken = %zero) : (index, i32) -> (index, i32) {
-        %columns_left = arith.cmpi ult, %chunk, %end : index
-        %short = arith.cmpi slt, %taken, %need : i32
-        %go = arith.andi %columns_left, %short : i1
-        scf.condition(%go) %chunk, %taken : index, i32
-      } do {
-      ^bb0(%chunk: index, %taken: i32):
-        tile.parallel (%t) in [256] {
-            %c = arith.addi %chunk, %t : index
-            %inside = arith.cmpi ult, %c, %end : index
-            %c_safe = arith.select %inside, %c, %start : index
-            %key = scf.if %cached -> (i32) {
-              %at = arith.subi %c_safe, %start : index
-              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
-              scf.yield %cached_key : i32
-            } else {
-              %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
-              %read_key = func.call @select_key(%v) : (f32) -> i32
-              scf.yield %read_key : i32
-            }
-            %equal = arith.cmpi eq, %key, %threshold : i32
-            %tie = arith.andi %equal, %inside : i1
-            %ties = tile.vote ballot %tie : i32
-            %c32 = arith.constant 32 : index
-            %lane = arith.remui %t, %c32 : index
-            %warp = arith.divui %t, %c32 : index
-            %first_lane = arith.cmpi eq, %lane, %c0 : index
-            scf.if %first_lane {
-              %count = math.ctpop %ties : i32
-              tile.store %count, %warp_ties[%warp] : !tile.shared<[8], i32>
-            }
+      %rounded = arith.addi %length, %c255 : index
+      %chunks = arith.divui %rounded, %c256 : index
+      %segment = arith.muli %chunks, %c32 : index
+      tile.parallel (%t) in [256] {
+        %lane = arith.remui %t, %c32 : index
+        %warp = arith.divui %t, %c32 : index
+        %offset = arith.muli %warp, %segment : index
+        %segment_start = arith.addi %start, %offset : index
+        %segment_limit = arith.addi %segment_start, %segment : index
+        %segment_end = arith.minui %segment_limit, %end : index
+        // Bounds are the same for a warp's lanes: the ballots are warp-wide.
+        %count = scf.for %j = %segment_start to %segment_end step %c32
+            iter_args(%sum = %zero) -> (i32) {
+          %c = arith.addi %j, %lane : index
+          %inside = arith.cmpi ult, %c, %segment_end : index
+          %c_safe = arith.select %inside, %c, %start : index
+          %key = scf.if %cached -> (i32) {
+            %at = arith.subi %c_safe, %start : index
+            %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+            scf.yield %cached_key : i32
+          } else {
+            %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
+            %read_key = func.call @select_key(%v) : (f32) -> i32
+            scf.yield %read_key : i32
+          }
+          %equal = arith.cmpi eq, %key, %threshold : i32
+          %tie = arith.andi %equal, %inside : i1
+          %ties = tile.vote ballot %tie : i32
+          %tie_count = math.ctpop %ties : i32
+          %next = arith.addi %sum, %tie_count : i32
+          scf.yield %next : i32
         }
-        %chunk_ties = tile.scan sum %warp_ties to %warp_offsets exclusive
-            : !tile.shared<[8], i32> to !tile.shared<[8], i32>
-        tile.parallel (%t) in [256] {
-            %c = arith.addi %chunk, %t : index
-            %inside = arith.cmpi ult, %c, %end : index
+        %first_lane = arith.cmpi eq, %lane, %c0 : index
+        scf.if %first_lane {
+          tile.store %count, %warp_ties[%warp] : !tile.shared<[8], i32>
+        }
+      }
+      %all_ties = tile.scan sum %warp_ties to %warp_offsets exclusive
+          : !tile.shared<[8], i32> to !tile.shared<[8], i32>
+      tile.parallel (%t) in [256] {
+        %lane = arith.remui %t, %c32 : index
+        %warp = arith.divui %t, %c32 : index
+        %offset = arith.muli %warp, %segment : index
+        %segment_start = arith.addi %start, %offset : index
+        %segment_limit = arith.addi %segment_start, %segment : index
+        %segment_end = arith.minui %segment_limit, %end : index
+        %warp_first = tile.load %warp_offsets[%warp] : !tile.shared<[8], i32>
+        %lane_i32 = arith.index_cast %lane : index to i32
+        %lane_bit = arith.shli %one, %lane_i32 : i32
+        %lanes_below = arith.subi %lane_bit, %one : i32
+        // Warps whose first tie is past the ones needed have nothing to do.
+        %warp_needed = arith.cmpi slt, %warp_first, %need : i32
+        scf.if %warp_needed {
+          %unused = scf.for %j = %segment_start to %segment_end step %c32
+              iter_args(%before = %warp_first) -> (i32) {
+            %c = arith.addi %j, %lane : index
+            %inside = arith.cmpi ult, %c, %segment_end : index
             %c_safe = arith.select %inside, %c, %start : index
             %key = scf.if %cached -> (i32) {
               %at = arith.subi %c_safe, %start : index
@@ -463,30 +498,23 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
             %equal = arith.cmpi eq, %key, %threshold : i32
             %tie = arith.andi %equal, %inside : i1
             %ties = tile.vote ballot %tie : i32
-            %c32 = arith.constant 32 : index
-            %lane = arith.remui %t, %c32 : index
-            %warp = arith.divui %t, %c32 : index
-            %lane_i32 = arith.index_cast %lane : index to i32
-            %lane_bit = arith.shli %one, %lane_i32 : i32
-            %lanes_below = arith.subi %lane_bit, %one : i32
             %ties_below = arith.andi %ties, %lanes_below : i32
             %rank_in_warp = math.ctpop %ties_below : i32
-            %warp_offset = tile.load %warp_offsets[%warp] : !tile.shared<[8], i32>
-            %rank_in_chunk = arith.addi %warp_offset, %rank_in_warp : i32
-            %rank = arith.addi %taken, %rank_in_chunk : i32
+            %rank = arith.addi %before, %rank_in_warp : i32
             %wanted = arith.cmpi slt, %rank, %need : i32
             %take = arith.andi %tie, %wanted : i1
             scf.if %take {
               %slot_i32 = arith.addi %base, %rank : i32
               %slot = arith.index_cast %slot_i32 : i32 to index
               %column_index = arith.subi %c, %column_base : index
-          %column = arith.index_cast %column_index : index to i32
+              %column = arith.index_cast %column_index : index to i32
               tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
             }
+            %tie_count = math.ctpop %ties : i32
+            %after = arith.addi %before, %tie_count : i32
+            scf.yield %after : i32
+          }
         }
-        %next_chunk = arith.addi %chunk, %c256 : index
-        %next_taken = arith.addi %taken, %chunk_ties : i32
-        scf.yield %next_chunk, %next_taken : index, i32
       }
     }
 

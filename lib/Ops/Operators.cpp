@@ -123,11 +123,11 @@ int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
 /// their threshold bin fits the candidate list.
 constexpr int64_t kTopkCacheSizes[] = {2048, 8192, 16384, 32768, 49152};
 
-/// The top-k specialization for rows of `columns`: the key cache and the
-/// candidate list (only rows past the cache use it, so cached-only
-/// specializations keep a token one and their blocks per SM).
+/// The top-k specialization for rows of `columns`: the key cache and, where
+/// rows can be past it, candidate compaction (elsewhere compiled out, with a
+/// token candidate list, so that cached rows keep their speed).
 std::string topkParams(int64_t columns, bool windowed, bool relative) {
-  int64_t cache = 0, candidates = 32;
+  int64_t cache = 0, candidates = 32, compact = 0;
   for (int64_t size : kTopkCacheSizes)
     if (columns <= size) {
       cache = size;
@@ -139,9 +139,11 @@ std::string topkParams(int64_t columns, bool windowed, bool relative) {
     // candidate list takes its place.
     cache = windowed ? kTopkCacheSizes[4] : 256;
     candidates = windowed ? 1024 : 4096;
+    compact = 1;
   }
-  return formatv("cache={0},candidates={1},relative={2},windowed={3}", cache,
-                 candidates, relative ? 1 : 0, windowed ? 1 : 0);
+  return formatv("cache={0},candidates={1},compact={2},relative={3},"
+                 "windowed={4}",
+                 cache, candidates, compact, relative ? 1 : 0, windowed ? 1 : 0);
 }
 
 /// Shared memory a block of the fused stages may take (the H200 allows

@@ -98,6 +98,17 @@ def check_int(name: str, value, allowed: Optional[Sequence[int]] = None) -> int:
     return int(value)
 
 
+# torch's current device index without the Python wrapper of
+# torch.cuda.current_device() (the public API where it is missing).
+current_device_index = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+
+def context_ready(index: int) -> bool:
+    """Whether ensure_context already ran for device `index` on this thread."""
+    done = getattr(_ctx, "devices", None)
+    return done is not None and index in done
+
+
 def ensure_context(device: torch.device) -> None:
     """Make the primary CUDA context of `device` current on this thread.
 
@@ -120,6 +131,13 @@ def ensure_context(device: torch.device) -> None:
 # torch's current raw stream without building a torch.cuda.Stream object
 # (what Triton's launcher uses); the public API where it is missing.
 _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def stream_handle_of(index: int) -> int:
+    """The CUstream of torch's current stream on device `index`."""
+    if _current_raw_stream is not None:
+        return int(_current_raw_stream(index))
+    return int(torch.cuda.current_stream(index).cuda_stream)
 
 
 def stream_handle(device: torch.device) -> int:

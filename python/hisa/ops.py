@@ -49,9 +49,12 @@ from ._torch_util import (
     check_same_device,
     check_shape,
     check_tensor,
+    context_ready,
+    current_device_index,
     ensure_context,
     shape_str,
     stream_handle,
+    stream_handle_of,
 )
 from ._lib import InvalidArgumentError
 
@@ -247,21 +250,25 @@ def _run(function: str, device: torch.device, *args, context: str = "") -> None:
     """Call C ABI operator `function` (hisa_runtime.h) with `args` (tensors
     become their device pointers; the caller holds them until the call
     returns) and torch's current stream of `device`; raise on a nonzero
-    status. The operator
-    layer behind it (lib/Ops) checks sizes and pointers, picks the kernel
-    specialization and launches it."""
+    status. The operator layer behind it (lib/Ops) checks sizes and
+    pointers, picks the kernel specialization and launches it."""
     entry = _C_FUNCTIONS.get(function)
     if entry is None:
         entry = _C_FUNCTIONS[function] = getattr(_lib.lib(), function)
-    pointers = [arg.data_ptr() if isinstance(arg, torch.Tensor) else arg for arg in args]
-    if device.index is None or device.index == torch.cuda.current_device():
-        ensure_context(device)
-        status = entry(*pointers, stream_handle(device))
+    pointers = [arg.data_ptr() if type(arg) is torch.Tensor or isinstance(arg, torch.Tensor)
+                else arg for arg in args]
+    index = device.index
+    current = current_device_index()
+    if index is None or index == current:
+        if not context_ready(current):
+            ensure_context(device)
+        status = entry(*pointers, stream_handle_of(current))
     else:
         with torch.cuda.device(device):
             ensure_context(device)
-            status = entry(*pointers, stream_handle(device))
-    _lib.check(status, function, context)
+            status = entry(*pointers, stream_handle_of(index))
+    if status:
+        _lib.check(status, function, context)
 
 
 def _check_index_dtype(name: str, t: torch.Tensor) -> None:
@@ -569,6 +576,9 @@ def block_sparse_mqa_logits(
 _TOPK_MAX_K = _INT32_MAX
 
 
+_TOPK_FUNCTIONS = {torch.float32: "hisa_topk", torch.bfloat16: "hisa_topk_bf16"}
+
+
 def topk(
     x: torch.Tensor,
     k: int,
@@ -600,6 +610,18 @@ def topk(
     if torch.compiler.is_compiling():
         result = torch.ops.hisa.topk(x, k, starts, ends)
         return result if out is None else out.copy_(result)
+    # The common call (whole rows into a new output), checked with a few
+    # attribute reads (host time per call matters to servers); anything else,
+    # and anything wrong, takes the path below, which names what is wrong.
+    if (starts is None and ends is None and out is None and type(x) is torch.Tensor
+            and type(k) is int and x.is_cuda and x.dim() == 2):
+        function = _TOPK_FUNCTIONS.get(x.dtype)
+        rows, columns = x.shape
+        if function is not None and rows > 0 and 1 <= k <= columns <= _INT32_MAX \
+                and x.is_contiguous():
+            out = torch.empty((rows, k), dtype=torch.int32, device=x.device)
+            _run(function, x.device, x, None, None, out, rows, columns, k, 0)
+            return out
     x = check_tensor("x", x)
     check_cuda("x", x)
     if x.dtype not in (torch.float32, torch.bfloat16):
@@ -640,8 +662,7 @@ def topk(
         check_contiguous("out", out)
     if rows == 0:
         return out
-    function = "hisa_topk" if x.dtype == torch.float32 else "hisa_topk_bf16"
-    _run(function, x.device, x, starts if windowed else None,
+    _run(_TOPK_FUNCTIONS[x.dtype], x.device, x, starts if windowed else None,
          ends if windowed else None, out, rows, columns, k, 0)
     return out
 

@@ -58,6 +58,32 @@ def main():
         ("torch.empty([64, 64] int32)", lambda: torch.empty(rows, k, dtype=torch.int32, device="cuda")),
         ("torch.topk(x, k)", lambda: torch.topk(x, k, dim=1, sorted=False)),
     ]
+    # The indexer at M = N = 1024 (the bench's host row): the C call alone,
+    # and its three operators called one by one.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from bench_indexer import inputs  # noqa: E402
+    from hisa import ops  # noqa: E402
+    q, kk, k_scale, weights, ks, ke = inputs(1024)
+    m, n, heads, dim, kb, bt, tt = 1024, 1024, q.shape[1], q.shape[2], 128, 8, 256
+    wbytes = ops._workspace_bytes("hisa_hisa_indexer_workspace_size", m, n, heads, dim, kb, bt, tt)
+    ws = torch.empty(wbytes, dtype=torch.uint8, device="cuda")
+    iout = torch.empty(m, tt, dtype=torch.int32, device="cuda")
+    ptrs = [t.data_ptr() for t in (q, kk, k_scale, weights, ks, ke, iout)]
+    indexer = lib.hisa_hisa_indexer
+    bk, bs = hisa.fp8_block_mean_pooling(kk, k_scale, kb)
+    blocks = ops._pool_topk_blocks(q, bk, bs, weights, ks, ke, bt, kb)
+    torch.cuda.synchronize()
+    rows_ += [
+        ("C ABI hisa_hisa_indexer (3 launches)",
+         lambda: indexer(*ptrs, m, n, heads, dim, kb, bt, tt, ws.data_ptr(), wbytes, stream)),
+        ("hisa.hisa_indexer(M = N = 1024)",
+         lambda: hisa.hisa_indexer(q, kk, k_scale, weights, ks, ke, k_block_size=kb,
+                                   block_topk=bt, topk_tokens=tt)),
+        ("hisa.fp8_block_mean_pooling", lambda: hisa.fp8_block_mean_pooling(kk, k_scale, kb)),
+        ("ops._pool_topk_blocks", lambda: ops._pool_topk_blocks(q, bk, bs, weights, ks, ke, bt, kb)),
+        ("ops._block_sparse_topk_tokens",
+         lambda: ops._block_sparse_topk_tokens(q, kk, k_scale, blocks, kb, weights, ks, ke, tt)),
+    ]
     print(f"| host time per call, [{rows}, {columns}], k = {k} | us |")
     print("| --- | ---: |")
     for name, fn in rows_:
