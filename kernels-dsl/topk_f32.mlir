@@ -387,6 +387,43 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           }
         }
       }
+      // Ties among the candidates (every key equal to the threshold is
+      // one), in column order: a tie's rank is the number of ties in lower
+      // columns (candidates are few: at most `candidates`).
+      %ties_left = arith.xori %all_at_threshold, %true : i1
+      scf.if %ties_left {
+        %c3 = arith.constant 3 : index
+        %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+        tile.parallel (%t) in [256] {
+          scf.for %i = %t to %candidates step %c256 {
+            %key = tile.load %candidate_keys[%i] : !tile.shared<[candidates], i32>
+            %is_tie = arith.cmpi eq, %key, %threshold : i32
+            scf.if %is_tie {
+              %column_i = tile.load %candidate_columns[%i] : !tile.shared<[candidates], i32>
+              %rank = scf.for %j = %c0 to %candidates step %c1
+                  iter_args(%lower = %zero) -> (i32) {
+                %other_key = tile.load %candidate_keys[%j] : !tile.shared<[candidates], i32>
+                %other_column = tile.load %candidate_columns[%j] : !tile.shared<[candidates], i32>
+                %other_tie = arith.cmpi eq, %other_key, %threshold : i32
+                %before = arith.cmpi slt, %other_column, %column_i : i32
+                %is_lower = arith.andi %other_tie, %before : i1
+                %add = arith.extui %is_lower : i1 to i32
+                %next = arith.addi %lower, %add : i32
+                scf.yield %next : i32
+              }
+              %wanted = arith.cmpi slt, %rank, %need : i32
+              scf.if %wanted {
+                %slot_i32 = arith.addi %base, %rank : i32
+                %slot = arith.index_cast %slot_i32 : i32 to index
+                %c = arith.index_cast %column_i : i32 to index
+                %column_index = arith.subi %c, %column_base : index
+                %column = arith.index_cast %column_index : index to i32
+                tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+              }
+            }
+          }
+        }
+      }
     } else {
       tile.parallel (%t) in [256] {
         %first = arith.addi %start, %t : index
@@ -422,7 +459,10 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     //    rank of its first tie; a second walk gives the ties their slots
     //    until enough are taken. Two passes and a few barriers, however many
     //    ties there are (bf16 rows have many).
-    %ties_needed = arith.xori %all_at_threshold, %true : i1
+    //    (Compacted rows ranked theirs among the candidates above.)
+    %some_ties = arith.xori %all_at_threshold, %true : i1
+    %not_compacted = arith.xori %final_compacted, %true : i1
+    %ties_needed = arith.andi %some_ties, %not_compacted : i1
     scf.if %ties_needed {
       %c3 = arith.constant 3 : index
       %c32 = arith.constant 32 : index

@@ -138,7 +138,8 @@ std::string topkParams(int64_t columns, bool windowed, bool relative) {
     // Without windows no row is cached: the cache is minimal and the
     // candidate list takes its place.
     cache = windowed ? kTopkCacheSizes[4] : 256;
-    candidates = windowed ? 1024 : 4096;
+    // Compacted ties are ranked pairwise: the list stays short.
+    candidates = 1024;
     compact = 1;
   }
   return formatv("cache={0},candidates={1},compact={2},relative={3},"

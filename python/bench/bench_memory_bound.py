@@ -59,7 +59,14 @@ class Timer:
         self.cycles_per_s = best
 
     def host_time(self, fn, calls: int) -> float:
+        """Host seconds per call of fn(i), the calls queued behind a sleeping
+        kernel so that no launch waits for the GPU (the launch queue fills
+        when the GPU is the slower side)."""
         torch.cuda.synchronize()
+        if self.cycles_per_s is None:
+            self.calibrate()
+        if self.cycles_per_s:
+            torch.cuda._sleep(int(self.cycles_per_s * 0.05))
         t0 = time.perf_counter()
         for i in range(calls):
             fn(i)

@@ -114,17 +114,17 @@ def test_bf16_and_f32_select_alike(dtype):
 @pytest.mark.parametrize("windowed", [False, True])
 def test_compaction_with_ties(dtype, ties, windowed):
     # Rows past the cache move their threshold bin to a candidate list when
-    # it fits (4096 without windows, 1024 with): 1000 values above the
-    # threshold and `ties` equal ones at it, scattered over 200000 columns
-    # of smaller values; the selection takes the lowest-column ties whether
-    # or not the bin was compacted.
+    # it fits (1024 keys) and rank the ties there pairwise: 1500 values
+    # above the threshold and `ties` equal ones at it (548 of them needed),
+    # scattered over 200000 columns of smaller values; the selection takes
+    # the lowest-column ties whether or not the bin was compacted.
     fresh_seed(torch)
     rows, columns, k = 4, 200_000, 2048
     x = torch.rand(rows, columns, device="cuda") * 0.5
     for r in range(rows):
         perm = torch.randperm(columns, device="cuda")
-        x[r, perm[:1000]] = 5.0
-        x[r, perm[1000:1000 + ties]] = 2.0
+        x[r, perm[:1500]] = 5.0
+        x[r, perm[1500:1500 + ties]] = 2.0
     x = x.to(dtype)
     if windowed:
         starts = torch.zeros(rows, dtype=torch.int32, device="cuda")
