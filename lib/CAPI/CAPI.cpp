@@ -97,6 +97,10 @@ const char *hisa_last_error(void) { return lastError.c_str(); }
 
 const char *hisa_version(void) { return Jit::getVersion().data(); }
 
+int hisa_set_device_pointer_checks(int enabled) {
+  return setDevicePointerChecks(enabled != 0) ? 1 : 0;
+}
+
 const char *hisa_builtin_kernel_source(const char *name) {
   if (!name)
     return nullptr;

@@ -16,6 +16,7 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <dlfcn.h>
 #include <limits>
 #include <mutex>
@@ -178,6 +179,9 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
   return checkCuda(result, "cuTensorMapEncodeTiled for " + what(), kernel);
 }
 
+/// hisa_set_device_pointer_checks (hisa_runtime.h).
+std::atomic<bool> devicePointerChecks{true};
+
 class LoadedKernelImpl : public LoadedKernel {
 public:
   LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled,
@@ -260,9 +264,10 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
       if (reinterpret_cast<uintptr_t>(given.data) % expected.alignment != 0)
         return makeError(formatv("{0}: data pointer must be {1}-byte aligned",
                                  what(), expected.alignment));
-      if (Error error =
-              driver->checkDevicePointer(given.data, expected.name, kernel))
-        return error;
+      if (devicePointerChecks.load(std::memory_order_relaxed))
+        if (Error error =
+                driver->checkDevicePointer(given.data, expected.name, kernel))
+          return error;
     }
     sizes.push_back(given.sizes);
     // Memref descriptor: allocated, aligned, offset, sizes, strides.
@@ -323,6 +328,10 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
 } // namespace
 
 LoadedKernel::~LoadedKernel() = default;
+
+bool hisa::runtime::setDevicePointerChecks(bool enabled) {
+  return devicePointerChecks.exchange(enabled);
+}
 
 StringRef hisa::runtime::getBuiltinKernelSource(StringRef name) {
   for (const BuiltinKernel &kernel : builtinKernels)

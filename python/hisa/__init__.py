@@ -73,7 +73,11 @@ def __getattr__(name: str):
             raise ImportError(
                 f"hisa.{name} needs PyTorch (torch is not installed); hisa.jit works without it"
             ) from exc
-        return ops if name == "ops" else getattr(ops, name)
+        value = ops if name == "ops" else getattr(ops, name)
+        # Bound here once: module attribute lookups then skip this function
+        # (an import machinery call per operator call otherwise).
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'hisa' has no attribute {name!r}")
 
 

@@ -142,6 +142,7 @@ _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 _SIGNATURES = {
     "hisa_last_error": (ctypes.c_char_p, []),
     "hisa_version": (ctypes.c_char_p, []),
+    "hisa_set_device_pointer_checks": (ctypes.c_int, [ctypes.c_int]),
     "hisa_builtin_kernel_source": (ctypes.c_char_p, [ctypes.c_char_p]),
     "hisa_kernel_get": (
         ctypes.c_int,

@@ -246,6 +246,16 @@ def clean_and_maintain_logits_(
 _C_FUNCTIONS: dict = {}
 
 
+def _load_function(function: str):
+    if not _C_FUNCTIONS:
+        # The operators pass torch tensors checked to be CUDA memory of the
+        # right device: the runtime's driver query per pointer and launch
+        # (hisa_set_device_pointer_checks) would only repeat that.
+        _lib.lib().hisa_set_device_pointer_checks(0)
+    entry = _C_FUNCTIONS[function] = getattr(_lib.lib(), function)
+    return entry
+
+
 def _run(function: str, device: torch.device, *args, context: str = "") -> None:
     """Call C ABI operator `function` (hisa_runtime.h) with `args` (tensors
     become their device pointers; the caller holds them until the call
@@ -254,7 +264,7 @@ def _run(function: str, device: torch.device, *args, context: str = "") -> None:
     pointers, picks the kernel specialization and launches it."""
     entry = _C_FUNCTIONS.get(function)
     if entry is None:
-        entry = _C_FUNCTIONS[function] = getattr(_lib.lib(), function)
+        entry = _load_function(function)
     pointers = [arg.data_ptr() if type(arg) is torch.Tensor or isinstance(arg, torch.Tensor)
                 else arg for arg in args]
     index = device.index

@@ -142,6 +142,12 @@ TEST(Topk, Bf16ChecksItsArgumentsAndAlignment) {
       << lastError();
 }
 
+TEST(Runtime, DevicePointerChecksToggleReturnsThePreviousSetting) {
+  EXPECT_EQ(hisa_set_device_pointer_checks(0), 1); // on by default
+  EXPECT_EQ(hisa_set_device_pointer_checks(1), 0);
+  EXPECT_EQ(hisa_set_device_pointer_checks(1), 1);
+}
+
 TEST(FusedStages, RefuseLogitsThatDoNotFitOnChip) {
   EXPECT_EQ(hisa_block_sparse_topk_tokens(
                 fake(), fake(), fake<float>(), fake<int32_t>(), fake<float>(),

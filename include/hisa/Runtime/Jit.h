@@ -189,6 +189,10 @@ public:
 /// Source text of a kernel shipped in kernels-dsl/, or empty.
 llvm::StringRef getBuiltinKernelSource(llvm::StringRef name);
 
+/// Whether launches check with the driver that each pointer argument is
+/// device memory (default: yes); returns the previous setting.
+bool setDevicePointerChecks(bool enabled);
+
 /// Parses "a=1,b=2" into sorted "name=value" entries; rejects malformed text
 /// and names given more than once.
 llvm::Expected<std::vector<std::string>> parseParams(llvm::StringRef params);

@@ -37,6 +37,14 @@ HISA_EXPORT const char *hisa_version(void);
  * "fp8_block_mean_pooling"), or NULL if there is none by that name. */
 HISA_EXPORT const char *hisa_builtin_kernel_source(const char *name);
 
+/* Whether launches ask the driver, for every pointer argument, that it is
+ * device memory (cuPointerGetAttribute: a host pointer or freed memory gets
+ * HISA_ERROR_INVALID_ARGUMENT instead of a sticky illegal-address error).
+ * On by default; a caller whose pointers are known device memory (hisa's
+ * Python package: torch has checked each tensor) may turn it off to save
+ * the driver queries. Process-wide; returns the previous setting. */
+HISA_EXPORT int hisa_set_device_pointer_checks(int enabled);
+
 /* ---- JIT ---------------------------------------------------------------- */
 
 typedef struct hisa_kernel

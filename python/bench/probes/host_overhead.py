@@ -93,8 +93,16 @@ def main():
         ("ops._block_sparse_topk_tokens",
          lambda: ops._block_sparse_topk_tokens(q, kk, k_scale, blocks, kb, weights, ks, ke, tt)),
     ]
+    launch = lambda: topk(xp, None, None, op, rows, columns, k, 0, stream)  # noqa: E731
+    previous = lib.hisa_set_device_pointer_checks(1)
+    checked = per_call(launch)
+    lib.hisa_set_device_pointer_checks(0)
+    unchecked = per_call(launch)
+    lib.hisa_set_device_pointer_checks(previous)
     print(f"| host time per call, [{rows}, {columns}], k = {k} | us |")
     print("| --- | ---: |")
+    print(f"| C ABI hisa_topk, launching, device pointer checks on | {checked:.2f} |")
+    print(f"| C ABI hisa_topk, launching, device pointer checks off | {unchecked:.2f} |")
     for name, fn in rows_:
         print(f"| {name} | {per_call(fn):.2f} |")
 
