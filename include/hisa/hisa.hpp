@@ -124,6 +124,28 @@ inline Status topkBf16(const void *x, int32_t *out, int64_t rows,
       hisa_topk_bf16(x, starts, ends, out, rows, columns, k, 0, stream));
 }
 
+/// Sizes of a DeepSeek-V4 sparse attention call (D = 512).
+struct SparseAttnShape {
+  int64_t batch = 1;
+  int64_t seqLen = 0;
+  int64_t heads = 64;
+  int64_t nkv = 0;
+  int64_t topk = 640;
+};
+
+/// DeepSeek-V4 sparse attention (KERNELS.md): q [batch, seqLen, heads, 512]
+/// bf16, kv [batch, nkv, 512] bf16, attnSink [heads] f32, topkIdxs [batch,
+/// seqLen, topk] int32 (-1 padded) -> o [batch, seqLen, heads, 512] bf16;
+/// lse [batch, seqLen, heads] f32 when not null.
+inline Status sparseAttn(const void *q, const void *kv, const float *attnSink,
+                         const int32_t *topkIdxs, void *o,
+                         const SparseAttnShape &shape, float softmaxScale,
+                         void *stream, float *lse = nullptr) {
+  return detail::status(hisa_sparse_attn(
+      q, kv, attnSink, topkIdxs, o, lse, shape.batch, shape.seqLen, shape.heads,
+      shape.nkv, shape.topk, softmaxScale, stream));
+}
+
 /// The runtime's version string.
 inline std::string version() { return hisa_version(); }
 

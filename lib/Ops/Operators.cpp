@@ -8,6 +8,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <string>
 
@@ -55,6 +56,20 @@ LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {
   arg.kind = KernelMetadata::Argument::Tensor;
   arg.data = const_cast<void *>(data);
   arg.sizes.assign(sizes.begin(), sizes.end());
+  return arg;
+}
+
+LaunchArgument integer(int64_t value) {
+  LaunchArgument arg;
+  arg.kind = KernelMetadata::Argument::Int;
+  arg.intValue = value;
+  return arg;
+}
+
+LaunchArgument floatScalar(double value) {
+  LaunchArgument arg;
+  arg.kind = KernelMetadata::Argument::Float;
+  arg.floatValue = value;
   return arg;
 }
 
@@ -144,7 +159,8 @@ std::string topkParams(int64_t columns, bool windowed, bool relative) {
   }
   return formatv("cache={0},candidates={1},compact={2},relative={3},"
                  "windowed={4}",
-                 cache, candidates, compact, relative ? 1 : 0, windowed ? 1 : 0);
+                 cache, candidates, compact, relative ? 1 : 0,
+                 windowed ? 1 : 0);
 }
 
 /// Shared memory a block of the fused stages may take (the H200 allows
@@ -427,6 +443,64 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
       formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}", dim,
               heads, kb, kStage2TileRows, minBlocks, topk),
       arguments, stream);
+}
+
+Error sparseAttn(const void *q, const void *kv, const float *attnSink,
+                 const int32_t *topkIdxs, void *o, float *lse, int64_t batch,
+                 int64_t seqLen, int64_t heads, int64_t nkv, int64_t topk,
+                 float softmaxScale, void *stream) {
+  const char *op = "sparse_attn";
+  if (Error error = checkNonNegative(op, "batch", batch))
+    return error;
+  if (Error error = checkNonNegative(op, "seq_len", seqLen))
+    return error;
+  if (Error error = checkNonNegative(op, "nkv", nkv))
+    return error;
+  if (heads < 1 || heads > 1024)
+    return argumentError(
+        formatv("{0}: heads = {1} is not in [1, 1024]", op, heads));
+  if (topk < 1 || topk > kMaxSparseAttnTopk)
+    return argumentError(formatv("{0}: topk_idxs has K = {1} indices per "
+                                 "token; supported: 1 <= K <= {2} (the "
+                                 "token's indices stay in shared memory)",
+                                 op, topk, kMaxSparseAttnTopk));
+  // kv rows are addressed as b * nkv + index in 32 bits.
+  if (batch * nkv > INT32_MAX)
+    return argumentError(formatv("{0}: kv has batch * Nkv = {1} rows; at most "
+                                 "{2} are supported (int32 row numbers)",
+                                 op, batch * nkv, INT32_MAX));
+  if (!std::isfinite(softmaxScale))
+    return argumentError(
+        formatv("{0}: softmax_scale = {1} is not finite", op, softmaxScale));
+  int64_t tokens = batch * seqLen;
+  if (tokens == 0)
+    return Error::success();
+  if (Error error = checkPointers(op, {{"q", q, 16},
+                                       {"kv", kv, 16},
+                                       {"attn_sink", attnSink, 4},
+                                       {"topk_idxs", topkIdxs, 4},
+                                       {"o", o, 16}}))
+    return error;
+  if (lse)
+    if (Error error = checkPointer(op, "lse", lse, 4))
+      return error;
+  int64_t topkPad = (topk + 63) / 64 * 64;
+  int64_t headBlocks = (heads + 63) / 64;
+  LaunchArgument arguments[] = {
+      tensor(q, {tokens, heads, kSparseAttnDim}),
+      // nkv = 0: every index is invalid and no row is read.
+      tensor(kv, {std::max<int64_t>(batch * nkv, 1), kSparseAttnDim}),
+      tensor(attnSink, {heads}), tensor(topkIdxs, {tokens, topk}),
+      tensor(o, {tokens, heads, kSparseAttnDim}),
+      // Without lse the kernel never writes it: any valid pointer will do.
+      tensor(lse ? static_cast<const void *>(lse) : attnSink,
+             {lse ? tokens : 1, lse ? heads : 1}),
+      integer(seqLen), integer(std::max<int64_t>(nkv, 0)),
+      floatScalar(softmaxScale)};
+  return runOperator(op,
+                     formatv("head_blocks={0},lse={1},topk_pad={2}", headBlocks,
+                             lse ? 1 : 0, topkPad),
+                     arguments, stream);
 }
 
 } // namespace hisa::ops

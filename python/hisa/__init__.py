@@ -41,6 +41,7 @@ _OPS = (
     "block_sparse_topk_tokens",
     "hisa_indexer",
     "flat_indexer",
+    "sparse_attn",
 )
 
 __all__ = [

@@ -209,6 +209,10 @@ _SIGNATURES = {
     # x, starts, ends, out; rows, columns, k; relative; stream
     "hisa_topk": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
                   + [ctypes.c_int32, ctypes.c_void_p]),
+    # q, kv, attn_sink, topk_idxs, o, lse; batch, seq_len, heads, nkv, topk;
+    # softmax_scale; stream
+    "hisa_sparse_attn": (ctypes.c_int, [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 5
+                         + [ctypes.c_float, ctypes.c_void_p]),
     "hisa_topk_bf16": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
                        + [ctypes.c_int32, ctypes.c_void_p]),
     # q, blocked_k, blocked_k_scale, weights, starts, ends, out; m, nb, heads, dim,

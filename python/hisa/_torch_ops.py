@@ -136,3 +136,14 @@ def flat_indexer(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seql
 @flat_indexer.register_fake
 def _(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, topk_tokens):
     return q.new_empty((q.shape[0], topk_tokens), dtype=torch.int32)
+
+
+@torch.library.custom_op("hisa::sparse_attn", mutates_args=())
+def sparse_attn(q: Tensor, kv: Tensor, attn_sink: Tensor, topk_idxs: Tensor,
+                softmax_scale: float) -> Tuple[Tensor, Tensor]:
+    return _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse=True)
+
+
+@sparse_attn.register_fake
+def _(q, kv, attn_sink, topk_idxs, softmax_scale):
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)

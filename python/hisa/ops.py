@@ -69,6 +69,7 @@ __all__ = [
     "block_sparse_topk_tokens",
     "hisa_indexer",
     "flat_indexer",
+    "sparse_attn",
 ]
 
 FP8 = torch.float8_e4m3fn
@@ -905,6 +906,83 @@ def hisa_indexer(
          weights, ks, ke, out, m, n, heads, dim, kb,
          block_topk, topk_tokens, workspace, workspace.numel())
     return out
+
+
+# ---- DeepSeek-V4 sparse attention (KERNELS.md "DeepSeek-V4 sparse attention") ----
+
+SPARSE_ATTN_DIM = 512
+
+
+def sparse_attn(
+    q: torch.Tensor,
+    kv: torch.Tensor,
+    attn_sink: torch.Tensor,
+    topk_idxs: torch.Tensor,
+    softmax_scale: float,
+    return_lse: bool = False,
+):
+    """DeepSeek-V4 sparse attention: one shared KV head as key and value.
+
+    For each token (b, s) and head h: ``s_j = softmax_scale * q . kv[b, idx_j]``
+    over the token's K indices; ``o = sum_j exp(s_j - m) kv[b, idx_j] /
+    (sum_j exp(s_j - m) + exp(attn_sink[h] - m))``. Index -1 (and any index
+    outside [0, Nkv)) contributes nothing; a token without a valid index gets
+    o = 0.
+
+    Args:
+      q: [B, S, H, 512] bfloat16 (any H >= 1; blocks of 64 heads).
+      kv: [B, Nkv, 512] bfloat16.
+      attn_sink: [H] float32 (a logit per head, in the denominator only).
+      topk_idxs: [B, S, K] int32 (int64 accepted), 1 <= K <= 4096, any order,
+        repeats allowed.
+      softmax_scale: the scale of the dot products (512 ** -0.5 in V4).
+      return_lse: also return lse [B, S, H] float32, the natural log of each
+        denominator (sink included), to merge with other attention.
+
+    Returns:
+      o [B, S, H, 512] bfloat16, or (o, lse).
+    """
+    if torch.compiler.is_compiling():
+        o, lse = torch.ops.hisa.sparse_attn(q, kv, attn_sink, topk_idxs, float(softmax_scale))
+        return (o, lse) if return_lse else o
+    q = check_tensor("q", q)
+    check_cuda("q", q)
+    for name, t in (("kv", kv), ("attn_sink", attn_sink), ("topk_idxs", topk_idxs)):
+        check_tensor(name, t)
+        check_cuda(name, t)
+        check_same_device(name, t, "q", q)
+    check_dtype("q", q, torch.bfloat16)
+    check_dtype("kv", kv, torch.bfloat16)
+    check_dtype("attn_sink", attn_sink, torch.float32)
+    _check_index_dtype("topk_idxs", topk_idxs)
+    check_rank("q", q, 4, "[B, S, H, D]")
+    batch, seq_len, heads, dim = (int(x) for x in q.shape)
+    if dim != SPARSE_ATTN_DIM:
+        raise InvalidArgumentError(
+            f"q has D = {dim} (shape {shape_str(q.shape)}); sparse_attn supports "
+            f"D = {SPARSE_ATTN_DIM} (DeepSeek-V4)"
+        )
+    check_rank("kv", kv, 3, "[B, Nkv, 512]")
+    nkv = int(kv.shape[1])
+    check_shape("kv", kv, (batch, nkv, SPARSE_ATTN_DIM), "[B, Nkv, 512]")
+    check_shape("attn_sink", attn_sink, (heads,), "[H]")
+    check_rank("topk_idxs", topk_idxs, 3, "[B, S, K]")
+    topk = int(topk_idxs.shape[2])
+    check_shape("topk_idxs", topk_idxs, (batch, seq_len, topk), "[B, S, K]")
+    for name, t in (("q", q), ("kv", kv), ("attn_sink", attn_sink), ("topk_idxs", topk_idxs)):
+        check_contiguous(name, t)
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
+        raise _lib.ArgumentTypeError(
+            f"softmax_scale must be a float, got {type(softmax_scale).__qualname__}"
+        )
+    idx = _as_int32(topk_idxs, -1, _INT32_MAX)
+    o = torch.empty_like(q)
+    lse = (torch.empty((batch, seq_len, heads), dtype=torch.float32, device=q.device)
+           if return_lse else None)
+    if batch * seq_len > 0:
+        _run("hisa_sparse_attn", q.device, q, kv, attn_sink, idx, o, lse,
+             batch, seq_len, heads, nkv, topk, float(softmax_scale))
+    return (o, lse) if return_lse else o
 
 
 @functools.lru_cache(maxsize=4096)

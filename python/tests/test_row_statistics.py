@@ -20,3 +20,19 @@ def test_row_max_shift():
         scores = a.float() @ b.float().T
         expected = scores - scores.amax(dim=1, keepdim=True)
         assert torch.allclose(out, expected, rtol=1e-5, atol=1e-4), f"seed {seed}"
+
+
+def test_row_max_across_warpgroups():
+    # Inputs/row-statistics-warpgroups.mlir: S split over two warpgroups.
+    seed = fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "row-statistics-warpgroups.mlir", "row_max_warpgroups")
+    a, b = (torch.randn(64, 64, device="cuda").bfloat16() for _ in range(2))
+    c = torch.randn(128, 64, device="cuda").bfloat16()
+    out_s = torch.full((64, 64), float("nan"), device="cuda")
+    out_o = torch.full((64, 128), float("nan"), device="cuda")
+    kernel.launch(a, b, c, out_s, out_o)
+    torch.cuda.synchronize()
+    s = a.float() @ b.float().T
+    m = s.amax(1, keepdim=True)
+    assert torch.allclose(out_s, s - m, rtol=1e-4, atol=1e-3), f"seed {seed}"
+    assert torch.allclose(out_o, (a.float() @ c.float().T) * m, rtol=1e-4, atol=1e-3), f"seed {seed}"

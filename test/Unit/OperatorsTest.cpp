@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -146,6 +147,36 @@ TEST(Runtime, DevicePointerChecksToggleReturnsThePreviousSetting) {
   EXPECT_EQ(hisa_set_device_pointer_checks(0), 1); // on by default
   EXPECT_EQ(hisa_set_device_pointer_checks(1), 0);
   EXPECT_EQ(hisa_set_device_pointer_checks(1), 1);
+}
+
+TEST(SparseAttn, ChecksItsArguments) {
+  auto call = [](int64_t batch, int64_t heads, int64_t nkv, int64_t topk,
+                 float scale, const void *q = fake()) {
+    return hisa_sparse_attn(q, fake(), fake<float>(), fake<int32_t>(), fake(),
+                            nullptr, batch, 3, heads, nkv, topk, scale,
+                            nullptr);
+  };
+  EXPECT_EQ(call(1, 64, 100, 0, 0.1f), HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("K = 0"), std::string::npos) << lastError();
+  EXPECT_EQ(call(1, 64, 100, 5000, 0.1f), HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("K = 5000"), std::string::npos) << lastError();
+  EXPECT_EQ(call(1, 0, 100, 64, 0.1f), HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("heads = 0"), std::string::npos) << lastError();
+  EXPECT_EQ(call(3, 64, int64_t(1) << 30, 64, 0.1f),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("int32 row numbers"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(call(1, 64, 100, 64, INFINITY), HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("not finite"), std::string::npos) << lastError();
+  EXPECT_EQ(call(1, 64, 100, 64, 0.1f, fake(0x10008)),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("q"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("16-byte"), std::string::npos) << lastError();
+  // No tokens: nothing to do.
+  EXPECT_EQ(hisa_sparse_attn(nullptr, nullptr, nullptr, nullptr, nullptr,
+                             nullptr, 0, 3, 64, 100, 64, 0.1f, nullptr),
+            HISA_OK)
+      << lastError();
 }
 
 TEST(FusedStages, RefuseLogitsThatDoNotFitOnChip) {

@@ -86,6 +86,21 @@ llvm::Error blockSparseTopkTokens(
     const int32_t *ke, int32_t *out, int64_t m, int64_t n, int64_t topk,
     int64_t kb, int64_t heads, int64_t dim, int64_t topkTokens, void *stream);
 
+/// DeepSeek-V4 sparse attention (KERNELS.md): q [batch, seqLen, heads, 512]
+/// bf16, kv [batch, nkv, 512] bf16, attnSink [heads] f32, topkIdxs [batch,
+/// seqLen, topk] int32 (-1 and indices outside [0, nkv) contribute nothing)
+/// -> o [batch, seqLen, heads, 512] bf16 and, when lse is not null, lse
+/// [batch, seqLen, heads] f32 (natural log of the softmax denominator, sink
+/// included). heads >= 1 (padded to blocks of 64), topk in [1,
+/// kMaxSparseAttnTopk].
+constexpr int64_t kSparseAttnDim = 512;
+constexpr int64_t kMaxSparseAttnTopk = 4096;
+llvm::Error sparseAttn(const void *q, const void *kv, const float *attnSink,
+                       const int32_t *topkIdxs, void *o, float *lse,
+                       int64_t batch, int64_t seqLen, int64_t heads,
+                       int64_t nkv, int64_t topk, float softmaxScale,
+                       void *stream);
+
 } // namespace hisa::ops
 
 #endif // HISA_OPS_OPERATORS_H

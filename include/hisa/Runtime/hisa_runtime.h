@@ -153,6 +153,20 @@ HISA_EXPORT int hisa_topk_bf16(const void *x, const int32_t *starts,
                                int64_t columns, int64_t k, int32_t relative,
                                void *stream);
 
+/* DeepSeek-V4 sparse attention (KERNELS.md): q [batch, seq_len, heads, 512]
+ * bf16, kv [batch, nkv, 512] bf16, attn_sink [heads] f32, topk_idxs [batch,
+ * seq_len, topk] int32 (-1, and any index outside [0, nkv), contributes
+ * nothing) -> o [batch, seq_len, heads, 512] bf16; lse (NULL: not written)
+ * [batch, seq_len, heads] f32, the natural log of each softmax denominator
+ * with the sink. A token without a valid index gets o = 0. heads >= 1,
+ * 1 <= topk <= 4096, batch * nkv < 2^31. */
+HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
+                                 const float *attn_sink,
+                                 const int32_t *topk_idxs, void *o, float *lse,
+                                 int64_t batch, int64_t seq_len, int64_t heads,
+                                 int64_t nkv, int64_t topk, float softmax_scale,
+                                 void *stream);
+
 /* Fused HISA stage 1 (KERNELS.md 1.2 + 1.3 + 1.4): out [m, out_columns]
  * int32 block indices (out_columns = min(block_topk, nb)), -1 padded.
  * starts/ends: [m] int32 token windows pooled by window_kb (1: block

@@ -436,7 +436,8 @@ static FailureOr<int64_t> getReadValue(ParallelOp parallel,
     SmallVector<int64_t> kept(shape);
     kept.erase(kept.begin() + dim);
     if (kept != sliceShape ||
-        getReducedLayout(layout, shape, dim) != fragment.getLayout())
+        !areEquivalentLayouts(getReducedLayout(layout, shape, dim),
+                              fragment.getLayout()))
       continue;
     std::optional<SmallVector<int64_t>> bits =
         getReducedValueBits(layout, shape, dim);

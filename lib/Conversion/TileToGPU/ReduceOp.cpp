@@ -180,22 +180,28 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     }
   }
 
-  // Results that stay in their registers (tile-assign-layouts gave the
-  // destination the reduced layout of the source): no shared-memory hop.
-  if (auto destFragment = dyn_cast<FragmentType>(op.getDest().getType());
-      destFragment && warpBits.empty() && destFragment.getLayout() &&
+  // The destination's register holding the result of partial `key`, when
+  // tile-assign-layouts gave it the reduced layout of the source (results
+  // stay with the threads that held the row).
+  auto destFragment = dyn_cast<FragmentType>(op.getDest().getType());
+  bool inReducedLayout =
+      destFragment && destFragment.getLayout() &&
       destFragment.getLayout() ==
-          getReducedLayout(sourceType.getLayout(), layout->shape, dim)) {
-    SmallVector<Value> &destRegs = registers[op.getDest()];
-    for (auto &[key, value] : partial) {
-      int64_t compact = 0, position = 0;
-      for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
-        if (valueMask & (int64_t(1) << bit))
-          continue;
-        compact |= ((key >> bit) & 1) << position++;
-      }
-      writeResult(b, value, destRegs[compact], {});
+          getReducedLayout(sourceType.getLayout(), layout->shape, dim);
+  auto compactValue = [&](int64_t key) {
+    int64_t compact = 0, position = 0;
+    for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
+      if (valueMask & (int64_t(1) << bit))
+        continue;
+      compact |= ((key >> bit) & 1) << position++;
     }
+    return compact;
+  };
+  // Within warps: no shared-memory hop.
+  if (inReducedLayout && warpBits.empty()) {
+    SmallVector<Value> &destRegs = registers[op.getDest()];
+    for (auto &[key, value] : partial)
+      writeResult(b, value, destRegs[compactValue(key)], {});
     return success();
   }
 
@@ -228,9 +234,9 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
         b, loc, slice, arith::ShLIOp::create(b, loc, bitValue, index(b, j)));
   }
   Value sliceBase = arith::MulIOp::create(b, loc, slice, index(b, outputs));
-  for (auto &[key, value] : partial) {
-    // Linear index of (thread, key); dropping the reduced bits gives the
-    // output's row-major index.
+  // The output's row-major index of partial `key` of this thread: its
+  // linear index with the reduced bits dropped.
+  auto outputIndex = [&](int64_t key) -> Value {
     Value linear = arith::AddIOp::create(
         b, loc, threadPart(*bits),
         index(b, BitLayout::linearIndex(*layout, 0, key)));
@@ -239,7 +245,10 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     Value high = arith::ShLIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, linear, index(b, hi)),
         index(b, lo));
-    Value output = arith::OrIOp::create(b, loc, low, high);
+    return arith::OrIOp::create(b, loc, low, high);
+  };
+  for (auto &[key, value] : partial) {
+    Value output = outputIndex(key);
     Value predicate = writer;
     if (Value inside = isInside(b, *layout, key))
       predicate = arith::AndIOp::create(b, loc, predicate, inside);
@@ -260,6 +269,18 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     }
     return result;
   };
+  // Across warps into the reduced layout (columns split over warpgroups):
+  // every thread that holds a row reads its slices back.
+  if (inReducedLayout) {
+    SmallVector<Value> &destRegs = registers[op.getDest()];
+    for (auto &[key, value] : partial) {
+      Value output = outputIndex(key);
+      if (Value inside = isInside(b, *layout, key))
+        output = arith::SelectOp::create(b, loc, inside, output, index(b, 0));
+      writeResult(b, combineSlices(output), destRegs[compactValue(key)], {});
+    }
+    return success();
+  }
   Type destType = op.getDest().getType();
   if (auto destFragment = dyn_cast<FragmentType>(destType)) {
     FailureOr<VectorLayout> destLayout = getLayout(op, destFragment);

@@ -208,9 +208,9 @@ hisa::tile::getReducedValueBits(FragmentLayoutAttr source,
   SmallVector<int64_t> origin = evaluate(0, 0);
   if (origin.empty() || llvm::any_of(origin, [](int64_t c) { return c != 0; }))
     return std::nullopt;
-  for (int64_t t = 32; t < threads; t *= 2)
-    if (movesDim(evaluate(t, 0)) == dim)
-      return std::nullopt; // crosses warps
+  // Thread bits of the reduced dimension (lanes, and warps: an accumulator
+  // whose columns are split over warpgroups) become replicated bits of the
+  // reduced layout: every thread that held part of a row holds its result.
   SmallVector<int64_t> reducedValueBits;
   for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit) {
     int64_t moved = movesDim(evaluate(0, int64_t(1) << bit));
@@ -251,7 +251,9 @@ std::optional<int64_t> hisa::tile::getRowSliceDim(
     if (ArrayRef<int64_t>(kept) != sliceShape ||
         !llvm::equal(keptVars, sliceIndices))
       continue;
-    if (getReducedLayout(layout, shape, dim) == sliceLayout)
+    // Equivalent, not only equal: statistics of one accumulator (scores
+    // [64, 64]) rescale another of the same rows (the output [64, 512]).
+    if (areEquivalentLayouts(getReducedLayout(layout, shape, dim), sliceLayout))
       return dim;
   }
   return std::nullopt;

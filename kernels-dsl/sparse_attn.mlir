@@ -1,0 +1,204 @@
+// DeepSeek-V4 sparse attention, prefill and decode (KERNELS.md "DeepSeek-V4
+// sparse attention"): for each token t = (b, s) and head h,
+//   s_j = softmax_scale * dot(q[t, h], kv[b, idx[t, j]])   over its K indices,
+//   o[t, h] = sum_j exp(s_j - m) kv[b, idx_j] / (sum_j exp(s_j - m)
+//                                                 + exp(attn_sink[h] - m)),
+// one shared KV head serving as key and value (D = 512); index -1 (and any
+// index outside [0, Nkv)) contributes nothing; a token whose indices are all
+// invalid gets o = 0 (never NaN). With `lse`, lse[t, h] = log of the
+// denominator's full sum (sink included) in natural units, so a caller can
+// merge this attention with another.
+//
+// One block per (token, 64 heads): H = 128 takes two blocks, H < 64 leaves
+// rows of the tile past H (they read zeros and are not written). Two
+// warpgroups split every accumulator's columns (policy full_col): the
+// [64, 512] f32 output accumulator is 128 registers a thread.
+//
+//   1. The token's K indices, made absolute rows of kv [B*Nkv, 512]
+//      (b*Nkv + idx; -1 for padding past K and for indices outside
+//      [0, Nkv)), and the 64 heads' queries, in shared memory.
+//   2. Per tile of 64 indices (pipelined: the next tile's rows are gathered
+//      while this one computes; -1 rows read zeros):
+//      S = Q K^T (wgmma, [64 heads, 64 keys]), scaled into log2 units, -inf
+//      where the index is invalid; online softmax with the row maximum and
+//      row sum in registers; P = exp2(S - m) in bf16 through shared memory
+//      (each warpgroup computes half of S's columns but needs all of P);
+//      O = O * exp2(m_old - m) + P V.
+//   3. O / (l + exp2(sink*log2(e) - m)) in bf16; lse if asked.
+
+tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
+                         %kv: !tile.global<[?, 512], bf16>,
+                         %attn_sink: !tile.global<[?], f32>,
+                         %topk_idxs: !tile.global<[?, ?], i32>,
+                         %o: !tile.global<[?, ?, 512], bf16>,
+                         %lse_out: !tile.global<[?, ?], f32>,
+                         %tokens_per_batch: index,
+                         %nkv: index,
+                         %softmax_scale: f32)
+    params {topk_pad = 640, head_blocks = 1, lse = 0} {
+  %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
+  %head_blocks = tile.param "head_blocks" : index
+  %blocks = arith.muli %tokens, %head_blocks : index
+  tile.launch (%block) in (%blocks) threads 256 {
+    %q_s = tile.alloc : !tile.shared<[64, 512], bf16>
+    %kv_s = tile.alloc : !tile.shared<[64, 512], bf16>
+    %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %rows = tile.alloc : !tile.shared<[topk_pad], i32>
+    %scores = tile.alloc : !tile.frag<[64, 64], f32>
+    %p = tile.alloc : !tile.frag<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 512], f32>
+    %out = tile.alloc : !tile.frag<[64, 512], bf16>
+    // Row statistics (log2 units): running maximum, the previous one, the
+    // running sum of exponentials.
+    %row_max = tile.alloc : !tile.frag<[64], f32>
+    %prev_max = tile.alloc : !tile.frag<[64], f32>
+    %row_sum = tile.alloc : !tile.frag<[64], f32>
+    %tile_sum = tile.alloc : !tile.frag<[64], f32>
+
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    %neg_inf = arith.constant 0xFF800000 : f32
+    %log2e = arith.constant 1.44269504 : f32
+    %invalid = arith.constant -1 : i32
+    %c0_i32 = arith.constant 0 : i32
+    %head_blocks_in = tile.param "head_blocks" : index
+    %token = arith.divui %block, %head_blocks_in : index
+    %head_block = arith.remui %block, %head_blocks_in : index
+    %first_head = arith.muli %head_block, %c64 : index
+    %heads = tile.dim %q, 1 : !tile.global<[?, ?, 512], bf16>
+    %k = tile.dim %topk_idxs, 1 : !tile.global<[?, ?], i32>
+    %batch = arith.divui %token, %tokens_per_batch : index
+    %row_base = arith.muli %batch, %nkv : index
+    %row_base_i32 = arith.index_cast %row_base : index to i32
+    %nkv_i32 = arith.index_cast %nkv : index to i32
+    %k_i32 = arith.index_cast %k : index to i32
+    %scale_log2 = arith.mulf %softmax_scale, %log2e : f32
+
+    // 1. Indices (absolute kv rows, -1 where invalid) and queries.
+    tile.copy %topk_idxs[%token, %c0] to %rows
+        : !tile.global<[?, ?], i32> to !tile.shared<[topk_pad], i32>
+    tile.parallel (%j) in [topk_pad] {
+      %index = tile.load %rows[%j] : !tile.shared<[topk_pad], i32>
+      %j_i32 = arith.index_cast %j : index to i32
+      %given = arith.cmpi slt, %j_i32, %k_i32 : i32
+      %non_negative = arith.cmpi sge, %index, %c0_i32 : i32
+      %in_cache = arith.cmpi slt, %index, %nkv_i32 : i32
+      %valid_range = arith.andi %non_negative, %in_cache : i1
+      %valid = arith.andi %valid_range, %given : i1
+      %absolute = arith.addi %index, %row_base_i32 : i32
+      %row = arith.select %valid, %absolute, %invalid : i32
+      tile.store %row, %rows[%j] : !tile.shared<[topk_pad], i32>
+    }
+    tile.copy %q[%token, %first_head, %c0] to %q_s
+        : !tile.global<[?, ?, 512], bf16> to !tile.shared<[64, 512], bf16>
+    tile.fill %acc, %zero : !tile.frag<[64, 512], f32>, f32
+    tile.fill %row_max, %neg_inf : !tile.frag<[64], f32>, f32
+    tile.fill %row_sum, %zero : !tile.frag<[64], f32>, f32
+
+    // 2. Tiles of 64 indices.
+    %pad = tile.param "topk_pad" : index
+    %tiles = arith.divui %pad, %c64 : index
+    tile.pipelined %t = %c0 to %tiles step %c1 num_stages = 2 {
+      %first = arith.muli %t, %c64 : index
+      tile.copy %kv rows(%rows[%first] : !tile.shared<[topk_pad], i32>) to %kv_s
+          : !tile.global<[?, 512], bf16> to !tile.shared<[64, 512], bf16>
+      tile.gemm %q_s, %kv_s, %scores transpose_b clear_accum policy(full_col)
+          : !tile.shared<[64, 512], bf16>, !tile.shared<[64, 512], bf16>
+            -> !tile.frag<[64, 64], f32>
+      // Scores in log2 units; -inf for invalid indices.
+      tile.parallel (%i, %j) in [64, 64] {
+        %s = tile.load %scores[%i, %j] : !tile.frag<[64, 64], f32>
+        %at = arith.addi %first, %j : index
+        %row = tile.load %rows[%at] : !tile.shared<[topk_pad], i32>
+        %valid = arith.cmpi sge, %row, %c0_i32 : i32
+        %scaled = arith.mulf %s, %scale_log2 : f32
+        %masked = arith.select %valid, %scaled, %neg_inf : f32
+        tile.store %masked, %scores[%i, %j] : !tile.frag<[64, 64], f32>
+      }
+      tile.parallel (%i) in [64] {
+        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+        tile.store %m, %prev_max[%i] : !tile.frag<[64], f32>
+      }
+      tile.reduce max %scores to %row_max dim = 1 accumulate
+          : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+      // P = exp2(S - m); a maximum of -inf (nothing valid yet) counts as 0.
+      tile.parallel (%i, %j) in [64, 64] {
+        %s = tile.load %scores[%i, %j] : !tile.frag<[64, 64], f32>
+        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+        %none = arith.cmpf oeq, %m, %neg_inf : f32
+        %m_safe = arith.select %none, %zero, %m : f32
+        %shifted = arith.subf %s, %m_safe : f32
+        %e = math.exp2 %shifted : f32
+        tile.store %e, %scores[%i, %j] : !tile.frag<[64, 64], f32>
+      }
+      tile.reduce sum %scores to %tile_sum dim = 1
+          : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+      tile.parallel (%i) in [64] {
+        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+        %m_old = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+        %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
+        %add = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
+        %none = arith.cmpf oeq, %m, %neg_inf : f32
+        %m_safe = arith.select %none, %zero, %m : f32
+        %delta = arith.subf %m_old, %m_safe : f32
+        %alpha = math.exp2 %delta : f32
+        %rescaled = arith.mulf %l, %alpha : f32
+        %l_new = arith.addf %rescaled, %add : f32
+        tile.store %l_new, %row_sum[%i] : !tile.frag<[64], f32>
+        // prev_max now holds the factor that rescales the output.
+        tile.store %alpha, %prev_max[%i] : !tile.frag<[64], f32>
+      }
+      tile.parallel (%i, %j) in [64, 512] {
+        %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
+        %alpha = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+        %scaled = arith.mulf %a, %alpha : f32
+        tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 512], f32>
+      }
+      tile.cast %scores to %p : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
+      tile.copy %p to %p_s : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %p_s, %kv_s, %acc policy(full_col)
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 512], bf16>
+            -> !tile.frag<[64, 512], f32>
+    }
+
+    // 3. Normalize by the sum and the sink; lse.
+    tile.parallel (%i) in [64] {
+      %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+      %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
+      %none = arith.cmpf oeq, %m, %neg_inf : f32
+      %m_safe = arith.select %none, %zero, %m : f32
+      %h = arith.addi %first_head, %i : index
+      %real = arith.cmpi ult, %h, %heads : index
+      %h_safe = arith.select %real, %h, %c0 : index
+      %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
+      %sink_log2 = arith.mulf %sink, %log2e : f32
+      %sink_shifted = arith.subf %sink_log2, %m_safe : f32
+      %sink_term = math.exp2 %sink_shifted : f32
+      %denominator = arith.addf %l, %sink_term : f32
+      %one = arith.constant 1.0 : f32
+      %inverse = arith.divf %one, %denominator : f32
+      tile.store %inverse, %tile_sum[%i] : !tile.frag<[64], f32>
+      %want_lse = tile.param "lse" : index
+      %lse_on = arith.cmpi ne, %want_lse, %c0 : index
+      %write_lse = arith.andi %lse_on, %real : i1
+      scf.if %write_lse {
+        %log2_sum = math.log2 %denominator : f32
+        %total_log2 = arith.addf %m_safe, %log2_sum : f32
+        %ln2 = arith.constant 0.693147182 : f32
+        %lse = arith.mulf %total_log2, %ln2 : f32
+        tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
+      }
+    }
+    tile.parallel (%i, %j) in [64, 512] {
+      %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
+      %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
+      %normalized = arith.mulf %a, %inverse : f32
+      %rounded = arith.truncf %normalized : f32 to bf16
+      tile.store %rounded, %out[%i, %j] : !tile.frag<[64, 512], bf16>
+    }
+    tile.copy %out to %o[%token, %first_head, %c0]
+        : !tile.frag<[64, 512], bf16> to !tile.global<[?, ?, 512], bf16>
+  }
+}
