@@ -146,6 +146,16 @@ inline Status sparseAttn(const void *q, const void *kv, const float *attnSink,
       shape.nkv, shape.topk, softmaxScale, stream));
 }
 
+/// Dense attention forward, bf16: q, k, v, o [batch, heads, seqLen, dim]
+/// (dim 64 or 128); softmaxScale usually dim^-0.5.
+inline Status flashAttn(const void *q, const void *k, const void *v, void *o,
+                        int64_t batch, int64_t heads, int64_t seqLen,
+                        int64_t dim, bool causal, float softmaxScale,
+                        void *stream) {
+  return detail::status(hisa_flash_attn(q, k, v, o, batch, heads, seqLen, dim,
+                                        causal ? 1 : 0, softmaxScale, stream));
+}
+
 /// The runtime's version string.
 inline std::string version() { return hisa_version(); }
 

@@ -269,6 +269,13 @@ int hisa_sparse_attn(const void *q, const void *kv, const float *attn_sink,
                                         softmax_scale, stream));
 }
 
+int hisa_flash_attn(const void *q, const void *k, const void *v, void *o,
+                    int64_t batch, int64_t heads, int64_t seq_len, int64_t dim,
+                    int32_t causal, float softmax_scale, void *stream) {
+  return statusOf(hisa::ops::flashAttn(q, k, v, o, batch, heads, seq_len, dim,
+                                       causal != 0, softmax_scale, stream));
+}
+
 int hisa_pool_topk_blocks(const void *q, const void *blocked_k,
                           const float *blocked_k_scale, const float *weights,
                           const int32_t *starts, const int32_t *ends,

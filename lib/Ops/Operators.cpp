@@ -503,4 +503,34 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                      arguments, stream);
 }
 
+Error flashAttn(const void *q, const void *k, const void *v, void *o,
+                int64_t batch, int64_t heads, int64_t seqLen, int64_t dim,
+                bool causal, float softmaxScale, void *stream) {
+  const char *op = "flash_attn";
+  if (Error error = checkNonNegative(op, "batch", batch))
+    return error;
+  if (Error error = checkNonNegative(op, "heads", heads))
+    return error;
+  if (Error error = checkNonNegative(op, "seq_len", seqLen))
+    return error;
+  if (dim != 64 && dim != 128)
+    return argumentError(
+        formatv("{0}: head dimension D = {1}; supported: 64, 128", op, dim));
+  if (!std::isfinite(softmaxScale))
+    return argumentError(
+        formatv("{0}: softmax_scale = {1} is not finite", op, softmaxScale));
+  if (batch * heads * seqLen == 0)
+    return Error::success();
+  if (Error error = checkPointers(
+          op, {{"q", q, 16}, {"k", k, 16}, {"v", v, 16}, {"o", o, 16}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(q, {batch, heads, seqLen, dim}),
+                                tensor(k, {batch, heads, seqLen, dim}),
+                                tensor(v, {batch, heads, seqLen, dim}),
+                                tensor(o, {batch, heads, seqLen, dim}),
+                                floatScalar(softmaxScale)};
+  return runOperator(op, formatv("causal={0},dim={1}", causal ? 1 : 0, dim),
+                     arguments, stream);
+}
+
 } // namespace hisa::ops

@@ -8,6 +8,7 @@
 #include "hisa/Pipelines/Pipelines.h"
 #include "hisa/Target/TargetSpec.h"
 #include "hisa/Tools/Registration.h"
+#include "hisa/Tools/SourceLimits.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/AsmParser/AsmParserState.h"
@@ -354,6 +355,19 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   Block block;
   AsmParserState asmState;
   ParserConfig config(&context);
+  // What the parser would abort on is refused first, with its location.
+  if (std::optional<SourceLimitViolation> violation =
+          findSourceLimitViolation(source)) {
+    const llvm::MemoryBuffer *buffer =
+        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+    auto [line, column] =
+        sourceMgr.getLineAndColumn(llvm::SMLoc::getFromPointer(
+            buffer->getBufferStart() + violation->offset));
+    emitError(FileLineColLoc::get(&context, buffer->getBufferIdentifier(), line,
+                                  column),
+              violation->message);
+    return failure("cannot parse the source");
+  }
   if (failed(parseAsmSourceFile(sourceMgr, &block, config, &asmState)))
     return failure("cannot parse the source");
   OwningOpRef<ModuleOp> module;

@@ -2,6 +2,7 @@
 
 #include "hisa/Target/PTXTranslation.h"
 #include "hisa/Target/TargetSpec.h"
+#include "hisa/Tools/SourceLimits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -9,6 +10,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -19,6 +22,7 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -127,22 +131,45 @@ static LogicalResult translateGPUModulesToLLVMIR(ModuleOp module,
   return success();
 }
 
+void hisa::registerModuleTranslation(
+    StringRef name, StringRef description,
+    std::function<LogicalResult(ModuleOp, raw_ostream &)> function,
+    std::function<void(DialectRegistry &)> registerDialects) {
+  TranslateRegistration(
+      name, description,
+      [function, registerDialects](
+          const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+          raw_ostream &output, MLIRContext *context) -> LogicalResult {
+        if (hisa::reportSourceLimitViolation(*sourceMgr,
+                                             sourceMgr->getMainFileID()))
+          return failure();
+        DialectRegistry registry;
+        registerDialects(registry);
+        context->appendDialectRegistry(registry);
+        OwningOpRef<ModuleOp> module =
+            parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context));
+        if (!module || failed(verify(*module)))
+          return failure();
+        return function(*module, output);
+      });
+}
+
 void hisa::registerGPUTranslations(
     std::function<void(DialectRegistry &)> registerDialects) {
   auto registerAll = [registerDialects](DialectRegistry &registry) {
     registerGPUDialects(registry);
     registerDialects(registry);
   };
-  static TranslateFromMLIRRegistration toLLVMIR(
-      "gpu-to-llvmir", "Translate the gpu.modules (NVVM form) to LLVM IR",
-      translateGPUModulesToLLVMIR, registerAll);
-  static TranslateFromMLIRRegistration toPTX(
+  registerModuleTranslation("gpu-to-llvmir",
+                            "Translate the gpu.modules (NVVM form) to LLVM IR",
+                            translateGPUModulesToLLVMIR, registerAll);
+  registerModuleTranslation(
       "gpu-to-ptx", "Translate the gpu.modules (NVVM form) to PTX",
       [](ModuleOp module, raw_ostream &output) {
         return hisa::serializeGPUModules(module, output, "isa");
       },
       registerAll);
-  static TranslateFromMLIRRegistration toCubin(
+  registerModuleTranslation(
       "gpu-to-cubin",
       "Translate the gpu.modules (NVVM form) to cubin (needs ptxas)",
       [](ModuleOp module, raw_ostream &output) {

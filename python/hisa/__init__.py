@@ -42,6 +42,7 @@ _OPS = (
     "hisa_indexer",
     "flat_indexer",
     "sparse_attn",
+    "flash_attn",
 )
 
 __all__ = [

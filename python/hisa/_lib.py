@@ -213,6 +213,9 @@ _SIGNATURES = {
     # softmax_scale; stream
     "hisa_sparse_attn": (ctypes.c_int, [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 5
                          + [ctypes.c_float, ctypes.c_void_p]),
+    # q, k, v, o; batch, heads, seq_len, dim; causal; softmax_scale; stream
+    "hisa_flash_attn": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 4
+                        + [ctypes.c_int32, ctypes.c_float, ctypes.c_void_p]),
     "hisa_topk_bf16": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
                        + [ctypes.c_int32, ctypes.c_void_p]),
     # q, blocked_k, blocked_k_scale, weights, starts, ends, out; m, nb, heads, dim,

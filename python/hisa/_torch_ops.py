@@ -147,3 +147,13 @@ def sparse_attn(q: Tensor, kv: Tensor, attn_sink: Tensor, topk_idxs: Tensor,
 @sparse_attn.register_fake
 def _(q, kv, attn_sink, topk_idxs, softmax_scale):
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.custom_op("hisa::flash_attn", mutates_args=())
+def flash_attn(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: float) -> Tensor:
+    return _eager("flash_attn")(q, k, v, causal, softmax_scale)
+
+
+@flash_attn.register_fake
+def _(q, k, v, causal, softmax_scale):
+    return q.new_empty(q.shape)

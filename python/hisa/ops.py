@@ -70,6 +70,7 @@ __all__ = [
     "hisa_indexer",
     "flat_indexer",
     "sparse_attn",
+    "flash_attn",
 ]
 
 FP8 = torch.float8_e4m3fn
@@ -983,6 +984,62 @@ def sparse_attn(
         _run("hisa_sparse_attn", q.device, q, kv, attn_sink, idx, o, lse,
              batch, seq_len, heads, nkv, topk, float(softmax_scale))
     return (o, lse) if return_lse else o
+
+
+def flash_attn(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = False,
+    softmax_scale: Optional[float] = None,
+) -> torch.Tensor:
+    """Dense attention forward: ``softmax(q k^T * scale [+ causal mask]) v``.
+
+    The layout and semantics of ``torch.nn.functional.scaled_dot_product_attention``
+    (``is_causal`` = ``causal``: query i sees keys 0..i).
+
+    Args:
+      q, k, v: [B, H, S, D] bfloat16, contiguous, D in {64, 128} (the same
+        shape: one key/value head per query head).
+      causal: mask keys after the query.
+      softmax_scale: default D ** -0.5.
+
+    Returns:
+      o [B, H, S, D] bfloat16.
+    """
+    scale = softmax_scale
+    if torch.compiler.is_compiling():
+        return torch.ops.hisa.flash_attn(q, k, v, bool(causal),
+                                         float(q.shape[-1] ** -0.5 if scale is None else scale))
+    q = check_tensor("q", q)
+    check_cuda("q", q)
+    for name, t in (("k", k), ("v", v)):
+        check_tensor(name, t)
+        check_cuda(name, t)
+        check_same_device(name, t, "q", q)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_dtype(name, t, torch.bfloat16)
+    check_rank("q", q, 4, "[B, H, S, D]")
+    batch, heads, seq_len, dim = (int(x) for x in q.shape)
+    if dim not in (64, 128):
+        raise InvalidArgumentError(
+            f"q has D = {dim} (shape {shape_str(q.shape)}); flash_attn supports D in (64, 128)"
+        )
+    for name, t in (("k", k), ("v", v)):
+        check_shape(name, t, (batch, heads, seq_len, dim), "[B, H, S, D] (as q)")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_contiguous(name, t)
+    if scale is None:
+        scale = dim ** -0.5
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise _lib.ArgumentTypeError(
+            f"softmax_scale must be a float or None, got {type(scale).__qualname__}"
+        )
+    o = torch.empty_like(q)
+    if q.numel() > 0:
+        _run("hisa_flash_attn", q.device, q, k, v, o, batch, heads, seq_len, dim,
+             1 if causal else 0, float(scale))
+    return o
 
 
 @functools.lru_cache(maxsize=4096)

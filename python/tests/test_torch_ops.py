@@ -10,7 +10,7 @@ torch, hisa = require_gpu()
 
 OPS = ["fp8_block_mean_pooling", "clean_and_maintain_logits_", "pool_mqa_logits", "mqa_logits",
        "block_sparse_mqa_logits", "topk", "pool_topk_blocks", "block_sparse_topk_tokens",
-       "hisa_indexer", "flat_indexer"]
+       "hisa_indexer", "flat_indexer", "sparse_attn", "flash_attn"]
 
 
 def inputs(m=700, n=1500):
@@ -37,6 +37,13 @@ def test_opcheck_schema_and_fake():
         (torch.ops.hisa.topk.default, (x, 17, None, None)),
         (torch.ops.hisa.fp8_block_mean_pooling.default, (k, k_scale, 64)),
         (torch.ops.hisa.mqa_logits.default, (q, k, k_scale, weights, ks, ke)),
+        (torch.ops.hisa.sparse_attn.default,
+         (torch.randn(2, 3, 16, 512, device="cuda").bfloat16(),
+          torch.randn(2, 40, 512, device="cuda").bfloat16(), torch.randn(16, device="cuda"),
+          torch.randint(-1, 40, (2, 3, 70), device="cuda", dtype=torch.int32), 0.05)),
+        (torch.ops.hisa.flash_attn.default,
+         tuple(torch.randn(1, 2, 100, 64, device="cuda").bfloat16() for _ in range(3))
+         + (True, 0.125)),
     ]
     for op, args in cases:
         # opcheck's schema test multiplies the inputs to detect mutation,
@@ -50,6 +57,7 @@ def test_torch_compile_fullgraph():
     fresh_seed(torch)
     q, k, k_scale, weights, ks, ke = inputs()
     x = torch.randn(64, 2000, device="cuda")
+    xq = torch.randn(1, 2, 130, 64, device="cuda").bfloat16()
 
     def pipeline(q, k, k_scale, weights, ks, ke, x):
         indices = hisa.hisa_indexer(q, k, k_scale, weights, ks, ke, k_block_size=128,
@@ -58,7 +66,8 @@ def test_torch_compile_fullgraph():
         logits = hisa.mqa_logits(q, k, k_scale, weights, ks, ke)
         logits = hisa.clean_and_maintain_logits_(logits, ks, ke)
         best = hisa.topk(x * 2.0, 32)
-        return indices + 0, flat, logits, best
+        attn = hisa.flash_attn(xq, xq, xq, causal=True)
+        return indices + 0, flat, logits, best, attn
 
     compiled = torch.compile(pipeline, fullgraph=True)
     got = compiled(q, k, k_scale, weights, ks, ke, x)
@@ -67,6 +76,7 @@ def test_torch_compile_fullgraph():
     assert torch.equal(sets(got[1]), sets(want[1]))
     assert torch.equal(got[2], want[2])
     assert torch.equal(sets(got[3]), sets(want[3]))
+    assert torch.equal(got[4], want[4])
 
 
 def test_cuda_graph_capture():

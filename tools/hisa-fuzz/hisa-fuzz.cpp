@@ -21,6 +21,7 @@
 
 #include "hisa/Target/PTXTranslation.h"
 #include "hisa/Tools/Registration.h"
+#include "hisa/Tools/SourceLimits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -1291,10 +1292,13 @@ bool loadRuntime() {
   setPhase("parse");
 
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(
+  unsigned bufferId = sourceMgr->AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(input.text, "input.mlir"),
       llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(*sourceMgr, &context, llvm::errs());
+  // As hisa-opt, hisa-translate and the JIT do before parsing.
+  if (hisa::reportSourceLimitViolation(*sourceMgr, bufferId))
+    exitChild(1);
 
   ParserConfig config(&context);
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, config);

@@ -27,13 +27,13 @@ static LogicalResult translateTileKernels(ModuleOp module,
 
 int main(int argc, char **argv) {
   hisa::registerGPUTranslations(hisa::registerAllHisaDialects);
-  static TranslateFromMLIRRegistration tileToPTX(
+  hisa::registerModuleTranslation(
       "tile-to-ptx", "Compile tile kernels to PTX (sm_90a)",
       [](ModuleOp module, llvm::raw_ostream &output) {
         return translateTileKernels(module, output, "isa");
       },
       hisa::registerAllHisaDialects);
-  static TranslateFromMLIRRegistration tileToCubin(
+  hisa::registerModuleTranslation(
       "tile-to-cubin", "Compile tile kernels to cubin (sm_90a; needs ptxas)",
       [](ModuleOp module, llvm::raw_ostream &output) {
         return translateTileKernels(module, output, "bin");

@@ -101,6 +101,13 @@ llvm::Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                        int64_t nkv, int64_t topk, float softmaxScale,
                        void *stream);
 
+/// Dense attention forward, bf16, layout [batch, heads, seqLen, dim] for q,
+/// k, v and o (torch's scaled_dot_product_attention): o = softmax(q k^T *
+/// softmaxScale [+ causal mask]) v. dim in {64, 128}.
+llvm::Error flashAttn(const void *q, const void *k, const void *v, void *o,
+                      int64_t batch, int64_t heads, int64_t seqLen, int64_t dim,
+                      bool causal, float softmaxScale, void *stream);
+
 } // namespace hisa::ops
 
 #endif // HISA_OPS_OPERATORS_H

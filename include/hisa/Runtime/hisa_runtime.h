@@ -167,6 +167,15 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
                                  int64_t nkv, int64_t topk, float softmax_scale,
                                  void *stream);
 
+/* Dense attention forward, bf16: q, k, v, o [batch, heads, seq_len, dim]
+ * (torch's scaled_dot_product_attention layout), dim in {64, 128};
+ * o = softmax(q k^T * softmax_scale, causal != 0: keys after the query
+ * masked) v. */
+HISA_EXPORT int hisa_flash_attn(const void *q, const void *k, const void *v,
+                                void *o, int64_t batch, int64_t heads,
+                                int64_t seq_len, int64_t dim, int32_t causal,
+                                float softmax_scale, void *stream);
+
 /* Fused HISA stage 1 (KERNELS.md 1.2 + 1.3 + 1.4): out [m, out_columns]
  * int32 block indices (out_columns = min(block_topk, nb)), -1 padded.
  * starts/ends: [m] int32 token windows pooled by window_kb (1: block

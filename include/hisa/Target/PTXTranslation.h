@@ -23,6 +23,14 @@ namespace hisa {
 /// LLVM and NVVM ones (e.g. host code in func/memref).
 void registerGPUTranslations(
     std::function<void(mlir::DialectRegistry &)> registerDialects);
+/// Registers translation `name` of a module: its input is scanned for what
+/// MLIR's parser would abort on (hisa/Tools/SourceLimits.h), parsed with the
+/// dialects of `registerDialects`, verified and given to `function`.
+void registerModuleTranslation(
+    llvm::StringRef name, llvm::StringRef description,
+    std::function<mlir::LogicalResult(mlir::ModuleOp, llvm::raw_ostream &)>
+        function,
+    std::function<void(mlir::DialectRegistry &)> registerDialects);
 /// Serializes the module's gpu.modules (NVVM form) with gpu-module-to-binary
 /// and writes the objects: `format` is "isa" (PTX) or "bin" (cubin).
 mlir::LogicalResult serializeGPUModules(mlir::ModuleOp module,

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""DeepSeek-V4 sparse attention: hisa.sparse_attn against TileLang's
+sparse_attn_fwd_sm90 (../shared/anchors) and the bf16 tensor-core ceiling.
+
+Measured in one run: cuBLAS bf16 8192^3 (the compute ceiling) and the
+device copy bandwidth (the memory ceiling of decode), then per shape hisa
+and, with --anchors, TileLang's kernel. FLOPs 4*B*S*H*K*D (D = 512).
+Prefill: Nkv = S, indices uniform over each token's causal prefix, about 2%
+-1. Decode: Nkv = 65536, indices uniform over the cache; "gathered GB/s"
+counts K*D*2 bytes per token. Each hisa result is checked against an f32
+torch reference on a few tokens before timing.
+
+    PYTHONPATH=python python3 python/bench/bench_sparse_attn.py --out t.md \\
+        [--anchors DIR_WITH_tilelang_examples]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import hisa  # noqa: E402
+from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noqa: E402
+from bench_mqa import bench  # noqa: E402
+
+D = 512
+SCALE = D ** -0.5
+# (label, B, S, H, K, Nkv (None: = S, causal prefix))
+SHAPES = [
+    ("prefill", 1, 4096, 64, 640, None),
+    ("prefill", 1, 8192, 128, 1152, None),
+    ("prefill", 1, 4096, 128, 2048, None),
+    ("decode", 128, 1, 64, 640, 65536),
+    ("decode", 128, 2, 64, 640, 65536),
+    ("decode", 128, 1, 128, 640, 65536),
+    ("decode", 128, 2, 128, 640, 65536),
+]
+
+
+def load_anchor(directory):
+    path = os.path.join(directory, "deepseek_v4", "sparse_attn_fwd_sm90.py")
+    spec = importlib.util.spec_from_file_location("anchor_sparse_attn", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(path))
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_inputs(b, s, h, k, nkv):
+    causal = nkv is None
+    nkv = s if causal else nkv
+    q = torch.randn(b, s, h, D, device="cuda").bfloat16()
+    # One spare row before kv: TileLang's kernel reads kv[b, -1] for a -1
+    # index before masking it (../shared/anchors/README.md).
+    kv_rows = torch.randn(b * nkv + 1, D, device="cuda").bfloat16()
+    kv = kv_rows[1:].view(b, nkv, D)
+    sink = torch.randn(h, device="cuda")
+    if causal:
+        limit = torch.arange(1, s + 1, device="cuda")[None, :, None]
+        idx = (torch.rand(b, s, k, device="cuda") * limit).long().clamp(max=nkv - 1)
+    else:
+        idx = torch.randint(0, nkv, (b, s, k), device="cuda")
+    idx = idx.int()
+    idx[torch.rand(b, s, k, device="cuda") < 0.02] = -1
+    return q, kv, sink, idx
+
+
+def check(q, kv, sink, idx, o, tokens=8):
+    """Relative L2 error of o on the first `tokens` tokens of batch 0."""
+    qs, ids, os_ = q[0, :tokens].float(), idx[0, :tokens], o[0, :tokens].float()
+    valid = ids >= 0
+    g = kv[0].float()[ids.clamp(min=0).long()]                  # [t, K, D]
+    scores = torch.einsum("thd,tkd->thk", qs, g) * SCALE
+    scores = scores.masked_fill(~valid[:, None, :], float("-inf"))
+    m = torch.maximum(scores.amax(-1), sink[None, :])
+    e = torch.exp(scores - m[..., None])
+    ref = torch.einsum("thk,tkd->thd", e, g) / (e.sum(-1) + torch.exp(sink[None] - m))[..., None]
+    return float((os_ - ref).norm() / ref.norm())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out")
+    parser.add_argument("--anchors")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("bench_sparse_attn: no CUDA GPU", file=sys.stderr)
+        return 2
+    anchor = None
+    if args.anchors:
+        try:
+            anchor = load_anchor(args.anchors)
+        except Exception:
+            traceback.print_exc()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    a = torch.randn(8192, 8192, device="cuda").bfloat16()
+    t_gemm = bench(lambda: a @ a)
+    gemm_rate = 2 * 8192**3 / t_gemm
+    del a
+    timer = Timer()
+    copy_t, copy_bytes = copy_bandwidth(timer, 2.0, 10)
+    copy_bw = copy_bytes / copy_t
+    torch.cuda.empty_cache()
+    lines = [
+        f"# DeepSeek-V4 sparse attention on {props.name}",
+        "",
+        f"torch {torch.__version__}; {hisa.version()}; cuBLAS bf16 8192^3 "
+        f"{gemm_rate / 1e12:.0f} TFLOP/s, copy {copy_bw / 1e9:.0f} GB/s (the ceilings, "
+        "this run). FLOPs 4*B*S*H*K*D; median of 10 batches of 10 calls.",
+        "",
+        fmt_row(["case", "B", "S", "H", "K", "Nkv", "impl", "time (ms)", "TFLOP/s",
+                 "% of bf16 cuBLAS", "gathered GB/s (% of copy)", "vs TileLang", "check"]),
+        fmt_row(["---"] * 7 + ["---:"] * 5 + [":---:"]),
+    ]
+    errors = 0
+    for label, b, s, h, k, nkv in SHAPES:
+        q, kv, sink, idx = make_inputs(b, s, h, k, nkv)
+        flops = 4 * b * s * h * k * D
+        gathered = b * s * k * D * 2
+        impls = [("hisa.sparse_attn", lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE))]
+        if anchor is not None:
+            try:
+                kernel = anchor.sparse_attn_fwd(b, h, s, kv.shape[1], D, k, sm_scale=SCALE)
+                sink_bf16 = sink.bfloat16()
+                impls.append(("TileLang sparse_attn_fwd_sm90",
+                              lambda: kernel(q, kv, idx, sink_bf16)))
+            except Exception as exc:
+                traceback.print_exc()
+                lines.append(fmt_row([label, str(b), str(s), str(h), str(k), str(kv.shape[1]),
+                                      "TileLang", "-", "-", "-", "-", "-",
+                                      f"error: {str(exc).splitlines()[0][:60]}"]))
+        results = []  # (name, seconds or None, check or error text)
+        for name, fn in impls:
+            try:
+                out = fn()
+                torch.cuda.synchronize()
+                err = check(q, kv, sink, idx, out)
+                results.append((name, bench(fn), "ok" if err < 1e-2 else f"**error {err:.1e}**"))
+                errors += 0 if err < 1e-2 else 1
+            except Exception as exc:
+                traceback.print_exc()
+                results.append((name, None, f"error: {str(exc).splitlines()[0][:60]}"))
+                errors += 1
+        anchor_time = next((t for n, t, _ in results if n.startswith("TileLang")), None)
+        for name, t, status in results:
+            cells = [label, str(b), str(s), str(h), str(k), str(kv.shape[1]), name]
+            if t is None:
+                lines.append(fmt_row(cells + ["-"] * 5 + [status]))
+                continue
+            vs = f"{anchor_time / t:.2f}x" if anchor_time else "-"
+            lines.append(fmt_row(cells + [
+                f"{t * 1e3:.3f}", f"{flops / t / 1e12:.0f}",
+                f"{100 * flops / t / gemm_rate:.0f}",
+                f"{gathered / t / 1e9:.0f} ({100 * gathered / t / copy_bw:.0f}%)", vs, status]))
+        del q, kv, sink, idx
+        torch.cuda.empty_cache()
+    return emit_table(lines, args.out, errors)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

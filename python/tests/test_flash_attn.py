@@ -1,0 +1,51 @@
+"""hisa.flash_attn (kernels-dsl/flash_attn.mlir) against torch's
+scaled_dot_product_attention computed in f32: causal and not, D 64 and 128,
+sequence lengths that are not multiples of the 128-query or 64-key tiles."""
+
+import pytest
+
+from hisa_testutil import fresh_seed, require_gpu
+
+torch, hisa = require_gpu()
+F = torch.nn.functional
+
+
+def check(b, h, s, d, causal, scale=None, magnitude=1.0):
+    q, k, v = (torch.randn(b, h, s, d, device="cuda").mul(magnitude).bfloat16() for _ in range(3))
+    o = hisa.flash_attn(q, k, v, causal=causal, softmax_scale=scale)
+    torch.cuda.synchronize()
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal,
+                                         scale=scale)
+    assert o.shape == q.shape and o.dtype == torch.bfloat16
+    assert not torch.isnan(o).any()
+    error = (o.float() - ref).norm() / ref.norm()
+    assert error < 1e-2, f"relative L2 error {error:.3e}"
+    assert (o.float() - ref).abs().max() < 5e-2
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("b,h,s", [(1, 1, 128), (2, 3, 1000), (1, 2, 77), (1, 4, 2048)])
+def test_against_sdpa(b, h, s, d, causal):
+    fresh_seed(torch)
+    check(b, h, s, d, causal)
+
+
+def test_scale_and_large_scores():
+    fresh_seed(torch)
+    check(1, 2, 300, 128, True, scale=0.3)
+    check(1, 2, 300, 64, False, magnitude=6.0)
+
+
+def test_bad_arguments():
+    q = torch.randn(1, 2, 64, 96, device="cuda").bfloat16()
+    with pytest.raises(ValueError, match="D = 96"):
+        hisa.flash_attn(q, q, q)
+    q = torch.randn(1, 2, 64, 64, device="cuda").bfloat16()
+    with pytest.raises(ValueError, match="k"):
+        hisa.flash_attn(q, q[:, :1].contiguous(), q)
+    with pytest.raises(ValueError, match="v"):
+        hisa.flash_attn(q, q, q.float())
+    strided = torch.randn(1, 64, 2, 64, device="cuda").bfloat16().transpose(1, 2)
+    with pytest.raises(ValueError, match="contiguous"):
+        hisa.flash_attn(strided, q, q)

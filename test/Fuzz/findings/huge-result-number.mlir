@@ -1,0 +1,572 @@
+// Exact top-k of each row of x [R, C] f32 by radix select (KERNELS.md "Top-k,
+// exactly"): out[r, :] holds the columns of the k largest values of row r
+// (within its window [starts[r], ends[r]) when `windowed`), in no particular
+// order; ties at the threshold go to the lower columns; -inf and NaN are
+// never selected and the slots they would take hold -1. With `relative`
+// (and `windowed`) the columns are written relative to starts[r].
+//
+// One block per row. Values become unsigned keys that order like the floats
+// (@select_key of hisa's device library: sign bit set for positives, all
+// bits flipped for negatives), with -inf and NaN mapped to 0, the key of
+// "not selectable". A row of at most `cache` columns keeps its keys in
+// shared memory; a longer one re-reads x at every pass until its threshold
+// bin is small enough to compact (below).
+//
+//   1. Keys, and the histogram of their top 8 bits.
+//   2. Radix select, 8 bits a pass from the top: the suffix sums of the
+//      histogram say how many keys are at least each bin; the bin where
+//      that count reaches the number still needed holds the threshold.
+//      A pass narrows the threshold's prefix by 8 bits and stops early when
+//      the whole bin is needed. No candidate buffer that can overflow:
+//      every pass counts the keys that share the prefix found so far, and
+//      a row past the cache moves its 16-bit threshold bin to a candidate
+//      list only when the count says it fits, so any input is exact.
+//   3. Every key above the threshold (or at least the threshold, when all
+//      keys equal to it are needed) claims a slot with a shared atomic.
+//   4. When more keys equal the threshold than are needed, the first ones
+//      in column order take the remaining slots: each warp counts the ties
+//      of its segment of the row with ballots, a scan over the warps ranks
+//      the segments, and a second walk ranks the ties within each segment
+//      (loops whose trip counts are computed in the kernel).
+//   5. Slots past the number of selectable keys get -1.
+
+// The bf16 variant, topk_bf16, is this kernel with x's element type and its
+// key function renamed (cmake/KernelVariants.cmake writes it to the build's
+// kernels-dsl/ and the runtime embeds it beside this one):
+// hisa-variant topk_bf16 replaces "@topk_f32(" with "@topk_bf16("
+// hisa-variant topk_bf16 replaces "f32>" with "bf16>"
+// hisa-variant topk_bf16 replaces "@select_key(" with "@select_key_bf16("
+// hisa-variant topk_bf16 replaces "(f32) -> i32" with "(bf16) -> i32"
+
+// From hisa's device library (kernels-dsl/lib/select_key.mlir).
+func.func private @select_key(f32) -> i32
+
+tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
+                      %starts: !tile.global<[?], i32>,
+                      %ends: !tile.global<[?], i32>,
+                      %out: !tile.global<[?, ?], i32>)
+    params {cache = 8192, compact = 0, candidates = 32, windowed = 0, relative = 0} {
+  %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
+  tile.launch (%row) in (%rows) threads 256 {
+    %keys = tile.alloc : !tile.shared<[cache], i32>
+    // One histogram per warp (8 x 256 bins): the top bits of real data fall
+    // in a few bins, and a block-wide histogram would serialize the atomics
+    // of all warps on them.
+    %hist = tile.alloc : !tile.shared<[8, 256], i32>
+    %counts = tile.alloc : !tile.shared<[256], i32>
+    %at_least = tile.alloc : !tile.shared<[256], i32>
+    %warp_ties = tile.alloc : !tile.shared<[8], i32>
+    %warp_offsets = tile.alloc : !tile.shared<[8], i32>
+    // [p, 0] threshold prefix, [p, 1] keys still needed at the threshold,
+    // [p, 2] done (the whole threshold bin is needed), [p, 4] keys in the
+    // threshold bin; [0, 2147483647] slot counter, [1, 2147483647] candidate counter.
+    // A pass reads the p of its parity and writes the other: the threads
+    // still reading one never race with the writer of the next.
+    %state = tile.alloc : !tile.shared<[2, 5], i32>
+    // For a row past the cache: the keys (and columns) that share the
+    // threshold's top 16 bits, once they are few enough, so that the last
+    // two passes and the selection read these instead of x. Exact: they are
+    // compacted only when the count (known from the second pass) fits
+    // `candidates`. Only specializations with `compact` set have the code
+    // (the operator layer sets it where rows can be past the cache): cached
+    // rows' passes read shared memory already, and the extra code and
+    // footprint cost them (measured: [32768, 1024] k=64 254 -> 289 us).
+    %candidate_keys = tile.alloc : !tile.shared<[candidates], i32>
+    %candidate_columns = tile.alloc : !tile.shared<[candidates], i32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %zero = arith.constant 0 : i32
+    %one = arith.constant 1 : i32
+    %n = tile.dim %x, 1 : !tile.global<[?, ?], f32>
+    %k = tile.dim %out, 1 : !tile.global<[?, ?], i32>
+    %k_i32 = arith.index_cast %k : index to i32
+    %cache = tile.param "cache" : index
+    %windowed = tile.param "windowed" : index
+
+    // The row's window, clamped to [0, n]; empty when ends <= starts.
+    %is_windowed = arith.cmpi ne, %windowed, %c0 : index
+    %start, %end = scf.if %is_windowed -> (index, index) {
+      %s_i32 = tile.load %starts[%row] : !tile.global<[?], i32>
+      %e_i32 = tile.load %ends[%row] : !tile.global<[?], i32>
+      %s_raw = arith.index_cast %s_i32 : i32 to index
+      %e_raw = arith.index_cast %e_i32 : i32 to index
+      %s_low = arith.maxsi %s_raw, %c0 : index
+      %s = arith.minsi %s_low, %n : index
+      %e_low = arith.maxsi %e_raw, %s : index
+      %e = arith.minsi %e_low, %n : index
+      scf.yield %s, %e : index, index
+    } else {
+      scf.yield %c0, %n : index, index
+    }
+    %length = arith.subi %end, %start : index
+    // relative: columns are written as offsets from the window's start
+    // (the flat indexer's output); the unclamped start, as given.
+    %relative = tile.param "relative" : index
+    %is_relative = arith.cmpi ne, %relative, %c0 : index
+    %given_start = scf.if %is_relative -> (index) {
+      %s_given = tile.load %starts[%row] : !tile.global<[?], i32>
+      %s_index = arith.index_cast %s_given : i32 to index
+      scf.yield %s_index : index
+    } else {
+      scf.yield %c0 : index
+    }
+    %column_base = arith.select %is_windowed, %given_start, %c0 : index
+    %cached = arith.cmpi ule, %length, %cache : index
+    // Whether this specialization compacts rows past the cache at all.
+    %compact_param = tile.param "compact" : index
+    %compaction = arith.cmpi ne, %compact_param, %c0 : index
+
+    // 1. Keys and the histogram of their top 8 bits.
+    tile.fill %hist, %zero : !tile.shared<[8, 256], i32>, i32
+    tile.parallel (%t) in [256] {
+      %first = arith.addi %start, %t : index
+      scf.for %c = %first to %end step %c256 {
+        %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+        // (kernels-dsl/lib/select_key.mlir: -0.0 is 0.0, -inf/NaN key 0.)
+        %key = func.call @select_key(%v) : (f32) -> i32
+        %selectable = arith.cmpi ne, %key, %zero : i32
+        scf.if %cached {
+          %at = arith.subi %c, %start : index
+          tile.store %key, %keys[%at] : !tile.shared<[cache], i32>
+        }
+        scf.if %selectable {
+          %c24 = arith.constant 24 : i32
+          %digit = arith.shrui %key, %c24 : i32
+          %bin = arith.index_cast %digit : i32 to index
+          %c32_w = arith.constant 32 : index
+          %warp = arith.divui %t, %c32_w : index
+          %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
+        }
+      }
+    }
+    tile.parallel (%b) in [256] {
+      %c8_w = arith.constant 8 : index
+      %total = scf.for %w = %c0 to %c8_w step %c1 iter_args(%sum = %zero) -> (i32) {
+        %part = tile.load %hist[%w, %b] : !tile.shared<[8, 256], i32>
+        %more = arith.addi %sum, %part : i32
+        scf.yield %more : i32
+      }
+      tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+    }
+    %selectable_count = tile.scan sum %counts to %at_least reverse
+        : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+    %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
+    tile.parallel (%p, %i) in [2, 5] {
+      // prefix 0, k needed, not done, no slot taken.
+      %is_needed = arith.cmpi eq, %i, %c1 : index
+      %init = arith.select %is_needed, %k_i32, %zero : i32
+      tile.store %init, %state[%p, %i] : !tile.shared<[2, 5], i32>
+    }
+
+    // 2. Radix select, unless every selectable key is taken.
+    %c24_i32 = arith.constant 24 : i32
+    %true = arith.constant true
+    %false_init = arith.constant false
+    %final:4 = scf.while (%shift = %c24_i32, %first_pass = %true, %parity = %c0,
+                          %compacted = %false_init)
+        : (i32, i1, index, i1) -> (i32, i1, index, i1) {
+      %c2_index = arith.constant 2 : index
+      %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 5], i32>
+      %more_bits = arith.cmpi sge, %shift, %zero : i32
+      %not_done = arith.cmpi eq, %done_i32, %zero : i32
+      %needed = arith.xori %take_all, %true : i1
+      %go_on = arith.andi %more_bits, %not_done : i1
+      %go = arith.andi %go_on, %needed : i1
+      scf.condition(%go) %shift, %first_pass, %parity, %compacted : i32, i1, index, i1
+    } do {
+    ^bb0(%shift: i32, %first_pass: i1, %parity: index, %compacted: i1):
+      %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 5], i32>
+      %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 5], i32>
+      %other = arith.subi %c1, %parity : index
+      %later_pass = arith.xori %first_pass, %true : i1
+      // Before the third pass: compact the threshold bin's keys if they fit.
+      %c8_third = arith.constant 8 : i32
+      %third_pass = arith.cmpi eq, %shift, %c8_third : i32
+      %c4_bin = arith.constant 4 : index
+      %bin_keys = tile.load %state[%parity, %c4_bin] : !tile.shared<[2, 5], i32>
+      %capacity_index = tile.param "candidates" : index
+      %capacity = arith.index_cast %capacity_index : index to i32
+      %fits = arith.cmpi sle, %bin_keys, %capacity : i32
+      %uncached = arith.xori %cached, %true : i1
+      %fits_uncached = arith.andi %fits, %uncached : i1
+      %compact_third = arith.andi %third_pass, %fits_uncached : i1
+      %compact_now = arith.andi %compact_third, %compaction : i1
+      %any_candidates = arith.ori %compact_now, %compacted : i1
+      // Constant false without compaction: the candidate code folds away.
+      %use_candidates = arith.andi %any_candidates, %compaction : i1
+      scf.if %compact_now {
+        // Keys above the 16-bit prefix are selected now; keys with it
+        // become candidates.
+        %c16_i32 = arith.constant 16 : i32
+        %prefix16 = arith.shrui %prefix, %c16_i32 : i32
+        tile.parallel (%t) in [256] {
+          %first = arith.addi %start, %t : index
+          scf.for %c = %first to %end step %c256 {
+            %key = scf.if %cached -> (i32) {
+              %at = arith.subi %c, %start : index
+              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+              scf.yield %cached_key : i32
+            } else {
+              %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+              %read_key = func.call @select_key(%v) : (f32) -> i32
+              scf.yield %read_key : i32
+            }
+            %key16 = arith.shrui %key, %c16_i32 : i32
+            %selectable = arith.cmpi ne, %key, %zero : i32
+            %higher = arith.cmpi ugt, %key16, %prefix16 : i32
+            %same = arith.cmpi eq, %key16, %prefix16 : i32
+            %taken = arith.andi %selectable, %higher : i1
+            %candidate = arith.andi %selectable, %same : i1
+            scf.if %taken {
+              %c3 = arith.constant 2147483647 : index
+              %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+              %slot = arith.index_cast %slot_i32 : i32 to index
+              %column_index = arith.subi %c, %column_base : index
+              %column = arith.index_cast %column_index : index to i32
+              tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+            }
+            scf.if %candidate {
+              %c3 = arith.constant 2147483647 : index
+              %at_i32 = tile.atomic add %one, %state[%c1, %c3] : !tile.shared<[2, 5], i32>
+              %at = arith.index_cast %at_i32 : i32 to index
+              %c_i32 = arith.index_cast %c : index to i32
+              tile.store %key, %candidate_keys[%at] : !tile.shared<[candidates], i32>
+              tile.store %c_i32, %candidate_columns[%at] : !tile.shared<[candidates], i32>
+            }
+          }
+        }
+      }
+      scf.if %use_candidates {
+        // This digit's histograms among the candidates with the prefix.
+        %c8_i32 = arith.constant 8 : i32
+        %above = arith.addi %shift, %c8_i32 : i32
+        %prefix_high = arith.shrui %prefix, %above : i32
+        %c3_count = arith.constant 2147483647 : index
+        %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 5], i32>
+        %candidates = arith.index_cast %candidates_i32 : i32 to index
+        tile.parallel (%t) in [256] {
+          scf.for %i = %t to %candidates step %c256 {
+            %key = tile.load %candidate_keys[%i] : !tile.shared<[candidates], i32>
+            %key_high = arith.shrui %key, %above : i32
+            %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+            scf.if %same_prefix {
+              %shifted = arith.shrui %key, %shift : i32
+              %mask = arith.constant 255 : i32
+              %digit = arith.andi %shifted, %mask : i32
+              %bin = arith.index_cast %digit : i32 to index
+              %c32_w = arith.constant 32 : index
+              %warp = arith.divui %t, %c32_w : index
+              %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
+            }
+          }
+        }
+      }
+      %full_pass = arith.xori %use_candidates, %true : i1
+      %count_all = arith.andi %later_pass, %full_pass : i1
+      scf.if %count_all {
+        // The histograms of this digit among the keys that share the
+        // prefix found so far.
+        %c8_i32 = arith.constant 8 : i32
+        %above = arith.addi %shift, %c8_i32 : i32
+        %prefix_high = arith.shrui %prefix, %above : i32
+        tile.parallel (%t) in [256] {
+          %first = arith.addi %start, %t : index
+          scf.for %c = %first to %end step %c256 {
+            %key = scf.if %cached -> (i32) {
+              %at = arith.subi %c, %start : index
+              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+              scf.yield %cached_key : i32
+            } else {
+              %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+              %read_key = func.call @select_key(%v) : (f32) -> i32
+              scf.yield %read_key : i32
+            }
+            %key_high = arith.shrui %key, %above : i32
+            %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+            %selectable = arith.cmpi ne, %key, %zero : i32
+            %counted = arith.andi %same_prefix, %selectable : i1
+            scf.if %counted {
+              %shifted = arith.shrui %key, %shift : i32
+              %mask = arith.constant 255 : i32
+              %digit = arith.andi %shifted, %mask : i32
+              %bin = arith.index_cast %digit : i32 to index
+              %c32_w = arith.constant 32 : index
+          %warp = arith.divui %t, %c32_w : index
+          %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
+            }
+          }
+        }
+      }
+      scf.if %later_pass {
+        tile.parallel (%b) in [256] {
+          %c8_w = arith.constant 8 : index
+          %total = scf.for %w = %c0 to %c8_w step %c1 iter_args(%sum = %zero) -> (i32) {
+            %part = tile.load %hist[%w, %b] : !tile.shared<[8, 256], i32>
+            %more = arith.addi %sum, %part : i32
+            scf.yield %more : i32
+          }
+          tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+        }
+        %counted_total = tile.scan sum %counts to %at_least reverse
+            : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+      }
+      // The bin where "keys at least this bin" reaches the number needed.
+      tile.parallel (%b) in [256] {
+        // The next pass counts into cleared histograms (the counts of this
+        // one were merged before the scan).
+        %c8_z = arith.constant 8 : index
+        scf.for %w = %c0 to %c8_z step %c1 {
+          tile.store %zero, %hist[%w, %b] : !tile.shared<[8, 256], i32>
+        }
+        %c255 = arith.constant 255 : index
+        %ge = tile.load %at_least[%b] : !tile.shared<[256], i32>
+        %is_last = arith.cmpi eq, %b, %c255 : index
+        %next_bin = arith.addi %b, %c1 : index
+        %next = arith.select %is_last, %b, %next_bin : index
+        %ge_next = tile.load %at_least[%next] : !tile.shared<[256], i32>
+        %gt = arith.select %is_last, %zero, %ge_next : i32
+        %reaches = arith.cmpi sge, %ge, %still_needed : i32
+        %short = arith.cmpi slt, %gt, %still_needed : i32
+        %threshold_bin = arith.andi %reaches, %short : i1
+        scf.if %threshold_bin {
+          %digit = arith.index_cast %b : index to i32
+          %placed = arith.shli %digit, %shift : i32
+          %new_prefix = arith.ori %prefix, %placed : i32
+          %need = arith.subi %still_needed, %gt : i32
+          %in_bin = arith.subi %ge, %gt : i32
+          %whole_bin = arith.cmpi eq, %in_bin, %need : i32
+          %done = arith.extui %whole_bin : i1 to i32
+          %c2 = arith.constant 2 : index
+          tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 5], i32>
+          tile.store %need, %state[%other, %c1] : !tile.shared<[2, 5], i32>
+          tile.store %done, %state[%other, %c2] : !tile.shared<[2, 5], i32>
+          %c4_store = arith.constant 4 : index
+          tile.store %in_bin, %state[%other, %c4_store] : !tile.shared<[2, 5], i32>
+        }
+      }
+      %c8 = arith.constant 8 : i32
+      %next_shift = arith.subi %shift, %c8 : i32
+      %false = arith.constant false
+      scf.yield %next_shift, %false, %other, %use_candidates : i32, i1, index, i1
+    }
+
+    // 3. Keys above the threshold, or at least the threshold when all of
+    //    those equal to it are needed (always so when every selectable key
+    //    is taken: the threshold is then 1, the least selectable key).
+    %found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 5], i32>
+    %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 5], i32>
+    %c2 = arith.constant 2 : index
+    %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 5], i32>
+    %done = arith.cmpi ne, %done_i32, %zero : i32
+    %threshold = arith.select %take_all, %one, %found : i32
+    %all_at_threshold = arith.ori %take_all, %done : i1
+    %final_compacted = arith.andi %final#2147483647, %compaction : i1
+    scf.if %final_compacted {
+      // Compacted: the keys above the 16-bit prefix are written; the rest
+      // of the selection is among the candidates.
+      %c3_count = arith.constant 2147483647 : index
+      %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 5], i32>
+      %candidates = arith.index_cast %candidates_i32 : i32 to index
+      tile.parallel (%t) in [256] {
+        scf.for %i = %t to %candidates step %c256 {
+          %key = tile.load %candidate_keys[%i] : !tile.shared<[candidates], i32>
+          %above = arith.cmpi ugt, %key, %threshold : i32
+          %at_threshold = arith.cmpi eq, %key, %threshold : i32
+          %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+          %take = arith.ori %above, %equal_taken : i1
+          scf.if %take {
+            %c3 = arith.constant 2147483647 : index
+            %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+            %slot = arith.index_cast %slot_i32 : i32 to index
+            %c_i32 = tile.load %candidate_columns[%i] : !tile.shared<[candidates], i32>
+            %c = arith.index_cast %c_i32 : i32 to index
+            %column_index = arith.subi %c, %column_base : index
+            %column = arith.index_cast %column_index : index to i32
+            tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+          }
+        }
+      }
+      // Ties among the candidates (every key equal to the threshold is
+      // one), in column order: a tie's rank is the number of ties in lower
+      // columns (candidates are few: at most `candidates`).
+      %ties_left = arith.xori %all_at_threshold, %true : i1
+      scf.if %ties_left {
+        %c3 = arith.constant 2147483647 : index
+        %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+        tile.parallel (%t) in [256] {
+          scf.for %i = %t to %candidates step %c256 {
+            %key = tile.load %candidate_keys[%i] : !tile.shared<[candidates], i32>
+            %is_tie = arith.cmpi eq, %key, %threshold : i32
+            scf.if %is_tie {
+              %column_i = tile.load %candidate_columns[%i] : !tile.shared<[candidates], i32>
+              %rank = scf.for %j = %c0 to %candidates step %c1
+                  iter_args(%lower = %zero) -> (i32) {
+                %other_key = tile.load %candidate_keys[%j] : !tile.shared<[candidates], i32>
+                %other_column = tile.load %candidate_columns[%j] : !tile.shared<[candidates], i32>
+                %other_tie = arith.cmpi eq, %other_key, %threshold : i32
+                %before = arith.cmpi slt, %other_column, %column_i : i32
+                %is_lower = arith.andi %other_tie, %before : i1
+                %add = arith.extui %is_lower : i1 to i32
+                %next = arith.addi %lower, %add : i32
+                scf.yield %next : i32
+              }
+              %wanted = arith.cmpi slt, %rank, %need : i32
+              scf.if %wanted {
+                %slot_i32 = arith.addi %base, %rank : i32
+                %slot = arith.index_cast %slot_i32 : i32 to index
+                %c = arith.index_cast %column_i : i32 to index
+                %column_index = arith.subi %c, %column_base : index
+                %column = arith.index_cast %column_index : index to i32
+                tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+              }
+            }
+          }
+        }
+      }
+    } else {
+      tile.parallel (%t) in [256] {
+        %first = arith.addi %start, %t : index
+        scf.for %c = %first to %end step %c256 {
+          %key = scf.if %cached -> (i32) {
+            %at = arith.subi %c, %start : index
+            %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+            scf.yield %cached_key : i32
+          } else {
+            %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
+            %read_key = func.call @select_key(%v) : (f32) -> i32
+            scf.yield %read_key : i32
+          }
+          %above = arith.cmpi ugt, %key, %threshold : i32
+          %at_threshold = arith.cmpi eq, %key, %threshold : i32
+          %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+          %take = arith.ori %above, %equal_taken : i1
+          scf.if %take {
+            %c3 = arith.constant 2147483647 : index
+            %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+            %slot = arith.index_cast %slot_i32 : i32 to index
+            %column_index = arith.subi %c, %column_base : index
+            %column = arith.index_cast %column_index : index to i32
+            tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+          }
+        }
+      }
+    }
+
+    // 4. Ties at the threshold, in column order: each warp owns a
+    //    contiguous segment of the row (a multiple of 32 columns) and counts
+    //    its ties with ballots; a scan over the 8 warps gives each warp the
+    //    rank of its first tie; a second walk gives the ties their slots
+    //    until enough are taken. Two passes and a few barriers, however many
+    //    ties there are (bf16 rows have many).
+    //    (Compacted rows ranked theirs among the candidates above.)
+    %some_ties = arith.xori %all_at_threshold, %true : i1
+    %not_compacted = arith.xori %final_compacted, %true : i1
+    %ties_needed = arith.andi %some_ties, %not_compacted : i1
+    scf.if %ties_needed {
+      %c3 = arith.constant 2147483647 : index
+      %c32 = arith.constant 32 : index
+      %c255 = arith.constant 255 : index
+      %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+      %rounded = arith.addi %length, %c255 : index
+      %chunks = arith.divui %rounded, %c256 : index
+      %segment = arith.muli %chunks, %c32 : index
+      tile.parallel (%t) in [256] {
+        %lane = arith.remui %t, %c32 : index
+        %warp = arith.divui %t, %c32 : index
+        %offset = arith.muli %warp, %segment : index
+        %segment_start = arith.addi %start, %offset : index
+        %segment_limit = arith.addi %segment_start, %segment : index
+        %segment_end = arith.minui %segment_limit, %end : index
+        // Bounds are the same for a warp's lanes: the ballots are warp-wide.
+        %count = scf.for %j = %segment_start to %segment_end step %c32
+            iter_args(%sum = %zero) -> (i32) {
+          %c = arith.addi %j, %lane : index
+          %inside = arith.cmpi ult, %c, %segment_end : index
+          %c_safe = arith.select %inside, %c, %start : index
+          %key = scf.if %cached -> (i32) {
+            %at = arith.subi %c_safe, %start : index
+            %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+            scf.yield %cached_key : i32
+          } else {
+            %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
+            %read_key = func.call @select_key(%v) : (f32) -> i32
+            scf.yield %read_key : i32
+          }
+          %equal = arith.cmpi eq, %key, %threshold : i32
+          %tie = arith.andi %equal, %inside : i1
+          %ties = tile.vote ballot %tie : i32
+          %tie_count = math.ctpop %ties : i32
+          %next = arith.addi %sum, %tie_count : i32
+          scf.yield %next : i32
+        }
+        %first_lane = arith.cmpi eq, %lane, %c0 : index
+        scf.if %first_lane {
+          tile.store %count, %warp_ties[%warp] : !tile.shared<[8], i32>
+        }
+      }
+      %all_ties = tile.scan sum %warp_ties to %warp_offsets exclusive
+          : !tile.shared<[8], i32> to !tile.shared<[8], i32>
+      tile.parallel (%t) in [256] {
+        %lane = arith.remui %t, %c32 : index
+        %warp = arith.divui %t, %c32 : index
+        %offset = arith.muli %warp, %segment : index
+        %segment_start = arith.addi %start, %offset : index
+        %segment_limit = arith.addi %segment_start, %segment : index
+        %segment_end = arith.minui %segment_limit, %end : index
+        %warp_first = tile.load %warp_offsets[%warp] : !tile.shared<[8], i32>
+        %lane_i32 = arith.index_cast %lane : index to i32
+        %lane_bit = arith.shli %one, %lane_i32 : i32
+        %lanes_below = arith.subi %lane_bit, %one : i32
+        // Warps whose first tie is past the ones needed have nothing to do.
+        %warp_needed = arith.cmpi slt, %warp_first, %need : i32
+        scf.if %warp_needed {
+          %unused = scf.for %j = %segment_start to %segment_end step %c32
+              iter_args(%before = %warp_first) -> (i32) {
+            %c = arith.addi %j, %lane : index
+            %inside = arith.cmpi ult, %c, %segment_end : index
+            %c_safe = arith.select %inside, %c, %start : index
+            %key = scf.if %cached -> (i32) {
+              %at = arith.subi %c_safe, %start : index
+              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
+              scf.yield %cached_key : i32
+            } else {
+              %v = tile.load %x[%row, %c_safe] : !tile.global<[?, ?], f32>
+              %read_key = func.call @select_key(%v) : (f32) -> i32
+              scf.yield %read_key : i32
+            }
+            %equal = arith.cmpi eq, %key, %threshold : i32
+            %tie = arith.andi %equal, %inside : i1
+            %ties = tile.vote ballot %tie : i32
+            %ties_below = arith.andi %ties, %lanes_below : i32
+            %rank_in_warp = math.ctpop %ties_below : i32
+            %rank = arith.addi %before, %rank_in_warp : i32
+            %wanted = arith.cmpi slt, %rank, %need : i32
+            %take = arith.andi %tie, %wanted : i1
+            scf.if %take {
+              %slot_i32 = arith.addi %base, %rank : i32
+              %slot = arith.index_cast %slot_i32 : i32 to index
+              %column_index = arith.subi %c, %column_base : index
+              %column = arith.index_cast %column_index : index to i32
+              tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
+            }
+            %tie_count = math.ctpop %ties : i32
+            %after = arith.addi %before, %tie_count : i32
+            scf.yield %after : i32
+          }
+        }
+      }
+    }
+
+    // 5. -1 in the slots past the selectable keys.
+    %filled_i32 = arith.minsi %selectable_count, %k_i32 : i32
+    %filled = arith.index_cast %filled_i32 : i32 to index
+    tile.parallel (%t) in [256] {
+      %first = arith.addi %filled, %t : index
+      scf.for %slot = %first to %k step %c256 {
+        %none = arith.constant -1 : i32
+        tile.store %none, %out[%row, %slot] : !tile.global<[?, ?], i32>
+      }
+    }
+  }
+}
