@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """DeepSeek-V4 sparse attention: hisa.sparse_attn against TileLang's
-sparse_attn_fwd_sm90 (../shared/anchors) and the bf16 tensor-core ceiling.
+sparse_attn_fwd_sm90 (../shared/anchors) and the bf16 tensor-core ceiling;
+then dense attention, hisa.flash_attn against torch's SDPA.
 
 Measured in one run: cuBLAS bf16 8192^3 (the compute ceiling) and the
 device copy bandwidth (the memory ceiling of decode), then per shape hisa
@@ -90,7 +91,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out")
     parser.add_argument("--anchors")
+    parser.add_argument("--anchor-shapes", default=None,
+                        help="comma-separated SHAPES indices the anchor runs on (default: all; "
+                             "TileLang compiles each shape for tens of seconds)")
     args = parser.parse_args(argv)
+    anchor_shapes = (set(range(len(SHAPES))) if args.anchor_shapes is None
+                     else {int(i) for i in args.anchor_shapes.split(",")})
     if not torch.cuda.is_available():
         print("bench_sparse_attn: no CUDA GPU", file=sys.stderr)
         return 2
@@ -121,12 +127,12 @@ def main(argv=None):
         fmt_row(["---"] * 7 + ["---:"] * 5 + [":---:"]),
     ]
     errors = 0
-    for label, b, s, h, k, nkv in SHAPES:
+    for shape_index, (label, b, s, h, k, nkv) in enumerate(SHAPES):
         q, kv, sink, idx = make_inputs(b, s, h, k, nkv)
         flops = 4 * b * s * h * k * D
         gathered = b * s * k * D * 2
         impls = [("hisa.sparse_attn", lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE))]
-        if anchor is not None:
+        if anchor is not None and shape_index in anchor_shapes:
             try:
                 kernel = anchor.sparse_attn_fwd(b, h, s, kv.shape[1], D, k, sm_scale=SCALE)
                 sink_bf16 = sink.bfloat16()
@@ -162,7 +168,44 @@ def main(argv=None):
                 f"{gathered / t / 1e9:.0f} ({100 * gathered / t / copy_bw:.0f}%)", vs, status]))
         del q, kv, sink, idx
         torch.cuda.empty_cache()
+    errors += dense_rows(lines, gemm_rate)
     return emit_table(lines, args.out, errors)
+
+
+def dense_rows(lines, gemm_rate):
+    """hisa.flash_attn against torch's scaled_dot_product_attention (flash
+    backend) at B=1, H=32, S=8192, D=128: FLOPs 4*B*H*S*S*D (half causal)."""
+    F = torch.nn.functional
+    lines += ["", fmt_row(["dense attention", "causal", "impl", "time (ms)", "TFLOP/s",
+                           "% of bf16 cuBLAS", "vs SDPA", "check"]),
+              fmt_row(["---", "---", "---"] + ["---:"] * 4 + [":---:"])]
+    errors = 0
+    b, h, s, d = 1, 32, 8192, 128
+    q, k, v = (torch.randn(b, h, s, d, device="cuda").bfloat16() for _ in range(3))
+    for causal in (True, False):
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        results = []
+        for name, fn in [("torch SDPA", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
+                         ("hisa.flash_attn", lambda: hisa.flash_attn(q, k, v, causal=causal))]:
+            try:
+                out = fn()
+                err = float((out.float() - ref.float()).norm() / ref.float().norm())
+                results.append((name, bench(fn), "ok" if err < 1e-2 else f"**error {err:.1e}**"))
+                errors += 0 if err < 1e-2 else 1
+            except Exception as exc:
+                traceback.print_exc()
+                results.append((name, None, f"error: {str(exc).splitlines()[0][:60]}"))
+                errors += 1
+        sdpa = results[0][1]
+        for name, t, status in results:
+            if t is None:
+                lines.append(fmt_row([f"[{b}, {h}, {s}, {d}]", str(causal), name] + ["-"] * 4 + [status]))
+                continue
+            lines.append(fmt_row([f"[{b}, {h}, {s}, {d}]", str(causal), name, f"{t * 1e3:.3f}",
+                                  f"{flops / t / 1e12:.0f}", f"{100 * flops / t / gemm_rate:.0f}",
+                                  f"{sdpa / t:.2f}x" if sdpa else "-", status]))
+    return errors
 
 
 if __name__ == "__main__":

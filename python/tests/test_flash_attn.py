@@ -20,7 +20,8 @@ def check(b, h, s, d, causal, scale=None, magnitude=1.0):
     assert not torch.isnan(o).any()
     error = (o.float() - ref).norm() / ref.norm()
     assert error < 1e-2, f"relative L2 error {error:.3e}"
-    assert (o.float() - ref).abs().max() < 5e-2
+    # bf16 output: half an ulp of |ref| plus a small absolute slack.
+    assert bool(((o.float() - ref).abs() <= 2e-2 + 8e-3 * ref.abs()).all())
 
 
 @pytest.mark.parametrize("causal", [False, True])

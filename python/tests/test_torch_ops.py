@@ -7,6 +7,7 @@ result on fresh random data."""
 from hisa_testutil import causal_indexer_inputs, fresh_seed, require_gpu
 
 torch, hisa = require_gpu()
+import hisa.ops  # noqa: E402,F401  (registers torch.ops.hisa.*)
 
 OPS = ["fp8_block_mean_pooling", "clean_and_maintain_logits_", "pool_mqa_logits", "mqa_logits",
        "block_sparse_mqa_logits", "topk", "pool_topk_blocks", "block_sparse_topk_tokens",
