@@ -11,6 +11,12 @@
 // and the heaviest blocks start first. Keys past S (a last partial tile)
 // are masked; queries past S are not written.
 
+// flash_attn_ws: the same kernel with a producer warpgroup issuing the TMA
+// boxes (tile.pipelined warp_specialized); compiled and lit-tested, not yet
+// run on a GPU, so the operator layer keeps calling flash_attn:
+// hisa-variant flash_attn_ws replaces "@flash_attn(" with "@flash_attn_ws("
+// hisa-variant flash_attn_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
+
 tile.kernel @flash_attn(%q: !tile.global<[?, ?, ?, dim], bf16>,
                         %k: !tile.global<[?, ?, ?, dim], bf16>,
                         %v: !tile.global<[?, ?, ?, dim], bf16>,

@@ -26,6 +26,12 @@
 //      O = O * exp2(m_old - m) + P V.
 //   3. O / (l + exp2(sink*log2(e) - m)) in bf16; lse if asked.
 
+// sparse_attn_ws: the same kernel with a producer warpgroup issuing the
+// gathers (tile.pipelined warp_specialized); compiled and lit-tested, not yet
+// run on a GPU, so the operator layer keeps calling sparse_attn:
+// hisa-variant sparse_attn_ws replaces "@sparse_attn(" with "@sparse_attn_ws("
+// hisa-variant sparse_attn_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
+
 tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %kv: !tile.global<[?, 512], bf16>,
                          %attn_sink: !tile.global<[?], f32>,

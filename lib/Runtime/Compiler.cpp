@@ -464,7 +464,8 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   }
   if (llvm::Error error = recordGridProgram(kernel, metadata))
     return std::move(error);
-  metadata.threads = kernel.getLaunch().getThreads();
+  // With a producer warpgroup (warp-specialized pipelines) beside them.
+  metadata.threads = kernel.getLaunch().getBlockThreads();
 
   std::unique_ptr<PassManager> plan = makePassManager();
   buildTilePlanningPipeline(*plan, target, useTma);

@@ -41,6 +41,19 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     `getTensorMaps` (TensorMaps.h); the gpu.func records their number as
     `tile.tensor_maps`.
 
+    A `warp_specialized` loop gives the block a producer warpgroup beyond
+    the launch's threads: the body splits on the thread index (setmaxnreg:
+    the producer keeps 80 registers, the consumers share the rest), the
+    consumers' barriers become named barrier 1 of the launch's threads, and
+    after barrier 0 (the rendezvous, once thread 0 initialized the stages'
+    "full" and "empty" mbarriers) the producer runs the loop alone, waiting
+    for "empty" before it refills a stage and completing "full" (TMA with
+    expect_tx from its first thread; cp.async pieces of its 128 threads,
+    waited for, fenced for the async proxy, then one arrival each), while
+    the consumers wait for "full", run the body and arrive on "empty" once
+    per warp. The producer recomputes the loop bounds and copy offsets from
+    the arithmetic they depend on (a value read from memory is refused).
+
     Tile ops are unrolled over each thread's elements, so the code emitted
     grows with tile sizes. Before building anything, the pass estimates the
     operations per thread (each `tile.parallel` body once per element of the

@@ -15,7 +15,9 @@
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace hisa::tile {
@@ -56,6 +58,19 @@ public:
                                  const ElementContext *context);
   mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerPipelined(PipelinedOp op, mlir::OpBuilder &b);
+  /// A warp_specialized tile.pipelined: the consumers' loop here, the
+  /// producer warpgroup's into the else-block of `roleSplit`.
+  mlir::LogicalResult lowerWarpSpecialized(PipelinedOp op, mlir::OpBuilder &b);
+  /// Splits the body of a launch with a warp-specialized loop into the
+  /// consumers' branch (the launch's threads) and the producer's.
+  mlir::LogicalResult splitRoles(mlir::OpBuilder &b);
+  /// `value` usable in the producer's branch: arithmetic of the consumers'
+  /// branch it depends on is cloned (a value from memory or a tile op is
+  /// refused); `mapping` holds what was cloned so far.
+  mlir::FailureOr<mlir::Value> cloneForProducer(mlir::OpBuilder &b,
+                                                mlir::Value value,
+                                                mlir::IRMapping &mapping,
+                                                mlir::Operation *user);
   /// cp.async of `copy`'s window (at `offsets`) into buffer `stage`.
   /// The source row that row `row` of a gather's destination reads: the
   /// row number at position `first + row` of its index tile, or -1 (read as
@@ -187,6 +202,8 @@ public:
   /// The gemm of `loop` that may leave its wgmma in flight, if any.
   GemmOp getDeferrableGemm(PipelinedOp loop);
   mlir::Value sharedBase; // memref<?xi8, workgroup>
+  /// The consumers' / producer's branches of a warp-specialized launch.
+  mlir::scf::IfOp roleSplit;
   /// The tensor-map parameter each TMA copy (tile.tma) reads through.
   llvm::DenseMap<mlir::Operation *, mlir::Value> tensorMaps;
   /// Lowered storage of global, shared and local tiles.

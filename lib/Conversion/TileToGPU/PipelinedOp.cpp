@@ -94,6 +94,8 @@ static Value cloneSlice(OpBuilder &b, Value value, Block &body,
 }
 
 LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
+  if (op.getWarpSpecialized())
+    return lowerWarpSpecialized(op, b);
   Location loc = op.getLoc();
   Block &body = op.getBody().front();
   int64_t stages = op.getNumStages();
@@ -398,6 +400,275 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       gpu::BarrierOp::create(b, loc);
     }
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Warp specialization
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
+                                                  IRMapping &mapping,
+                                                  Operation *user) {
+  if (Value known = mapping.lookupOrNull(value))
+    return known;
+  Region &consumer = roleSplit.getThenRegion();
+  if (!consumer.isAncestor(value.getParentRegion()))
+    return value; // a kernel argument or an entry-block value
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
+      isa<TileDialect>(def->getDialect()))
+    return user->emitOpError(
+               "in a warp_specialized loop needs a value the producer "
+               "warpgroup "
+               "cannot recompute (it recomputes arithmetic of kernel "
+               "arguments, "
+               "block indices and the loop index; this one comes from ")
+           << (def ? def->getName().getStringRef()
+                   : StringRef("a block argument"))
+           << ")";
+  for (Value operand : def->getOperands())
+    if (failed(cloneForProducer(b, operand, mapping, user)))
+      return failure();
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
+}
+
+// The consumers (the launch's threads) run the loop body on stage k % S once
+// the stage's "full" mbarrier completes its phase k / S, then each warp
+// arrives on the stage's "empty" mbarrier; the producer warpgroup (threads
+// past the launch's) waits for phase k / S - 1 of "empty" before refilling a
+// stage, issues its copies (TMA boxes from its first thread, cp.async pieces
+// from all 128, which then wait for them, fence them for the async proxy and
+// arrive), and completes "full". Barrier 0 (every thread) orders what the
+// consumers wrote before the loop (index tiles, the mbarriers) before the
+// producer starts.
+LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
+                                                   OpBuilder &b) {
+  Location loc = op.getLoc();
+  Block &body = op.getBody().front();
+  int64_t stages = op.getNumStages();
+  Value inductionVar = body.getArgument(0);
+  if (!roleSplit)
+    return op.emitOpError("is warp_specialized but its launch was not split "
+                          "into roles");
+
+  SmallVector<CopyOp> producers;
+  for (auto copy : body.getOps<CopyOp>())
+    if (isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType()))
+      producers.push_back(copy);
+  for (CopyOp copy : producers) {
+    auto alloc = copy.getDest().getDefiningOp<AllocOp>();
+    auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
+                         : IntegerAttr();
+    if (!planned || planned.getInt() < stages ||
+        !alloc->hasAttr("tile.stage_bytes"))
+      return copy.emitOpError("is not planned for ")
+             << stages << " stages; run tile-plan-shared-memory first";
+  }
+  auto isTma = [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); };
+  for (CopyOp copy : producers)
+    if (isTma(copy) && !tensorMaps.count(copy))
+      return copy.emitOpError("is marked tile.tma, but TMA cannot copy it; "
+                              "run tile-use-tma first");
+  bool anyTma = llvm::any_of(producers, isTma);
+  bool anyCpAsync = !llvm::all_of(producers, isTma);
+  int64_t tmaBytes = 0;
+  for (CopyOp copy : producers)
+    if (isTma(copy))
+      tmaBytes += getTileBytes(cast<SharedType>(copy.getDest().getType()));
+  bool bodyWritesShared = false;
+  body.walk([&](Operation *inside) {
+    if (auto copy = dyn_cast<CopyOp>(inside);
+        copy && llvm::is_contained(producers, copy))
+      return;
+    bodyWritesShared |= writesSharedTile(inside);
+  });
+
+  auto offset = op->getAttrOfType<IntegerAttr>(kMbarrierOffsetAttrName);
+  if (!offset)
+    return op.emitOpError("has no mbarriers; run tile-plan-shared-memory "
+                          "first");
+  auto mbarrierBase = [&](OpBuilder &nested) -> Value {
+    return LLVM::GEPOp::create(
+        nested, loc, LLVM::LLVMPointerType::get(nested.getContext(), 3),
+        nested.getI8Type(), getSharedPointer(nested, sharedBase),
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset.getInt())});
+  };
+  auto full = [&](OpBuilder &nested, Value mbarriers, Value stage) {
+    return getStageMbarrier(nested, mbarriers, stage);
+  };
+  auto empty = [&](OpBuilder &nested, Value mbarriers, Value stage) {
+    return getStageMbarrier(
+        nested, mbarriers,
+        arith::AddIOp::create(nested, loc, stage, index(nested, stages)));
+  };
+  auto constantI32 = [&](OpBuilder &nested, int64_t value) -> Value {
+    return arith::ConstantIntOp::create(nested, loc, nested.getI32Type(),
+                                        value);
+  };
+
+  // ---- Consumers, in place of the loop -----------------------------------
+  Value mbarriers = mbarrierBase(b);
+  int64_t fullCount = (anyCpAsync ? kProducerThreads : 0) + (anyTma ? 1 : 0);
+  emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
+    for (int64_t s = 0; s < stages; ++s) {
+      NVVM::MBarrierInitOp::create(leader, loc,
+                                   full(leader, mbarriers, index(leader, s)),
+                                   constantI32(leader, fullCount), Value());
+      NVVM::MBarrierInitOp::create(leader, loc,
+                                   empty(leader, mbarriers, index(leader, s)),
+                                   constantI32(leader, threads / 32), Value());
+    }
+  });
+  // What the consumers wrote to shared memory so far (index tiles the
+  // producer's gathers read, operands of wgmma) and the mbarriers are
+  // visible to both proxies and to the producer after barrier 0.
+  fenceSharedForAsyncProxy(b);
+  NVVM::Barrier0Op::create(b, loc);
+
+  Value lower = op.getLowerBound(), upper = op.getUpperBound(),
+        step = op.getStep();
+  if (!matchPattern(step, m_Constant())) {
+    Value positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                           step, index(b, 0));
+    upper = arith::SelectOp::create(b, loc, positive, upper, lower);
+  }
+  auto loop = scf::ForOp::create(b, loc, lower, upper, step);
+  OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
+  Value iv = loop.getInductionVar();
+  Value k = arith::DivSIOp::create(
+      inner, loc, arith::SubIOp::create(inner, loc, iv, lower), step);
+  Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
+  // A body that writes shared memory itself (P of attention) must not
+  // overwrite what a slower warp of the previous iteration still reads.
+  if (bodyWritesShared)
+    barrier(inner);
+  waitForPhase(inner, loc, full(inner, mbarriers, stage),
+               getRoundParity(inner, loc, k, stages));
+  SmallVector<std::pair<Value, Value>> savedViews;
+  for (CopyOp copy : producers) {
+    Value tile = copy.getDest();
+    savedViews.push_back({tile, memrefs.lookup(tile)});
+    memrefs[tile] = getStageView(inner, tile, stage);
+  }
+
+  // ---- Producer, in the other branch (before its copies leave the body) --
+  OpBuilder pb(roleSplit.elseBlock()->getTerminator());
+  IRMapping mapping;
+  auto producerValue = [&](Value value) -> FailureOr<Value> {
+    return cloneForProducer(pb, value, mapping, op);
+  };
+  FailureOr<Value> pLower = producerValue(lower);
+  FailureOr<Value> pUpper = producerValue(upper);
+  FailureOr<Value> pStep = producerValue(step);
+  if (failed(pLower) || failed(pUpper) || failed(pStep))
+    return failure();
+  Value pMbarriers = mbarrierBase(pb);
+  NVVM::Barrier0Op::create(pb, loc);
+  auto pLoop = scf::ForOp::create(pb, loc, *pLower, *pUpper, *pStep);
+  {
+    OpBuilder pInner = OpBuilder::atBlockBegin(pLoop.getBody());
+    Value pk = arith::DivSIOp::create(
+        pInner, loc,
+        arith::SubIOp::create(pInner, loc, pLoop.getInductionVar(), *pLower),
+        *pStep);
+    Value pStage =
+        arith::RemSIOp::create(pInner, loc, pk, index(pInner, stages));
+    Value round =
+        arith::DivSIOp::create(pInner, loc, pk, index(pInner, stages));
+    // The stage was read in round - 1: wait until every consumer warp
+    // released it.
+    Value refill = arith::CmpIOp::create(pInner, loc, arith::CmpIPredicate::sge,
+                                         round, index(pInner, 1));
+    emitIf(pInner, refill, [&](OpBuilder &waiting) {
+      waitForPhase(waiting, loc, empty(waiting, pMbarriers, pStage),
+                   getRoundParity(waiting, loc,
+                                  arith::SubIOp::create(waiting, loc, pk,
+                                                        index(waiting, stages)),
+                                  stages));
+    });
+    // The copies' offsets at this iteration, recomputed by the producer.
+    mapping.map(inductionVar, pLoop.getInductionVar());
+    pb.setInsertionPoint(pLoop.getBody()->getTerminator());
+    SmallVector<std::pair<CopyOp, SmallVector<Value>>> issued;
+    for (CopyOp copy : producers) {
+      SmallVector<Value> offsets;
+      SmallVector<Value> sources(copy.getSourceOffsets());
+      if (Value first = copy.getRowOffset())
+        sources.push_back(first);
+      for (Value source : sources) {
+        FailureOr<Value> value = producerValue(source);
+        if (failed(value))
+          return failure();
+        offsets.push_back(*value);
+      }
+      issued.push_back({copy, offsets});
+    }
+    // The producer's own thread numbering while its copies are emitted.
+    Value consumerThreadId = threadId;
+    int64_t consumerThreads = threads;
+    threadId = arith::SubIOp::create(pb, loc, consumerThreadId,
+                                     index(pb, consumerThreads));
+    threads = kProducerThreads;
+    LogicalResult result = success();
+    SmallVector<std::pair<CopyOp, ArrayRef<Value>>> tmaCopies;
+    for (auto &[copy, offsets] : issued) {
+      if (isTma(copy))
+        tmaCopies.push_back({copy, offsets});
+      else if (failed(emitAsyncCopy(copy, pb, offsets, pStage)))
+        result = failure();
+    }
+    if (succeeded(result) && !tmaCopies.empty())
+      result = issueTmaStage(pb, tmaCopies, pStage,
+                             full(pb, pMbarriers, pStage), tmaBytes);
+    if (succeeded(result) && anyCpAsync) {
+      // Each producer thread's pieces have landed and are visible to the
+      // async proxy (wgmma) before it arrives.
+      NVVM::CpAsyncCommitGroupOp::create(pb, loc);
+      NVVM::CpAsyncWaitGroupOp::create(pb, loc, 0);
+      fenceSharedForAsyncProxy(pb);
+      NVVM::MBarrierArriveOp::create(
+          pb, loc, Type(), full(pb, pMbarriers, pStage), Value(),
+          NVVM::MemScopeKindAttr::get(pb.getContext(),
+                                      NVVM::MemScopeKind::CTA));
+    }
+    threadId = consumerThreadId;
+    threads = consumerThreads;
+    if (failed(result))
+      return failure();
+  }
+
+  // ---- Consumers: the body, minus the copies -------------------------------
+  body.getTerminator()->erase();
+  for (CopyOp copy : producers)
+    copy.erase();
+  Block *loopBody = loop.getBody();
+  SmallVector<Operation *> roots;
+  for (Operation &innerOp : body.getOperations())
+    roots.push_back(&innerOp);
+  loopBody->getOperations().splice(std::prev(loopBody->end()),
+                                   body.getOperations());
+  inductionVar.replaceAllUsesWith(iv);
+  for (Operation *root : roots)
+    if (failed(lowerNested(root, nullptr)))
+      return failure();
+  // Every warp is done with the stage (the body's wgmma groups are waited
+  // for): one arrival per warp releases it to the producer.
+  OpBuilder end(loopBody->getTerminator());
+  NVVM::SyncWarpOp::create(end, loc, constantI32(end, -1));
+  Value lane = arith::RemUIOp::create(end, loc, threadId, index(end, 32));
+  Value leader = arith::CmpIOp::create(end, loc, arith::CmpIPredicate::eq, lane,
+                                       index(end, 0));
+  emitIf(end, leader, [&](OpBuilder &arriving) {
+    NVVM::MBarrierArriveOp::create(
+        arriving, loc, Type(), empty(arriving, mbarriers, stage), Value(),
+        NVVM::MemScopeKindAttr::get(arriving.getContext(),
+                                    NVVM::MemScopeKind::CTA));
+  });
+  for (auto [tile, view] : savedViews)
+    memrefs[tile] = view;
   return success();
 }
 

@@ -5,10 +5,12 @@
 
 #include "hisa/Conversion/Passes.h"
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
 #include "hisa/Target/TargetSpec.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -401,11 +403,19 @@ LogicalResult KernelLowering::run() {
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                         MemRefLayoutAttrInterface(), workgroup));
   }
+  // A warp-specialized launch first splits into its roles.
+  // (The launch's body is in the function now.)
+  if (llvm::any_of(
+          entry.getOps<PipelinedOp>(),
+          [](PipelinedOp loop) { return loop.getWarpSpecialized(); }) &&
+      failed(splitRoles(b)))
+    return failure();
   // Allocations first: their storage goes to the entry block, where LLVM
   // promotes the per-value allocas to registers.
   SmallVector<Operation *> roots;
   for (Operation &op : entry)
-    roots.push_back(&op);
+    if (!llvm::is_contained(lowered, &op))
+      roots.push_back(&op);
   for (Operation *root : roots)
     if (failed(lowerNested(root, nullptr)))
       return failure();
@@ -427,6 +437,75 @@ LogicalResult KernelLowering::run() {
   });
   for (gpu::BarrierOp barrier : repeated)
     barrier->erase();
+  // The consumers of a warp-specialized launch synchronize among
+  // themselves: named barrier 1 of the launch's threads (barrier 0, all
+  // threads of the block, is the rendezvous with the producer).
+  // The producer runs alone after the rendezvous: a block barrier there
+  // would wait for the consumers forever.
+  if (roleSplit) {
+    WalkResult producerBarrier = roleSplit.getElseRegion().walk(
+        [](gpu::BarrierOp) { return WalkResult::interrupt(); });
+    if (producerBarrier.wasInterrupted())
+      return launch.emitOpError("internal error: a block barrier in the "
+                                "producer warpgroup's code");
+  }
+  if (roleSplit) {
+    SmallVector<gpu::BarrierOp> consumerBarriers;
+    roleSplit.getThenRegion().walk(
+        [&](gpu::BarrierOp barrier) { consumerBarriers.push_back(barrier); });
+    for (gpu::BarrierOp barrier : consumerBarriers) {
+      OpBuilder nb(barrier);
+      Type i32 = nb.getI32Type();
+      NVVM::BarrierOp::create(
+          nb, barrier.getLoc(), TypeRange(),
+          arith::ConstantIntOp::create(nb, barrier.getLoc(), i32, 1),
+          arith::ConstantIntOp::create(nb, barrier.getLoc(), i32, threads),
+          NVVM::BarrierReductionAttr(), Value());
+      barrier->erase();
+    }
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
+  Location loc = func.getLoc();
+  Block &entry = func.getBody().front();
+  // Allocations stay in the entry block (LLVM promotes fragment registers
+  // there only) and are lowered first: both roles address the shared tiles.
+  SmallVector<Operation *> moved;
+  for (Operation &op : entry) {
+    if (auto alloc = dyn_cast<AllocOp>(&op)) {
+      OpBuilder at(alloc);
+      if (failed(lowerAlloc(alloc, at)))
+        return failure();
+      lowered.push_back(alloc);
+      continue;
+    }
+    if (isa<UnrealizedConversionCastOp, gpu::ReturnOp>(op) ||
+        &op == threadId.getDefiningOp() ||
+        (sharedBase && &op == sharedBase.getDefiningOp()))
+      continue;
+    moved.push_back(&op);
+  }
+  OpBuilder atEnd(entry.getTerminator());
+  Value isConsumer = arith::CmpIOp::create(
+      atEnd, loc, arith::CmpIPredicate::ult, threadId, index(atEnd, threads));
+  roleSplit =
+      scf::IfOp::create(atEnd, loc, isConsumer, /*withElseRegion=*/true);
+  Block *consumer = roleSplit.thenBlock();
+  for (Operation *op : moved)
+    op->moveBefore(consumer->getTerminator());
+  // setmaxnreg: the producer keeps kProducerRegisters a thread, the
+  // consumers share the rest of the register file (one block per SM), in
+  // multiples of 8 up to 240.
+  int64_t consumerRegisters = std::min<int64_t>(
+      240, (65536 - kProducerThreads * kProducerRegisters) / threads / 8 * 8);
+  OpBuilder cb = OpBuilder::atBlockBegin(consumer);
+  NVVM::SetMaxRegisterOp::create(cb, loc, consumerRegisters,
+                                 NVVM::SetMaxRegisterAction::increase);
+  OpBuilder pb(roleSplit.elseBlock()->getTerminator());
+  NVVM::SetMaxRegisterOp::create(pb, loc, kProducerRegisters,
+                                 NVVM::SetMaxRegisterAction::decrease);
   return success();
 }
 
@@ -479,10 +558,14 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip,
                                      b.getFunctionType(argumentTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(launch.getThreads()), 1, 1}));
-  // PTX .minnctapersm: ptxas limits registers so that many blocks fit.
+      {static_cast<int32_t>(launch.getBlockThreads()), 1, 1}));
+  // PTX .minnctapersm: ptxas limits registers so that many blocks fit. A
+  // warp-specialized block splits the register file between its roles
+  // (setmaxnreg) and runs alone on its SM.
   if (std::optional<int64_t> blocks = launch.getBoundBlocksPerSm())
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(*blocks));
+  else if (launch.getWarpSpecializedLoop())
+    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   if (tensorMapCount)
     func->setAttr(kTensorMapCountAttrName, b.getI64IntegerAttr(tensorMapCount));
   Block &entry = func.getBody().front();

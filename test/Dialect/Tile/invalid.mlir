@@ -587,6 +587,79 @@ tile.kernel @pipelined_zero_stages(%n: index) {
 
 // -----
 
+tile.kernel @warp_specialized_one_stage(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.pipelined' op warp_specialized needs num_stages >= 2 (the producer fills one stage while the consumers read another)}}
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 1 warp_specialized {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @warp_specialized_nested(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    scf.for %i = %c0 to %n step %c1 {
+      // expected-error @+1 {{'tile.pipelined' op warp_specialized must sit directly in the tile.launch body (the producer warpgroup runs beside the whole block)}}
+      tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+        tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      }
+    }
+  }
+}
+
+// -----
+
+tile.kernel @warp_specialized_partial_warpgroup(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 96 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.pipelined' op warp_specialized needs the launch's threads to be whole warpgroups, at most 896 (the producer adds 128), got 96}}
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @warp_specialized_twice(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+    // expected-error @+1 {{'tile.pipelined' op is the second warp_specialized tile.pipelined of its launch; at most one is supported}}
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @warp_specialized_without_copies(%n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.pipelined' op warp_specialized needs a global-to-shared copy at the top of its body for the producer to issue}}
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+    }
+  }
+}
+
+// -----
+
 func.func @pipelined_outside_launch(%n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

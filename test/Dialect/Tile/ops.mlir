@@ -231,3 +231,17 @@ tile.kernel @calls() {
     tile.call @zero_all(%t) : (!tile.shared<[16], i32>) -> ()
   }
 }
+
+// A warp-specialized pipeline prints its role split.
+// CHECK-LABEL: tile.kernel @warp_specialized
+tile.kernel @warp_specialized(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    // CHECK: tile.pipelined %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} num_stages = 2 warp_specialized {
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}

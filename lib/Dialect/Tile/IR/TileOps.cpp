@@ -421,6 +421,17 @@ void LaunchOp::getAsmBlockArgumentNames(Region &region,
       setNameFn(argument, names[index]);
 }
 
+PipelinedOp LaunchOp::getWarpSpecializedLoop() {
+  for (auto loop : getBody().front().getOps<PipelinedOp>())
+    if (loop.getWarpSpecialized())
+      return loop;
+  return {};
+}
+
+int64_t LaunchOp::getBlockThreads() {
+  return getThreads() + (getWarpSpecializedLoop() ? kProducerThreads : 0);
+}
+
 LogicalResult LaunchOp::verify() {
   size_t rank = getGridSizes().size();
   if (rank < 1 || rank > 3)
@@ -831,8 +842,12 @@ ParseResult PipelinedOp::parse(OpAsmParser &parser, OperationState &result) {
       parser.parseOperand(lowerBound) || parser.parseKeyword("to") ||
       parser.parseOperand(upperBound) || parser.parseKeyword("step") ||
       parser.parseOperand(step) || parser.parseKeyword("num_stages") ||
-      parser.parseEqual() || parser.parseInteger(numStages) ||
-      parser.resolveOperand(lowerBound, indexType, result.operands) ||
+      parser.parseEqual() || parser.parseInteger(numStages))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("warp_specialized")))
+    result.addAttribute(getWarpSpecializedAttrName(result.name),
+                        parser.getBuilder().getUnitAttr());
+  if (parser.resolveOperand(lowerBound, indexType, result.operands) ||
       parser.resolveOperand(upperBound, indexType, result.operands) ||
       parser.resolveOperand(step, indexType, result.operands))
     return failure();
@@ -853,8 +868,11 @@ void PipelinedOp::print(OpAsmPrinter &p) {
   p.printOperand(getInductionVar());
   p << " = " << getLowerBound() << " to " << getUpperBound() << " step "
     << getStep() << " num_stages = " << getNumStages();
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
-                                     {getNumStagesAttrName()});
+  if (getWarpSpecialized())
+    p << " warp_specialized";
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(),
+      {getNumStagesAttrName(), getWarpSpecializedAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
@@ -869,7 +887,37 @@ LogicalResult PipelinedOp::verify() {
   if (matchPattern(getStep(), m_ConstantInt(&step)) &&
       !step.isStrictlyPositive())
     return emitOpError("step must be positive, got ") << step.getSExtValue();
-  return verifyInsideLaunch(*this);
+  if (failed(verifyInsideLaunch(*this)))
+    return failure();
+  if (!getWarpSpecialized())
+    return success();
+  auto launch = dyn_cast<LaunchOp>((*this)->getParentOp());
+  if (!launch)
+    return emitOpError("warp_specialized must sit directly in the "
+                       "tile.launch body (the producer warpgroup runs beside "
+                       "the whole block)");
+  if (getNumStages() < 2)
+    return emitOpError("warp_specialized needs num_stages >= 2 (the producer "
+                       "fills one stage while the consumers read another)");
+  int64_t threads = launch.getThreads();
+  if (threads % 128 != 0 || threads + kProducerThreads > 1024)
+    return emitOpError("warp_specialized needs the launch's threads to be "
+                       "whole warpgroups, at most ")
+           << 1024 - kProducerThreads << " (the producer adds "
+           << kProducerThreads << "), got " << threads;
+  PipelinedOp first = launch.getWarpSpecializedLoop();
+  if (first && first != *this)
+    return emitOpError("is the second warp_specialized tile.pipelined of its "
+                       "launch; at most one is supported");
+  bool hasCopy =
+      llvm::any_of(getBody().front().getOps<CopyOp>(), [](CopyOp copy) {
+        return isa<GlobalType>(copy.getSource().getType()) &&
+               isa<SharedType>(copy.getDest().getType());
+      });
+  if (!hasCopy)
+    return emitOpError("warp_specialized needs a global-to-shared copy at the "
+                       "top of its body for the producer to issue");
+  return success();
 }
 
 LogicalResult PipelinedOp::verifyRegions() {

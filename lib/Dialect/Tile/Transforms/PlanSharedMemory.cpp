@@ -180,11 +180,13 @@ struct TilePlanSharedMemoryPass
     }
 
     // TMA copies of a pipelined loop complete on one mbarrier per stage;
-    // another per stage may release it.
+    // another per stage may release it. A warp-specialized loop hands every
+    // stage over through both, whatever its copies.
     launch.walk([&](PipelinedOp loop) {
       auto copies = loop.getBody().front().getOps<CopyOp>();
-      if (llvm::none_of(
-              copies, [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); }))
+      if (!loop.getWarpSpecialized() && llvm::none_of(copies, [](CopyOp copy) {
+            return copy->hasAttr(kTmaAttrName);
+          }))
         return;
       int64_t offset = llvm::alignTo(end, 8);
       loop->setAttr(kMbarrierOffsetAttrName,

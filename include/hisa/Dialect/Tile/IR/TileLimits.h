@@ -35,6 +35,12 @@ inline constexpr int64_t kMaxParallelElements = 1 << 18;
 inline constexpr int64_t kMaxGlobalBytes = int64_t(1) << 48;
 /// Buffers in flight of a tile.pipelined loop.
 inline constexpr int64_t kMaxPipelineStages = 32;
+/// Threads of the producer warpgroup a warp-specialized pipeline adds.
+inline constexpr int64_t kProducerThreads = 128;
+/// Registers a producer thread keeps (setmaxnreg): the address arithmetic
+/// of a 64-row gather of 1 KiB rows spills at 56 and fits at 80 (ptxas,
+/// sparse_attn), which leaves 216 a thread to two consumer warpgroups.
+inline constexpr int64_t kProducerRegisters = 80;
 
 /// Bytes one element of `type` occupies in memory (sub-byte types: 1).
 int64_t getElementBytes(mlir::Type type);

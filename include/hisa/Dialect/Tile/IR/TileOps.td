@@ -162,6 +162,11 @@ def Tile_LaunchOp : Tile_Op<"launch", [
     ::mlir::Block::BlockArgListType getBlockIndices() {
       return getBody().getArguments();
     }
+    /// Threads of a block: `threads`, plus the producer warpgroup of a
+    /// warp-specialized tile.pipelined inside.
+    int64_t getBlockThreads();
+    /// The warp-specialized tile.pipelined of the body, if any.
+    ::hisa::tile::PipelinedOp getWarpSpecializedLoop();
     /// The bound blocks_per_sm, if any (nullopt also while it still names
     /// a parameter).
     std::optional<int64_t> getBoundBlocksPerSm() {
@@ -412,9 +417,22 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
       ...
     }
     ```
+
+    `warp_specialized`: the copies are issued by a producer warpgroup (128
+    threads) that the block gets in addition to the launch's `threads`,
+    running `num_stages` iterations ahead and handing each stage over
+    through mbarriers ("full" when its copies have landed, "empty" when
+    every consumer warp is done with it); the launch's threads, the
+    consumers, run everything else (their block barriers become a named
+    barrier among them) and get the registers the producer gives up
+    (setmaxnreg). Such a loop sits directly in the launch body, at most one
+    per launch; the copies' offsets and the loop bounds must be computable
+    from kernel arguments, block indices and arithmetic (the producer
+    recomputes them), shared tiles written before the loop are visible to
+    the producer's gathers.
   }];
   let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
-                       I64Attr:$numStages);
+                       I64Attr:$numStages, UnitAttr:$warp_specialized);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;

@@ -1,0 +1,74 @@
+"""Warp-specialized pipelines (tile.pipelined warp_specialized): the lowering
+test kernels of test/Conversion/TileToGPU/Inputs/warp-specialized-*.mlir
+against torch, and the warp-specialized variants of the attention kernels
+(kernels-dsl: sparse_attn_ws, flash_attn_ws) against the operators, which
+must agree bit for bit (the consumers compute the same thing in the same
+order; only who issues the copies changes)."""
+
+import pytest
+
+from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
+
+torch, hisa = require_gpu()
+
+
+def test_gather_producer():
+    seed = fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "warp-specialized-gather.mlir", "ws_gather")
+    a = torch.randn(64, 64, device="cuda").bfloat16()
+    b = torch.randn(500, 64, device="cuda").bfloat16()
+    rows = torch.randint(0, 500, (256,), device="cuda", dtype=torch.int32)
+    rows[::7] = -1
+    out = torch.full((64, 64), float("nan"), device="cuda")
+    kernel.launch(a, b, rows, out)
+    torch.cuda.synchronize()
+    gathered = torch.where((rows >= 0)[:, None], b[rows.clamp(min=0).long()],
+                           torch.zeros_like(b[:1])).float()
+    expected = sum(a.float() @ gathered[t * 64:(t + 1) * 64].T for t in range(4))
+    assert torch.allclose(out, expected, rtol=1e-3, atol=1e-2), f"seed {seed}"
+
+
+@pytest.mark.parametrize("n", [128, 1000, 64 * 128 + 5])
+def test_tma_producer(n):
+    seed = fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "warp-specialized-tma.mlir", "ws_tma")
+    a = torch.randn(64, 64, device="cuda").bfloat16()
+    b = torch.randn(n, 64, device="cuda").bfloat16()
+    out = torch.full((64, 128), float("nan"), device="cuda")
+    kernel.launch(a, b, out)
+    torch.cuda.synchronize()
+    padded = torch.zeros(-(-n // 128) * 128, 64, device="cuda")
+    padded[:n] = b.float()
+    expected = sum(a.float() @ padded[t * 128:(t + 1) * 128].T
+                   for t in range(padded.shape[0] // 128))
+    assert torch.allclose(out, expected, rtol=1e-3, atol=5e-2), f"seed {seed}"
+
+
+@pytest.mark.parametrize("b,s,h,nkv,k", [(1, 16, 64, 4096, 640), (2, 5, 128, 300, 100)])
+def test_sparse_attn_ws_matches_the_operator(b, s, h, nkv, k):
+    fresh_seed(torch)
+    q = torch.randn(b, s, h, 512, device="cuda").bfloat16()
+    kv = torch.randn(b, nkv, 512, device="cuda").bfloat16()
+    sink = torch.randn(h, device="cuda")
+    idx = torch.randint(-1, nkv, (b, s, k), device="cuda", dtype=torch.int32)
+    scale = 512 ** -0.5
+    expected = hisa.sparse_attn(q, kv, sink, idx, scale)
+    kernel = hisa.jit.get_kernel(
+        "sparse_attn_ws", {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0})
+    o = torch.full_like(q, float("nan"))
+    kernel.launch(q.view(b * s, h, 512), kv.view(b * nkv, 512), sink, idx.view(b * s, k),
+                  o.view(b * s, h, 512), sink.view(1, h), s, nkv, scale)
+    torch.cuda.synchronize()
+    assert torch.equal(o, expected)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attn_ws_matches_the_operator(causal):
+    fresh_seed(torch)
+    q, k, v = (torch.randn(2, 3, 1000, 128, device="cuda").bfloat16() for _ in range(3))
+    expected = hisa.flash_attn(q, k, v, causal=causal)
+    kernel = hisa.jit.get_kernel("flash_attn_ws", {"dim": 128, "causal": int(causal)})
+    o = torch.full_like(q, float("nan"))
+    kernel.launch(q, k, v, o, 128 ** -0.5)
+    torch.cuda.synchronize()
+    assert torch.equal(o, expected)
