@@ -5,11 +5,23 @@ against torch, and the warp-specialized variants of the attention kernels
 must agree bit for bit (the consumers compute the same thing in the same
 order; only who issues the copies changes)."""
 
+import faulthandler
+
 import pytest
 
 from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 
 torch, hisa = require_gpu()
+
+
+@pytest.fixture(autouse=True)
+def hang_watchdog():
+    """A mistake in the mbarrier handshake hangs the GPU, not the test: stop
+    the whole run (with every thread's traceback) instead of waiting for the
+    machine's time limit."""
+    faulthandler.dump_traceback_later(90, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 def test_gather_producer():
