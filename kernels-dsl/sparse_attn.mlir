@@ -38,13 +38,17 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %topk_idxs: !tile.global<[?, ?], i32>,
                          %o: !tile.global<[?, ?, 512], bf16>,
                          %lse_out: !tile.global<[?, ?], f32>,
+                         %o_part: !tile.global<[?, ?, ?, 512], f32>,
+                         %lse_part: !tile.global<[?, ?, ?], f32>,
                          %tokens_per_batch: index,
                          %nkv: index,
                          %softmax_scale: f32)
-    params {topk_pad = 640, head_blocks = 1, lse = 0} {
+    params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
-  %blocks = arith.muli %tokens, %head_blocks : index
+  %splits = tile.param "splits" : index
+  %token_blocks = arith.muli %tokens, %head_blocks : index
+  %blocks = arith.muli %token_blocks, %splits : index
   tile.launch (%block) in (%blocks) threads 256 {
     %q_s = tile.alloc : !tile.shared<[64, 512], bf16>
     %kv_s = tile.alloc : !tile.shared<[64, 512], bf16>
@@ -70,8 +74,11 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %invalid = arith.constant -1 : i32
     %c0_i32 = arith.constant 0 : i32
     %head_blocks_in = tile.param "head_blocks" : index
-    %token = arith.divui %block, %head_blocks_in : index
-    %head_block = arith.remui %block, %head_blocks_in : index
+    %splits_in = tile.param "splits" : index
+    %split = arith.remui %block, %splits_in : index
+    %token_block = arith.divui %block, %splits_in : index
+    %token = arith.divui %token_block, %head_blocks_in : index
+    %head_block = arith.remui %token_block, %head_blocks_in : index
     %first_head = arith.muli %head_block, %c64 : index
     %heads = tile.dim %q, 1 : !tile.global<[?, ?, 512], bf16>
     %k = tile.dim %topk_idxs, 1 : !tile.global<[?, ?], i32>
@@ -106,7 +113,16 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     // 2. Tiles of 64 indices.
     %pad = tile.param "topk_pad" : index
     %tiles = arith.divui %pad, %c64 : index
-    tile.pipelined %t = %c0 to %tiles step %c1 num_stages = 2 {
+    // This block's share of the tiles: all of them, or (split decode) the
+    // split's contiguous range.
+    %tiles_round = arith.addi %tiles, %splits_in : index
+    %tiles_round_down = arith.subi %tiles_round, %c1 : index
+    %per_split = arith.divui %tiles_round_down, %splits_in : index
+    %tile_begin_raw = arith.muli %split, %per_split : index
+    %tile_begin = arith.minui %tile_begin_raw, %tiles : index
+    %tile_end_raw = arith.addi %tile_begin, %per_split : index
+    %tile_end = arith.minui %tile_end_raw, %tiles : index
+    tile.pipelined %t = %tile_begin to %tile_end step %c1 num_stages = 2 {
       %first = arith.muli %t, %c64 : index
       tile.copy %kv rows(%rows[%first] : !tile.shared<[topk_pad], i32>) to %kv_s
           : !tile.global<[?, 512], bf16> to !tile.shared<[64, 512], bf16>
@@ -169,42 +185,77 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
             -> !tile.frag<[64, 512], f32>
     }
 
-    // 3. Normalize by the sum and the sink; lse.
-    tile.parallel (%i) in [64] {
-      %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
-      %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
-      %none = arith.cmpf oeq, %m, %neg_inf : f32
-      %m_safe = arith.select %none, %zero, %m : f32
-      %h = arith.addi %first_head, %i : index
-      %real = arith.cmpi ult, %h, %heads : index
-      %h_safe = arith.select %real, %h, %c0 : index
-      %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
-      %sink_log2 = arith.mulf %sink, %log2e : f32
-      %sink_shifted = arith.subf %sink_log2, %m_safe : f32
-      %sink_term = math.exp2 %sink_shifted : f32
-      %denominator = arith.addf %l, %sink_term : f32
-      %one = arith.constant 1.0 : f32
-      %inverse = arith.divf %one, %denominator : f32
-      tile.store %inverse, %tile_sum[%i] : !tile.frag<[64], f32>
-      %want_lse = tile.param "lse" : index
-      %lse_on = arith.cmpi ne, %want_lse, %c0 : index
-      %write_lse = arith.andi %lse_on, %real : i1
-      scf.if %write_lse {
-        %log2_sum = math.log2 %denominator : f32
-        %total_log2 = arith.addf %m_safe, %log2_sum : f32
-        %ln2 = arith.constant 0.693147182 : f32
-        %lse = arith.mulf %total_log2, %ln2 : f32
-        tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
+    // 3. One block per token and heads: normalize by the sum and the sink
+    //    (a zero denominator, no valid index and a sink of -inf, gives 0);
+    //    lse. Split decode: the split's output normalized by its own sum,
+    //    and its lse without the sink; sparse_attn_combine merges them.
+    %splits_param = tile.param "splits" : index
+    %whole = arith.cmpi eq, %splits_param, %c1 : index
+    scf.if %whole {
+      tile.parallel (%i) in [64] {
+        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+        %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
+        %none = arith.cmpf oeq, %m, %neg_inf : f32
+        %m_safe = arith.select %none, %zero, %m : f32
+        %h = arith.addi %first_head, %i : index
+        %real = arith.cmpi ult, %h, %heads : index
+        %h_safe = arith.select %real, %h, %c0 : index
+        %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
+        %sink_log2 = arith.mulf %sink, %log2e : f32
+        %sink_shifted = arith.subf %sink_log2, %m_safe : f32
+        %sink_term = math.exp2 %sink_shifted : f32
+        %denominator = arith.addf %l, %sink_term : f32
+        %one = arith.constant 1.0 : f32
+        %positive = arith.cmpf ogt, %denominator, %zero : f32
+        %inverse_raw = arith.divf %one, %denominator : f32
+        %inverse = arith.select %positive, %inverse_raw, %zero : f32
+        tile.store %inverse, %tile_sum[%i] : !tile.frag<[64], f32>
+        %want_lse = tile.param "lse" : index
+        %lse_on = arith.cmpi ne, %want_lse, %c0 : index
+        %write_lse = arith.andi %lse_on, %real : i1
+        scf.if %write_lse {
+          %log2_sum = math.log2 %denominator : f32
+          %total_log2 = arith.addf %m_safe, %log2_sum : f32
+          %ln2 = arith.constant 0.693147182 : f32
+          %lse = arith.mulf %total_log2, %ln2 : f32
+          tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
+        }
       }
+      tile.parallel (%i, %j) in [64, 512] {
+        %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
+        %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
+        %normalized = arith.mulf %a, %inverse : f32
+        %rounded = arith.truncf %normalized : f32 to bf16
+        tile.store %rounded, %out[%i, %j] : !tile.frag<[64, 512], bf16>
+      }
+      tile.copy %out to %o[%token, %first_head, %c0]
+          : !tile.frag<[64, 512], bf16> to !tile.global<[?, ?, 512], bf16>
+    } else {
+      tile.parallel (%i) in [64] {
+        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+        %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
+        %one = arith.constant 1.0 : f32
+        %positive = arith.cmpf ogt, %l, %zero : f32
+        %inverse_raw = arith.divf %one, %l : f32
+        %inverse = arith.select %positive, %inverse_raw, %zero : f32
+        tile.store %inverse, %tile_sum[%i] : !tile.frag<[64], f32>
+        %h = arith.addi %first_head, %i : index
+        %log2_sum = math.log2 %l : f32
+        %total_log2 = arith.addf %m, %log2_sum : f32
+        %ln2 = arith.constant 0.693147182 : f32
+        %lse_raw = arith.mulf %total_log2, %ln2 : f32
+        // Nothing valid in this split: lse -inf (weight 0 in the combine).
+        %lse = arith.select %positive, %lse_raw, %neg_inf : f32
+        tile.store %lse, %lse_part[%token, %split, %h] : !tile.global<[?, ?, ?], f32>
+      }
+      tile.parallel (%i, %j) in [64, 512] {
+        %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
+        %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
+        %normalized = arith.mulf %a, %inverse : f32
+        tile.store %normalized, %acc[%i, %j] : !tile.frag<[64, 512], f32>
+      }
+      tile.copy %acc to %o_part[%token, %split, %first_head, %c0]
+          : !tile.frag<[64, 512], f32> to !tile.global<[?, ?, ?, 512], f32>
     }
-    tile.parallel (%i, %j) in [64, 512] {
-      %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
-      %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
-      %normalized = arith.mulf %a, %inverse : f32
-      %rounded = arith.truncf %normalized : f32 to bf16
-      tile.store %rounded, %out[%i, %j] : !tile.frag<[64, 512], bf16>
-    }
-    tile.copy %out to %o[%token, %first_head, %c0]
-        : !tile.frag<[64, 512], bf16> to !tile.global<[?, ?, 512], bf16>
   }
 }

@@ -133,17 +133,27 @@ struct SparseAttnShape {
   int64_t topk = 640;
 };
 
+/// Workspace bytes a sparseAttn call of this shape needs (0: none; decode
+/// with few tokens splits each token's indices over several blocks).
+inline Status sparseAttnWorkspaceSize(const SparseAttnShape &shape,
+                                      uint64_t &bytes) {
+  return detail::status(hisa_sparse_attn_workspace_size(
+      shape.batch, shape.seqLen, shape.heads, shape.topk, &bytes));
+}
+
 /// DeepSeek-V4 sparse attention (KERNELS.md): q [batch, seqLen, heads, 512]
 /// bf16, kv [batch, nkv, 512] bf16, attnSink [heads] f32, topkIdxs [batch,
 /// seqLen, topk] int32 (-1 padded) -> o [batch, seqLen, heads, 512] bf16;
-/// lse [batch, seqLen, heads] f32 when not null.
+/// lse [batch, seqLen, heads] f32 when not null. `workspace`: device memory
+/// of sparseAttnWorkspaceSize bytes (256-byte aligned; may be null when 0).
 inline Status sparseAttn(const void *q, const void *kv, const float *attnSink,
                          const int32_t *topkIdxs, void *o,
                          const SparseAttnShape &shape, float softmaxScale,
-                         void *stream, float *lse = nullptr) {
+                         void *workspace, uint64_t workspaceBytes, void *stream,
+                         float *lse = nullptr) {
   return detail::status(hisa_sparse_attn(
       q, kv, attnSink, topkIdxs, o, lse, shape.batch, shape.seqLen, shape.heads,
-      shape.nkv, shape.topk, softmaxScale, stream));
+      shape.nkv, shape.topk, softmaxScale, workspace, workspaceBytes, stream));
 }
 
 /// Dense attention forward, bf16: q, k, v, o [batch, heads, seqLen, dim]

@@ -260,13 +260,21 @@ int hisa_topk_bf16(const void *x, const int32_t *starts, const int32_t *ends,
                                       relative != 0, stream));
 }
 
+int hisa_sparse_attn_workspace_size(int64_t batch, int64_t seq_len,
+                                    int64_t heads, int64_t topk,
+                                    uint64_t *bytes) {
+  return statusOf(
+      hisa::ops::sparseAttnWorkspaceSize(batch, seq_len, heads, topk, bytes));
+}
+
 int hisa_sparse_attn(const void *q, const void *kv, const float *attn_sink,
                      const int32_t *topk_idxs, void *o, float *lse,
                      int64_t batch, int64_t seq_len, int64_t heads, int64_t nkv,
-                     int64_t topk, float softmax_scale, void *stream) {
-  return statusOf(hisa::ops::sparseAttn(q, kv, attn_sink, topk_idxs, o, lse,
-                                        batch, seq_len, heads, nkv, topk,
-                                        softmax_scale, stream));
+                     int64_t topk, float softmax_scale, void *workspace,
+                     uint64_t workspace_bytes, void *stream) {
+  return statusOf(hisa::ops::sparseAttn(
+      q, kv, attn_sink, topk_idxs, o, lse, batch, seq_len, heads, nkv, topk,
+      softmax_scale, workspace, workspace_bytes, stream));
 }
 
 int hisa_flash_attn(const void *q, const void *k, const void *v, void *o,

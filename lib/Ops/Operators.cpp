@@ -445,11 +445,33 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
       arguments, stream);
 }
 
-Error sparseAttn(const void *q, const void *kv, const float *attnSink,
-                 const int32_t *topkIdxs, void *o, float *lse, int64_t batch,
-                 int64_t seqLen, int64_t heads, int64_t nkv, int64_t topk,
-                 float softmaxScale, void *stream) {
-  const char *op = "sparse_attn";
+namespace {
+
+/// Blocks that fill an H100/H200 (132 SMs, one ~209 KiB block each): decode
+/// with fewer (token, 64 heads) blocks splits each token's index tiles.
+constexpr int64_t kSparseAttnTargetBlocks = 132;
+constexpr int64_t kSparseAttnMaxSplits = 32;
+
+int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk) {
+  int64_t blocks = tokens * ((heads + 63) / 64);
+  int64_t tiles = (topk + 63) / 64;
+  if (blocks <= 0 || blocks >= kSparseAttnTargetBlocks || tiles < 2)
+    return 1;
+  return std::max<int64_t>(1, std::min({tiles, kSparseAttnTargetBlocks / blocks,
+                                        kSparseAttnMaxSplits}));
+}
+
+uint64_t alignPiece(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// Bytes of the split partials: outputs [tokens, splits, heads, 512] f32,
+/// then lse [tokens, splits, heads] f32.
+uint64_t sparseAttnPartialBytes(int64_t tokens, int64_t heads, int64_t splits) {
+  uint64_t rows = static_cast<uint64_t>(tokens * splits * heads);
+  return alignPiece(rows * kSparseAttnDim * 4) + alignPiece(rows * 4);
+}
+
+Error checkSparseAttnSizes(const char *op, int64_t batch, int64_t seqLen,
+                           int64_t heads, int64_t nkv, int64_t topk) {
   if (Error error = checkNonNegative(op, "batch", batch))
     return error;
   if (Error error = checkNonNegative(op, "seq_len", seqLen))
@@ -469,6 +491,36 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
     return argumentError(formatv("{0}: kv has batch * Nkv = {1} rows; at most "
                                  "{2} are supported (int32 row numbers)",
                                  op, batch * nkv, INT32_MAX));
+  if (batch * seqLen > INT32_MAX)
+    return argumentError(formatv("{0}: batch * seq_len = {1} tokens; at most "
+                                 "{2} are supported",
+                                 op, batch * seqLen, INT32_MAX));
+  return Error::success();
+}
+
+} // namespace
+
+Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen, int64_t heads,
+                              int64_t topk, uint64_t *bytes) {
+  const char *op = "sparse_attn_workspace_size";
+  if (!bytes)
+    return argumentError(formatv("{0}: bytes must not be NULL", op));
+  if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, 0, topk))
+    return error;
+  int64_t tokens = batch * seqLen;
+  int64_t splits = sparseAttnSplits(tokens, heads, topk);
+  *bytes = splits > 1 ? sparseAttnPartialBytes(tokens, heads, splits) : 0;
+  return Error::success();
+}
+
+Error sparseAttn(const void *q, const void *kv, const float *attnSink,
+                 const int32_t *topkIdxs, void *o, float *lse, int64_t batch,
+                 int64_t seqLen, int64_t heads, int64_t nkv, int64_t topk,
+                 float softmaxScale, void *workspace, uint64_t workspaceBytes,
+                 void *stream) {
+  const char *op = "sparse_attn";
+  if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, nkv, topk))
+    return error;
   if (!std::isfinite(softmaxScale))
     return argumentError(
         formatv("{0}: softmax_scale = {1} is not finite", op, softmaxScale));
@@ -484,23 +536,57 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   if (lse)
     if (Error error = checkPointer(op, "lse", lse, 4))
       return error;
+  int64_t splits = sparseAttnSplits(tokens, heads, topk);
+  void *partialOut = o;
+  void *partialLse = const_cast<float *>(attnSink);
+  if (splits > 1) {
+    uint64_t needed = sparseAttnPartialBytes(tokens, heads, splits);
+    if (!workspace || workspaceBytes < needed)
+      return argumentError(
+          formatv("{0}: workspace has {1} bytes; this call splits each token's "
+                  "indices over {2} blocks and needs {3} "
+                  "(hisa_sparse_attn_workspace_size)",
+                  op, workspace ? workspaceBytes : 0, splits, needed));
+    if (Error error = checkPointer(op, "workspace", workspace, 256))
+      return error;
+    partialOut = workspace;
+    partialLse = static_cast<char *>(workspace) +
+                 alignPiece(static_cast<uint64_t>(tokens * splits * heads) *
+                            kSparseAttnDim * 4);
+  }
   int64_t topkPad = (topk + 63) / 64 * 64;
   int64_t headBlocks = (heads + 63) / 64;
+  // Unused buffers (no lse; no split) point at valid memory the kernel
+  // never touches.
+  const void *lseOut = lse ? static_cast<const void *>(lse) : attnSink;
   LaunchArgument arguments[] = {
       tensor(q, {tokens, heads, kSparseAttnDim}),
       // nkv = 0: every index is invalid and no row is read.
       tensor(kv, {std::max<int64_t>(batch * nkv, 1), kSparseAttnDim}),
       tensor(attnSink, {heads}), tensor(topkIdxs, {tokens, topk}),
       tensor(o, {tokens, heads, kSparseAttnDim}),
-      // Without lse the kernel never writes it: any valid pointer will do.
-      tensor(lse ? static_cast<const void *>(lse) : attnSink,
-             {lse ? tokens : 1, lse ? heads : 1}),
+      tensor(lseOut, {lse ? tokens : 1, lse ? heads : 1}),
+      tensor(partialOut, {splits > 1 ? tokens : 1, splits,
+                          splits > 1 ? heads : 1, kSparseAttnDim}),
+      tensor(partialLse,
+             {splits > 1 ? tokens : 1, splits, splits > 1 ? heads : 1}),
       integer(seqLen), integer(std::max<int64_t>(nkv, 0)),
       floatScalar(softmaxScale)};
-  return runOperator(op,
-                     formatv("head_blocks={0},lse={1},topk_pad={2}", headBlocks,
-                             lse ? 1 : 0, topkPad),
-                     arguments, stream);
+  if (Error error = runOperator(
+          op,
+          formatv("head_blocks={0},lse={1},splits={2},topk_pad={3}", headBlocks,
+                  lse && splits == 1 ? 1 : 0, splits, topkPad),
+          arguments, stream))
+    return error;
+  if (splits == 1)
+    return Error::success();
+  LaunchArgument combine[] = {
+      tensor(partialOut, {tokens, splits, heads, kSparseAttnDim}),
+      tensor(partialLse, {tokens, splits, heads}), tensor(attnSink, {heads}),
+      tensor(o, {tokens, heads, kSparseAttnDim}),
+      tensor(lseOut, {lse ? tokens : 1, lse ? heads : 1})};
+  return runOperator("sparse_attn_combine", formatv("lse={0}", lse ? 1 : 0),
+                     combine, stream);
 }
 
 Error flashAttn(const void *q, const void *k, const void *v, void *o,

@@ -212,7 +212,11 @@ _SIGNATURES = {
     # q, kv, attn_sink, topk_idxs, o, lse; batch, seq_len, heads, nkv, topk;
     # softmax_scale; stream
     "hisa_sparse_attn": (ctypes.c_int, [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 5
-                         + [ctypes.c_float, ctypes.c_void_p]),
+                         + [ctypes.c_float, ctypes.c_void_p, ctypes.c_uint64,
+                            ctypes.c_void_p]),
+    # batch, seq_len, heads, topk; uint64_t *bytes
+    "hisa_sparse_attn_workspace_size": (ctypes.c_int, [ctypes.c_int64] * 4
+                                        + [ctypes.POINTER(ctypes.c_uint64)]),
     # q, k, v, o; batch, heads, seq_len, dim; causal; softmax_scale; stream
     "hisa_flash_attn": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 4
                         + [ctypes.c_int32, ctypes.c_float, ctypes.c_void_p]),

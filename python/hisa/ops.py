@@ -980,9 +980,14 @@ def sparse_attn(
     o = torch.empty_like(q)
     lse = (torch.empty((batch, seq_len, heads), dtype=torch.float32, device=q.device)
            if return_lse else None)
+    # Sizes are checked by the size query, also when there is nothing to do.
+    workspace_bytes = _workspace_bytes("hisa_sparse_attn_workspace_size", batch, seq_len,
+                                       heads, topk)
     if batch * seq_len > 0:
+        workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=q.device)
         _run("hisa_sparse_attn", q.device, q, kv, attn_sink, idx, o, lse,
-             batch, seq_len, heads, nkv, topk, float(softmax_scale))
+             batch, seq_len, heads, nkv, topk, float(softmax_scale), workspace,
+             workspace.numel())
     return (o, lse) if return_lse else o
 
 

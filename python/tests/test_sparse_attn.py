@@ -117,6 +117,32 @@ def test_decode_shapes():
     check(*inputs(8, 2, 128, 2048, 640))
 
 
+@pytest.mark.parametrize("b,s,h,k", [(1, 1, 64, 2048), (3, 2, 128, 640), (2, 1, 16, 200)])
+def test_decode_splits_few_tokens(b, s, h, k):
+    # Few (token, 64 heads) blocks: each token's indices are split over
+    # several blocks and merged by sparse_attn_combine (lse included).
+    fresh_seed(torch)
+    q, kv, attn_sink, idx = inputs(b, s, h, 5000, k)
+    idx[0, 0, : k // 2] = -1          # the first splits of a token see nothing
+    check(q, kv, attn_sink, idx)
+
+
+def test_decode_split_without_valid_indices():
+    # A token without a valid index gives 0 in every split and after the
+    # combine; with a sink of -inf the denominator is 0: still 0, not NaN.
+    fresh_seed(torch)
+    q, kv, attn_sink, idx = inputs(1, 2, 64, 100, 640)
+    idx[0, 0] = -1
+    o, lse = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5, return_lse=True)
+    assert torch.equal(o[0, 0], torch.zeros_like(o[0, 0]))
+    assert torch.allclose(lse[0, 0], attn_sink)   # log(exp(sink))
+    attn_sink.fill_(float("-inf"))
+    o, lse = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5, return_lse=True)
+    assert torch.equal(o[0, 0], torch.zeros_like(o[0, 0]))
+    assert not torch.isnan(o).any()
+    assert bool((lse[0, 0] == float("-inf")).all())
+
+
 def test_bad_arguments():
     q, kv, attn_sink, idx = inputs(1, 2, 64, 100, 64)
     with pytest.raises(ValueError, match="D = 256"):

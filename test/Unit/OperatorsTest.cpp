@@ -153,8 +153,8 @@ TEST(SparseAttn, ChecksItsArguments) {
   auto call = [](int64_t batch, int64_t heads, int64_t nkv, int64_t topk,
                  float scale, const void *q = fake()) {
     return hisa_sparse_attn(q, fake(), fake<float>(), fake<int32_t>(), fake(),
-                            nullptr, batch, 3, heads, nkv, topk, scale,
-                            nullptr);
+                            nullptr, batch, 3, heads, nkv, topk, scale, nullptr,
+                            0, nullptr);
   };
   EXPECT_EQ(call(1, 64, 100, 0, 0.1f), HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("K = 0"), std::string::npos) << lastError();
@@ -174,8 +174,38 @@ TEST(SparseAttn, ChecksItsArguments) {
   EXPECT_NE(lastError().find("16-byte"), std::string::npos) << lastError();
   // No tokens: nothing to do.
   EXPECT_EQ(hisa_sparse_attn(nullptr, nullptr, nullptr, nullptr, nullptr,
-                             nullptr, 0, 3, 64, 100, 64, 0.1f, nullptr),
+                             nullptr, 0, 3, 64, 100, 64, 0.1f, nullptr, 0,
+                             nullptr),
             HISA_OK)
+      << lastError();
+}
+
+TEST(SparseAttn, DecodeWithFewTokensSplitsThroughTheWorkspace) {
+  uint64_t bytes = 1;
+  // 128 tokens of 64 heads nearly fill 132 SMs: no split, no workspace.
+  ASSERT_EQ(hisa_sparse_attn_workspace_size(128, 1, 64, 640, &bytes), HISA_OK)
+      << lastError();
+  EXPECT_EQ(bytes, 0u);
+  // One token: its 10 index tiles over 10 blocks; partial outputs
+  // [1, 10, 64, 512] f32 and lse [1, 10, 64] f32, in 256-byte pieces.
+  ASSERT_EQ(hisa_sparse_attn_workspace_size(1, 1, 64, 640, &bytes), HISA_OK)
+      << lastError();
+  EXPECT_EQ(bytes, 1310720u + 2560u);
+  // One index tile cannot split.
+  ASSERT_EQ(hisa_sparse_attn_workspace_size(1, 1, 64, 64, &bytes), HISA_OK);
+  EXPECT_EQ(bytes, 0u);
+  // A call that splits refuses a missing or short workspace.
+  EXPECT_EQ(hisa_sparse_attn(fake(), fake(), fake<float>(), fake<int32_t>(),
+                             fake(), nullptr, 1, 1, 64, 100, 640, 0.1f, nullptr,
+                             0, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("workspace has 0 bytes"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_sparse_attn(fake(), fake(), fake<float>(), fake<int32_t>(),
+                             fake(), nullptr, 1, 1, 64, 100, 640, 0.1f, fake(),
+                             1024, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("needs 1313280"), std::string::npos)
       << lastError();
 }
 

@@ -95,11 +95,18 @@ llvm::Error blockSparseTopkTokens(
 /// kMaxSparseAttnTopk].
 constexpr int64_t kSparseAttnDim = 512;
 constexpr int64_t kMaxSparseAttnTopk = 4096;
+/// With few tokens (decode), each token's indices are split over several
+/// blocks whose partial results are merged by a second kernel
+/// (sparse_attn_combine) through `workspace`, of at least
+/// sparseAttnWorkspaceSize bytes (0 when the call does not split).
 llvm::Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                        const int32_t *topkIdxs, void *o, float *lse,
                        int64_t batch, int64_t seqLen, int64_t heads,
                        int64_t nkv, int64_t topk, float softmaxScale,
-                       void *stream);
+                       void *workspace, uint64_t workspaceBytes, void *stream);
+llvm::Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen,
+                                    int64_t heads, int64_t topk,
+                                    uint64_t *bytes);
 
 /// Dense attention forward, bf16, layout [batch, heads, seqLen, dim] for q,
 /// k, v and o (torch's scaled_dot_product_attention): o = softmax(q k^T *

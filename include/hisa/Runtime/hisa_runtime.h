@@ -159,12 +159,19 @@ HISA_EXPORT int hisa_topk_bf16(const void *x, const int32_t *starts,
  * nothing) -> o [batch, seq_len, heads, 512] bf16; lse (NULL: not written)
  * [batch, seq_len, heads] f32, the natural log of each softmax denominator
  * with the sink. A token without a valid index gets o = 0. heads >= 1,
- * 1 <= topk <= 4096, batch * nkv < 2^31. */
+ * 1 <= topk <= 4096, batch * nkv < 2^31. With few tokens (decode) each
+ * token's indices are split over several blocks merged by a second kernel
+ * through `workspace` (256-byte aligned, at least
+ * hisa_sparse_attn_workspace_size bytes; 0 bytes and NULL when it says 0). */
+HISA_EXPORT int hisa_sparse_attn_workspace_size(int64_t batch, int64_t seq_len,
+                                                int64_t heads, int64_t topk,
+                                                uint64_t *bytes);
 HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
                                  const float *attn_sink,
                                  const int32_t *topk_idxs, void *o, float *lse,
                                  int64_t batch, int64_t seq_len, int64_t heads,
                                  int64_t nkv, int64_t topk, float softmax_scale,
+                                 void *workspace, uint64_t workspace_bytes,
                                  void *stream);
 
 /* Dense attention forward, bf16: q, k, v, o [batch, heads, seq_len, dim]
