@@ -56,7 +56,9 @@ def test_tma_producer(n):
     assert torch.allclose(out, expected, rtol=1e-3, atol=5e-2), f"seed {seed}"
 
 
-@pytest.mark.parametrize("b,s,h,nkv,k", [(1, 16, 64, 4096, 640), (2, 5, 128, 300, 100)])
+# Enough tokens that the operator does not split them (split decode is
+# another specialization).
+@pytest.mark.parametrize("b,s,h,nkv,k", [(1, 160, 64, 4096, 640), (2, 70, 128, 300, 100)])
 def test_sparse_attn_ws_matches_the_operator(b, s, h, nkv, k):
     fresh_seed(torch)
     q = torch.randn(b, s, h, 512, device="cuda").bfloat16()
@@ -66,10 +68,14 @@ def test_sparse_attn_ws_matches_the_operator(b, s, h, nkv, k):
     scale = 512 ** -0.5
     expected = hisa.sparse_attn(q, kv, sink, idx, scale)
     kernel = hisa.jit.get_kernel(
-        "sparse_attn_ws", {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0})
+        "sparse_attn_ws",
+        {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1})
     o = torch.full_like(q, float("nan"))
+    unused_part = torch.empty(1, 1, 1, 512, device="cuda")  # split decode only
+    unused_lse = torch.empty(1, 1, 1, device="cuda")
     kernel.launch(q.view(b * s, h, 512), kv.view(b * nkv, 512), sink, idx.view(b * s, k),
-                  o.view(b * s, h, 512), sink.view(1, h), s, nkv, scale)
+                  o.view(b * s, h, 512), sink.view(1, h), unused_part, unused_lse, s, nkv,
+                  scale)
     torch.cuda.synchronize()
     assert torch.equal(o, expected)
 
