@@ -441,9 +441,12 @@ if [[ ${HISA_GPU_RUN_BENCH:-1} != 0 ]]; then
   # PYTHONPATH, see ../shared/anchors/README.md).
   anchor_args=()
   [[ -n ${HISA_ANCHORS:-} ]] && anchor_args=(--anchors "$HISA_ANCHORS")
-  for bench in bench_topk bench_indexer; do
+  for bench in bench_topk bench_indexer bench_sparse_attn; do
     echo "== $bench.py"
-    "$python" python/bench/$bench.py --out "$out/$bench.md" "${anchor_args[@]}" \
+    extra=()
+    # The attention bench also times the warp-specialized kernel variants.
+    [[ $bench == bench_sparse_attn ]] && extra=(--variants)
+    "$python" python/bench/$bench.py --out "$out/$bench.md" "${anchor_args[@]}" "${extra[@]}" \
       2>&1 | tee "$out/$bench.log"
     rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc
   done
@@ -467,7 +470,7 @@ try:
 except Exception as exc:
     print(f"Tests: no junit report ({exc}); pytest exit status {rc}")
 PY
-  for table in bench_memory_bound bench_mqa bench_jit bench_topk bench_indexer; do
+  for table in bench_memory_bound bench_mqa bench_jit bench_topk bench_indexer bench_sparse_attn; do
     if [[ -f $out/$table.md ]]; then
       echo
       cat "$out/$table.md"

@@ -91,6 +91,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out")
     parser.add_argument("--anchors")
+    parser.add_argument("--variants", action="store_true",
+                        help="also time the warp-specialized kernel variant (sparse_attn_ws, "
+                             "flash_attn_ws) where the operator would not split")
     parser.add_argument("--anchor-shapes", default=None,
                         help="comma-separated SHAPES indices the anchor runs on (default: all; "
                              "TileLang compiles each shape for tens of seconds)")
@@ -132,6 +135,8 @@ def main(argv=None):
         flops = 4 * b * s * h * k * D
         gathered = b * s * k * D * 2
         impls = [("hisa.sparse_attn", lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE))]
+        if args.variants and b * s * -(-h // 64) >= 132:
+            impls.append(("sparse_attn_ws (variant)", ws_sparse_attn(q, kv, sink, idx)))
         if anchor is not None and shape_index in anchor_shapes:
             try:
                 kernel = anchor.sparse_attn_fwd(b, h, s, kv.shape[1], D, k, sm_scale=SCALE)
@@ -168,11 +173,31 @@ def main(argv=None):
                 f"{gathered / t / 1e9:.0f} ({100 * gathered / t / copy_bw:.0f}%)", vs, status]))
         del q, kv, sink, idx
         torch.cuda.empty_cache()
-    errors += dense_rows(lines, gemm_rate)
+    errors += dense_rows(lines, gemm_rate, args.variants)
     return emit_table(lines, args.out, errors)
 
 
-def dense_rows(lines, gemm_rate):
+def ws_sparse_attn(q, kv, sink, idx):
+    """A call of the warp-specialized variant with the operator's arguments
+    (no split: enough tokens), through the JIT."""
+    b, s, h, _ = q.shape
+    nkv, k = kv.shape[1], idx.shape[2]
+    kernel = hisa.jit.get_kernel(
+        "sparse_attn_ws",
+        {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1})
+    o = torch.empty_like(q)
+    unused_part = torch.empty(1, 1, 1, D, device="cuda")
+    unused_lse = torch.empty(1, 1, 1, device="cuda")
+    args = (q.view(b * s, h, D), kv.reshape(b * nkv, D), sink, idx.view(b * s, k),
+            o.view(b * s, h, D), sink.view(1, h), unused_part, unused_lse, s, nkv, SCALE)
+
+    def call():
+        kernel.launch(*args)
+        return o
+    return call
+
+
+def dense_rows(lines, gemm_rate, variants=False):
     """hisa.flash_attn against torch's scaled_dot_product_attention (flash
     backend) at B=1, H=32, S=8192, D=128: FLOPs 4*B*H*S*S*D (half causal)."""
     F = torch.nn.functional
@@ -186,8 +211,17 @@ def dense_rows(lines, gemm_rate):
         flops = 4 * b * h * s * s * d / (2 if causal else 1)
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         results = []
-        for name, fn in [("torch SDPA", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
-                         ("hisa.flash_attn", lambda: hisa.flash_attn(q, k, v, causal=causal))]:
+        impls = [("torch SDPA", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
+                 ("hisa.flash_attn", lambda: hisa.flash_attn(q, k, v, causal=causal))]
+        if variants:
+            kernel = hisa.jit.get_kernel("flash_attn_ws", {"dim": d, "causal": int(causal)})
+            o_ws = torch.empty_like(q)
+
+            def call_ws(kernel=kernel, o_ws=o_ws):
+                kernel.launch(q, k, v, o_ws, d ** -0.5)
+                return o_ws
+            impls.append(("flash_attn_ws (variant)", call_ws))
+        for name, fn in impls:
             try:
                 out = fn()
                 err = float((out.float() - ref.float()).norm() / ref.float().norm())
