@@ -43,6 +43,9 @@ SHAPES = [
     ("decode", 128, 2, 64, 640, 65536),
     ("decode", 128, 1, 128, 640, 65536),
     ("decode", 128, 2, 128, 640, 65536),
+    # Few tokens: the operator splits each token's indices (split decode).
+    ("decode", 1, 1, 64, 640, 65536),
+    ("decode", 16, 1, 128, 1152, 65536),
 ]
 
 
