@@ -43,7 +43,8 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %tokens_per_batch: index,
                          %nkv: index,
                          %softmax_scale: f32)
-    params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1} {
+    params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
+            partial_sums = 0} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
   %splits = tile.param "splits" : index
@@ -64,6 +65,11 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %prev_max = tile.alloc : !tile.frag<[64], f32>
     %row_sum = tile.alloc : !tile.frag<[64], f32>
     %tile_sum = tile.alloc : !tile.frag<[64], f32>
+    // With `partial_sums`: each warpgroup's running sum over its own score
+    // columns ([64 heads, 2 warpgroups]), combined once after the loop
+    // instead of through shared memory at every tile.
+    %row_sum_parts = tile.alloc : !tile.frag<[64, 2], f32>
+    %tile_parts = tile.alloc : !tile.frag<[64, 2], f32>
 
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -109,6 +115,9 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     tile.fill %acc, %zero : !tile.frag<[64, 512], f32>, f32
     tile.fill %row_max, %neg_inf : !tile.frag<[64], f32>, f32
     tile.fill %row_sum, %zero : !tile.frag<[64], f32>, f32
+    tile.fill %row_sum_parts, %zero : !tile.frag<[64, 2], f32>, f32
+    %partial_sums_param = tile.param "partial_sums" : index
+    %per_warpgroup = arith.cmpi ne, %partial_sums_param, %c0 : index
 
     // 2. Tiles of 64 indices.
     %pad = tile.param "topk_pad" : index
@@ -155,22 +164,48 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %e = math.exp2 %shifted : f32
         tile.store %e, %scores[%i, %j] : !tile.frag<[64, 64], f32>
       }
-      tile.reduce sum %scores to %tile_sum dim = 1
-          : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
-      tile.parallel (%i) in [64] {
-        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
-        %m_old = tile.load %prev_max[%i] : !tile.frag<[64], f32>
-        %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
-        %add = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
-        %none = arith.cmpf oeq, %m, %neg_inf : f32
-        %m_safe = arith.select %none, %zero, %m : f32
-        %delta = arith.subf %m_old, %m_safe : f32
-        %alpha = math.exp2 %delta : f32
-        %rescaled = arith.mulf %l, %alpha : f32
-        %l_new = arith.addf %rescaled, %add : f32
-        tile.store %l_new, %row_sum[%i] : !tile.frag<[64], f32>
-        // prev_max now holds the factor that rescales the output.
-        tile.store %alpha, %prev_max[%i] : !tile.frag<[64], f32>
+      scf.if %per_warpgroup {
+        // Each warpgroup sums its own 32 columns (no cross-warp step).
+        %columns = tile.view %scores
+            : !tile.frag<[64, 64], f32> to !tile.frag<[64, 2, 32], f32>
+        tile.reduce sum %columns to %tile_parts dim = 2
+            : !tile.frag<[64, 2, 32], f32> to !tile.frag<[64, 2], f32>
+        tile.parallel (%i) in [64] {
+          %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+          %m_old = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+          %none = arith.cmpf oeq, %m, %neg_inf : f32
+          %m_safe = arith.select %none, %zero, %m : f32
+          %delta = arith.subf %m_old, %m_safe : f32
+          %alpha = math.exp2 %delta : f32
+          // prev_max now holds the factor that rescales the output.
+          tile.store %alpha, %prev_max[%i] : !tile.frag<[64], f32>
+        }
+        tile.parallel (%i, %w) in [64, 2] {
+          %l = tile.load %row_sum_parts[%i, %w] : !tile.frag<[64, 2], f32>
+          %add = tile.load %tile_parts[%i, %w] : !tile.frag<[64, 2], f32>
+          %alpha = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+          %rescaled = arith.mulf %l, %alpha : f32
+          %l_new = arith.addf %rescaled, %add : f32
+          tile.store %l_new, %row_sum_parts[%i, %w] : !tile.frag<[64, 2], f32>
+        }
+      } else {
+        tile.reduce sum %scores to %tile_sum dim = 1
+            : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+        tile.parallel (%i) in [64] {
+          %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+          %m_old = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+          %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
+          %add = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
+          %none = arith.cmpf oeq, %m, %neg_inf : f32
+          %m_safe = arith.select %none, %zero, %m : f32
+          %delta = arith.subf %m_old, %m_safe : f32
+          %alpha = math.exp2 %delta : f32
+          %rescaled = arith.mulf %l, %alpha : f32
+          %l_new = arith.addf %rescaled, %add : f32
+          tile.store %l_new, %row_sum[%i] : !tile.frag<[64], f32>
+          // prev_max now holds the factor that rescales the output.
+          tile.store %alpha, %prev_max[%i] : !tile.frag<[64], f32>
+        }
       }
       tile.parallel (%i, %j) in [64, 512] {
         %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
@@ -183,6 +218,11 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
       tile.gemm %p_s, %kv_s, %acc policy(full_col)
           : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 512], bf16>
             -> !tile.frag<[64, 512], f32>
+    }
+
+    scf.if %per_warpgroup {
+      tile.reduce sum %row_sum_parts to %row_sum dim = 1
+          : !tile.frag<[64, 2], f32> to !tile.frag<[64], f32>
     }
 
     // 3. One block per token and heads: normalize by the sum and the sink

@@ -140,6 +140,8 @@ def main(argv=None):
         impls = [("hisa.sparse_attn", lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE))]
         if args.variants and b * s * -(-h // 64) >= 132:
             impls.append(("sparse_attn_ws (variant)", ws_sparse_attn(q, kv, sink, idx)))
+            impls.append(("partial_sums=1 (variant)",
+                          ws_sparse_attn(q, kv, sink, idx, "sparse_attn", {"partial_sums": 1})))
         if anchor is not None and shape_index in anchor_shapes:
             try:
                 kernel = anchor.sparse_attn_fwd(b, h, s, kv.shape[1], D, k, sm_scale=SCALE)
@@ -180,14 +182,15 @@ def main(argv=None):
     return emit_table(lines, args.out, errors)
 
 
-def ws_sparse_attn(q, kv, sink, idx):
-    """A call of the warp-specialized variant with the operator's arguments
-    (no split: enough tokens), through the JIT."""
+def ws_sparse_attn(q, kv, sink, idx, name="sparse_attn_ws", extra=None):
+    """A call of a kernel variant (the warp-specialized one, or other
+    parameters) with the operator's arguments (no split: enough tokens),
+    through the JIT."""
     b, s, h, _ = q.shape
     nkv, k = kv.shape[1], idx.shape[2]
-    kernel = hisa.jit.get_kernel(
-        "sparse_attn_ws",
-        {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1})
+    params = {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1}
+    params.update(extra or {})
+    kernel = hisa.jit.get_kernel(name, params)
     o = torch.empty_like(q)
     unused_part = torch.empty(1, 1, 1, D, device="cuda")
     unused_lse = torch.empty(1, 1, 1, device="cuda")

@@ -36,3 +36,20 @@ def test_row_max_across_warpgroups():
     m = s.amax(1, keepdim=True)
     assert torch.allclose(out_s, s - m, rtol=1e-4, atol=1e-3), f"seed {seed}"
     assert torch.allclose(out_o, (a.float() @ c.float().T) * m, rtol=1e-4, atol=1e-3), f"seed {seed}"
+
+
+def test_partial_row_sums_over_warpgroups():
+    # Inputs/partial-row-sums.mlir: per-warpgroup partial sums (a layout
+    # with replicated lanes), scaled by the row maximum, summed once.
+    seed = fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "partial-row-sums.mlir", "partial_row_sums")
+    a = (torch.randn(64, 512, device="cuda") / 8).bfloat16()
+    parts = torch.full((64, 2), float("nan"), device="cuda")
+    total = torch.full((64,), float("nan"), device="cuda")
+    kernel.launch(a, parts, total)
+    torch.cuda.synchronize()
+    s = a.float() @ a.float().T
+    m = s.amax(1, keepdim=True)
+    expected = s.view(64, 2, 32).sum(2) * m
+    assert torch.allclose(parts, expected, rtol=1e-3, atol=1e-2), f"seed {seed}"
+    assert torch.allclose(total, expected.sum(1), rtol=1e-3, atol=1e-2), f"seed {seed}"

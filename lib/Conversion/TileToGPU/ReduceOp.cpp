@@ -29,8 +29,11 @@ bool isPowerOfTwo(int64_t value) {
 
 /// A layout in which every bit of the thread index and of the value index
 /// sets one bit of the element's row-major linear index: vector row-major
-/// layouts and the wgmma accumulator layout are such bit permutations.
+/// layouts and the wgmma accumulator layout are such bit permutations. A
+/// thread bit may also set none (kReplicated): the layout of a reduction
+/// result repeats each value in the lanes (and warpgroups) that combined it.
 struct BitLayout {
+  static constexpr int64_t kReplicated = -1;
   SmallVector<int64_t> threadBits; // linear-index bit of each thread bit
   SmallVector<int64_t> valueBits;  // linear-index bit of each value bit
 
@@ -53,16 +56,22 @@ struct BitLayout {
 
   static std::optional<BitLayout> analyze(const VectorLayout &layout) {
     BitLayout bits;
+    // (int64_t, not the unsigned of Log2_64: -2 must stay negative.)
+    constexpr int64_t kNotABit = -2;
     auto singleBit = [](int64_t value) -> int64_t {
-      return value > 0 && llvm::isPowerOf2_64(value) ? llvm::Log2_64(value)
-                                                     : -1;
+      if (value == 0)
+        return kReplicated;
+      return value > 0 && llvm::isPowerOf2_64(value)
+                 ? static_cast<int64_t>(llvm::Log2_64(value))
+                 : kNotABit;
     };
     for (int64_t t = 1; t < layout.threads; t *= 2)
       bits.threadBits.push_back(singleBit(linearIndex(layout, t, 0)));
     for (int64_t v = 1; v < layout.getValuesPerThread(); v *= 2)
       bits.valueBits.push_back(singleBit(linearIndex(layout, 0, v)));
-    if (llvm::is_contained(bits.threadBits, -1) ||
-        llvm::is_contained(bits.valueBits, -1) ||
+    // Values are never replicated within a thread.
+    if (llvm::is_contained(bits.threadBits, kNotABit) ||
+        llvm::any_of(bits.valueBits, [](int64_t bit) { return bit < 0; }) ||
         linearIndex(layout, 0, 0) != 0)
       return std::nullopt;
     // Every (t, v) must be the sum of its bits' contributions.
@@ -158,6 +167,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   auto threadPart = [&](const BitLayout &layoutBits) -> Value {
     Value sum = index(b, 0);
     for (auto [bit, linearBit] : llvm::enumerate(layoutBits.threadBits)) {
+      if (linearBit == BitLayout::kReplicated)
+        continue;
       Value set = arith::AndIOp::create(
           b, loc, arith::ShRUIOp::create(b, loc, threadId, index(b, bit)),
           index(b, 1));
