@@ -286,7 +286,10 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %lse_raw = arith.mulf %total_log2, %ln2 : f32
         // Nothing valid in this split: lse -inf (weight 0 in the combine).
         %lse = arith.select %positive, %lse_raw, %neg_inf : f32
-        tile.store %lse, %lse_part[%token, %split, %h] : !tile.global<[?, ?, ?], f32>
+        %real = arith.cmpi ult, %h, %heads : index
+        scf.if %real {
+          tile.store %lse, %lse_part[%token, %split, %h] : !tile.global<[?, ?, ?], f32>
+        }
       }
       tile.parallel (%i, %j) in [64, 512] {
         %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>

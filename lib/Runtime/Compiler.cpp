@@ -3,6 +3,7 @@
 #include "Compiler.h"
 
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 #include "hisa/Pipelines/Pipelines.h"
@@ -196,6 +197,7 @@ std::string getToolkitPath() {
 struct LocalMemoryUse {
   int64_t stackFrameBytes = 0;
   int64_t spillStoreBytes = 0;
+  int64_t registers = 0; // "Used N registers": per thread at kernel entry
 };
 
 /// The largest stack frame and spill stores in a ptxas -v log ("N bytes
@@ -205,6 +207,14 @@ LocalMemoryUse parseLocalMemoryUse(StringRef log) {
   SmallVector<StringRef> lines;
   log.split(lines, '\n');
   for (StringRef line : lines) {
+    if (size_t used = line.find("Used "); used != StringRef::npos) {
+      StringRef rest = line.drop_front(used + 5);
+      int64_t registers = 0;
+      if (!rest.take_until([](char c) { return c == ' '; })
+               .getAsInteger(10, registers) &&
+          rest.contains(" registers"))
+        use.registers = std::max(use.registers, registers);
+    }
     size_t frame = line.find(" bytes stack frame");
     if (frame == StringRef::npos)
       continue;
@@ -222,6 +232,29 @@ LocalMemoryUse parseLocalMemoryUse(StringRef log) {
       use.spillStoreBytes = std::max(use.spillStoreBytes, bytes);
   }
   return use;
+}
+
+/// The (consumer, producer) register counts of a warp-specialized kernel's
+/// setmaxnreg pair in its PTX, if it has one.
+std::optional<std::pair<int64_t, int64_t>> findRegisterSplit(StringRef ptx) {
+  auto countAfter = [&](StringRef marker) -> std::optional<int64_t> {
+    size_t at = ptx.find(marker);
+    if (at == StringRef::npos)
+      return std::nullopt;
+    StringRef rest = ptx.drop_front(at + marker.size()).ltrim();
+    int64_t value = 0;
+    if (rest.take_while([](char c) { return c >= '0' && c <= '9'; })
+            .getAsInteger(10, value))
+      return std::nullopt;
+    return value;
+  };
+  std::optional<int64_t> consumer =
+      countAfter("setmaxnreg.inc.sync.aligned.u32");
+  std::optional<int64_t> producer =
+      countAfter("setmaxnreg.dec.sync.aligned.u32");
+  if (!consumer || !producer)
+    return std::nullopt;
+  return std::make_pair(*consumer, *producer);
 }
 
 Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
@@ -518,6 +551,24 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
       runPtxas(ptxas, ptx, target, deadline, localMemory);
   if (!cubin)
     return cubin.takeError();
+  // A warp-specialized kernel moves registers between its roles with
+  // setmaxnreg inside the block's pool (ptxas's per-thread count at entry
+  // times the block's threads): more than the pool would stall forever.
+  if (std::optional<std::pair<int64_t, int64_t>> split = findRegisterSplit(ptx);
+      split && localMemory.registers > 0) {
+    int64_t blockThreads = metadata.threads;
+    int64_t consumers = blockThreads - tile::kProducerThreads;
+    int64_t wanted =
+        consumers * split->first + tile::kProducerThreads * split->second;
+    if (wanted > blockThreads * localMemory.registers)
+      return makeCompileError(formatv(
+          "kernel '{0}': its warp-specialized roles ask for {1} consumer and "
+          "{2} producer registers a thread, {3} in all, but ptxas gave the "
+          "block {4} threads x {5} = {6}; setmaxnreg.inc would never "
+          "complete",
+          kernelName, split->first, split->second, wanted, blockThreads,
+          localMemory.registers, blockThreads * localMemory.registers));
+  }
   // Per-thread local memory: a tile.local indexed by a run-time value (the
   // array cannot live in registers) or register spills. The kernel works,
   // slower; say so, or refuse with HISA_STRICT_LOCAL_MEMORY=1.

@@ -42,8 +42,10 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     `tile.tensor_maps`.
 
     A `warp_specialized` loop gives the block a producer warpgroup beyond
-    the launch's threads: the body splits on the thread index (setmaxnreg:
-    the producer keeps 80 registers, the consumers share the rest), the
+    the launch's threads: the body splits on the thread index (setmaxnreg
+    within the block's pool, ptxas's per-thread count at entry times the
+    block's threads: the producer keeps 72 registers, the consumers take the
+    rest, up to 240; the JIT refuses a binary whose pool is smaller), the
     consumers' barriers become named barrier 1 of the launch's threads, and
     after barrier 0 (the rendezvous, once thread 0 initialized the stages'
     "full" and "empty" mbarriers) the producer runs the loop alone, waiting

@@ -567,6 +567,15 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     return failure();
   Value pMbarriers = mbarrierBase(pb);
   NVVM::Barrier0Op::create(pb, loc);
+  // With TMA alone one thread issues everything: the others leave, since a
+  // thread that waits on "empty" without arriving on "full" could fall two
+  // phases behind and wait for a phase that never comes.
+  if (!anyCpAsync) {
+    Value first = arith::CmpIOp::create(pb, loc, arith::CmpIPredicate::eq,
+                                        threadId, index(pb, threads));
+    auto leader = scf::IfOp::create(pb, loc, first, /*withElseRegion=*/false);
+    pb.setInsertionPoint(leader.thenBlock()->getTerminator());
+  }
   auto pLoop = scf::ForOp::create(pb, loc, *pLower, *pUpper, *pStep);
   {
     OpBuilder pInner = OpBuilder::atBlockBegin(pLoop.getBody());

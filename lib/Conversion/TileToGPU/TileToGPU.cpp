@@ -495,11 +495,31 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   Block *consumer = roleSplit.thenBlock();
   for (Operation *op : moved)
     op->moveBefore(consumer->getTerminator());
-  // setmaxnreg: the producer keeps kProducerRegisters a thread, the
-  // consumers share the rest of the register file (one block per SM), in
-  // multiples of 8 up to 240.
-  int64_t consumerRegisters = std::min<int64_t>(
-      240, (65536 - kProducerThreads * kProducerRegisters) / threads / 8 * 8);
+  // setmaxnreg moves registers between the roles inside the block's pool,
+  // which is what ptxas gives every thread at entry (R: the register file's
+  // share of one thread at this occupancy, in units of 8) times the block's
+  // threads. The producer keeps kProducerRegisters, the consumers take the
+  // rest (at most 240): asking for more than the pool holds would stall
+  // setmaxnreg.inc forever. (The JIT checks ptxas's R against the counts.)
+  int64_t blocks =
+      std::max<int64_t>(launch.getBoundBlocksPerSm().value_or(1), 1);
+  int64_t blockThreads = threads + kProducerThreads;
+  int64_t entryRegisters =
+      std::min<int64_t>(255, 65536 / (blocks * blockThreads)) / 8 * 8;
+  int64_t consumerRegisters =
+      std::min<int64_t>(240, (blockThreads * entryRegisters -
+                              kProducerThreads * kProducerRegisters) /
+                                 threads / 8 * 8);
+  if (entryRegisters < kProducerRegisters || consumerRegisters < 64)
+    return launch.emitOpError("a warp-specialized launch of ")
+           << threads << " threads at " << blocks << " blocks per SM has "
+           << entryRegisters << " registers a thread, which leaves its "
+           << "consumers " << consumerRegisters << " beside the producer's "
+           << kProducerRegisters
+           << " (at least 64 are needed); ask for fewer blocks per SM";
+  // Nothing to move when the consumers already have what they would get.
+  if (consumerRegisters <= entryRegisters)
+    return success();
   OpBuilder cb = OpBuilder::atBlockBegin(consumer);
   NVVM::SetMaxRegisterOp::create(cb, loc, consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);

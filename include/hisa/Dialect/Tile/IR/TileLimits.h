@@ -38,9 +38,10 @@ inline constexpr int64_t kMaxPipelineStages = 32;
 /// Threads of the producer warpgroup a warp-specialized pipeline adds.
 inline constexpr int64_t kProducerThreads = 128;
 /// Registers a producer thread keeps (setmaxnreg): the address arithmetic
-/// of a 64-row gather of 1 KiB rows spills at 56 and fits at 80 (ptxas,
-/// sparse_attn), which leaves 216 a thread to two consumer warpgroups.
-inline constexpr int64_t kProducerRegisters = 80;
+/// of a 64-row gather of 1 KiB rows spills at 56 and fits at 72 (ptxas,
+/// sparse_attn_ws). With two consumer warpgroups, 128 x 72 + 256 x 216 is
+/// the 384 x 168 registers ptxas gives the block.
+inline constexpr int64_t kProducerRegisters = 72;
 
 /// Bytes one element of `type` occupies in memory (sub-byte types: 1).
 int64_t getElementBytes(mlir::Type type);
