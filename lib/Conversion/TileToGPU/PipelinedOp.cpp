@@ -542,11 +542,23 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       inner, loc, arith::SubIOp::create(inner, loc, iv, lower), step);
   Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
   // A body that writes shared memory itself (P of attention) must not
-  // overwrite what a slower warp of the previous iteration still reads.
-  if (bodyWritesShared)
+  // overwrite what a slower warp of the previous iteration still reads, and
+  // what it wrote reaches wgmma's async proxy through a fence.
+  if (bodyWritesShared) {
+    if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
+      fenceSharedForAsyncProxy(inner);
     barrier(inner);
+  }
   waitForPhase(inner, loc, full(inner, mbarriers, stage),
                getRoundParity(inner, loc, k, stages));
+  // A gemm at the top of the body reads stages the "full" wait made
+  // visible (the producer fenced its cp.async pieces; TMA writes through
+  // the async proxy) and tiles written before the loop (fenced before
+  // barrier 0) or in earlier iterations (fenced above): it needs no fence
+  // and barrier of its own.
+  for (GemmOp gemm : body.getOps<GemmOp>())
+    if (isFencedByPipeline(op, gemm))
+      fencedGemms.insert(gemm);
   SmallVector<std::pair<Value, Value>> savedViews;
   for (CopyOp copy : producers) {
     Value tile = copy.getDest();
