@@ -469,6 +469,13 @@ LogicalResult KernelLowering::run() {
 
 LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   Location loc = func.getLoc();
+  // setmaxnreg, fence.proxy.async and mbarrier transaction counts are
+  // sm_90a's (LLVM would abort selecting them for another chip).
+  if (!hasWgmma(chip))
+    return launch.emitOpError("has a warp_specialized tile.pipelined, which "
+                              "needs sm_90a (setmaxnreg, mbarrier transaction "
+                              "counts, the async proxy); the target is ")
+           << chip;
   Block &entry = func.getBody().front();
   // Allocations stay in the entry block (LLVM promotes fragment registers
   // there only) and are lowered first: both roles address the shared tiles.
