@@ -1,0 +1,61 @@
+"""The first kernels of the V4 attention layer (issue 12) against the torch
+reference (python/hisa/v4/reference.py), through the JIT: RMSNorm, and the
+index rows of prefill and decode for window-only, CSA and HCA layers."""
+
+import pytest
+
+from hisa_testutil import fresh_seed, require_gpu
+
+torch, hisa = require_gpu()
+
+from hisa.v4 import reference as ref  # noqa: E402
+
+
+@pytest.mark.parametrize("dim,rows", [(4096, 37), (1024, 5), (512, 300), (128, 1)])
+def test_rmsnorm(dim, rows):
+    fresh_seed(torch)
+    x = (torch.randn(rows, dim, device="cuda") * 3).bfloat16()
+    weight = 1 + 0.1 * torch.randn(dim, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    hisa.jit.get_kernel("v4_rmsnorm", {"dim": dim}).launch(x, weight, out, 1e-6)
+    torch.cuda.synchronize()
+    expected = ref.rmsnorm(x, weight, 1e-6)
+    assert torch.allclose(out.float(), expected, rtol=1e-2, atol=1e-2)
+
+
+def reference_rows(config, seq, start=None):
+    """The reference layer's index rows (window part, and the compressed part
+    for HCA; CSA's part comes from the indexer)."""
+    weights = ref.random_weights(config)
+    layer = ref.Attention(config, weights, 1, max_seq=512)
+    x = torch.randn(1, seq, config.dim)
+    layer.forward(x, 0)
+    if start is None:
+        return layer.last_indices[0]
+    for t in range(seq, start + 1):
+        layer.forward(torch.randn(1, 1, config.dim), t)
+    return layer.last_indices[0]
+
+
+@pytest.mark.parametrize("ratio", [0, 4, 128])
+@pytest.mark.parametrize("decode", [False, True])
+def test_index_rows(ratio, decode):
+    config = ref.Config(dim=64, heads=4, head_dim=128, q_lora=32, o_groups=2, o_lora=16,
+                        window=8, compress_ratio=ratio, index_heads=2, index_topk=3)
+    seq = 140 if ratio == 128 else 21
+    start = seq + 3 if decode else None
+    expected = reference_rows(config, seq, start)
+    slots = expected.shape[1] - config.window
+    out = torch.full((expected.shape[0], config.window + max(slots, 1)), -7, dtype=torch.int32,
+                     device="cuda")
+    kernel = hisa.jit.get_kernel("v4_indices", {"window": config.window, "ratio": ratio,
+                                                "decode": int(decode), "csa": int(ratio == 4)})
+    kernel.launch(out, 1 if decode else seq, start or 0)
+    torch.cuda.synchronize()
+    got = out[:, :config.window + slots].cpu()
+    if ratio == 4:
+        # CSA: the window part is the kernel's; the indexer fills the rest.
+        assert torch.equal(got[:, :config.window], expected[:, :config.window])
+        assert bool((got[:, config.window:] == -1).all())
+    else:
+        assert torch.equal(got, expected)
