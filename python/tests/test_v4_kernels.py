@@ -59,3 +59,22 @@ def test_index_rows(ratio, decode):
         assert bool((got[:, config.window:] == -1).all())
     else:
         assert torch.equal(got, expected)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("tokens,heads", [(7, 64), (33, 1), (5, 128)])
+def test_rope(tokens, heads, inverse):
+    fresh_seed(torch)
+    positions_count = 4096
+    angles = ref.rope_angles(torch.arange(positions_count), 64, 160000.0)
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    x = torch.randn(tokens, heads, 512, device="cuda").bfloat16()
+    positions = torch.randint(0, positions_count, (tokens,), device="cuda", dtype=torch.int32)
+    expected = x.float().clone()
+    expected[..., 448:] = ref.rope(x[..., 448:].float().cpu(),
+                                   angles[positions.long().cpu()], inverse=inverse).cuda()
+    y = x.clone()
+    hisa.jit.get_kernel("v4_rope", {"inverse": int(inverse)}).launch(y, positions, cos, sin)
+    torch.cuda.synchronize()
+    assert torch.equal(y[..., :448], x[..., :448]), "the first 448 dims must not change"
+    assert torch.allclose(y.float(), expected, rtol=1e-2, atol=2e-2)

@@ -1,0 +1,58 @@
+// RoPE of the DeepSeek-V4 attention layer, in place on the last 64 dims of
+// each head: the q heads after their norm, the kv row, the attention output
+// (inverse = 1: rotated back). Interleaved pairs (x[2i], x[2i+1]) of the
+// last 64 dims rotate by the angle of pair i at the token's position
+// (python/hisa/v4/reference.py: rope): cos and sin come from the layer's
+// tables [positions, 32] f32, computed once on the host as the reference
+// computes them, so kernel and reference rotate by the same numbers.
+// x [tokens, heads, 512] bf16; positions [tokens] i32. One block per token.
+
+tile.kernel @v4_rope(%x: !tile.global<[?, ?, 512], bf16>,
+                     %positions: !tile.global<[?], i32>,
+                     %cos: !tile.global<[?, 32], f32>,
+                     %sin: !tile.global<[?, 32], f32>)
+    params {inverse = 0} {
+  %tokens = tile.dim %x, 0 : !tile.global<[?, ?, 512], bf16>
+  tile.launch (%t) in (%tokens) threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c448 = arith.constant 448 : index
+    %heads = tile.dim %x, 1 : !tile.global<[?, ?, 512], bf16>
+    %position_i32 = tile.load %positions[%t] : !tile.global<[?], i32>
+    %position = arith.index_cast %position_i32 : i32 to index
+    %inverse_param = tile.param "inverse" : index
+    %inverse = arith.cmpi ne, %inverse_param, %c0 : index
+    // 4 heads of 32 pairs per step: 128 threads, one pair each.
+    scf.for %h0 = %c0 to %heads step %c4 {
+      tile.parallel (%hh, %p) in [4, 32] {
+        %h = arith.addi %h0, %hh : index
+        %real = arith.cmpi ult, %h, %heads : index
+        scf.if %real {
+          %pair = arith.muli %p, %c2 : index
+          %even = arith.addi %c448, %pair : index
+          %odd = arith.addi %even, %c1 : index
+          %re_b = tile.load %x[%t, %h, %even] : !tile.global<[?, ?, 512], bf16>
+          %im_b = tile.load %x[%t, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+          %re = arith.extf %re_b : bf16 to f32
+          %im = arith.extf %im_b : bf16 to f32
+          %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
+          %s_forward = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
+          %s_back = arith.negf %s_forward : f32
+          %s = arith.select %inverse, %s_back, %s_forward : f32
+          %re_c = arith.mulf %re, %c : f32
+          %im_s = arith.mulf %im, %s : f32
+          %re_out = arith.subf %re_c, %im_s : f32
+          %re_s = arith.mulf %re, %s : f32
+          %im_c = arith.mulf %im, %c : f32
+          %im_out = arith.addf %re_s, %im_c : f32
+          %re_r = arith.truncf %re_out : f32 to bf16
+          %im_r = arith.truncf %im_out : f32 to bf16
+          tile.store %re_r, %x[%t, %h, %even] : !tile.global<[?, ?, 512], bf16>
+          tile.store %im_r, %x[%t, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+        }
+      }
+    }
+  }
+}
