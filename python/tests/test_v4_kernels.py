@@ -78,3 +78,18 @@ def test_rope(tokens, heads, inverse):
     torch.cuda.synchronize()
     assert torch.equal(y[..., :448], x[..., :448]), "the first 448 dims must not change"
     assert torch.allclose(y.float(), expected, rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("rows", [1, 37, 1000])
+def test_fp8_qdq(rows):
+    fresh_seed(torch)
+    x = (torch.randn(rows, 512, device="cuda") * torch.rand(rows, 1, device="cuda") * 50).bfloat16()
+    x[0, :64] = 0                                     # a zero block stays zero
+    y = x.clone()
+    hisa.jit.get_kernel("v4_fp8_qdq", {}).launch(y.view(rows, 8, 64))
+    torch.cuda.synchronize()
+    expected = x.float().clone()
+    expected[:, :448] = ref.fp8_qdq(x[:, :448].float())
+    assert torch.equal(y[:, 448:], x[:, 448:]), "the RoPE dims must not change"
+    assert torch.allclose(y.float(), expected.bfloat16().float(), rtol=0, atol=0), \
+        f"max error {(y.float() - expected.bfloat16().float()).abs().max():.3e}"

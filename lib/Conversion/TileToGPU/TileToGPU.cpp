@@ -423,6 +423,22 @@ LogicalResult KernelLowering::run() {
     op->dropAllUses();
     op->erase();
   }
+  // fp8 conversions written in element-wise code (arith.truncf / extf, e.g.
+  // a quantize-dequantize) go through the PTX cvt of tile.cast: LLVM has no
+  // fp8 type to lower them to.
+  SmallVector<Operation *> fp8Conversions;
+  func.walk([&](Operation *op) {
+    if (isa<arith::TruncFOp, arith::ExtFOp>(op) &&
+        (isa<Float8E4M3FNType, Float8E5M2Type>(op->getOperand(0).getType()) ||
+         isa<Float8E4M3FNType, Float8E5M2Type>(op->getResult(0).getType())))
+      fp8Conversions.push_back(op);
+  });
+  for (Operation *op : fp8Conversions) {
+    OpBuilder at(op);
+    op->getResult(0).replaceAllUsesWith(
+        convertElement(at, op->getOperand(0), op->getResult(0).getType()));
+    op->erase();
+  }
   // Op lowerings fence their own shared-memory use, so one that ends with a
   // barrier is often followed by one that begins with one: a barrier with
   // only side-effect-free ops since the previous one is dropped.
@@ -682,10 +698,14 @@ struct ConvertTileToGPUPass
   }
 
   /// Marks the float arithmetic of the kernels contractible, so that LLVM
-  /// fuses multiplies into adds as nvcc does by default.
+  /// fuses multiplies into adds as nvcc does by default. Conversions stay
+  /// exact: with `contract`, MLIR folds extf(truncf(x)) to x, which would
+  /// silently drop a deliberate rounding (an fp8 quantize-dequantize).
   static void allowContraction(ModuleOp module) {
     module.walk([](gpu::GPUFuncOp func) {
       func.walk([](arith::ArithFastMathInterface op) {
+        if (isa<arith::TruncFOp, arith::ExtFOp>(op.getOperation()))
+          return;
         arith::FastMathFlagsAttr known = op.getFastMathFlagsAttr();
         arith::FastMathFlags flags =
             known ? known.getValue() : arith::FastMathFlags::none;
