@@ -486,15 +486,17 @@ Error checkSparseAttnSizes(const char *op, int64_t batch, int64_t seqLen,
                                  "token; supported: 1 <= K <= {2} (the "
                                  "token's indices stay in shared memory)",
                                  op, topk, kMaxSparseAttnTopk));
-  // kv rows are addressed as b * nkv + index in 32 bits.
-  if (batch * nkv > INT32_MAX)
-    return argumentError(formatv("{0}: kv has batch * Nkv = {1} rows; at most "
-                                 "{2} are supported (int32 row numbers)",
-                                 op, batch * nkv, INT32_MAX));
+  // kv rows are addressed as b * nkv + index in 32 bits. (Each factor is
+  // bounded first, so the products cannot overflow.)
+  if (batch > INT32_MAX || nkv > INT32_MAX || seqLen > INT32_MAX ||
+      batch * nkv > INT32_MAX)
+    return argumentError(formatv("{0}: kv has batch * Nkv = {1} * {2} rows; at "
+                                 "most {3} are supported (int32 row numbers)",
+                                 op, batch, nkv, INT32_MAX));
   if (batch * seqLen > INT32_MAX)
-    return argumentError(formatv("{0}: batch * seq_len = {1} tokens; at most "
-                                 "{2} are supported",
-                                 op, batch * seqLen, INT32_MAX));
+    return argumentError(formatv("{0}: batch * seq_len = {1} * {2} tokens; at "
+                                 "most {3} are supported",
+                                 op, batch, seqLen, INT32_MAX));
   return Error::success();
 }
 

@@ -194,6 +194,14 @@ TEST(SparseAttn, DecodeWithFewTokensSplitsThroughTheWorkspace) {
   // One index tile cannot split.
   ASSERT_EQ(hisa_sparse_attn_workspace_size(1, 1, 64, 64, &bytes), HISA_OK);
   EXPECT_EQ(bytes, 0u);
+  // Absurd sizes are refused, not multiplied into an overflow.
+  EXPECT_EQ(hisa_sparse_attn_workspace_size(INT64_MAX, 2, 64, 640, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("int32 row numbers"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_sparse_attn_workspace_size(65536, 65536, 64, 640, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("tokens"), std::string::npos) << lastError();
   // A call that splits refuses a missing or short workspace.
   EXPECT_EQ(hisa_sparse_attn(fake(), fake(), fake<float>(), fake<int32_t>(),
                              fake(), nullptr, 1, 1, 64, 100, 640, 0.1f, nullptr,
