@@ -22,6 +22,7 @@ host column is the Python + ctypes cost of one call (wall clock, no sync).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -194,6 +195,17 @@ def emit_table(lines, out_path, errors: int) -> int:
         with open(out_path, "w") as f:
             f.write(table)
     return 1 if errors else 0
+
+
+def load_anchor(directory, relative_path, module_name):
+    """A kernel module of the anchors' tilelang_examples folder (TileLang on
+    PYTHONPATH), loaded from its file with its folder importable."""
+    path = os.path.join(directory, relative_path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(path))
+    spec.loader.exec_module(module)
+    return module
 
 
 def fmt_row(cells):

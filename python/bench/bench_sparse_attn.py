@@ -18,7 +18,6 @@ torch reference on a few tokens before timing.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import traceback
@@ -29,7 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
-from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noqa: E402
+from bench_memory_bound import (  # noqa: E402
+    Timer, copy_bandwidth, emit_table, fmt_row, load_anchor)
 from bench_mqa import bench  # noqa: E402
 
 D = 512
@@ -49,13 +49,22 @@ SHAPES = [
 ]
 
 
-def load_anchor(directory):
-    path = os.path.join(directory, "deepseek_v4", "sparse_attn_fwd_sm90.py")
-    spec = importlib.util.spec_from_file_location("anchor_sparse_attn", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(path))
-    spec.loader.exec_module(module)
-    return module
+def time_impls(impls, relative_error):
+    """(name, seconds or None, status) per (name, fn) after checking fn's
+    output with relative_error(out) < 1e-2, and the number of failures."""
+    results, errors = [], 0
+    for name, fn in impls:
+        try:
+            out = fn()
+            torch.cuda.synchronize()
+            err = relative_error(out)
+            results.append((name, bench(fn), "ok" if err < 1e-2 else f"**error {err:.1e}**"))
+            errors += 0 if err < 1e-2 else 1
+        except Exception as exc:
+            traceback.print_exc()
+            results.append((name, None, f"error: {str(exc).splitlines()[0][:60]}"))
+            errors += 1
+    return results, errors
 
 
 def make_inputs(b, s, h, k, nkv):
@@ -109,7 +118,8 @@ def main(argv=None):
     anchor = None
     if args.anchors:
         try:
-            anchor = load_anchor(args.anchors)
+            anchor = load_anchor(args.anchors, "deepseek_v4/sparse_attn_fwd_sm90.py",
+                                  "anchor_sparse_attn")
         except Exception:
             traceback.print_exc()
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -153,18 +163,8 @@ def main(argv=None):
                 lines.append(fmt_row([label, str(b), str(s), str(h), str(k), str(kv.shape[1]),
                                       "TileLang", "-", "-", "-", "-", "-",
                                       f"error: {str(exc).splitlines()[0][:60]}"]))
-        results = []  # (name, seconds or None, check or error text)
-        for name, fn in impls:
-            try:
-                out = fn()
-                torch.cuda.synchronize()
-                err = check(q, kv, sink, idx, out)
-                results.append((name, bench(fn), "ok" if err < 1e-2 else f"**error {err:.1e}**"))
-                errors += 0 if err < 1e-2 else 1
-            except Exception as exc:
-                traceback.print_exc()
-                results.append((name, None, f"error: {str(exc).splitlines()[0][:60]}"))
-                errors += 1
+        results, failed = time_impls(impls, lambda out: check(q, kv, sink, idx, out))
+        errors += failed
         anchor_time = next((t for n, t, _ in results if n.startswith("TileLang")), None)
         for name, t, status in results:
             cells = [label, str(b), str(s), str(h), str(k), str(kv.shape[1]), name]
@@ -216,7 +216,6 @@ def dense_rows(lines, gemm_rate, variants=False):
     for causal in (True, False):
         flops = 4 * b * h * s * s * d / (2 if causal else 1)
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        results = []
         impls = [("torch SDPA", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
                  ("hisa.flash_attn", lambda: hisa.flash_attn(q, k, v, causal=causal))]
         if variants:
@@ -227,16 +226,9 @@ def dense_rows(lines, gemm_rate, variants=False):
                 kernel.launch(q, k, v, o_ws, d ** -0.5)
                 return o_ws
             impls.append(("flash_attn_ws (variant)", call_ws))
-        for name, fn in impls:
-            try:
-                out = fn()
-                err = float((out.float() - ref.float()).norm() / ref.float().norm())
-                results.append((name, bench(fn), "ok" if err < 1e-2 else f"**error {err:.1e}**"))
-                errors += 0 if err < 1e-2 else 1
-            except Exception as exc:
-                traceback.print_exc()
-                results.append((name, None, f"error: {str(exc).splitlines()[0][:60]}"))
-                errors += 1
+        results, failed = time_impls(
+            impls, lambda out: float((out.float() - ref.float()).norm() / ref.float().norm()))
+        errors += failed
         sdpa = results[0][1]
         for name, t, status in results:
             if t is None:

@@ -17,7 +17,6 @@ The anchor needs TileLang on PYTHONPATH (see ../shared/anchors/README.md).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import traceback
@@ -28,7 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
-from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noqa: E402
+from bench_memory_bound import (  # noqa: E402
+    Timer, copy_bandwidth, emit_table, fmt_row, load_anchor)
 
 L2_BYTES = 60 * 1024**2
 
@@ -44,15 +44,6 @@ SHAPES = [
     (32768, 8192, 2048, torch.bfloat16, False),
     (8192, 131072, 2048, torch.bfloat16, False),
 ]
-
-
-def load_anchor(directory):
-    path = os.path.join(directory, "deepseek_v32", "topk_selector.py")
-    spec = importlib.util.spec_from_file_location("anchor_topk_selector", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(path))
-    spec.loader.exec_module(module)
-    return module
 
 
 def same_values(x, k, idx):
@@ -74,7 +65,8 @@ def main(argv=None):
     anchor = None
     if args.anchors:
         try:
-            anchor = load_anchor(args.anchors)
+            anchor = load_anchor(args.anchors, "deepseek_v32/topk_selector.py",
+                                  "anchor_topk_selector")
         except Exception:  # report, and benchmark the rest
             traceback.print_exc()
     props = torch.cuda.get_device_properties(torch.cuda.current_device())

@@ -58,6 +58,16 @@ public:
                                  const ElementContext *context);
   mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerPipelined(PipelinedOp op, mlir::OpBuilder &b);
+  /// The staged (global-to-shared) copies of a pipelined loop, checked
+  /// against the shared-memory plan and the tensor maps, and what the
+  /// lowerings need to know about them.
+  struct StagedCopies {
+    llvm::SmallVector<CopyOp> copies;
+    bool anyTma = false, allTma = false;
+    int64_t tmaBytes = 0;          // bytes of one stage's TMA boxes
+    bool bodyWritesShared = false; // besides the staged copies
+  };
+  mlir::FailureOr<StagedCopies> analyzeStagedCopies(PipelinedOp op);
   /// A warp_specialized tile.pipelined: the consumers' loop here, the
   /// producer warpgroup's into the else-block of `roleSplit`.
   mlir::LogicalResult lowerWarpSpecialized(PipelinedOp op, mlir::OpBuilder &b);

@@ -93,6 +93,50 @@ static Value cloneSlice(OpBuilder &b, Value value, Block &body,
   return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
 
+static bool isTmaCopy(CopyOp copy) { return copy->hasAttr(kTmaAttrName); }
+
+FailureOr<KernelLowering::StagedCopies>
+KernelLowering::analyzeStagedCopies(PipelinedOp op) {
+  Block &body = op.getBody().front();
+  int64_t stages = op.getNumStages();
+  StagedCopies staged;
+  // Producers: global-to-shared copies at the top level of the body.
+  for (auto copy : body.getOps<CopyOp>())
+    if (stages > 1 && isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType()))
+      staged.copies.push_back(copy);
+  for (CopyOp copy : staged.copies) {
+    auto alloc = copy.getDest().getDefiningOp<AllocOp>();
+    auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
+                         : IntegerAttr();
+    if (!planned || planned.getInt() < stages ||
+        !alloc->hasAttr("tile.stage_bytes"))
+      return copy.emitOpError("is not planned for ")
+             << stages << " stages; run tile-plan-shared-memory first";
+    // Copies marked by tile-use-tma are issued as one cp.async.bulk.tensor
+    // per box and complete on their stage's mbarrier; the others are
+    // cp.async pieces.
+    if (!isTmaCopy(copy))
+      continue;
+    if (!tensorMaps.count(copy))
+      return copy.emitOpError("is marked tile.tma, but TMA cannot copy it; "
+                              "run tile-use-tma (its `report` option says "
+                              "why a copy stays on cp.async)");
+    staged.anyTma = true;
+    staged.tmaBytes += getTileBytes(cast<SharedType>(copy.getDest().getType()));
+  }
+  staged.allTma = staged.anyTma && llvm::all_of(staged.copies, isTmaCopy);
+  // Whether the body itself writes shared memory (then every iteration
+  // needs a fence and a barrier at its top).
+  body.walk([&](Operation *inside) {
+    if (auto copy = dyn_cast<CopyOp>(inside);
+        copy && llvm::is_contained(staged.copies, copy))
+      return;
+    staged.bodyWritesShared |= writesSharedTile(inside);
+  });
+  return staged;
+}
+
 LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   if (op.getWarpSpecialized())
     return lowerWarpSpecialized(op, b);
@@ -101,46 +145,13 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   int64_t stages = op.getNumStages();
   Value inductionVar = body.getArgument(0);
 
-  // Producers: global-to-shared copies at the top level of the body.
-  SmallVector<CopyOp> producers;
-  for (auto copy : body.getOps<CopyOp>())
-    if (stages > 1 && isa<GlobalType>(copy.getSource().getType()) &&
-        isa<SharedType>(copy.getDest().getType()))
-      producers.push_back(copy);
-  for (CopyOp copy : producers) {
-    auto alloc = copy.getDest().getDefiningOp<AllocOp>();
-    auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
-                         : IntegerAttr();
-    if (!planned || planned.getInt() < stages ||
-        !alloc->hasAttr("tile.stage_bytes"))
-      return copy.emitOpError("is not planned for ")
-             << stages << " stages; run tile-plan-shared-memory first";
-  }
-
-  // Producers marked by tile-use-tma are issued by thread 0 as one
-  // cp.async.bulk.tensor per box and complete on their stage's mbarrier; the
-  // others are cp.async pieces of every thread.
-  auto isTma = [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); };
-  for (CopyOp copy : producers)
-    if (isTma(copy) && !tensorMaps.count(copy))
-      return copy.emitOpError("is marked tile.tma, but TMA cannot copy it; "
-                              "run tile-use-tma (its `report` option says "
-                              "why a copy stays on cp.async)");
-  bool anyTma = llvm::any_of(producers, isTma);
-  bool allTma = !producers.empty() && llvm::all_of(producers, isTma);
-  int64_t tmaBytes = 0;
-  for (CopyOp copy : producers)
-    if (isTma(copy))
-      tmaBytes += getTileBytes(cast<SharedType>(copy.getDest().getType()));
-  // Whether the body itself writes shared memory (then every iteration
-  // needs a fence and a block barrier at its top).
-  bool bodyWritesShared = false;
-  body.walk([&](Operation *inside) {
-    if (auto copy = dyn_cast<CopyOp>(inside);
-        copy && llvm::is_contained(producers, copy))
-      return;
-    bodyWritesShared |= writesSharedTile(inside);
-  });
+  FailureOr<StagedCopies> staged = analyzeStagedCopies(op);
+  if (failed(staged))
+    return failure();
+  SmallVector<CopyOp> &producers = staged->copies;
+  bool anyTma = staged->anyTma, allTma = staged->allTma;
+  int64_t tmaBytes = staged->tmaBytes;
+  bool bodyWritesShared = staged->bodyWritesShared;
   // A gemm that only accumulates along the loop (the last op of the body,
   // its accumulator used by nothing else in the body) need not wait for its
   // wgmma: one group stays in flight while the next iteration's copies are
@@ -207,7 +218,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     SmallVector<std::pair<CopyOp, ArrayRef<Value>>> tmaCopies;
     for (CopyOp copy : producers) {
       size_t count = offsetsOf(copy).size();
-      if (isTma(copy))
+      if (isTmaCopy(copy))
         tmaCopies.push_back({copy, remaining.take_front(count)});
       else if (failed(emitAsyncCopy(copy, nested, remaining.take_front(count),
                                     stage)))
@@ -453,38 +464,13 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     return op.emitOpError("is warp_specialized but its launch was not split "
                           "into roles");
 
-  SmallVector<CopyOp> producers;
-  for (auto copy : body.getOps<CopyOp>())
-    if (isa<GlobalType>(copy.getSource().getType()) &&
-        isa<SharedType>(copy.getDest().getType()))
-      producers.push_back(copy);
-  for (CopyOp copy : producers) {
-    auto alloc = copy.getDest().getDefiningOp<AllocOp>();
-    auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
-                         : IntegerAttr();
-    if (!planned || planned.getInt() < stages ||
-        !alloc->hasAttr("tile.stage_bytes"))
-      return copy.emitOpError("is not planned for ")
-             << stages << " stages; run tile-plan-shared-memory first";
-  }
-  auto isTma = [](CopyOp copy) { return copy->hasAttr(kTmaAttrName); };
-  for (CopyOp copy : producers)
-    if (isTma(copy) && !tensorMaps.count(copy))
-      return copy.emitOpError("is marked tile.tma, but TMA cannot copy it; "
-                              "run tile-use-tma first");
-  bool anyTma = llvm::any_of(producers, isTma);
-  bool anyCpAsync = !llvm::all_of(producers, isTma);
-  int64_t tmaBytes = 0;
-  for (CopyOp copy : producers)
-    if (isTma(copy))
-      tmaBytes += getTileBytes(cast<SharedType>(copy.getDest().getType()));
-  bool bodyWritesShared = false;
-  body.walk([&](Operation *inside) {
-    if (auto copy = dyn_cast<CopyOp>(inside);
-        copy && llvm::is_contained(producers, copy))
-      return;
-    bodyWritesShared |= writesSharedTile(inside);
-  });
+  FailureOr<StagedCopies> staged = analyzeStagedCopies(op);
+  if (failed(staged))
+    return failure();
+  SmallVector<CopyOp> &producers = staged->copies;
+  bool anyTma = staged->anyTma, anyCpAsync = !staged->allTma;
+  int64_t tmaBytes = staged->tmaBytes;
+  bool bodyWritesShared = staged->bodyWritesShared;
 
   auto offset = op->getAttrOfType<IntegerAttr>(kMbarrierOffsetAttrName);
   if (!offset)
@@ -636,7 +622,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     LogicalResult result = success();
     SmallVector<std::pair<CopyOp, ArrayRef<Value>>> tmaCopies;
     for (auto &[copy, offsets] : issued) {
-      if (isTma(copy))
+      if (isTmaCopy(copy))
         tmaCopies.push_back({copy, offsets});
       else if (failed(emitAsyncCopy(copy, pb, offsets, pStage)))
         result = failure();
