@@ -102,8 +102,15 @@ public:
   /// and a barrier.
   mlir::FailureOr<mlir::Value>
   initStageMbarriers(PipelinedOp op, mlir::OpBuilder &b, int64_t releaseCount);
+  /// The mbarriers at byte `offset` of shared memory (a !llvm.ptr<3>).
+  mlir::Value getMbarrierBase(mlir::OpBuilder &b, int64_t offset);
+  /// Stage `stage`'s "full" mbarrier.
   mlir::Value getStageMbarrier(mlir::OpBuilder &b, mlir::Value mbarriers,
                                mlir::Value stage);
+  /// Stage `stage`'s "empty" mbarrier, which follows the `stages` "full"
+  /// ones.
+  mlir::Value getEmptyStageMbarrier(mlir::OpBuilder &b, mlir::Value mbarriers,
+                                    mlir::Value stage, int64_t stages);
   /// Thread 0 expects `bytes` on `mbarrier`, then issues the TMA copies of
   /// one stage (each with its source offsets); with `release` (the stage's
   /// empty mbarrier) it first waits, when `releaseNeeded`, for the phase of

@@ -174,13 +174,6 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       return failure();
     mbarriers = *initialized;
   }
-  // The "empty" mbarrier of a stage follows the S "full" ones.
-  auto emptyMbarrier = [&](OpBuilder &nested, Value stage) {
-    return getStageMbarrier(
-        nested, mbarriers,
-        arith::AddIOp::create(nested, loc, stage, index(nested, stages)));
-  };
-
   // Issues the producers of iteration `iteration` into buffer `stage`;
   // with `releaseParity`, thread 0 first waits (when `releaseNeeded`) for
   // that phase of the stage's empty mbarrier.
@@ -229,7 +222,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       return success();
     Value release;
     if (releaseParity)
-      release = emptyMbarrier(nested, stage);
+      release = getEmptyStageMbarrier(nested, mbarriers, stage, stages);
     return issueTmaStage(nested, tmaCopies, stage,
                          getStageMbarrier(nested, mbarriers, stage), tmaBytes,
                          releaseNeeded, release, releaseParity);
@@ -377,7 +370,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
             nested, loc, arith::CmpIPredicate::eq, lane, index(nested, 0));
         emitIf(nested, leader, [&](OpBuilder &arriving) {
           NVVM::MBarrierArriveOp::create(
-              arriving, loc, Type(), emptyMbarrier(arriving, refilledStage),
+              arriving, loc, Type(),
+              getEmptyStageMbarrier(arriving, mbarriers, refilledStage, stages),
               Value(),
               NVVM::MemScopeKindAttr::get(arriving.getContext(),
                                           NVVM::MemScopeKind::CTA));
@@ -476,36 +470,23 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   if (!offset)
     return op.emitOpError("has no mbarriers; run tile-plan-shared-memory "
                           "first");
-  auto mbarrierBase = [&](OpBuilder &nested) -> Value {
-    return LLVM::GEPOp::create(
-        nested, loc, LLVM::LLVMPointerType::get(nested.getContext(), 3),
-        nested.getI8Type(), getSharedPointer(nested, sharedBase),
-        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset.getInt())});
-  };
-  auto full = [&](OpBuilder &nested, Value mbarriers, Value stage) {
-    return getStageMbarrier(nested, mbarriers, stage);
-  };
-  auto empty = [&](OpBuilder &nested, Value mbarriers, Value stage) {
-    return getStageMbarrier(
-        nested, mbarriers,
-        arith::AddIOp::create(nested, loc, stage, index(nested, stages)));
-  };
   auto constantI32 = [&](OpBuilder &nested, int64_t value) -> Value {
     return arith::ConstantIntOp::create(nested, loc, nested.getI32Type(),
                                         value);
   };
 
   // ---- Consumers, in place of the loop -----------------------------------
-  Value mbarriers = mbarrierBase(b);
+  Value mbarriers = getMbarrierBase(b, offset.getInt());
   int64_t fullCount = (anyCpAsync ? kProducerThreads : 0) + (anyTma ? 1 : 0);
   emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
     for (int64_t s = 0; s < stages; ++s) {
-      NVVM::MBarrierInitOp::create(leader, loc,
-                                   full(leader, mbarriers, index(leader, s)),
-                                   constantI32(leader, fullCount), Value());
-      NVVM::MBarrierInitOp::create(leader, loc,
-                                   empty(leader, mbarriers, index(leader, s)),
-                                   constantI32(leader, threads / 32), Value());
+      NVVM::MBarrierInitOp::create(
+          leader, loc, getStageMbarrier(leader, mbarriers, index(leader, s)),
+          constantI32(leader, fullCount), Value());
+      NVVM::MBarrierInitOp::create(
+          leader, loc,
+          getEmptyStageMbarrier(leader, mbarriers, index(leader, s), stages),
+          constantI32(leader, threads / 32), Value());
     }
   });
   // What the consumers wrote to shared memory so far (index tiles the
@@ -535,7 +516,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       fenceSharedForAsyncProxy(inner);
     barrier(inner);
   }
-  waitForPhase(inner, loc, full(inner, mbarriers, stage),
+  waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
                getRoundParity(inner, loc, k, stages));
   // A gemm at the top of the body reads stages the "full" wait made
   // visible (the producer fenced its cp.async pieces; TMA writes through
@@ -563,7 +544,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   FailureOr<Value> pStep = producerValue(step);
   if (failed(pLower) || failed(pUpper) || failed(pStep))
     return failure();
-  Value pMbarriers = mbarrierBase(pb);
+  Value pMbarriers = getMbarrierBase(pb, offset.getInt());
   NVVM::Barrier0Op::create(pb, loc);
   // With TMA alone one thread issues everything: the others leave, since a
   // thread that waits on "empty" without arriving on "full" could fall two
@@ -590,7 +571,8 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     Value refill = arith::CmpIOp::create(pInner, loc, arith::CmpIPredicate::sge,
                                          round, index(pInner, 1));
     emitIf(pInner, refill, [&](OpBuilder &waiting) {
-      waitForPhase(waiting, loc, empty(waiting, pMbarriers, pStage),
+      waitForPhase(waiting, loc,
+                   getEmptyStageMbarrier(waiting, pMbarriers, pStage, stages),
                    getRoundParity(waiting, loc,
                                   arith::SubIOp::create(waiting, loc, pk,
                                                         index(waiting, stages)),
@@ -628,8 +610,9 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
         result = failure();
     }
     if (succeeded(result) && !tmaCopies.empty())
-      result = issueTmaStage(pb, tmaCopies, pStage,
-                             full(pb, pMbarriers, pStage), tmaBytes);
+      result =
+          issueTmaStage(pb, tmaCopies, pStage,
+                        getStageMbarrier(pb, pMbarriers, pStage), tmaBytes);
     if (succeeded(result) && anyCpAsync) {
       // Each producer thread's pieces have landed and are visible to the
       // async proxy (wgmma) before it arrives.
@@ -637,7 +620,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       NVVM::CpAsyncWaitGroupOp::create(pb, loc, 0);
       fenceSharedForAsyncProxy(pb);
       NVVM::MBarrierArriveOp::create(
-          pb, loc, Type(), full(pb, pMbarriers, pStage), Value(),
+          pb, loc, Type(), getStageMbarrier(pb, pMbarriers, pStage), Value(),
           NVVM::MemScopeKindAttr::get(pb.getContext(),
                                       NVVM::MemScopeKind::CTA));
     }
@@ -670,7 +653,8 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
                                        index(end, 0));
   emitIf(end, leader, [&](OpBuilder &arriving) {
     NVVM::MBarrierArriveOp::create(
-        arriving, loc, Type(), empty(arriving, mbarriers, stage), Value(),
+        arriving, loc, Type(),
+        getEmptyStageMbarrier(arriving, mbarriers, stage, stages), Value(),
         NVVM::MemScopeKindAttr::get(arriving.getContext(),
                                     NVVM::MemScopeKind::CTA));
   });
@@ -880,10 +864,7 @@ FailureOr<Value> KernelLowering::initStageMbarriers(PipelinedOp op,
   if (!offset)
     return op.emitOpError("has TMA copies but no mbarriers; run "
                           "tile-plan-shared-memory first");
-  Value mbarriers = LLVM::GEPOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), b.getI8Type(),
-      getSharedPointer(b, sharedBase),
-      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset.getInt())});
+  Value mbarriers = getMbarrierBase(b, offset.getInt());
   emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
     Value one =
         arith::ConstantIntOp::create(leader, loc, leader.getI32Type(), 1);
@@ -908,6 +889,20 @@ FailureOr<Value> KernelLowering::initStageMbarriers(PipelinedOp op,
   fenceSharedForAsyncProxy(b);
   gpu::BarrierOp::create(b, loc);
   return mbarriers;
+}
+
+Value KernelLowering::getMbarrierBase(OpBuilder &b, int64_t offset) {
+  return LLVM::GEPOp::create(
+      b, func.getLoc(), LLVM::LLVMPointerType::get(b.getContext(), 3),
+      b.getI8Type(), getSharedPointer(b, sharedBase),
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
+}
+
+Value KernelLowering::getEmptyStageMbarrier(OpBuilder &b, Value mbarriers,
+                                            Value stage, int64_t stages) {
+  return getStageMbarrier(
+      b, mbarriers,
+      arith::AddIOp::create(b, func.getLoc(), stage, index(b, stages)));
 }
 
 Value KernelLowering::getStageMbarrier(OpBuilder &b, Value mbarriers,
