@@ -104,8 +104,9 @@ def main(argv=None):
     parser.add_argument("--out")
     parser.add_argument("--anchors")
     parser.add_argument("--variants", action="store_true",
-                        help="also time the warp-specialized kernel variant (sparse_attn_ws, "
-                             "flash_attn_ws) where the operator would not split")
+                        help="also time the kernel variants the operator does not pick: "
+                             "the plain (not warp-specialized) sparse_attn where it would not "
+                             "split, partial_sums=1, and the other flash_attn kernel")
     parser.add_argument("--anchor-shapes", default=None,
                         help="comma-separated SHAPES indices the anchor runs on (default: all; "
                              "TileLang compiles each shape for tens of seconds)")
@@ -149,9 +150,12 @@ def main(argv=None):
         gathered = b * s * k * D * 2
         impls = [("hisa.sparse_attn", lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE))]
         if args.variants and b * s * -(-h // 64) >= 132:
-            impls.append(("sparse_attn_ws (variant)", ws_sparse_attn(q, kv, sink, idx)))
-            impls.append(("partial_sums=1 (variant)",
-                          ws_sparse_attn(q, kv, sink, idx, "sparse_attn", {"partial_sums": 1})))
+            # The operator runs sparse_attn_ws when it does not split.
+            impls.append(("plain sparse_attn (variant)",
+                          kernel_variant(q, kv, sink, idx, "sparse_attn")))
+            impls.append(("ws, partial_sums=1 (variant)",
+                          kernel_variant(q, kv, sink, idx, "sparse_attn_ws",
+                                         {"partial_sums": 1})))
         if anchor is not None and shape_index in anchor_shapes:
             try:
                 kernel = anchor.sparse_attn_fwd(b, h, s, kv.shape[1], D, k, sm_scale=SCALE)
@@ -182,10 +186,10 @@ def main(argv=None):
     return emit_table(lines, args.out, errors)
 
 
-def ws_sparse_attn(q, kv, sink, idx, name="sparse_attn_ws", extra=None):
-    """A call of a kernel variant (the warp-specialized one, or other
-    parameters) with the operator's arguments (no split: enough tokens),
-    through the JIT."""
+def kernel_variant(q, kv, sink, idx, name, extra=None):
+    """A call of a sparse_attn kernel variant (plain or warp-specialized,
+    other parameters) with the operator's arguments (no split: enough
+    tokens), through the JIT."""
     b, s, h, _ = q.shape
     nkv, k = kv.shape[1], idx.shape[2]
     params = {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1}
@@ -219,13 +223,15 @@ def dense_rows(lines, gemm_rate, variants=False):
         impls = [("torch SDPA", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
                  ("hisa.flash_attn", lambda: hisa.flash_attn(q, k, v, causal=causal))]
         if variants:
-            kernel = hisa.jit.get_kernel("flash_attn_ws", {"dim": d, "causal": int(causal)})
+            # The operator runs flash_attn_ws when causal, flash_attn otherwise.
+            other = "flash_attn" if causal else "flash_attn_ws"
+            kernel = hisa.jit.get_kernel(other, {"dim": d, "causal": int(causal)})
             o_ws = torch.empty_like(q)
 
             def call_ws(kernel=kernel, o_ws=o_ws):
                 kernel.launch(q, k, v, o_ws, d ** -0.5)
                 return o_ws
-            impls.append(("flash_attn_ws (variant)", call_ws))
+            impls.append((f"{other} (variant)", call_ws))
         results, failed = time_impls(
             impls, lambda out: float((out.float() - ref.float()).norm() / ref.float().norm()))
         errors += failed

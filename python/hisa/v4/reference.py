@@ -125,11 +125,20 @@ def rope(x: torch.Tensor, angles: torch.Tensor, inverse: bool = False) -> torch.
     return torch.stack((re * cos - im * sin, re * sin + im * cos), -1).flatten(-2)
 
 
+def exact_div(x: torch.Tensor, divisor: float) -> torch.Tensor:
+    """x / divisor rounded once (IEEE), as the kernels' div.rn.f32 does: on
+    CUDA, torch divides by a Python scalar as a multiplication by its
+    rounded reciprocal, which is one ulp off for some x (and then a scale,
+    a code or a power-of-two exponent differs)."""
+    return x / torch.full_like(x, divisor)
+
+
 def fp8_qdq(x: torch.Tensor, block: int = 64) -> torch.Tensor:
     """Quantize-dequantize to fp8 e4m3 in blocks of `block` along the last
     dim, scale amax / 448 (a zero block stays zero)."""
     blocks = x.float().unflatten(-1, (-1, block))
-    scale = blocks.abs().amax(-1, keepdim=True) / FP8_MAX
+    amax = blocks.abs().amax(-1, keepdim=True)
+    scale = exact_div(amax, FP8_MAX)
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
     q = (blocks / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn).float()
     return (q * scale).flatten(-2)
@@ -141,7 +150,7 @@ def fp4_qdq(x: torch.Tensor, block: int = 32) -> torch.Tensor:
     to the nearest e2m1 magnitude (ties to the even code)."""
     blocks = x.float().unflatten(-1, (-1, block))
     amax = blocks.abs().amax(-1, keepdim=True)
-    exponent = torch.ceil(torch.log2(torch.clamp(amax / 6.0, min=2.0 ** -126)))
+    exponent = torch.ceil(torch.log2(torch.clamp(exact_div(amax, 6.0), min=2.0 ** -126)))
     scale = torch.exp2(exponent)
     scaled = (blocks / scale).abs()
     grid = torch.tensor(FP4_VALUES, device=x.device)
