@@ -106,12 +106,8 @@ llvm::Error recordGridProgram(tile::KernelOp kernel, KernelMetadata &metadata) {
       inst.a = ids.lookup(op.getOperand(0));
       inst.immediate = bitsOf(op.getOperand(0).getType());
     } else if (op.getNumOperands() == 2 &&
-               llvm::is_contained(
-                   {"addi",      "subi",      "muli",       "divsi", "divui",
-                    "ceildivui", "ceildivsi", "floordivsi", "remsi", "remui",
-                    "minsi",     "maxsi",     "minui",      "maxui", "andi",
-                    "ori",       "xori",      "shli",       "shrui", "shrsi"},
-                   op.getName().stripDialect())) {
+               llvm::is_contained(tile::getGridBinaryOpNames(),
+                                  op.getName().stripDialect())) {
       inst.op = op.getName().stripDialect().str();
       inst.a = ids.lookup(op.getOperand(0));
       inst.b = ids.lookup(op.getOperand(1));

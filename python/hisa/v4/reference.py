@@ -188,6 +188,58 @@ def sparse_attn(q, kv, attn_sink, idx, scale):
     return torch.einsum("bshk,bskd->bshd", e, rows) / den[..., None]
 
 
+def pool_group(kv_rows, score_rows, width, overlap):
+    """One compressed entry from a group's rows [slots, c*width] (overlap:
+    the previous group's r rows then the current group's r rows): softmax
+    over the slots of the scores, column by column, weighting kv."""
+    if overlap:
+        r = kv_rows.shape[-2] // 2
+        kv = torch.cat((kv_rows[..., :r, :width], kv_rows[..., r:, width:]), -2)
+        score = torch.cat((score_rows[..., :r, :width], score_rows[..., r:, width:]), -2)
+    else:
+        kv, score = kv_rows, score_rows
+    weights = torch.softmax(score, dim=-2)
+    return (weights * kv).sum(-2)
+
+
+def finish_entry(pooled, j, r, norm, quantize, eps, rope_dim, theta):
+    """RMSNorm, RoPE at the group's first position j * r, quantize."""
+    entry = rmsnorm(pooled, norm, eps)
+    nope = entry.shape[-1] - rope_dim
+    angles = rope_angles(torch.tensor(j * r, device=pooled.device), rope_dim, theta)
+    rot = rope(entry[..., nope:], angles)
+    head = quantize(entry[..., :nope]) if quantize else entry[..., :nope]
+    return torch.cat((head, rot), -1)
+
+
+def compress_entries(kv, score, ape, norm, r, overlap, quantize, eps, rope_dim, theta):
+    """The Compressor's prefill (kernel v4_compress): entries j = 0 .. S // r
+    - 1 [B, S // r, width] of the projections kv, score [B, S, c * width]
+    (c = 2 with overlap), the position bias ape [r, c * width] added to the
+    scores here."""
+    b, s, full = kv.shape
+    width = full // 2 if overlap else full
+    kv = kv.float()
+    score = score.float() + ape.float()[torch.arange(s, device=kv.device) % r]
+    entries = []
+    for j in range(s // r):
+        rows = slice(j * r, (j + 1) * r)
+        if overlap:
+            if j == 0:
+                prev_kv = torch.zeros(b, r, full, device=kv.device)
+                prev_score = torch.full((b, r, full), float("-inf"), device=kv.device)
+            else:
+                prev_kv, prev_score = kv[:, (j - 1) * r:j * r], score[:, (j - 1) * r:j * r]
+            pooled = pool_group(torch.cat((prev_kv, kv[:, rows]), 1),
+                                torch.cat((prev_score, score[:, rows]), 1), width, True)
+        else:
+            pooled = pool_group(kv[:, rows], score[:, rows], width, False)
+        entries.append(finish_entry(pooled, j, r, norm, quantize, eps, rope_dim, theta))
+    if not entries:
+        return torch.zeros(b, 0, width, device=kv.device)
+    return torch.stack(entries, 1)
+
+
 # ---- the layer ------------------------------------------------------------------
 
 class Attention:
@@ -239,52 +291,15 @@ class Attention:
         angles = rope_angles(positions, c.rope_dim, c.theta)
         return torch.cat((fp8_qdq(kv[..., :c.nope_dim]), rope(kv[..., c.nope_dim:], angles)), -1)
 
-    def _pool(self, kv_rows, score_rows, width, overlap):
-        """One compressed entry from a group's rows [slots, c*width] (overlap:
-        the previous group's r rows then the current group's r rows)."""
-        if overlap:
-            r = kv_rows.shape[-2] // 2
-            kv = torch.cat((kv_rows[..., :r, :width], kv_rows[..., r:, width:]), -2)
-            score = torch.cat((score_rows[..., :r, :width], score_rows[..., r:, width:]), -2)
-        else:
-            kv, score = kv_rows, score_rows
-        weights = torch.softmax(score, dim=-2)
-        return (weights * kv).sum(-2)
-
-    def _finish_entry(self, pooled, j, r, norm, quantize):
-        """RMSNorm, RoPE at the group's first position j * r, quantize."""
-        c = self.config
-        entry = rmsnorm(pooled, norm, c.eps)
-        rope_dim = c.rope_dim
-        nope = entry.shape[-1] - rope_dim
-        angles = rope_angles(torch.tensor(j * r, device=pooled.device), rope_dim, c.theta)
-        rot = rope(entry[..., nope:], angles)
-        head = quantize(entry[..., :nope]) if quantize else entry[..., :nope]
-        return torch.cat((head, rot), -1)
-
     def _compress_prefill(self, x, kv_w, gate_w, ape, norm, width, r, overlap, quantize):
         """Entries j = 0 .. S // r - 1 of a prompt x [B, S, dim], and every
         token's kv and score rows (for the decode state)."""
-        b, s, _ = x.shape
         kv = x.float() @ kv_w.T
-        score = x.float() @ gate_w.T + ape[torch.arange(s, device=x.device) % r]
-        entries = []
-        for j in range(s // r):
-            rows = slice(j * r, (j + 1) * r)
-            if overlap:
-                if j == 0:
-                    prev_kv = torch.zeros(b, r, kv.shape[-1], device=x.device)
-                    prev_score = torch.full((b, r, kv.shape[-1]), float("-inf"), device=x.device)
-                else:
-                    prev_kv, prev_score = kv[:, (j - 1) * r:j * r], score[:, (j - 1) * r:j * r]
-                pooled = self._pool(torch.cat((prev_kv, kv[:, rows]), 1),
-                                    torch.cat((prev_score, score[:, rows]), 1), width, True)
-            else:
-                pooled = self._pool(kv[:, rows], score[:, rows], width, False)
-            entries.append(self._finish_entry(pooled, j, r, norm, quantize))
-        if not entries:
-            return torch.zeros(b, 0, width, device=x.device), kv, score
-        return torch.stack(entries, 1), kv, score
+        score = x.float() @ gate_w.T
+        c = self.config
+        entries = compress_entries(kv, score, ape, norm, r, overlap, quantize, c.eps,
+                                   c.rope_dim, c.theta)
+        return entries, kv, score + ape[torch.arange(x.shape[1], device=x.device) % r]
 
     def _indexer_keys(self, entries):
         # Hadamard then fp4 quantize-dequantize (the indexer's k and q).
@@ -425,10 +440,11 @@ class Attention:
         if i == r - 1:
             j = p // r
             if overlap:
-                pooled = self._pool(kv_state, score_state, width, True)
+                pooled = pool_group(kv_state, score_state, width, True)
             else:
-                pooled = self._pool(kv_state[:, r:], score_state[:, r:], width, False)
-            entry = self._finish_entry(pooled, j, r, norm, quantize)
+                pooled = pool_group(kv_state[:, r:], score_state[:, r:], width, False)
+            c = self.config
+            entry = finish_entry(pooled, j, r, norm, quantize, c.eps, c.rope_dim, c.theta)
             # The completed group becomes the previous one.
             kv_state[:, :r] = kv_state[:, r:]
             score_state[:, :r] = score_state[:, r:]

@@ -20,10 +20,23 @@ tile.kernel @memref_arg(%a: memref<?xf32>) {
 // -----
 
 tile.kernel @host_float_math() {
-  // expected-error @+1 {{'arith.constant' op cannot appear on the host side of tile.kernel: only integer arith ops, tile.param and tile.dim may compute the launch grid}}
+  // expected-error @+1 {{'arith.constant' op cannot appear on the host side of tile.kernel: only integer constants, casts, tile.param, tile.dim and the arith ops addi, subi, muli, divsi, divui, ceildivui, ceildivsi, floordivsi, remsi, remui, minsi, maxsi, minui, maxui, andi, ori, xori, shli, shrui, shrsi may compute the launch grid (the JIT evaluates them on the host)}}
   %x = arith.constant 1.0 : f32
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
+// The JIT evaluates no compares or selects in the grid arithmetic.
+tile.kernel @host_select(%n: index) params {decode = 0} {
+  %c1 = arith.constant 1 : index
+  %decode = tile.param "decode" : index
+  // expected-error @+1 {{'arith.cmpi' op cannot appear on the host side of tile.kernel}}
+  %is_decode = arith.cmpi ne, %decode, %c1 : index
+  %grid = arith.select %is_decode, %c1, %n : index
+  tile.launch (%bx) in (%grid) threads 32 {
   }
 }
 

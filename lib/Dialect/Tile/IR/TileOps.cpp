@@ -267,15 +267,29 @@ static LogicalResult verifyTypeSymbols(KernelOp kernel, Operation *where,
   return verifyTileFootprint([&] { return where->emitOpError(); }, type);
 }
 
-/// The host side of a kernel only computes the launch grid.
+ArrayRef<StringRef> hisa::tile::getGridBinaryOpNames() {
+  static const StringRef names[] = {
+      "addi",  "subi",  "muli",  "divsi", "divui", "ceildivui", "ceildivsi",
+      "floordivsi", "remsi", "remui", "minsi", "maxsi", "minui", "maxui",
+      "andi",  "ori",   "xori",  "shli",  "shrui", "shrsi"};
+  return names;
+}
+
+/// The host side of a kernel only computes the launch grid, with what the
+/// JIT evaluates there (no compares or selects: min/max arithmetic instead).
 static bool isHostSideOp(Operation *op) {
   if (isa<ParamOp, DimOp, LaunchOp, ReturnOp>(op))
     return true;
-  return op->getDialect() &&
-         op->getDialect()->getNamespace() ==
-             arith::ArithDialect::getDialectNamespace() &&
-         llvm::all_of(op->getResultTypes(),
-                      [](Type type) { return type.isIntOrIndex(); });
+  if (!llvm::all_of(op->getResultTypes(),
+                    [](Type type) { return type.isIntOrIndex(); }))
+    return false;
+  if (isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp,
+          arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(op))
+    return true;
+  return isa<arith::ArithDialect>(op->getDialect()) &&
+         op->getNumOperands() == 2 &&
+         llvm::is_contained(getGridBinaryOpNames(),
+                            op->getName().stripDialect());
 }
 
 LogicalResult KernelOp::verifyRegions() {
@@ -294,9 +308,12 @@ LogicalResult KernelOp::verifyRegions() {
     if (isa<LaunchOp>(op))
       ++numLaunches;
     else if (!isHostSideOp(&op))
-      return op.emitOpError("cannot appear on the host side of tile.kernel: "
-                            "only integer arith ops, tile.param and tile.dim "
-                            "may compute the launch grid");
+      return op.emitOpError(
+          "cannot appear on the host side of tile.kernel: only integer "
+          "constants, casts, tile.param, tile.dim and the arith ops ")
+             << llvm::join(getGridBinaryOpNames(), ", ")
+             << " may compute the launch grid (the JIT evaluates them on "
+                "the host)";
   }
   if (numLaunches != 1)
     return emitOpError("expects exactly one tile.launch in its body, found ")

@@ -21,4 +21,11 @@ class LaunchOp;
 #define GET_OP_CLASSES
 #include "hisa/Dialect/Tile/IR/TileOps.h.inc"
 
+namespace hisa::tile {
+/// The two-operand integer arith ops (names without "arith.") that may
+/// compute a kernel's launch grid: the JIT evaluates exactly these on the
+/// host, besides integer constants, casts, tile.param and tile.dim.
+llvm::ArrayRef<llvm::StringRef> getGridBinaryOpNames();
+} // namespace hisa::tile
+
 #endif // HISA_DIALECT_TILE_IR_TILEOPS_H
