@@ -5,23 +5,28 @@
 // (python/hisa/v4/reference.py: rope): cos and sin come from the layer's
 // tables [positions, 32] f32, computed once on the host as the reference
 // computes them, so kernel and reference rotate by the same numbers.
-// x [tokens, heads, 512] bf16; positions [tokens] i32. One block per token.
+// x [tokens, heads, dim] bf16 (dim 512: attention heads; 128: the CSA
+// indexer's q heads); token t is at position start + t % seq (a prefill of
+// sequences of seq tokens from 0: start = 0; a decode step: seq = 1, start
+// = the position), so no position tensor is read. One block per token.
 
-tile.kernel @v4_rope(%x: !tile.global<[?, ?, 512], bf16>,
-                     %positions: !tile.global<[?], i32>,
+tile.kernel @v4_rope(%x: !tile.global<[?, ?, dim], bf16>,
                      %cos: !tile.global<[?, 32], f32>,
-                     %sin: !tile.global<[?, 32], f32>)
-    params {inverse = 0} {
-  %tokens = tile.dim %x, 0 : !tile.global<[?, ?, 512], bf16>
+                     %sin: !tile.global<[?, 32], f32>,
+                     %seq: index, %start: index)
+    params {inverse = 0, dim = 512} {
+  %tokens = tile.dim %x, 0 : !tile.global<[?, ?, dim], bf16>
   tile.launch (%t) in (%tokens) threads 128 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
     %c4 = arith.constant 4 : index
-    %c448 = arith.constant 448 : index
-    %heads = tile.dim %x, 1 : !tile.global<[?, ?, 512], bf16>
-    %position_i32 = tile.load %positions[%t] : !tile.global<[?], i32>
-    %position = arith.index_cast %position_i32 : i32 to index
+    %c64 = arith.constant 64 : index
+    %dim = tile.param "dim" : index
+    %rope_first = arith.subi %dim, %c64 : index
+    %heads = tile.dim %x, 1 : !tile.global<[?, ?, dim], bf16>
+    %in_sequence = arith.remui %t, %seq : index
+    %position = arith.addi %start, %in_sequence : index
     %inverse_param = tile.param "inverse" : index
     %inverse = arith.cmpi ne, %inverse_param, %c0 : index
     // 4 heads of 32 pairs per step: 128 threads, one pair each.
@@ -31,10 +36,10 @@ tile.kernel @v4_rope(%x: !tile.global<[?, ?, 512], bf16>,
         %real = arith.cmpi ult, %h, %heads : index
         scf.if %real {
           %pair = arith.muli %p, %c2 : index
-          %even = arith.addi %c448, %pair : index
+          %even = arith.addi %rope_first, %pair : index
           %odd = arith.addi %even, %c1 : index
-          %re_b = tile.load %x[%t, %h, %even] : !tile.global<[?, ?, 512], bf16>
-          %im_b = tile.load %x[%t, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+          %re_b = tile.load %x[%t, %h, %even] : !tile.global<[?, ?, dim], bf16>
+          %im_b = tile.load %x[%t, %h, %odd] : !tile.global<[?, ?, dim], bf16>
           %re = arith.extf %re_b : bf16 to f32
           %im = arith.extf %im_b : bf16 to f32
           %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
@@ -49,8 +54,8 @@ tile.kernel @v4_rope(%x: !tile.global<[?, ?, 512], bf16>,
           %im_out = arith.addf %re_s, %im_c : f32
           %re_r = arith.truncf %re_out : f32 to bf16
           %im_r = arith.truncf %im_out : f32 to bf16
-          tile.store %re_r, %x[%t, %h, %even] : !tile.global<[?, ?, 512], bf16>
-          tile.store %im_r, %x[%t, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+          tile.store %re_r, %x[%t, %h, %even] : !tile.global<[?, ?, dim], bf16>
+          tile.store %im_r, %x[%t, %h, %odd] : !tile.global<[?, ?, dim], bf16>
         }
       }
     }

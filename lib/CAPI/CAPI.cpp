@@ -12,6 +12,7 @@
 #include "hisa/Ops/Operators.h"
 #include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/Jit.h"
+#include "hisa/V4/Attention.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -276,6 +277,96 @@ int hisa_sparse_attn(const void *q, const void *kv, const float *attn_sink,
       q, kv, attn_sink, topk_idxs, o, lse, batch, seq_len, heads, nkv, topk,
       softmax_scale, workspace, workspace_bytes, stream));
 }
+
+struct hisa_v4_attention {
+  std::unique_ptr<hisa::v4::Attention> layer;
+};
+
+int hisa_v4_attention_create(const hisa_v4_config *config,
+                             const hisa_v4_weights *weights, int64_t batch,
+                             int64_t max_seq, hisa_v4_attention **layer) {
+  if (!config || !weights || !layer)
+    return statusOf(createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        "v4_attention_create: config, weights and layer must not be NULL"));
+  *layer = nullptr;
+  hisa::v4::Config c;
+  c.dim = config->dim;
+  c.heads = config->heads;
+  c.qLora = config->q_lora;
+  c.oGroups = config->o_groups;
+  c.oLora = config->o_lora;
+  c.compressRatio = config->compress_ratio;
+  c.indexHeads = config->index_heads;
+  c.indexTopk = config->index_topk;
+  c.eps = config->eps;
+  c.ropeTheta = config->rope_theta;
+  c.compressRopeTheta = config->compress_rope_theta;
+  hisa::v4::Weights w;
+  w.wqA = weights->wq_a;
+  w.wqB = weights->wq_b;
+  w.wkv = weights->wkv;
+  w.woA = weights->wo_a;
+  w.woB = weights->wo_b;
+  w.qNorm = weights->q_norm;
+  w.kvNorm = weights->kv_norm;
+  w.attnSink = weights->attn_sink;
+  w.cWkv = weights->c_wkv;
+  w.cWgate = weights->c_wgate;
+  w.cApe = weights->c_ape;
+  w.cNorm = weights->c_norm;
+  w.iWq = weights->i_wq;
+  w.iWeights = weights->i_weights;
+  w.iWkv = weights->i_wkv;
+  w.iWgate = weights->i_wgate;
+  w.iApe = weights->i_ape;
+  w.iNorm = weights->i_norm;
+  Expected<std::unique_ptr<hisa::v4::Attention>> created =
+      hisa::v4::Attention::create(c, w, batch, max_seq);
+  if (!created)
+    return statusOf(created.takeError());
+  *layer = new hisa_v4_attention{std::move(*created)};
+  return HISA_OK;
+}
+
+static Error checkLayer(const hisa_v4_attention *layer, const char *op) {
+  if (!layer)
+    return createStringError(std::make_error_code(std::errc::invalid_argument),
+                             Twine(op) + ": layer must not be NULL");
+  return Error::success();
+}
+
+int hisa_v4_attention_prefill(hisa_v4_attention *layer, const void *x,
+                              int64_t seq, void *out, void *stream) {
+  if (Error error = checkLayer(layer, "v4_attention_prefill"))
+    return statusOf(std::move(error));
+  return statusOf(layer->layer->prefill(x, seq, out, stream));
+}
+
+int hisa_v4_attention_decode(hisa_v4_attention *layer, const void *x,
+                             void *out, void *stream) {
+  if (Error error = checkLayer(layer, "v4_attention_decode"))
+    return statusOf(std::move(error));
+  return statusOf(layer->layer->decode(x, out, stream));
+}
+
+int hisa_v4_attention_info(const hisa_v4_attention *layer, int64_t *length,
+                           int64_t *index_columns, const void **kv_cache,
+                           const int32_t **last_indices) {
+  if (Error error = checkLayer(layer, "v4_attention_info"))
+    return statusOf(std::move(error));
+  if (length)
+    *length = layer->layer->length();
+  if (index_columns)
+    *index_columns = layer->layer->indexColumns();
+  if (kv_cache)
+    *kv_cache = layer->layer->kvCache();
+  if (last_indices)
+    *last_indices = layer->layer->lastIndices();
+  return HISA_OK;
+}
+
+void hisa_v4_attention_destroy(hisa_v4_attention *layer) { delete layer; }
 
 int hisa_flash_attn(const void *q, const void *k, const void *v, void *o,
                     int64_t batch, int64_t heads, int64_t seq_len, int64_t dim,

@@ -2,9 +2,8 @@
 
 #include "hisa/Ops/Operators.h"
 
-#include "hisa/Runtime/Jit.h"
+#include "OperatorSupport.h"
 
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -16,86 +15,8 @@ using namespace llvm;
 using namespace hisa::runtime;
 
 namespace hisa::ops {
+using namespace detail;
 namespace {
-
-Error argumentError(const Twine &message) {
-  return createStringError(std::make_error_code(std::errc::invalid_argument),
-                           message);
-}
-
-/// `pointer` is given and aligned to `alignment` bytes (vector accesses and
-/// 16-byte cp.async / TMA pieces need it).
-Error checkPointer(const char *op, const char *name, const void *pointer,
-                   uint64_t alignment) {
-  if (!pointer)
-    return argumentError(formatv("{0}: {1} must not be NULL", op, name));
-  if (reinterpret_cast<uintptr_t>(pointer) % alignment)
-    return argumentError(formatv("{0}: {1} ({2}) must be {3}-byte aligned", op,
-                                 name, pointer, alignment));
-  return Error::success();
-}
-
-/// A device pointer an operator reads or writes, and the alignment it needs.
-struct PointerArgument {
-  const char *name;
-  const void *pointer;
-  uint64_t alignment;
-};
-
-Error checkPointers(const char *op,
-                    std::initializer_list<PointerArgument> arguments) {
-  for (const PointerArgument &argument : arguments)
-    if (Error error = checkPointer(op, argument.name, argument.pointer,
-                                   argument.alignment))
-      return error;
-  return Error::success();
-}
-
-LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {
-  LaunchArgument arg;
-  arg.kind = KernelMetadata::Argument::Tensor;
-  arg.data = const_cast<void *>(data);
-  arg.sizes.assign(sizes.begin(), sizes.end());
-  return arg;
-}
-
-LaunchArgument integer(int64_t value) {
-  LaunchArgument arg;
-  arg.kind = KernelMetadata::Argument::Int;
-  arg.intValue = value;
-  return arg;
-}
-
-LaunchArgument floatScalar(double value) {
-  LaunchArgument arg;
-  arg.kind = KernelMetadata::Argument::Float;
-  arg.floatValue = value;
-  return arg;
-}
-
-Error runOperator(const char *kernelName, const std::string &params,
-                  ArrayRef<LaunchArgument> arguments, void *stream) {
-  // Operators call the same few specializations over and over: skip hashing
-  // the source for the cache key after the first call.
-  static std::mutex mutex;
-  static StringMap<LoadedKernel *> kernels;
-  std::string key = (Twine(kernelName) + "/" + params).str();
-  LoadedKernel *kernel;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    kernel = kernels.lookup(key);
-  }
-  if (!kernel) {
-    Expected<LoadedKernel *> loaded = Jit::get().getKernel(
-        getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
-    if (!loaded)
-      return loaded.takeError();
-    kernel = *loaded;
-    std::lock_guard<std::mutex> lock(mutex);
-    kernels[key] = kernel;
-  }
-  return kernel->launch(arguments, stream);
-}
 
 bool isSupportedMqaShape(int64_t heads, int64_t dim) {
   return (heads == 16 || heads == 32 || heads == 64 || heads == 128) &&
@@ -104,21 +25,6 @@ bool isSupportedMqaShape(int64_t heads, int64_t dim) {
 
 bool isSupportedBlockSize(int64_t kb) {
   return kb == 64 || kb == 128 || kb == 256;
-}
-
-Error checkNonNegative(const char *op, const char *name, int64_t value) {
-  if (value < 0)
-    return argumentError(
-        formatv("{0}: {1} = {2} is negative", op, name, value));
-  return Error::success();
-}
-
-Error checkIndexRange(const char *op, const char *name, int64_t value) {
-  if (value > INT32_MAX)
-    return argumentError(formatv("{0}: {1} = {2} exceeds the int32 indices "
-                                 "(at most {3})",
-                                 op, name, value, INT32_MAX));
-  return Error::success();
 }
 
 /// Queries per block of pool_mqa_logits: 256 query rows (the widest wgmma).

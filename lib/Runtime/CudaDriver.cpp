@@ -60,6 +60,8 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(memFree, cuMemFree, true)                                                  \
   X(memcpyHtoD, cuMemcpyHtoD, true)                                            \
   X(memcpyDtoH, cuMemcpyDtoH, true)                                            \
+  X(memcpyDtoDAsync, cuMemcpyDtoDAsync, true)                                  \
+  X(memcpy2DAsync, cuMemcpy2DAsync, true)                                      \
   X(pointerGetAttribute, cuPointerGetAttribute, true)                          \
   X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, false)
 

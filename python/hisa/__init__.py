@@ -57,6 +57,7 @@ __all__ = [
     "jit",
     "lib_path",
     "ops",
+    "v4",
     "version",
     *_OPS,
 ]
@@ -64,6 +65,10 @@ __all__ = [
 
 def __getattr__(name: str):
     # PEP 562: import the torch-dependent operators lazily.
+    if name == "v4":
+        import importlib
+
+        return importlib.import_module(__name__ + ".v4")
     if name == "ops" or name in _OPS:
         import importlib
 

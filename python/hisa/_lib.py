@@ -136,11 +136,38 @@ assert HisaArg.int_value.offset == 80 and HisaArg.float_value.offset == 88
 
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 
+
+class HisaV4Config(ctypes.Structure):
+    """hisa_v4_config of hisa_runtime.h."""
+    _fields_ = [(name, ctypes.c_int64) for name in (
+        "dim", "heads", "q_lora", "o_groups", "o_lora", "compress_ratio", "index_heads",
+        "index_topk")] + [(name, ctypes.c_float) for name in (
+            "eps", "rope_theta", "compress_rope_theta")]
+
+
+class HisaV4Weights(ctypes.Structure):
+    """hisa_v4_weights of hisa_runtime.h: device pointers (0 = absent)."""
+    _fields_ = [(name, ctypes.c_void_p) for name in (
+        "wq_a", "wq_b", "wkv", "wo_a", "wo_b", "q_norm", "kv_norm", "attn_sink", "c_wkv",
+        "c_wgate", "c_ape", "c_norm", "i_wq", "i_weights", "i_wkv", "i_wgate", "i_ape",
+        "i_norm")]
+
 # name -> (restype, argtypes). Pointers to device memory are passed as
 # c_void_p (integers from torch's data_ptr()), which is ABI-compatible with
 # the typed pointers of the header.
 _SIGNATURES = {
     "hisa_last_error": (ctypes.c_char_p, []),
+    "hisa_v4_attention_create": (ctypes.c_int, [ctypes.POINTER(HisaV4Config),
+                                                ctypes.POINTER(HisaV4Weights), ctypes.c_int64,
+                                                ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]),
+    "hisa_v4_attention_prefill": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
+                                                 ctypes.c_int64, ctypes.c_void_p,
+                                                 ctypes.c_void_p]),
+    "hisa_v4_attention_decode": (ctypes.c_int, [ctypes.c_void_p] * 4),
+    "hisa_v4_attention_info": (ctypes.c_int, [ctypes.c_void_p, _c_int64_p, _c_int64_p,
+                                              ctypes.POINTER(ctypes.c_void_p),
+                                              ctypes.POINTER(ctypes.c_void_p)]),
+    "hisa_v4_attention_destroy": (None, [ctypes.c_void_p]),
     "hisa_version": (ctypes.c_char_p, []),
     "hisa_set_device_pointer_checks": (ctypes.c_int, [ctypes.c_int]),
     "hisa_builtin_kernel_source": (ctypes.c_char_p, [ctypes.c_char_p]),

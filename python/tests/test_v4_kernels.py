@@ -62,21 +62,24 @@ def test_index_rows(ratio, decode):
 
 
 @pytest.mark.parametrize("inverse", [False, True])
-@pytest.mark.parametrize("tokens,heads", [(7, 64), (33, 1), (5, 128)])
-def test_rope(tokens, heads, inverse):
+@pytest.mark.parametrize("tokens,heads,dim,seq,start", [
+    (7, 64, 512, 7, 0), (33, 1, 512, 11, 0), (5, 128, 512, 1, 3000), (9, 64, 128, 4, 0)])
+def test_rope(tokens, heads, dim, seq, start, inverse):
+    """Token t at position start + t % seq (prefill: start 0; decode: seq 1)."""
     fresh_seed(torch)
     positions_count = 4096
     angles = ref.rope_angles(torch.arange(positions_count), 64, 160000.0)
     cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
-    x = torch.randn(tokens, heads, 512, device="cuda").bfloat16()
-    positions = torch.randint(0, positions_count, (tokens,), device="cuda", dtype=torch.int32)
+    x = torch.randn(tokens, heads, dim, device="cuda").bfloat16()
+    positions = start + torch.arange(tokens) % seq
     expected = x.float().clone()
-    expected[..., 448:] = ref.rope(x[..., 448:].float().cpu(),
-                                   angles[positions.long().cpu()], inverse=inverse).cuda()
+    expected[..., dim - 64:] = ref.rope(x[..., dim - 64:].float().cpu(),
+                                        angles[positions], inverse=inverse).cuda()
     y = x.clone()
-    hisa.jit.get_kernel("v4_rope", {"inverse": int(inverse)}).launch(y, positions, cos, sin)
+    hisa.jit.get_kernel("v4_rope", {"inverse": int(inverse), "dim": dim}).launch(
+        y, cos, sin, seq, start)
     torch.cuda.synchronize()
-    assert torch.equal(y[..., :448], x[..., :448]), "the first 448 dims must not change"
+    assert torch.equal(y[..., :dim - 64], x[..., :dim - 64]), "the first dims must not change"
     assert torch.allclose(y.float(), expected, rtol=1e-2, atol=2e-2)
 
 
@@ -163,3 +166,25 @@ def test_compress_prefill_then_decode(ratio, overlap, dim, quantize, batch, seq,
                    cos, sin, state2, state3, whole, total, first_slot, 1e-6)
     torch.cuda.synchronize()
     assert torch.equal(whole, cache), "decode entries differ from prefill's"
+
+
+@pytest.mark.parametrize("rows", [1, 37, 1000])
+def test_hadamard_fp4(rows):
+    """v4_hadamard_fp4 against reference.fp4_qdq(hadamard(x)), bit for bit:
+    the butterflies add in the reference's order, the scale comes from the
+    float's bits and the e2m1 rounding is by exact midpoints."""
+    seed = fresh_seed(torch)
+    x = (torch.randn(rows, 128, device="cuda") * torch.rand(rows, 1, device="cuda") * 10)
+    x[0, :] = 0                                        # a zero row stays zero
+    if rows > 2:
+        x[1] = torch.randn(128, device="cuda") * 1e-30  # tiny scales (2^-126 floor)
+        x[2, :64] = 3.0                                 # equal values: ties in the transform
+    x = x.bfloat16()
+    y = x.clone()
+    hisa.jit.get_kernel("v4_hadamard_fp4", {}).launch(y)
+    torch.cuda.synchronize()
+    expected = ref.fp4_qdq(ref.hadamard(x.float())).bfloat16()
+    wrong = (y != expected).nonzero()
+    detail = [(r, c, y[r, c].item(), expected[r, c].item()) for r, c in wrong[:8].tolist()]
+    assert wrong.numel() == 0, f"{wrong.shape[0]} values differ (row, col, kernel, reference): " \
+                               f"{detail}, seed {seed}"

@@ -102,11 +102,12 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
        {"cuInit", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2",
         "cuMemcpyDtoH_v2", "cuLaunchKernel", "cuStreamSynchronize",
         "cuModuleLoadData", "cuModuleLoadDataEx", "cuPointerGetAttribute",
-        "cuDevicePrimaryCtxRetain", "cuFuncSetAttribute"})
+        "cuDevicePrimaryCtxRetain", "cuFuncSetAttribute",
+        "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2"})
     EXPECT_TRUE(has(name)) << name;
   EXPECT_FALSE(has("cuMemAlloc"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
-  EXPECT_EQ(names.size(), 24u);
+  EXPECT_EQ(names.size(), 26u);
 }
 
 TEST(CudaDriver, CheckCudaNamesTheCallAndTheKernel) {

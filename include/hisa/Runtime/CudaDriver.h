@@ -163,6 +163,10 @@ public:
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
+  /// Stream-ordered copies of the orchestration layers (the V4 layer's
+  /// cache writes): capturable in a CUDA graph.
+  decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
+  decltype(&::cuMemcpy2DAsync) memcpy2DAsync = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   /// Optional (CUDA 12+): kernels with TMA copies need it.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;

@@ -174,6 +174,54 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
                                  void *workspace, uint64_t workspace_bytes,
                                  void *stream);
 
+/* The DeepSeek-V4 attention layer (KERNELS.md "The V4 attention layer
+ * around the kernel"; python/hisa/v4/reference.py), with its caches:
+ * create allocates them and a workspace once for `batch` sequences of up to
+ * `max_seq` tokens (the same length in every sequence); prefill (x [batch,
+ * seq, dim] bf16 -> out [batch, seq, dim] bf16, positions 0 .. seq - 1)
+ * and decode (x [batch, dim] -> out [batch, dim], the token at position
+ * `length` of every sequence) allocate nothing. Weights are the caller's
+ * device tensors (bf16 matrices [out, in]; wo_a [o_groups, o_lora, heads /
+ * o_groups * 512]; f32 norms, attn_sink and ape) and must outlive the
+ * layer. compress_ratio 0 (window only) and 128 (HCA); 4 (CSA) is refused
+ * until the layer has its indexer stage. head_dim 512, rope 64 and the
+ * 128-token window are fixed. */
+typedef struct hisa_v4_config {
+  int64_t dim, heads, q_lora, o_groups, o_lora, compress_ratio, index_heads,
+      index_topk;
+  float eps, rope_theta, compress_rope_theta;
+} hisa_v4_config;
+
+typedef struct hisa_v4_weights {
+  const void *wq_a, *wq_b, *wkv, *wo_a, *wo_b;
+  const float *q_norm, *kv_norm, *attn_sink;
+  const void *c_wkv, *c_wgate;
+  const float *c_ape, *c_norm;
+  const void *i_wq, *i_weights, *i_wkv, *i_wgate;
+  const float *i_ape, *i_norm;
+} hisa_v4_weights;
+
+typedef struct hisa_v4_attention hisa_v4_attention;
+
+HISA_EXPORT int hisa_v4_attention_create(const hisa_v4_config *config,
+                                         const hisa_v4_weights *weights,
+                                         int64_t batch, int64_t max_seq,
+                                         hisa_v4_attention **layer);
+HISA_EXPORT int hisa_v4_attention_prefill(hisa_v4_attention *layer,
+                                          const void *x, int64_t seq, void *out,
+                                          void *stream);
+HISA_EXPORT int hisa_v4_attention_decode(hisa_v4_attention *layer,
+                                         const void *x, void *out,
+                                         void *stream);
+/* The tokens per sequence so far, the columns of the index rows, the kv
+ * cache [batch, 128 + max_seq / ratio, 512] bf16 and the last call's index
+ * rows [tokens, index_columns] int32 (any pointer may be NULL). */
+HISA_EXPORT int hisa_v4_attention_info(const hisa_v4_attention *layer,
+                                       int64_t *length, int64_t *index_columns,
+                                       const void **kv_cache,
+                                       const int32_t **last_indices);
+HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
+
 /* Dense attention forward, bf16: q, k, v, o [batch, heads, seq_len, dim]
  * (torch's scaled_dot_product_attention layout), dim in {64, 128};
  * o = softmax(q k^T * softmax_scale, causal != 0: keys after the query

@@ -146,19 +146,26 @@ def fp8_qdq(x: torch.Tensor, block: int = 64) -> torch.Tensor:
 
 def fp4_qdq(x: torch.Tensor, block: int = 32) -> torch.Tensor:
     """Quantize-dequantize to fp4 e2m1 in blocks of `block`: a power-of-two
-    scale per block (the smallest 2^e with amax / 2^e <= 6), values rounded
-    to the nearest e2m1 magnitude (ties to the even code)."""
+    scale per block (the smallest 2^e with amax / 2^e <= 6, e taken from the
+    float's bits, not a rounded log2), values rounded to the nearest e2m1
+    magnitude (ties to the even code)."""
     blocks = x.float().unflatten(-1, (-1, block))
     amax = blocks.abs().amax(-1, keepdim=True)
-    exponent = torch.ceil(torch.log2(torch.clamp(exact_div(amax, 6.0), min=2.0 ** -126)))
-    scale = torch.exp2(exponent)
-    scaled = (blocks / scale).abs()
-    grid = torch.tensor(FP4_VALUES, device=x.device)
-    distance = (scaled[..., None] - grid).abs()
-    # Ties to the even code: prefer the lower index when codes 2k/2k+1 tie.
-    nearest = torch.argmin(distance + torch.arange(8, device=x.device) % 2 * 1e-7, dim=-1)
-    q = grid[nearest] * torch.sign(blocks)
-    return (q * scale).flatten(-2)
+    ratio = torch.clamp(exact_div(amax, 6.0), min=2.0 ** -126)
+    mantissa, exponent = torch.frexp(ratio)      # ratio = mantissa * 2^exponent, [0.5, 1)
+    exponent = torch.where(mantissa == 0.5, exponent - 1, exponent)
+    scale = torch.ldexp(torch.ones_like(ratio), exponent)
+    scaled = blocks / scale
+    magnitude = scaled.abs()
+    # Midpoints between e2m1 magnitudes; at a tie the even code wins:
+    # 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4.
+    q = torch.zeros_like(magnitude)
+    for threshold, value, inclusive in ((0.25, 0.5, False), (0.75, 1.0, True),
+                                        (1.25, 1.5, False), (1.75, 2.0, True),
+                                        (2.5, 3.0, False), (3.5, 4.0, True), (5.0, 6.0, False)):
+        above = magnitude >= threshold if inclusive else magnitude > threshold
+        q = torch.where(above, torch.full_like(q, value), q)
+    return (torch.copysign(q, scaled) * scale).flatten(-2)
 
 
 def hadamard(x: torch.Tensor) -> torch.Tensor:
@@ -172,7 +179,7 @@ def hadamard(x: torch.Tensor) -> torch.Tensor:
         a, b = y[..., 0, :], y[..., 1, :]
         y = torch.stack((a + b, a - b), -2).flatten(-3)
         h *= 2
-    return y / math.sqrt(n)
+    return exact_div(y, math.sqrt(n))
 
 
 def sparse_attn(q, kv, attn_sink, idx, scale):

@@ -1,0 +1,103 @@
+//===- V4Operators.h - The DeepSeek-V4 attention layer's operators -*- C++ -*-===//
+//
+// The operators the V4 attention layer (hisa/V4/Attention.h) is built from,
+// beside sparse attention (hisa/Ops/Operators.h): projections, RMSNorm,
+// RoPE, quantize-dequantize steps, the Compressor and the index rows. Same
+// conventions as Operators.h: raw device pointers, the caller's stream,
+// arguments checked and named, nothing allocated. Semantics:
+// python/hisa/v4/reference.py (KERNELS.md "The V4 attention layer").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_OPS_V4OPERATORS_H
+#define HISA_OPS_V4OPERATORS_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace hisa::ops {
+
+/// y = x * w^T per group (bf16 in and out, f32 accumulation): x [m, groups
+/// * k], w [groups * n, k] (a Linear's [out, in] weight, the groups'
+/// stacked), y [m, groups * n]. k: a multiple of 64 up to 16384; with
+/// groups > 1, n a multiple of 256.
+llvm::Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
+                   int64_t k, int64_t groups, void *stream);
+
+/// out [rows, dim] = x * rsqrt(mean(x^2) + eps) * weight (bf16 rows, f32
+/// weight [dim]); dim in {128, 256, 512, 1024, 2048, 4096}; out may be x.
+llvm::Error v4Rmsnorm(const void *x, const float *weight, void *out,
+                      int64_t rows, int64_t dim, float eps, void *stream);
+
+/// In place on x [tokens, heads, dim] bf16 (dim 512 or 128): the last 64
+/// dims of each head rotate by the angles of token t's position start + t
+/// % seq from the cos / sin tables [tablePositions, 32] f32 (a prefill of
+/// sequences of seq tokens: start = 0; a decode step: seq = 1); inverse
+/// rotates back. Positions must lie inside the tables.
+llvm::Error v4Rope(void *x, const float *cos, const float *sin, int64_t tokens,
+                   int64_t heads, int64_t dim, int64_t seq, int64_t start,
+                   int64_t tablePositions, bool inverse, void *stream);
+
+/// In place on x [rows, 512] bf16: the fp8 (e4m3, blocks of 64, scale
+/// amax / 448) quantize-dequantize of the first 448 dims.
+llvm::Error v4Fp8Qdq(void *x, int64_t rows, void *stream);
+
+/// In place on x [rows, 128] bf16: the Walsh-Hadamard transform, then the
+/// fp4 (e2m1, blocks of 32, power-of-two scales) quantize-dequantize.
+llvm::Error v4HadamardFp4(void *x, int64_t rows, void *stream);
+
+/// One Compressor (kernels-dsl/v4_compress.mlir): entries of dim (128 or
+/// 512) from groups of `ratio` tokens (4 with overlap, or 128), written to
+/// out [batch, slots, dim] at slot firstSlot + j; the decode state
+/// stateKv / stateScore [batch, 2 * ratio, width] f32 (width = dim, twice
+/// with overlap); cos / sin [tablePositions, 32].
+struct CompressShape {
+  int64_t batch = 1;
+  int64_t dim = 512;
+  int64_t ratio = 4;
+  bool overlap = true;
+  bool quantize = true; ///< fp8 of the first dim - 64 dims
+  int64_t slots = 0;
+  int64_t firstSlot = 0;
+  int64_t tablePositions = 0;
+};
+
+/// Prefill of seq tokens per sequence: kv, score [batch * seq, width] bf16
+/// (the projections); writes entries 0 .. seq / ratio - 1 and the state of
+/// the last two groups.
+llvm::Error v4CompressPrefill(const void *kv, const void *score,
+                              const float *ape, const float *norm,
+                              const float *cos, const float *sin,
+                              float *stateKv, float *stateScore, void *out,
+                              const CompressShape &shape, int64_t seq,
+                              float eps, void *stream);
+
+/// Decode of the token at `position` of every sequence: kv, score [batch,
+/// width] bf16; writes entry position / ratio when the token completes it.
+llvm::Error v4CompressDecode(const void *kv, const void *score,
+                             const float *ape, const float *norm,
+                             const float *cos, const float *sin,
+                             float *stateKv, float *stateScore, void *out,
+                             const CompressShape &shape, int64_t position,
+                             float eps, void *stream);
+
+/// The index rows of sparse attention (kernels-dsl/v4_indices.mlir): out
+/// [tokens, window + slots] int32. Prefill (decode = false): tokens =
+/// batch * seq, token t at position t % seq; decode: one token per
+/// sequence at position `start`. ratio 0: window only (slots = 0); csa:
+/// the compressed part is left -1 for the indexer's selection.
+struct IndexShape {
+  int64_t tokens = 0;
+  int64_t window = 128;
+  int64_t slots = 0;
+  int64_t ratio = 0;
+  bool decode = false;
+  bool csa = false;
+};
+llvm::Error v4Indices(int32_t *out, const IndexShape &shape, int64_t seq,
+                      int64_t start, void *stream);
+
+} // namespace hisa::ops
+
+#endif // HISA_OPS_V4OPERATORS_H

@@ -1,0 +1,108 @@
+//===- Attention.h - The DeepSeek-V4 attention layer ------------*- C++ -*-===//
+//
+// Orchestration above the operator layer (hisa/Ops): one DeepSeek-V4
+// attention layer (KERNELS.md "The V4 attention layer around the kernel";
+// python/hisa/v4/reference.py is its specification) with its caches, on the
+// caller's stream. The layer allocates its caches and a workspace once, at
+// create, for `batch` sequences of at most `maxSeq` tokens; prefill and
+// decode allocate nothing. Weights are the caller's device tensors.
+//
+// All sequences of a batch have the same length: prefill takes the prompt
+// of every sequence at once (seq tokens each, positions 0 .. seq - 1),
+// decode one token per sequence at position length().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_V4_ATTENTION_H
+#define HISA_V4_ATTENTION_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace hisa::v4 {
+
+/// The layer's dimensions (reference.Config). Fixed by the kernels:
+/// headDim 512, ropeDim 64, window 128, indexDim 128.
+struct Config {
+  int64_t dim = 4096;
+  int64_t heads = 64;
+  int64_t qLora = 1024;
+  int64_t oGroups = 8;
+  int64_t oLora = 1024;
+  int64_t compressRatio = 4; ///< 0 (window only), 4 (CSA), 128 (HCA)
+  int64_t indexHeads = 64;
+  int64_t indexTopk = 512;
+  float eps = 1e-6f;
+  float ropeTheta = 10000.0f;
+  float compressRopeTheta = 160000.0f;
+};
+
+constexpr int64_t kHeadDim = 512;
+constexpr int64_t kRopeDim = 64;
+constexpr int64_t kWindow = 128;
+constexpr int64_t kIndexDim = 128;
+
+/// Device pointers of the layer's weights (reference.random_weights): bf16
+/// matrices in [out, in] layout (wo_a: [oGroups, oLora, heads / oGroups *
+/// 512]), f32 vectors (norms, attnSink, ape). The compressor's are needed
+/// when compressRatio > 0, the indexer's (i*) when it is 4.
+struct Weights {
+  const void *wqA = nullptr, *wqB = nullptr, *wkv = nullptr;
+  const void *woA = nullptr, *woB = nullptr;
+  const float *qNorm = nullptr, *kvNorm = nullptr, *attnSink = nullptr;
+  const void *cWkv = nullptr, *cWgate = nullptr;
+  const float *cApe = nullptr, *cNorm = nullptr;
+  const void *iWq = nullptr, *iWeights = nullptr, *iWkv = nullptr,
+             *iWgate = nullptr;
+  const float *iApe = nullptr, *iNorm = nullptr;
+};
+
+class Attention {
+public:
+  /// Checks the configuration and weights, allocates the caches and the
+  /// workspace (for prefills of up to batch * maxSeq tokens) on the current
+  /// device and fills the RoPE tables.
+  static llvm::Expected<std::unique_ptr<Attention>>
+  create(const Config &config, const Weights &weights, int64_t batch,
+         int64_t maxSeq);
+  ~Attention();
+
+  /// x [batch, seq, dim] bf16 -> out [batch, seq, dim] bf16; resets the
+  /// caches to the prompt (start_pos 0).
+  llvm::Error prefill(const void *x, int64_t seq, void *out, void *stream);
+
+  /// x [batch, dim] bf16, the token at position length() of every sequence
+  /// -> out [batch, dim] bf16.
+  llvm::Error decode(const void *x, void *out, void *stream);
+
+  int64_t length() const { return length_; }
+  int64_t batch() const { return batch_; }
+  /// Columns of the index rows (window + compressed slots).
+  int64_t indexColumns() const;
+  /// The kv cache [batch, 128 + maxSeq / ratio, 512] bf16 (the ring, then
+  /// the compressed entries) and the last call's index rows [tokens,
+  /// indexColumns()] int32, for tests and inspection.
+  const void *kvCache() const;
+  const int32_t *lastIndices() const;
+
+  Attention(const Attention &) = delete;
+  Attention &operator=(const Attention &) = delete;
+
+private:
+  struct Buffers;
+  Attention(const Config &config, const Weights &weights, int64_t batch,
+            int64_t maxSeq);
+  llvm::Error forward(const void *x, int64_t seq, void *out, bool decode,
+                      void *stream);
+
+  Config config_;
+  Weights weights_;
+  int64_t batch_, maxSeq_, length_ = 0;
+  std::unique_ptr<Buffers> buffers_;
+};
+
+} // namespace hisa::v4
+
+#endif // HISA_V4_ATTENTION_H

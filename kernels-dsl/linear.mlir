@@ -1,0 +1,60 @@
+// y = x * w^T in bf16 (f32 accumulation), the projections of the V4
+// attention layer: x [M, x_cols = groups * k] bf16, w [groups * n, k] bf16 (a
+// torch Linear's weight, [out, in]), y [M, groups * n] bf16. Group g
+// multiplies x's columns [g k, (g + 1) k) by w's rows [g n, (g + 1) n) into
+// y's columns [g n, (g + 1) n): the grouped wo_a projection is one launch
+// (groups = 1: a plain linear layer). The main loop is bf16_gemm's (two
+// warpgroups, 128 x 256 tiles, a 4-stage pipeline, k-major operands); the
+// accumulator is rounded to bf16 in registers before the store.
+// n is a multiple of block_n when groups > 1 (a partial tile would spill
+// into the next group's columns; the operator refuses it), and k of block_k.
+
+tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
+                    %w: !tile.global<[?, k], bf16>,
+                    %y: !tile.global<[?, ?], bf16>)
+    params {k = 4096, groups = 1, x_cols = 4096, block_m = 128, block_n = 256, block_k = 64} {
+  %m = tile.dim %x, 0 : !tile.global<[?, x_cols], bf16>
+  %w_rows = tile.dim %w, 0 : !tile.global<[?, k], bf16>
+  %groups = tile.param "groups" : index
+  %n = arith.divui %w_rows, %groups : index
+  %block_m = tile.param "block_m" : index
+  %block_n = tile.param "block_n" : index
+  %grid_m = arith.ceildivui %m, %block_m : index
+  %grid_n = arith.ceildivui %n, %block_n : index
+  tile.launch (%bx, %by, %bg) in (%grid_n, %grid_m, %groups) threads 256 {
+    %a_tile = tile.alloc : !tile.shared<[block_m, block_k], bf16>
+    %b_tile = tile.alloc : !tile.shared<[block_n, block_k], bf16>
+    %acc = tile.alloc : !tile.frag<[block_m, block_n], f32>
+    %rounded = tile.alloc : !tile.frag<[block_m, block_n], bf16>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %k = tile.param "k" : index
+    %block_k = tile.param "block_k" : index
+    %groups_in = tile.param "groups" : index
+    %w_rows_in = tile.dim %w, 0 : !tile.global<[?, k], bf16>
+    %n_in = arith.divui %w_rows_in, %groups_in : index
+    %steps = arith.ceildivui %k, %block_k : index
+    %row0 = arith.muli %by, %block_m : index
+    %col_in_group = arith.muli %bx, %block_n : index
+    %group_x = arith.muli %bg, %k : index
+    %group_w = arith.muli %bg, %n_in : index
+    %w_row0 = arith.addi %group_w, %col_in_group : index
+    %y_col0 = arith.addi %group_w, %col_in_group : index
+    tile.clear %acc : !tile.frag<[block_m, block_n], f32>
+    tile.pipelined %t = %c0 to %steps step %c1 num_stages = 4 {
+      %k0 = arith.muli %t, %block_k : index
+      %x_col = arith.addi %group_x, %k0 : index
+      tile.copy %x[%row0, %x_col] to %a_tile
+          : !tile.global<[?, x_cols], bf16> to !tile.shared<[block_m, block_k], bf16>
+      tile.copy %w[%w_row0, %k0] to %b_tile
+          : !tile.global<[?, k], bf16> to !tile.shared<[block_n, block_k], bf16>
+      tile.gemm %a_tile, %b_tile, %acc transpose_b
+          : !tile.shared<[block_m, block_k], bf16>, !tile.shared<[block_n, block_k], bf16>
+            -> !tile.frag<[block_m, block_n], f32>
+    }
+    tile.cast %acc to %rounded
+        : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>
+    tile.copy %rounded to %y[%row0, %y_col0]
+        : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, ?], bf16>
+  }
+}

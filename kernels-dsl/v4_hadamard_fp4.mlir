@@ -1,0 +1,146 @@
+// The CSA indexer's activation quantization in the DeepSeek-V4 attention
+// layer (KERNELS.md "The V4 attention layer around the kernel";
+// python/hisa/v4/reference.py: fp4_qdq(hadamard(x))), in place on rows of
+// 128 (the indexer's q heads and compressed keys):
+//
+//   1. the orthonormal Walsh-Hadamard transform: butterflies (a + b, a - b)
+//      of elements i and i + h for h = 1, 2, ..., 64, in the reference's
+//      order (so the f32 sums agree bit for bit), then / sqrt(128);
+//   2. the fp4 (e2m1) quantize-dequantize in blocks of 32: a power-of-two
+//      scale 2^e per block, the smallest with amax / 2^e <= 6 (e from the
+//      bits of max(amax / 6, 2^-126): no log2 rounding), each value rounded
+//      to the nearest e2m1 magnitude {0, 0.5, 1, 1.5, 2, 3, 4, 6} with ties
+//      to the even code, then scaled back.
+//
+// x [rows, 128] bf16. 8 rows per block of 128 threads; the butterflies run
+// in shared memory (a barrier between stages).
+
+tile.kernel @v4_hadamard_fp4(%x: !tile.global<[?, 128], bf16>) {
+  %rows = tile.dim %x, 0 : !tile.global<[?, 128], bf16>
+  %c8_host = arith.constant 8 : index
+  %blocks = arith.ceildivui %rows, %c8_host : index
+  tile.launch (%block) in (%blocks) threads 128 {
+    %work = tile.alloc : !tile.shared<[8, 128], f32>
+    %values = tile.alloc : !tile.frag<[8, 4, 32], f32>
+    %amax = tile.alloc : !tile.shared<[8, 4], f32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %zero = arith.constant 0.0 : f32
+    %first_row = arith.muli %block, %c8 : index
+
+    tile.parallel (%r, %i) in [8, 128] {
+      %row = arith.addi %first_row, %r : index
+      %real = arith.cmpi ult, %row, %rows : index
+      %v = scf.if %real -> (f32) {
+        %b = tile.load %x[%row, %i] : !tile.global<[?, 128], bf16>
+        %f = arith.extf %b : bf16 to f32
+        scf.yield %f : f32
+      } else {
+        scf.yield %zero : f32
+      }
+      tile.store %v, %work[%r, %i] : !tile.shared<[8, 128], f32>
+    }
+    // Stage h pairs element i = (p / h) * 2h + p % h with i + h.
+    %h_last = arith.constant 64 : index
+    scf.for %stage = %c0 to %c8 step %c1 {
+      %stage_i = arith.index_cast %stage : index to i64
+      %one_i = arith.constant 1 : i64
+      %h_i = arith.shli %one_i, %stage_i : i64
+      %h = arith.index_cast %h_i : i64 to index
+      %active = arith.cmpi ule, %h, %h_last : index
+      scf.if %active {
+        tile.parallel (%r, %p) in [8, 64] {
+          %group = arith.divui %p, %h : index
+          %offset = arith.remui %p, %h : index
+          %two_h = arith.muli %h, %c2 : index
+          %base = arith.muli %group, %two_h : index
+          %i = arith.addi %base, %offset : index
+          %k = arith.addi %i, %h : index
+          %a = tile.load %work[%r, %i] : !tile.shared<[8, 128], f32>
+          %b = tile.load %work[%r, %k] : !tile.shared<[8, 128], f32>
+          %sum = arith.addf %a, %b : f32
+          %difference = arith.subf %a, %b : f32
+          tile.store %sum, %work[%r, %i] : !tile.shared<[8, 128], f32>
+          tile.store %difference, %work[%r, %k] : !tile.shared<[8, 128], f32>
+        }
+      }
+    }
+    %sqrt_n = arith.constant 11.3137084989847603904 : f32
+    tile.parallel (%r, %blk, %lane) in [8, 4, 32] {
+      %in_block = arith.muli %blk, %c32 : index
+      %i = arith.addi %in_block, %lane : index
+      %v = tile.load %work[%r, %i] : !tile.shared<[8, 128], f32>
+      %normalized = arith.divf %v, %sqrt_n : f32
+      tile.store %normalized, %values[%r, %blk, %lane] : !tile.frag<[8, 4, 32], f32>
+    }
+    tile.reduce absmax %values to %amax dim = 2
+        : !tile.frag<[8, 4, 32], f32> to !tile.shared<[8, 4], f32>
+    tile.parallel (%r, %blk, %lane) in [8, 4, 32] {
+      %row = arith.addi %first_row, %r : index
+      %real = arith.cmpi ult, %row, %rows : index
+      scf.if %real {
+        %v = tile.load %values[%r, %blk, %lane] : !tile.frag<[8, 4, 32], f32>
+        %m = tile.load %amax[%r, %blk] : !tile.shared<[8, 4], f32>
+        // scale = 2^e, e = ceil(log2(max(amax / 6, 2^-126))) from the bits:
+        // exponent field minus 127, plus one unless the mantissa is zero.
+        %six = arith.constant 6.0 : f32
+        %smallest = arith.constant 1.17549435e-38 : f32
+        %ratio = arith.divf %m, %six : f32
+        %floor = arith.maximumf %ratio, %smallest : f32
+        %bits = arith.bitcast %floor : f32 to i32
+        %c23 = arith.constant 23 : i32
+        %mantissa_mask = arith.constant 8388607 : i32
+        %zero_i = arith.constant 0 : i32
+        %one_i = arith.constant 1 : i32
+        %biased = arith.shrui %bits, %c23 : i32
+        %mantissa = arith.andi %bits, %mantissa_mask : i32
+        %inexact = arith.cmpi ne, %mantissa, %zero_i : i32
+        %round_up = arith.select %inexact, %one_i, %zero_i : i32
+        %scale_biased = arith.addi %biased, %round_up : i32
+        %scale_bits = arith.shli %scale_biased, %c23 : i32
+        %scale = arith.bitcast %scale_bits : i32 to f32
+        %scaled = arith.divf %v, %scale : f32
+        %magnitude = math.absf %scaled : f32
+        // Nearest e2m1 magnitude, ties to the even code (0, 1, 2, 4, 4, 6, 6).
+        %t0 = arith.constant 0.25 : f32
+        %t1 = arith.constant 0.75 : f32
+        %t2 = arith.constant 1.25 : f32
+        %t3 = arith.constant 1.75 : f32
+        %t4 = arith.constant 2.5 : f32
+        %t5 = arith.constant 3.5 : f32
+        %t6 = arith.constant 5.0 : f32
+        %q1 = arith.constant 0.5 : f32
+        %q2 = arith.constant 1.0 : f32
+        %q3 = arith.constant 1.5 : f32
+        %q4 = arith.constant 2.0 : f32
+        %q5 = arith.constant 3.0 : f32
+        %q6 = arith.constant 4.0 : f32
+        %q7 = arith.constant 6.0 : f32
+        %above0 = arith.cmpf ogt, %magnitude, %t0 : f32
+        %above1 = arith.cmpf oge, %magnitude, %t1 : f32
+        %above2 = arith.cmpf ogt, %magnitude, %t2 : f32
+        %above3 = arith.cmpf oge, %magnitude, %t3 : f32
+        %above4 = arith.cmpf ogt, %magnitude, %t4 : f32
+        %above5 = arith.cmpf oge, %magnitude, %t5 : f32
+        %above6 = arith.cmpf ogt, %magnitude, %t6 : f32
+        %s1 = arith.select %above0, %q1, %zero : f32
+        %s2 = arith.select %above1, %q2, %s1 : f32
+        %s3 = arith.select %above2, %q3, %s2 : f32
+        %s4 = arith.select %above3, %q4, %s3 : f32
+        %s5 = arith.select %above4, %q5, %s4 : f32
+        %s6 = arith.select %above5, %q6, %s5 : f32
+        %code = arith.select %above6, %q7, %s6 : f32
+        %signed = math.copysign %code, %scaled : f32
+        %restored = arith.mulf %signed, %scale : f32
+        %bf = arith.truncf %restored : f32 to bf16
+        %in_block = arith.muli %blk, %c32 : index
+        %i = arith.addi %in_block, %lane : index
+        tile.store %bf, %x[%row, %i] : !tile.global<[?, 128], bf16>
+      }
+    }
+  }
+}

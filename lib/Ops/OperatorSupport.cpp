@@ -1,0 +1,102 @@
+//===- OperatorSupport.cpp - What every operator file shares --------------===//
+
+#include "OperatorSupport.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <mutex>
+
+using namespace llvm;
+using namespace hisa::runtime;
+
+namespace hisa::ops::detail {
+
+Error argumentError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::invalid_argument),
+                           message);
+}
+
+/// `pointer` is given and aligned to `alignment` bytes (vector accesses and
+/// 16-byte cp.async / TMA pieces need it).
+Error checkPointer(const char *op, const char *name, const void *pointer,
+                   uint64_t alignment) {
+  if (!pointer)
+    return argumentError(formatv("{0}: {1} must not be NULL", op, name));
+  if (reinterpret_cast<uintptr_t>(pointer) % alignment)
+    return argumentError(formatv("{0}: {1} ({2}) must be {3}-byte aligned", op,
+                                 name, pointer, alignment));
+  return Error::success();
+}
+
+Error checkPointers(const char *op,
+                    std::initializer_list<PointerArgument> arguments) {
+  for (const PointerArgument &argument : arguments)
+    if (Error error = checkPointer(op, argument.name, argument.pointer,
+                                   argument.alignment))
+      return error;
+  return Error::success();
+}
+
+LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {
+  LaunchArgument arg;
+  arg.kind = KernelMetadata::Argument::Tensor;
+  arg.data = const_cast<void *>(data);
+  arg.sizes.assign(sizes.begin(), sizes.end());
+  return arg;
+}
+
+LaunchArgument integer(int64_t value) {
+  LaunchArgument arg;
+  arg.kind = KernelMetadata::Argument::Int;
+  arg.intValue = value;
+  return arg;
+}
+
+LaunchArgument floatScalar(double value) {
+  LaunchArgument arg;
+  arg.kind = KernelMetadata::Argument::Float;
+  arg.floatValue = value;
+  return arg;
+}
+
+Error runOperator(const char *kernelName, const std::string &params,
+                  ArrayRef<LaunchArgument> arguments, void *stream) {
+  // Operators call the same few specializations over and over: skip hashing
+  // the source for the cache key after the first call.
+  static std::mutex mutex;
+  static StringMap<LoadedKernel *> kernels;
+  std::string key = (Twine(kernelName) + "/" + params).str();
+  LoadedKernel *kernel;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    kernel = kernels.lookup(key);
+  }
+  if (!kernel) {
+    Expected<LoadedKernel *> loaded = Jit::get().getKernel(
+        getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
+    if (!loaded)
+      return loaded.takeError();
+    kernel = *loaded;
+    std::lock_guard<std::mutex> lock(mutex);
+    kernels[key] = kernel;
+  }
+  return kernel->launch(arguments, stream);
+}
+
+Error checkNonNegative(const char *op, const char *name, int64_t value) {
+  if (value < 0)
+    return argumentError(
+        formatv("{0}: {1} = {2} is negative", op, name, value));
+  return Error::success();
+}
+
+Error checkIndexRange(const char *op, const char *name, int64_t value) {
+  if (value > INT32_MAX)
+    return argumentError(formatv("{0}: {1} = {2} exceeds the int32 indices "
+                                 "(at most {3})",
+                                 op, name, value, INT32_MAX));
+  return Error::success();
+}
+
+} // namespace hisa::ops::detail

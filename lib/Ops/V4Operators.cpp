@@ -1,0 +1,277 @@
+//===- V4Operators.cpp - The DeepSeek-V4 attention layer's operators ------===//
+
+#include "hisa/Ops/V4Operators.h"
+
+#include "OperatorSupport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace llvm;
+using namespace hisa::runtime;
+
+namespace hisa::ops {
+using namespace detail;
+namespace {
+
+/// linear's tile (kernels-dsl/linear.mlir defaults): groups other than one
+/// need whole column tiles.
+constexpr int64_t kLinearBlockN = 256;
+constexpr int64_t kLinearBlockK = 64;
+/// The widest k the linear kernel is specialized for (its rows are a
+/// parameter: one specialization per k).
+constexpr int64_t kLinearMaxK = 16384;
+
+/// The width of the Compressor's rows: dim, twice with overlap.
+int64_t compressWidth(const CompressShape &shape) {
+  return (shape.overlap ? 2 : 1) * shape.dim;
+}
+
+Error checkCompress(const char *op, const CompressShape &shape) {
+  if (shape.batch < 1)
+    return argumentError(formatv("{0}: batch = {1} must be >= 1", op,
+                                 shape.batch));
+  if (shape.dim != 128 && shape.dim != 512)
+    return argumentError(
+        formatv("{0}: dim = {1}; supported: 128 (the indexer's keys), 512",
+                op, shape.dim));
+  if (shape.overlap ? shape.ratio != 4 : (shape.ratio < 1 || shape.ratio > 1024))
+    return argumentError(formatv(
+        "{0}: ratio = {1} with overlap = {2}; supported: 4 with overlap, 1 to "
+        "1024 without",
+        op, shape.ratio, shape.overlap ? 1 : 0));
+  if (shape.firstSlot < 0 || shape.slots < shape.firstSlot)
+    return argumentError(formatv(
+        "{0}: first_slot = {1} must lie in [0, slots = {2}]", op,
+        shape.firstSlot, shape.slots));
+  if (shape.tablePositions < 1)
+    return argumentError(formatv(
+        "{0}: the RoPE tables have {1} positions", op, shape.tablePositions));
+  return Error::success();
+}
+
+std::string compressParams(const CompressShape &shape, bool decode) {
+  return formatv("blocks={0},decode={1},overlap={2},quantize={3},ratio={4}",
+                 shape.dim / 64, decode ? 1 : 0, shape.overlap ? 1 : 0,
+                 shape.quantize ? 1 : 0, shape.ratio);
+}
+
+Error runCompress(const char *op, const void *kv, const void *score,
+                  const float *ape, const float *norm, const float *cos,
+                  const float *sin, float *stateKv, float *stateScore,
+                  void *out, const CompressShape &shape, int64_t rows,
+                  int64_t seq, float eps, bool decode, void *stream) {
+  if (Error error = checkCompress(op, shape))
+    return error;
+  if (Error error = checkPointers(op, {{"kv", kv, 2},
+                                       {"score", score, 2},
+                                       {"ape", ape, 4},
+                                       {"norm", norm, 4},
+                                       {"cos", cos, 4},
+                                       {"sin", sin, 4},
+                                       {"state_kv", stateKv, 4},
+                                       {"state_score", stateScore, 4},
+                                       {"out", out, 2}}))
+    return error;
+  int64_t width = compressWidth(shape);
+  LaunchArgument arguments[] = {
+      tensor(kv, {rows, width}),
+      tensor(score, {rows, width}),
+      tensor(ape, {shape.ratio, width}),
+      tensor(norm, {shape.dim}),
+      tensor(cos, {shape.tablePositions, 32}),
+      tensor(sin, {shape.tablePositions, 32}),
+      tensor(stateKv, {shape.batch, 2 * shape.ratio, width}),
+      tensor(stateScore, {shape.batch, 2 * shape.ratio, width}),
+      tensor(out, {shape.batch, shape.slots, shape.dim}),
+      integer(seq),
+      integer(shape.firstSlot),
+      floatScalar(eps)};
+  return runOperator("v4_compress", compressParams(shape, decode), arguments,
+                     stream);
+}
+
+} // namespace
+
+Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
+             int64_t k, int64_t groups, void *stream) {
+  const char *op = "linear";
+  if (Error error = checkNonNegative(op, "m", m))
+    return error;
+  if (n < 1 || groups < 1)
+    return argumentError(formatv(
+        "{0}: n = {1} and groups = {2} must be >= 1", op, n, groups));
+  if (k < kLinearBlockK || k % kLinearBlockK || k > kLinearMaxK)
+    return argumentError(formatv("{0}: k = {1} must be a multiple of {2} in "
+                                 "[{2}, {3}]",
+                                 op, k, kLinearBlockK, kLinearMaxK));
+  if (groups > 1 && n % kLinearBlockN)
+    return argumentError(formatv(
+        "{0}: with groups = {1}, n = {2} must be a multiple of {3} (a "
+        "partial tile would write the next group's columns)",
+        op, groups, n, kLinearBlockN));
+  if (Error error = checkIndexRange(op, "m", m))
+    return error;
+  if (Error error = checkIndexRange(op, "groups * n", groups * n))
+    return error;
+  if (m == 0)
+    return Error::success();
+  if (Error error = checkPointers(op, {{"x", x, 16}, {"w", w, 16}, {"y", y, 2}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(x, {m, groups * k}),
+                                tensor(w, {groups * n, k}),
+                                tensor(y, {m, groups * n})};
+  return runOperator(
+      "linear", formatv("groups={0},k={1},x_cols={2}", groups, k, groups * k),
+      arguments, stream);
+}
+
+Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,
+                int64_t dim, float eps, void *stream) {
+  const char *op = "v4_rmsnorm";
+  if (dim != 128 && dim != 256 && dim != 512 && dim != 1024 && dim != 2048 &&
+      dim != 4096)
+    return argumentError(formatv(
+        "{0}: dim = {1}; supported: 128, 256, 512, 1024, 2048, 4096", op, dim));
+  if (!(eps >= 0) || !std::isfinite(eps))
+    return argumentError(formatv("{0}: eps = {1} must be finite and >= 0",
+                                 op, eps));
+  if (Error error = checkNonNegative(op, "rows", rows))
+    return error;
+  if (rows == 0)
+    return Error::success();
+  if (Error error = checkPointers(
+          op, {{"x", x, 16}, {"weight", weight, 16}, {"out", out, 16}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(x, {rows, dim}), tensor(weight, {dim}),
+                                tensor(out, {rows, dim}), floatScalar(eps)};
+  return runOperator("v4_rmsnorm", formatv("dim={0}", dim), arguments, stream);
+}
+
+Error v4Rope(void *x, const float *cos, const float *sin, int64_t tokens,
+             int64_t heads, int64_t dim, int64_t seq, int64_t start,
+             int64_t tablePositions, bool inverse, void *stream) {
+  const char *op = "v4_rope";
+  if (Error error = checkNonNegative(op, "tokens", tokens))
+    return error;
+  if (heads < 1 || (dim != 128 && dim != 512))
+    return argumentError(formatv(
+        "{0}: heads = {1} must be >= 1 and dim = {2} 128 or 512", op, heads,
+        dim));
+  if (seq < 1 || start < 0 || start + std::min(seq, tokens) > tablePositions)
+    return argumentError(formatv(
+        "{0}: positions start + [0, min(seq, tokens)) = {1} + [0, {2}) must "
+        "lie inside the RoPE tables' {3} positions",
+        op, start, std::min(seq, tokens), tablePositions));
+  if (tokens == 0)
+    return Error::success();
+  if (Error error = checkPointers(
+          op, {{"x", x, 4}, {"cos", cos, 4}, {"sin", sin, 4}}))
+    return error;
+  LaunchArgument arguments[] = {
+      tensor(x, {tokens, heads, dim}), tensor(cos, {tablePositions, 32}),
+      tensor(sin, {tablePositions, 32}), integer(seq), integer(start)};
+  return runOperator("v4_rope",
+                     formatv("dim={0},inverse={1}", dim, inverse ? 1 : 0),
+                     arguments, stream);
+}
+
+Error v4Fp8Qdq(void *x, int64_t rows, void *stream) {
+  const char *op = "v4_fp8_qdq";
+  if (Error error = checkNonNegative(op, "rows", rows))
+    return error;
+  if (rows == 0)
+    return Error::success();
+  if (Error error = checkPointer(op, "x", x, 8))
+    return error;
+  LaunchArgument arguments[] = {tensor(x, {rows, 8, 64})};
+  return runOperator("v4_fp8_qdq", "", arguments, stream);
+}
+
+Error v4HadamardFp4(void *x, int64_t rows, void *stream) {
+  const char *op = "v4_hadamard_fp4";
+  if (Error error = checkNonNegative(op, "rows", rows))
+    return error;
+  if (rows == 0)
+    return Error::success();
+  if (Error error = checkPointer(op, "x", x, 2))
+    return error;
+  LaunchArgument arguments[] = {tensor(x, {rows, 128})};
+  return runOperator("v4_hadamard_fp4", "", arguments, stream);
+}
+
+Error v4CompressPrefill(const void *kv, const void *score, const float *ape,
+                        const float *norm, const float *cos, const float *sin,
+                        float *stateKv, float *stateScore, void *out,
+                        const CompressShape &shape, int64_t seq, float eps,
+                        void *stream) {
+  const char *op = "v4_compress_prefill";
+  if (seq < 1)
+    return argumentError(formatv("{0}: seq = {1} must be >= 1", op, seq));
+  if (shape.firstSlot + seq / std::max<int64_t>(shape.ratio, 1) > shape.slots)
+    return argumentError(formatv(
+        "{0}: {1} entries from slot {2} do not fit the {3} slots of out", op,
+        seq / std::max<int64_t>(shape.ratio, 1), shape.firstSlot,
+        shape.slots));
+  if (seq > shape.tablePositions)
+    return argumentError(formatv("{0}: seq = {1} exceeds the RoPE tables' {2} "
+                                 "positions",
+                                 op, seq, shape.tablePositions));
+  return runCompress(op, kv, score, ape, norm, cos, sin, stateKv, stateScore,
+                     out, shape, shape.batch * seq, seq, eps, false, stream);
+}
+
+Error v4CompressDecode(const void *kv, const void *score, const float *ape,
+                       const float *norm, const float *cos, const float *sin,
+                       float *stateKv, float *stateScore, void *out,
+                       const CompressShape &shape, int64_t position, float eps,
+                       void *stream) {
+  const char *op = "v4_compress_decode";
+  if (position < 0 || position >= shape.tablePositions)
+    return argumentError(formatv(
+        "{0}: position = {1} must lie in [0, {2}) (the RoPE tables)", op,
+        position, shape.tablePositions));
+  // Only a token that completes its group writes an entry.
+  bool completes = shape.ratio > 0 && (position + 1) % shape.ratio == 0;
+  if (completes && shape.firstSlot + position / shape.ratio >= shape.slots)
+    return argumentError(formatv(
+        "{0}: entry {1} of position {2} does not fit the {3} slots of out", op,
+        position / shape.ratio, position, shape.slots));
+  return runCompress(op, kv, score, ape, norm, cos, sin, stateKv, stateScore,
+                     out, shape, shape.batch, position, eps, true, stream);
+}
+
+Error v4Indices(int32_t *out, const IndexShape &shape, int64_t seq,
+                int64_t start, void *stream) {
+  const char *op = "v4_indices";
+  if (Error error = checkNonNegative(op, "tokens", shape.tokens))
+    return error;
+  if (shape.window < 1 || shape.slots < 0 || shape.ratio < 0 ||
+      (shape.ratio == 0 && shape.slots != 0))
+    return argumentError(formatv(
+        "{0}: window = {1}, slots = {2}, ratio = {3}: needs window >= 1 and "
+        "slots = 0 exactly when ratio = 0",
+        op, shape.window, shape.slots, shape.ratio));
+  if (shape.decode ? start < 0 : seq < 1)
+    return argumentError(formatv("{0}: seq = {1}, start = {2}", op, seq,
+                                 start));
+  if (Error error = checkIndexRange(op, "seq + slots", seq + shape.slots +
+                                                          shape.window))
+    return error;
+  if (shape.tokens == 0)
+    return Error::success();
+  if (Error error = checkPointer(op, "out", out, 4))
+    return error;
+  LaunchArgument arguments[] = {
+      tensor(out, {shape.tokens, shape.window + shape.slots}),
+      integer(std::max<int64_t>(seq, 1)), integer(start)};
+  return runOperator("v4_indices",
+                     formatv("csa={0},decode={1},ratio={2},window={3}",
+                             shape.csa ? 1 : 0, shape.decode ? 1 : 0,
+                             shape.ratio, shape.window),
+                     arguments, stream);
+}
+
+} // namespace hisa::ops

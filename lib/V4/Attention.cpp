@@ -1,0 +1,454 @@
+//===- Attention.cpp - The DeepSeek-V4 attention layer --------------------===//
+//
+// The layer's prefill and decode as sequences of operators (hisa/Ops) on the
+// caller's stream; the order of python/hisa/v4/reference.py's Attention.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hisa/V4/Attention.h"
+
+#include "hisa/Ops/Operators.h"
+#include "hisa/Ops/V4Operators.h"
+#include "hisa/Runtime/CudaDriver.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace llvm;
+using hisa::runtime::CudaDriver;
+
+namespace hisa::v4 {
+namespace {
+
+Error argumentError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::invalid_argument),
+                           message);
+}
+
+/// Device memory owned by the layer (cuMemAlloc / cuMemFree).
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() {
+    if (pointer)
+      if (CudaDriver *driver = CudaDriver::getIfLoaded())
+        (void)driver->memFree(pointer);
+  }
+
+  Error allocate(CudaDriver &driver, uint64_t bytes, const char *what) {
+    bytes_ = std::max<uint64_t>(bytes, 256);
+    CUresult result = driver.memAlloc(&pointer, bytes_);
+    if (result != CUDA_SUCCESS)
+      return createStringError(
+          std::make_error_code(std::errc::not_enough_memory),
+          formatv("v4 attention: allocating {0} ({1} bytes) failed: {2}",
+                  what, bytes_, driver.describe(result)));
+    return Error::success();
+  }
+
+  void *get() const { return reinterpret_cast<void *>(pointer); }
+  template <typename T> T *as() const { return static_cast<T *>(get()); }
+  uint64_t bytes() const { return bytes_; }
+
+private:
+  CUdeviceptr pointer = 0;
+  uint64_t bytes_ = 0;
+};
+
+/// Copies `rows` rows of `rowBytes` between pitched device buffers on
+/// `stream` (stream-ordered: capturable).
+Error copyRows(CudaDriver &driver, void *dst, uint64_t dstPitch,
+               const void *src, uint64_t srcPitch, uint64_t rowBytes,
+               uint64_t rows, void *stream) {
+  if (rows == 0 || rowBytes == 0)
+    return Error::success();
+  CUDA_MEMCPY2D copy = {};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = reinterpret_cast<CUdeviceptr>(src);
+  copy.srcPitch = srcPitch;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = reinterpret_cast<CUdeviceptr>(dst);
+  copy.dstPitch = dstPitch;
+  copy.WidthInBytes = rowBytes;
+  copy.Height = rows;
+  CUresult result =
+      driver.memcpy2DAsync(&copy, static_cast<CUstream>(stream));
+  if (result != CUDA_SUCCESS)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("v4 attention: cuMemcpy2DAsync of {0} rows of {1} bytes "
+                "failed: {2}",
+                rows, rowBytes, driver.describe(result)));
+  return Error::success();
+}
+
+char *offsetBytes(const void *base, uint64_t bytes) {
+  return static_cast<char *>(const_cast<void *>(base)) + bytes;
+}
+
+} // namespace
+
+struct Attention::Buffers {
+  CudaDriver *driver = nullptr;
+  DeviceBuffer cos, sin, ones;
+  DeviceBuffer kvCache, stateKv, stateScore;
+  // The workspace, one buffer per intermediate (sized for the largest call).
+  DeviceBuffer qr, q, kv, kvAll, compressKv, compressScore, indices, o, low,
+      attnWorkspace;
+  int64_t compressedCapacity = 0; ///< maxSeq / ratio (0: window only)
+  int64_t compressWidth = 0;      ///< the compressor's row width
+};
+
+Attention::Attention(const Config &config, const Weights &weights,
+                     int64_t batch, int64_t maxSeq)
+    : config_(config), weights_(weights), batch_(batch), maxSeq_(maxSeq),
+      buffers_(std::make_unique<Buffers>()) {}
+
+Attention::~Attention() = default;
+
+int64_t Attention::indexColumns() const {
+  // reference.Attention.compressed_slots: HCA sees every entry it may hold.
+  return kWindow + buffers_->compressedCapacity;
+}
+
+const void *Attention::kvCache() const { return buffers_->kvCache.get(); }
+
+const int32_t *Attention::lastIndices() const {
+  return buffers_->indices.as<int32_t>();
+}
+
+Expected<std::unique_ptr<Attention>>
+Attention::create(const Config &config, const Weights &weights, int64_t batch,
+                  int64_t maxSeq) {
+  const char *op = "v4_attention_create";
+  const Config &c = config;
+  if (c.compressRatio != 0 && c.compressRatio != 128 && c.compressRatio != 4)
+    return argumentError(formatv(
+        "{0}: compress_ratio = {1}; supported: 0, 4 (CSA), 128 (HCA)", op,
+        c.compressRatio));
+  if (c.compressRatio == 4)
+    return argumentError(formatv(
+        "{0}: compress_ratio = 4 (CSA) needs the indexer stage, which the "
+        "C++ layer does not have yet: only 0 and 128 are supported",
+        op));
+  if (batch < 1 || maxSeq < 1 || batch * maxSeq > INT32_MAX)
+    return argumentError(formatv(
+        "{0}: batch = {1}, max_seq = {2}: need batch, max_seq >= 1 and batch "
+        "* max_seq <= {3}",
+        op, batch, maxSeq, INT32_MAX));
+  if (c.heads < 1 || c.heads > 128 || c.oGroups < 1 || c.heads % c.oGroups)
+    return argumentError(formatv(
+        "{0}: heads = {1} (1 to 128) must split into o_groups = {2}", op,
+        c.heads, c.oGroups));
+  if (c.dim % 64 || c.dim < 64 || c.qLora % 128 || c.oLora % 256)
+    return argumentError(formatv(
+        "{0}: dim = {1} must be a multiple of 64, q_lora = {2} of 128 (a "
+        "norm dim), o_lora = {3} of 256 (the grouped projection's tile)",
+        op, c.dim, c.qLora, c.oLora));
+  if (!(c.eps >= 0) || !std::isfinite(c.eps))
+    return argumentError(formatv("{0}: eps = {1} must be finite and >= 0", op,
+                                 c.eps));
+  struct Named {
+    const char *name;
+    const void *pointer;
+  };
+  std::vector<Named> needed = {
+      {"wq_a", weights.wqA},   {"wq_b", weights.wqB},
+      {"wkv", weights.wkv},    {"wo_a", weights.woA},
+      {"wo_b", weights.woB},   {"q_norm", weights.qNorm},
+      {"kv_norm", weights.kvNorm}, {"attn_sink", weights.attnSink}};
+  if (c.compressRatio)
+    needed.insert(needed.end(), {{"c_wkv", weights.cWkv},
+                                 {"c_wgate", weights.cWgate},
+                                 {"c_ape", weights.cApe},
+                                 {"c_norm", weights.cNorm}});
+  for (const Named &weight : needed)
+    if (!weight.pointer)
+      return argumentError(
+          formatv("{0}: weight {1} must not be NULL", op, weight.name));
+
+  Expected<CudaDriver &> driverOr = CudaDriver::get();
+  if (!driverOr)
+    return driverOr.takeError();
+  CudaDriver &driver = *driverOr;
+  if (Expected<CUcontext> context = driver.ensureContext(); !context)
+    return context.takeError();
+
+  std::unique_ptr<Attention> layer(
+      new Attention(config, weights, batch, maxSeq));
+  Buffers &b = *layer->buffers_;
+  b.driver = &driver;
+  b.compressedCapacity = c.compressRatio ? maxSeq / c.compressRatio : 0;
+  b.compressWidth = (c.compressRatio == 4 ? 2 : 1) * kHeadDim;
+  int64_t tokens = batch * maxSeq;
+  int64_t columns = layer->indexColumns();
+  // Sparse attention splits the indices of few tokens over several blocks
+  // through a workspace: the largest need over every prompt length (short
+  // prompts split, long ones do not) and decode (one token).
+  uint64_t attnBytes = 0;
+  for (int64_t seq = 1; seq <= std::min<int64_t>(maxSeq, 4096); ++seq) {
+    uint64_t bytes = 0;
+    if (Error error = ops::sparseAttnWorkspaceSize(batch, seq, c.heads,
+                                                   columns, &bytes))
+      return std::move(error);
+    attnBytes = std::max(attnBytes, bytes);
+  }
+  struct Piece {
+    DeviceBuffer *buffer;
+    uint64_t bytes;
+    const char *what;
+  };
+  uint64_t bf16 = 2;
+  Piece pieces[] = {
+      {&b.cos, uint64_t(maxSeq) * 32 * 4, "the RoPE cos table"},
+      {&b.sin, uint64_t(maxSeq) * 32 * 4, "the RoPE sin table"},
+      {&b.ones, kHeadDim * 4, "the q head norm's weight"},
+      {&b.kvCache, uint64_t(batch) * (kWindow + b.compressedCapacity) *
+                       kHeadDim * bf16,
+       "the kv cache"},
+      {&b.stateKv,
+       uint64_t(batch) * 2 * c.compressRatio * b.compressWidth * 4,
+       "the compressor state"},
+      {&b.stateScore,
+       uint64_t(batch) * 2 * c.compressRatio * b.compressWidth * 4,
+       "the compressor state"},
+      {&b.qr, uint64_t(tokens) * c.qLora * bf16, "q_lora activations"},
+      {&b.q, uint64_t(tokens) * c.heads * kHeadDim * bf16, "q"},
+      {&b.kv, uint64_t(tokens) * kHeadDim * bf16, "kv"},
+      {&b.kvAll, uint64_t(batch) * (maxSeq + b.compressedCapacity) *
+                     kHeadDim * bf16,
+       "the prefill kv"},
+      {&b.compressKv,
+       c.compressRatio ? uint64_t(tokens) * b.compressWidth * bf16 : 0,
+       "compressor kv"},
+      {&b.compressScore,
+       c.compressRatio ? uint64_t(tokens) * b.compressWidth * bf16 : 0,
+       "compressor scores"},
+      {&b.indices, uint64_t(tokens) * columns * 4, "index rows"},
+      {&b.o, uint64_t(tokens) * c.heads * kHeadDim * bf16,
+       "attention output"},
+      {&b.low, uint64_t(tokens) * c.oGroups * c.oLora * bf16,
+       "o_lora activations"},
+      {&b.attnWorkspace, attnBytes,
+       "the sparse attention workspace"}};
+  for (Piece &piece : pieces)
+    if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
+      return std::move(error);
+
+  // RoPE tables as the reference computes them: angles in double, then
+  // cos / sin rounded to f32.
+  double theta = c.compressRatio ? c.compressRopeTheta : c.ropeTheta;
+  std::vector<float> cosTable(maxSeq * 32), sinTable(maxSeq * 32);
+  for (int64_t p = 0; p < maxSeq; ++p)
+    for (int64_t i = 0; i < 32; ++i) {
+      double inverse = std::pow(theta, -double(2 * i) / kRopeDim);
+      double angle = double(p) * inverse;
+      cosTable[p * 32 + i] = static_cast<float>(std::cos(angle));
+      sinTable[p * 32 + i] = static_cast<float>(std::sin(angle));
+    }
+  std::vector<float> ones(kHeadDim, 1.0f);
+  auto upload = [&](DeviceBuffer &buffer,
+                    const std::vector<float> &host) -> Error {
+    CUresult result =
+        driver.memcpyHtoD(reinterpret_cast<CUdeviceptr>(buffer.get()),
+                          host.data(), host.size() * sizeof(float));
+    if (result != CUDA_SUCCESS)
+      return createStringError(inconvertibleErrorCode(),
+                               formatv("v4 attention: uploading a table "
+                                       "failed: {0}",
+                                       driver.describe(result)));
+    return Error::success();
+  };
+  if (Error error = upload(b.cos, cosTable))
+    return std::move(error);
+  if (Error error = upload(b.sin, sinTable))
+    return std::move(error);
+  if (Error error = upload(b.ones, ones))
+    return std::move(error);
+  return layer;
+}
+
+Error Attention::prefill(const void *x, int64_t seq, void *out, void *stream) {
+  if (seq < 1 || seq > maxSeq_)
+    return argumentError(formatv(
+        "v4_attention_prefill: seq = {0} must lie in [1, max_seq = {1}]", seq,
+        maxSeq_));
+  return forward(x, seq, out, /*decode=*/false, stream);
+}
+
+Error Attention::decode(const void *x, void *out, void *stream) {
+  if (length_ < 1)
+    return argumentError(
+        "v4_attention_decode: no prefill yet (decode continues a prompt)");
+  if (length_ >= maxSeq_)
+    return argumentError(formatv(
+        "v4_attention_decode: the sequences hold max_seq = {0} tokens already",
+        maxSeq_));
+  return forward(x, 1, out, /*decode=*/true, stream);
+}
+
+Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
+                         void *stream) {
+  const char *op = decode ? "v4_attention_decode" : "v4_attention_prefill";
+  if (!x || !out)
+    return argumentError(formatv("{0}: {1} must not be NULL", op,
+                                 !x ? "x" : "out"));
+  const Config &c = config_;
+  const Weights &w = weights_;
+  Buffers &b = *buffers_;
+  CudaDriver &driver = *b.driver;
+  int64_t tokens = batch_ * seq;
+  int64_t start = decode ? length_ : 0;
+  int64_t ratio = c.compressRatio;
+  int64_t capacity = b.compressedCapacity;
+  int64_t cacheRows = kWindow + capacity;
+  uint64_t rowBytes = kHeadDim * 2;
+  float eps = c.eps;
+  const float *cos = b.cos.as<float>(), *sin = b.sin.as<float>();
+
+  // q: wq_a, q_norm, wq_b, the per-head norm, RoPE.
+  if (Error error =
+          ops::linear(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim, 1, stream))
+    return error;
+  if (Error error = ops::v4Rmsnorm(b.qr.get(), w.qNorm, b.qr.get(), tokens,
+                                   c.qLora, eps, stream))
+    return error;
+  if (Error error = ops::linear(b.qr.get(), w.wqB, b.q.get(), tokens,
+                                c.heads * kHeadDim, c.qLora, 1, stream))
+    return error;
+  if (Error error =
+          ops::v4Rmsnorm(b.q.get(), b.ones.as<float>(), b.q.get(),
+                         tokens * c.heads, kHeadDim, eps, stream))
+    return error;
+  if (Error error = ops::v4Rope(b.q.get(), cos, sin, tokens, c.heads, kHeadDim,
+                                seq, start, maxSeq_, false, stream))
+    return error;
+
+  // kv: wkv, kv_norm, fp8 of the first 448 dims, RoPE.
+  if (Error error =
+          ops::linear(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim, 1, stream))
+    return error;
+  if (Error error = ops::v4Rmsnorm(b.kv.get(), w.kvNorm, b.kv.get(), tokens,
+                                   kHeadDim, eps, stream))
+    return error;
+  if (Error error = ops::v4Fp8Qdq(b.kv.get(), tokens, stream))
+    return error;
+  if (Error error = ops::v4Rope(b.kv.get(), cos, sin, tokens, 1, kHeadDim,
+                                seq, start, maxSeq_, false, stream))
+    return error;
+
+  // What sparse attention reads: prefill, the prompt's kv then its
+  // compressed entries ([batch, seq + entries] rows); decode, the cache.
+  int64_t entries = ratio && !decode ? seq / ratio : 0;
+  int64_t nkv = decode ? cacheRows : seq + entries;
+  void *attnKv = decode ? b.kvCache.get() : b.kvAll.get();
+  if (decode) {
+    // The token's ring slot.
+    if (Error error = copyRows(
+            driver, offsetBytes(b.kvCache.get(), (start % kWindow) * rowBytes),
+            cacheRows * rowBytes, b.kv.get(), rowBytes, rowBytes, batch_,
+            stream))
+      return error;
+  } else {
+    if (Error error = copyRows(driver, b.kvAll.get(), nkv * rowBytes,
+                               b.kv.get(), seq * rowBytes, seq * rowBytes,
+                               batch_, stream))
+      return error;
+  }
+
+  if (ratio) {
+    int64_t width = b.compressWidth;
+    if (Error error = ops::linear(x, w.cWkv, b.compressKv.get(), tokens, width,
+                                  c.dim, 1, stream))
+      return error;
+    if (Error error = ops::linear(x, w.cWgate, b.compressScore.get(), tokens,
+                                  width, c.dim, 1, stream))
+      return error;
+    ops::CompressShape shape;
+    shape.batch = batch_;
+    shape.dim = kHeadDim;
+    shape.ratio = ratio;
+    shape.overlap = ratio == 4;
+    shape.quantize = true;
+    shape.tablePositions = maxSeq_;
+    if (decode) {
+      shape.slots = cacheRows;
+      shape.firstSlot = kWindow;
+      if (Error error = ops::v4CompressDecode(
+              b.compressKv.get(), b.compressScore.get(), w.cApe, w.cNorm, cos,
+              sin, b.stateKv.as<float>(), b.stateScore.as<float>(),
+              b.kvCache.get(), shape, start, eps, stream))
+        return error;
+    } else {
+      shape.slots = nkv;
+      shape.firstSlot = seq;
+      if (Error error = ops::v4CompressPrefill(
+              b.compressKv.get(), b.compressScore.get(), w.cApe, w.cNorm, cos,
+              sin, b.stateKv.as<float>(), b.stateScore.as<float>(),
+              b.kvAll.get(), shape, seq, eps, stream))
+        return error;
+      // The entries also go to the cache's compressed region.
+      if (Error error = copyRows(
+              driver, offsetBytes(b.kvCache.get(), kWindow * rowBytes),
+              cacheRows * rowBytes,
+              offsetBytes(b.kvAll.get(), seq * rowBytes), nkv * rowBytes,
+              entries * rowBytes, batch_, stream))
+        return error;
+    }
+  }
+
+  // Index rows, sparse attention, the inverse RoPE, wo_a (grouped), wo_b.
+  ops::IndexShape indexShape;
+  indexShape.tokens = tokens;
+  indexShape.window = kWindow;
+  indexShape.slots = capacity;
+  indexShape.ratio = ratio;
+  indexShape.decode = decode;
+  indexShape.csa = false;
+  if (Error error = ops::v4Indices(b.indices.as<int32_t>(), indexShape, seq,
+                                   start, stream))
+    return error;
+  if (Error error = ops::sparseAttn(
+          b.q.get(), attnKv, w.attnSink, b.indices.as<int32_t>(), b.o.get(),
+          nullptr, batch_, seq, c.heads, nkv, indexColumns(),
+          1.0f / std::sqrt(float(kHeadDim)), b.attnWorkspace.get(),
+          b.attnWorkspace.bytes(), stream))
+    return error;
+  if (Error error = ops::v4Rope(b.o.get(), cos, sin, tokens, c.heads, kHeadDim,
+                                seq, start, maxSeq_, true, stream))
+    return error;
+  int64_t groupWidth = c.heads / c.oGroups * kHeadDim;
+  if (Error error = ops::linear(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,
+                                groupWidth, c.oGroups, stream))
+    return error;
+  if (Error error = ops::linear(b.low.get(), w.woB, out, tokens, c.dim,
+                                c.oGroups * c.oLora, 1, stream))
+    return error;
+
+  if (!decode) {
+    // The ring: token p of the prompt's last 128 at slot p % 128 (two runs
+    // when they wrap).
+    int64_t first = std::max<int64_t>(0, seq - kWindow);
+    int64_t firstSlot = first % kWindow;
+    int64_t run = std::min(seq - first, kWindow - firstSlot);
+    if (Error error = copyRows(
+            driver, offsetBytes(b.kvCache.get(), firstSlot * rowBytes),
+            cacheRows * rowBytes, offsetBytes(b.kv.get(), first * rowBytes),
+            seq * rowBytes, run * rowBytes, batch_, stream))
+      return error;
+    if (Error error = copyRows(
+            driver, b.kvCache.get(), cacheRows * rowBytes,
+            offsetBytes(b.kv.get(), (first + run) * rowBytes), seq * rowBytes,
+            (seq - first - run) * rowBytes, batch_, stream))
+      return error;
+  }
+  length_ = start + seq;
+  return Error::success();
+}
+
+} // namespace hisa::v4

@@ -1,0 +1,147 @@
+"""hisa.v4.Attention: the DeepSeek-V4 attention layer on hisa's kernels,
+through the C ABI (hisa_v4_attention_*; the layer itself is C++, lib/V4).
+
+    layer = hisa.v4.Attention(config, weights, batch=2, max_seq=4096)
+    out = layer.forward(x, start_pos=0)            # prefill, x [B, S, dim] bf16
+    out = layer.forward(x_next, start_pos=S)       # decode, x_next [B, 1, dim]
+
+`config` is a hisa.v4.reference.Config (or anything with its fields);
+`weights` maps the names of reference.random_weights to CUDA tensors, which
+the layer converts once (bf16 matrices, f32 vectors) and keeps. The layer
+owns its caches, sized at construction; calls allocate nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Dict
+
+import torch
+
+from .. import _lib
+from .._lib import InvalidArgumentError
+from .._torch_util import ensure_context, stream_handle
+
+_MATRICES = ("wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate", "i_wq", "i_weights",
+             "i_wkv", "i_wgate")
+_VECTORS = ("q_norm", "kv_norm", "attn_sink", "c_ape", "c_norm", "i_ape", "i_norm")
+
+
+class Attention:
+    """One V4 attention layer with its kv cache and compressor state."""
+
+    def __init__(self, config, weights: Dict[str, torch.Tensor], batch: int, max_seq: int):
+        self.config = config
+        device = weights["wq_a"].device
+        if device.type != "cuda":
+            raise InvalidArgumentError(f"weights must be CUDA tensors, wq_a is on {device}")
+        self.device = device
+        # The layer reads the weights in place: keep converted copies alive.
+        self._weights = {}
+        for name, tensor in weights.items():
+            if name in _MATRICES:
+                self._weights[name] = tensor.to(device=device, dtype=torch.bfloat16).contiguous()
+            elif name in _VECTORS:
+                self._weights[name] = tensor.to(device=device, dtype=torch.float32).contiguous()
+            else:
+                raise InvalidArgumentError(f"unknown weight {name!r}")
+        c = _lib.HisaV4Config(
+            dim=config.dim, heads=config.heads, q_lora=config.q_lora, o_groups=config.o_groups,
+            o_lora=config.o_lora, compress_ratio=config.compress_ratio,
+            index_heads=config.index_heads, index_topk=config.index_topk, eps=config.eps,
+            rope_theta=config.rope_theta, compress_rope_theta=config.compress_rope_theta)
+        w = _lib.HisaV4Weights(**{name: t.data_ptr() for name, t in self._weights.items()})
+        handle = ctypes.c_void_p()
+        runtime = _lib.lib()
+        with torch.cuda.device(device):
+            ensure_context(device)
+            status = runtime.hisa_v4_attention_create(ctypes.byref(c), ctypes.byref(w), batch,
+                                                      max_seq, ctypes.byref(handle))
+        _lib.check(status, "hisa_v4_attention_create", f"batch={batch}, max_seq={max_seq}")
+        self._handle = handle
+        self.batch, self.max_seq = batch, max_seq
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            _lib.lib().hisa_v4_attention_destroy(handle)
+            self._handle = None
+
+    # -- state -----------------------------------------------------------------------
+    def _info(self):
+        length, columns = ctypes.c_int64(), ctypes.c_int64()
+        cache, indices = ctypes.c_void_p(), ctypes.c_void_p()
+        status = _lib.lib().hisa_v4_attention_info(self._handle, ctypes.byref(length),
+                                                   ctypes.byref(columns), ctypes.byref(cache),
+                                                   ctypes.byref(indices))
+        _lib.check(status, "hisa_v4_attention_info")
+        return length.value, columns.value, cache.value, indices.value
+
+    @property
+    def length(self) -> int:
+        return self._info()[0]
+
+    def kv_cache(self) -> torch.Tensor:
+        """A copy of the kv cache [B, 128 + max_seq // ratio, 512] bf16."""
+        _, _, pointer, _ = self._info()
+        ratio = self.config.compress_ratio
+        rows = 128 + (self.max_seq // ratio if ratio else 0)
+        return _copy_from(pointer, (self.batch, rows, 512), torch.bfloat16, self.device)
+
+    def last_indices(self, tokens: int) -> torch.Tensor:
+        """A copy of the last call's index rows [tokens, columns] int32."""
+        _, columns, _, pointer = self._info()
+        return _copy_from(pointer, (tokens, columns), torch.int32, self.device)
+
+    # -- forward ---------------------------------------------------------------------
+    def forward(self, x: torch.Tensor, start_pos: int) -> torch.Tensor:
+        """Prefill (start_pos 0, x [B, S, dim]) or decode (start_pos = the
+        tokens so far, x [B, 1, dim]); returns [B, S, dim] bf16."""
+        if x.device != self.device:
+            raise InvalidArgumentError(f"x is on {x.device}, the layer on {self.device}")
+        if x.dim() != 3 or x.shape[0] != self.batch or x.shape[2] != self.config.dim:
+            raise InvalidArgumentError(
+                f"x must be [batch={self.batch}, tokens, dim={self.config.dim}], got "
+                f"{list(x.shape)}")
+        x = x.to(torch.bfloat16).contiguous()
+        out = torch.empty_like(x)
+        runtime = _lib.lib()
+        with torch.cuda.device(self.device):
+            ensure_context(self.device)
+            stream = stream_handle(self.device)
+            if start_pos == 0:
+                status = runtime.hisa_v4_attention_prefill(self._handle, x.data_ptr(),
+                                                           x.shape[1], out.data_ptr(), stream)
+                name = "hisa_v4_attention_prefill"
+            else:
+                if x.shape[1] != 1:
+                    raise InvalidArgumentError(
+                        f"decode takes one token per sequence, x has {x.shape[1]}")
+                if start_pos != self.length:
+                    raise InvalidArgumentError(
+                        f"start_pos = {start_pos}, but the sequences hold {self.length} "
+                        "tokens: decode continues them")
+                status = runtime.hisa_v4_attention_decode(self._handle, x.data_ptr(),
+                                                          out.data_ptr(), stream)
+                name = "hisa_v4_attention_decode"
+        _lib.check(status, name, f"x {list(x.shape)}, start_pos={start_pos}")
+        return out
+
+    __call__ = forward
+
+
+class _DeviceArray:
+    """Device memory the layer owns, seen through __cuda_array_interface__."""
+
+    def __init__(self, pointer: int, shape, dtype):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": "<i4" if dtype == torch.int32 else "<i2",
+            "data": (pointer, True), "version": 3, "strides": None}
+
+
+def _copy_from(pointer: int, shape, dtype, device) -> torch.Tensor:
+    """A copy of device memory the layer owns (after the device is idle)."""
+    torch.cuda.synchronize(device)
+    view = torch.as_tensor(_DeviceArray(pointer, shape, dtype), device=device)
+    # bf16 travels as int16 (the interface has no bf16 type string).
+    return view.clone().view(dtype)

@@ -1,0 +1,107 @@
+//===- V4AttentionTest.cpp - Argument checks of the V4 layer --------------===//
+//
+// hisa_v4_attention_create checks the configuration and the weights before
+// it loads the driver or allocates: these run without a GPU, through the C
+// ABI (status and hisa_last_error()).
+//
+//===----------------------------------------------------------------------===//
+
+#include "hisa/Runtime/hisa_runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdint>
+#include <string>
+
+namespace {
+
+const void *fake(uintptr_t address) {
+  return reinterpret_cast<const void *>(address);
+}
+
+hisa_v4_config smallConfig(int64_t ratio) {
+  hisa_v4_config config = {};
+  config.dim = 256;
+  config.heads = 16;
+  config.q_lora = 256;
+  config.o_groups = 2;
+  config.o_lora = 256;
+  config.compress_ratio = ratio;
+  config.index_heads = 64;
+  config.index_topk = 512;
+  config.eps = 1e-6f;
+  config.rope_theta = 10000.0f;
+  config.compress_rope_theta = 160000.0f;
+  return config;
+}
+
+hisa_v4_weights allWeights() {
+  hisa_v4_weights w = {};
+  w.wq_a = w.wq_b = w.wkv = w.wo_a = w.wo_b = fake(0x10000);
+  w.q_norm = w.kv_norm = w.attn_sink = static_cast<const float *>(fake(0x20000));
+  w.c_wkv = w.c_wgate = fake(0x30000);
+  w.c_ape = w.c_norm = static_cast<const float *>(fake(0x40000));
+  return w;
+}
+
+std::string createError(const hisa_v4_config &config,
+                        const hisa_v4_weights &weights, int64_t batch = 1,
+                        int64_t maxSeq = 64) {
+  hisa_v4_attention *layer = nullptr;
+  int status = hisa_v4_attention_create(&config, &weights, batch, maxSeq,
+                                        &layer);
+  EXPECT_EQ(status, HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(layer, nullptr);
+  return hisa_last_error();
+}
+
+TEST(V4Attention, RefusesUnsupportedRatiosAndCsaForNow) {
+  EXPECT_NE(createError(smallConfig(7), allWeights()).find("compress_ratio = 7"),
+            std::string::npos);
+  std::string csa = createError(smallConfig(4), allWeights());
+  EXPECT_NE(csa.find("CSA"), std::string::npos) << csa;
+}
+
+TEST(V4Attention, ChecksDimensions) {
+  hisa_v4_config config = smallConfig(128);
+  config.o_lora = 100;
+  EXPECT_NE(createError(config, allWeights()).find("o_lora = 100"),
+            std::string::npos);
+  config = smallConfig(0);
+  config.heads = 12;
+  config.o_groups = 8;
+  EXPECT_NE(createError(config, allWeights()).find("o_groups = 8"),
+            std::string::npos);
+  EXPECT_NE(createError(smallConfig(0), allWeights(), 0).find("batch = 0"),
+            std::string::npos);
+}
+
+TEST(V4Attention, NamesAMissingWeight) {
+  hisa_v4_weights weights = allWeights();
+  weights.c_wgate = nullptr;
+  EXPECT_NE(createError(smallConfig(128), weights).find("c_wgate"),
+            std::string::npos);
+  // Window-only layers need no compressor weights.
+  weights = allWeights();
+  weights.wkv = nullptr;
+  EXPECT_NE(createError(smallConfig(0), weights).find("wkv"), std::string::npos);
+}
+
+TEST(V4Attention, NullArguments) {
+  hisa_v4_config config = smallConfig(0);
+  hisa_v4_weights weights = allWeights();
+  hisa_v4_attention *layer = nullptr;
+  EXPECT_EQ(hisa_v4_attention_create(nullptr, &weights, 1, 8, &layer),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(hisa_v4_attention_create(&config, &weights, 1, 8, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(hisa_v4_attention_prefill(nullptr, fake(0x10000), 4,
+                                      const_cast<void *>(fake(0x10000)),
+                                      nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("layer must not be NULL"),
+            std::string::npos);
+  hisa_v4_attention_destroy(nullptr); // a no-op
+}
+
+} // namespace
