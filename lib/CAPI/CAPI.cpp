@@ -284,7 +284,8 @@ struct hisa_v4_attention {
 
 int hisa_v4_attention_create(const hisa_v4_config *config,
                              const hisa_v4_weights *weights, int64_t batch,
-                             int64_t max_seq, hisa_v4_attention **layer) {
+                             int64_t max_seq, int64_t max_prefill_tokens,
+                             hisa_v4_attention **layer) {
   if (!config || !weights || !layer)
     return statusOf(createStringError(
         std::make_error_code(std::errc::invalid_argument),
@@ -322,7 +323,7 @@ int hisa_v4_attention_create(const hisa_v4_config *config,
   w.iApe = weights->i_ape;
   w.iNorm = weights->i_norm;
   Expected<std::unique_ptr<hisa::v4::Attention>> created =
-      hisa::v4::Attention::create(c, w, batch, max_seq);
+      hisa::v4::Attention::create(c, w, batch, max_seq, max_prefill_tokens);
   if (!created)
     return statusOf(created.takeError());
   *layer = new hisa_v4_attention{std::move(*created)};
@@ -364,6 +365,12 @@ int hisa_v4_attention_info(const hisa_v4_attention *layer, int64_t *length,
   if (last_indices)
     *last_indices = layer->layer->lastIndices();
   return HISA_OK;
+}
+
+int hisa_v4_attention_set_length(hisa_v4_attention *layer, int64_t length) {
+  if (Error error = checkLayer(layer, "v4_attention_set_length"))
+    return statusOf(std::move(error));
+  return statusOf(layer->layer->setLength(length));
 }
 
 void hisa_v4_attention_destroy(hisa_v4_attention *layer) { delete layer; }

@@ -105,9 +105,19 @@ struct Attention::Buffers {
 };
 
 Attention::Attention(const Config &config, const Weights &weights,
-                     int64_t batch, int64_t maxSeq)
+                     int64_t batch, int64_t maxSeq, int64_t maxPrefillTokens)
     : config_(config), weights_(weights), batch_(batch), maxSeq_(maxSeq),
+      maxPrefillTokens_(maxPrefillTokens),
       buffers_(std::make_unique<Buffers>()) {}
+
+Error Attention::setLength(int64_t length) {
+  if (length < 1 || length > maxSeq_)
+    return argumentError(formatv(
+        "v4_attention_set_length: length = {0} must lie in [1, max_seq = {1}]",
+        length, maxSeq_));
+  length_ = length;
+  return Error::success();
+}
 
 Attention::~Attention() = default;
 
@@ -124,7 +134,7 @@ const int32_t *Attention::lastIndices() const {
 
 Expected<std::unique_ptr<Attention>>
 Attention::create(const Config &config, const Weights &weights, int64_t batch,
-                  int64_t maxSeq) {
+                  int64_t maxSeq, int64_t maxPrefillTokens) {
   const char *op = "v4_attention_create";
   const Config &c = config;
   if (c.compressRatio != 0 && c.compressRatio != 128 && c.compressRatio != 4)
@@ -179,19 +189,28 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   if (Expected<CUcontext> context = driver.ensureContext(); !context)
     return context.takeError();
 
+  if (maxPrefillTokens < 0)
+    return argumentError(formatv("{0}: max_prefill_tokens = {1} is negative",
+                                 op, maxPrefillTokens));
+  // At least one token per sequence (decode's), at most every position.
+  int64_t prefillTokens =
+      maxPrefillTokens == 0
+          ? batch * maxSeq
+          : std::clamp<int64_t>(maxPrefillTokens, batch, batch * maxSeq);
   std::unique_ptr<Attention> layer(
-      new Attention(config, weights, batch, maxSeq));
+      new Attention(config, weights, batch, maxSeq, prefillTokens));
   Buffers &b = *layer->buffers_;
   b.driver = &driver;
   b.compressedCapacity = c.compressRatio ? maxSeq / c.compressRatio : 0;
   b.compressWidth = (c.compressRatio == 4 ? 2 : 1) * kHeadDim;
-  int64_t tokens = batch * maxSeq;
+  int64_t tokens = prefillTokens;
   int64_t columns = layer->indexColumns();
   // Sparse attention splits the indices of few tokens over several blocks
   // through a workspace: the largest need over every prompt length (short
   // prompts split, long ones do not) and decode (one token).
   uint64_t attnBytes = 0;
-  for (int64_t seq = 1; seq <= std::min<int64_t>(maxSeq, 4096); ++seq) {
+  for (int64_t seq = 1; seq <= std::min<int64_t>(tokens / batch, 4096);
+       ++seq) {
     uint64_t bytes = 0;
     if (Error error = ops::sparseAttnWorkspaceSize(batch, seq, c.heads,
                                                    columns, &bytes))
@@ -220,8 +239,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       {&b.qr, uint64_t(tokens) * c.qLora * bf16, "q_lora activations"},
       {&b.q, uint64_t(tokens) * c.heads * kHeadDim * bf16, "q"},
       {&b.kv, uint64_t(tokens) * kHeadDim * bf16, "kv"},
-      {&b.kvAll, uint64_t(batch) * (maxSeq + b.compressedCapacity) *
-                     kHeadDim * bf16,
+      {&b.kvAll, uint64_t(tokens + batch * b.compressedCapacity) * kHeadDim *
+                     bf16,
        "the prefill kv"},
       {&b.compressKv,
        c.compressRatio ? uint64_t(tokens) * b.compressWidth * bf16 : 0,
@@ -274,10 +293,11 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
 }
 
 Error Attention::prefill(const void *x, int64_t seq, void *out, void *stream) {
-  if (seq < 1 || seq > maxSeq_)
+  if (seq < 1 || seq > maxSeq_ || batch_ * seq > maxPrefillTokens_)
     return argumentError(formatv(
-        "v4_attention_prefill: seq = {0} must lie in [1, max_seq = {1}]", seq,
-        maxSeq_));
+        "v4_attention_prefill: seq = {0} must lie in [1, max_seq = {1}] with "
+        "batch * seq <= max_prefill_tokens = {2} (batch {3})",
+        seq, maxSeq_, maxPrefillTokens_, batch_));
   return forward(x, seq, out, /*decode=*/false, stream);
 }
 

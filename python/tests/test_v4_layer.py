@@ -86,6 +86,10 @@ def test_errors_name_the_problem():
         layer.forward(torch.randn(1, 65, config.dim, device="cuda").bfloat16(), 0)
     with pytest.raises(hisa.InvalidArgumentError, match=r"x must be \[batch=1"):
         layer.forward(torch.randn(2, 3, config.dim, device="cuda").bfloat16(), 0)
+    bounded = hisa.v4.Attention(config, {k: v.cuda() for k, v in ref.random_weights(
+        config).items() if not k.startswith("i_")}, 1, 64, max_prefill_tokens=16)
+    with pytest.raises(hisa.InvalidArgumentError, match="max_prefill_tokens = 16"):
+        bounded.forward(torch.randn(1, 17, config.dim, device="cuda").bfloat16(), 0)
     csa = small_config(4)
     weights = {k: v.cuda() for k, v in ref.random_weights(csa).items()}
     with pytest.raises(hisa.InvalidArgumentError, match="CSA"):

@@ -48,7 +48,7 @@ std::string createError(const hisa_v4_config &config,
                         const hisa_v4_weights &weights, int64_t batch = 1,
                         int64_t maxSeq = 64) {
   hisa_v4_attention *layer = nullptr;
-  int status = hisa_v4_attention_create(&config, &weights, batch, maxSeq,
+  int status = hisa_v4_attention_create(&config, &weights, batch, maxSeq, 0,
                                         &layer);
   EXPECT_EQ(status, HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(layer, nullptr);
@@ -91,9 +91,9 @@ TEST(V4Attention, NullArguments) {
   hisa_v4_config config = smallConfig(0);
   hisa_v4_weights weights = allWeights();
   hisa_v4_attention *layer = nullptr;
-  EXPECT_EQ(hisa_v4_attention_create(nullptr, &weights, 1, 8, &layer),
+  EXPECT_EQ(hisa_v4_attention_create(nullptr, &weights, 1, 8, 0, &layer),
             HISA_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(hisa_v4_attention_create(&config, &weights, 1, 8, nullptr),
+  EXPECT_EQ(hisa_v4_attention_create(&config, &weights, 1, 8, 0, nullptr),
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(hisa_v4_attention_prefill(nullptr, fake(0x10000), 4,
                                       const_cast<void *>(fake(0x10000)),

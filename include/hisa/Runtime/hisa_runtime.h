@@ -177,7 +177,8 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
 /* The DeepSeek-V4 attention layer (KERNELS.md "The V4 attention layer
  * around the kernel"; python/hisa/v4/reference.py), with its caches:
  * create allocates them and a workspace once for `batch` sequences of up to
- * `max_seq` tokens (the same length in every sequence); prefill (x [batch,
+ * `max_seq` tokens (the same length in every sequence; prefills of at most
+ * max_prefill_tokens = batch * seq tokens, 0: batch * max_seq); prefill (x [batch,
  * seq, dim] bf16 -> out [batch, seq, dim] bf16, positions 0 .. seq - 1)
  * and decode (x [batch, dim] -> out [batch, dim], the token at position
  * `length` of every sequence) allocate nothing. Weights are the caller's
@@ -206,6 +207,7 @@ typedef struct hisa_v4_attention hisa_v4_attention;
 HISA_EXPORT int hisa_v4_attention_create(const hisa_v4_config *config,
                                          const hisa_v4_weights *weights,
                                          int64_t batch, int64_t max_seq,
+                                         int64_t max_prefill_tokens,
                                          hisa_v4_attention **layer);
 HISA_EXPORT int hisa_v4_attention_prefill(hisa_v4_attention *layer,
                                           const void *x, int64_t seq, void *out,
@@ -220,6 +222,11 @@ HISA_EXPORT int hisa_v4_attention_info(const hisa_v4_attention *layer,
                                        int64_t *length, int64_t *index_columns,
                                        const void **kv_cache,
                                        const int32_t **last_indices);
+/* Benchmarks and tests only: pretend the sequences hold `length` tokens
+ * (the caches keep whatever they hold), to time decode at a long context
+ * without its prefill. */
+HISA_EXPORT int hisa_v4_attention_set_length(hisa_v4_attention *layer,
+                                             int64_t length);
 HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
 
 /* Dense attention forward, bf16: q, k, v, o [batch, heads, seq_len, dim]

@@ -62,11 +62,12 @@ struct Weights {
 class Attention {
 public:
   /// Checks the configuration and weights, allocates the caches and the
-  /// workspace (for prefills of up to batch * maxSeq tokens) on the current
-  /// device and fills the RoPE tables.
+  /// workspace (for prefills of up to maxPrefillTokens = batch * seq
+  /// tokens; 0: batch * maxSeq) on the current device and fills the RoPE
+  /// tables.
   static llvm::Expected<std::unique_ptr<Attention>>
   create(const Config &config, const Weights &weights, int64_t batch,
-         int64_t maxSeq);
+         int64_t maxSeq, int64_t maxPrefillTokens = 0);
   ~Attention();
 
   /// x [batch, seq, dim] bf16 -> out [batch, seq, dim] bf16; resets the
@@ -78,6 +79,10 @@ public:
   llvm::Error decode(const void *x, void *out, void *stream);
 
   int64_t length() const { return length_; }
+  /// Benchmarks and tests only: pretend the sequences hold `length` tokens
+  /// (the caches keep whatever they hold), e.g. to time decode at a long
+  /// context without its prefill. 1 <= length <= maxSeq.
+  llvm::Error setLength(int64_t length);
   int64_t batch() const { return batch_; }
   /// Columns of the index rows (window + compressed slots).
   int64_t indexColumns() const;
@@ -93,13 +98,13 @@ public:
 private:
   struct Buffers;
   Attention(const Config &config, const Weights &weights, int64_t batch,
-            int64_t maxSeq);
+            int64_t maxSeq, int64_t maxPrefillTokens);
   llvm::Error forward(const void *x, int64_t seq, void *out, bool decode,
                       void *stream);
 
   Config config_;
   Weights weights_;
-  int64_t batch_, maxSeq_, length_ = 0;
+  int64_t batch_, maxSeq_, maxPrefillTokens_, length_ = 0;
   std::unique_ptr<Buffers> buffers_;
 };
 

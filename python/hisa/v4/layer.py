@@ -30,7 +30,8 @@ _VECTORS = ("q_norm", "kv_norm", "attn_sink", "c_ape", "c_norm", "i_ape", "i_nor
 class Attention:
     """One V4 attention layer with its kv cache and compressor state."""
 
-    def __init__(self, config, weights: Dict[str, torch.Tensor], batch: int, max_seq: int):
+    def __init__(self, config, weights: Dict[str, torch.Tensor], batch: int, max_seq: int,
+                 max_prefill_tokens: int = 0):
         self.config = config
         device = weights["wq_a"].device
         if device.type != "cuda":
@@ -56,7 +57,8 @@ class Attention:
         with torch.cuda.device(device):
             ensure_context(device)
             status = runtime.hisa_v4_attention_create(ctypes.byref(c), ctypes.byref(w), batch,
-                                                      max_seq, ctypes.byref(handle))
+                                                      max_seq, max_prefill_tokens,
+                                                      ctypes.byref(handle))
         _lib.check(status, "hisa_v4_attention_create", f"batch={batch}, max_seq={max_seq}")
         self._handle = handle
         self.batch, self.max_seq = batch, max_seq
@@ -80,6 +82,12 @@ class Attention:
     @property
     def length(self) -> int:
         return self._info()[0]
+
+    def set_length(self, length: int) -> None:
+        """Benchmarks and tests only: pretend the sequences hold `length`
+        tokens (the caches keep whatever they hold)."""
+        _lib.check(_lib.lib().hisa_v4_attention_set_length(self._handle, length),
+                   "hisa_v4_attention_set_length", f"length={length}")
 
     def kv_cache(self) -> torch.Tensor:
         """A copy of the kv cache [B, 128 + max_seq // ratio, 512] bf16."""

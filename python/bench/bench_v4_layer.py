@@ -1,0 +1,209 @@
+"""DeepSeek-V4 attention layer (hisa.v4.Attention, the C++ layer of lib/V4)
+on V4-Flash dimensions: prefill of one layer at S tokens (B = 1) with the
+time split by kernel (torch.profiler's CUDA activity, grouped: projections,
+compressor, sparse attention, the rest), each projection against cuBLAS bf16
+on its shape, and a decode step at B sequences of a long context (set_length:
+the caches are not filled by a prefill of that length, their contents do not
+change the work) eager and replayed from a CUDA graph, against the memory
+floor (weights + gathered kv rows at the copy bandwidth of this run).
+
+Ratio 4 (CSA) is not in the table: the C++ layer does not have its indexer
+stage yet and refuses it.
+
+    python3 python/bench/bench_v4_layer.py [--seq 65536] [--decode-batch 64]
+        [--context 65536] [--out table.md]
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import hisa  # noqa: E402
+from hisa.v4 import reference as ref  # noqa: E402
+from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noqa: E402
+from bench_mqa import bench  # noqa: E402
+
+GROUPS = (("linear", "projections"), ("v4_compress", "compressor"),
+          ("sparse_attn", "sparse attention"))
+
+
+def flash_weights(config):
+    """V4-Flash shapes, random values (the work does not depend on them)."""
+    weights = ref.random_weights(config, device="cuda")
+    return {k: v for k, v in weights.items() if not k.startswith("i_")}
+
+
+def kernel_split(fn):
+    """{group: seconds} of one call of fn from torch.profiler's kernels."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    split = {}
+    for event in prof.events():
+        if event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        group = next((label for prefix, label in GROUPS if event.name.startswith(prefix)),
+                     "the rest")
+        split[group] = split.get(group, 0.0) + event.device_time_total * 1e-6
+    return split
+
+
+def projection_rows(config, tokens, lines):
+    """Each projection of the layer: hisa's linear against torch (cuBLAS)."""
+    c = config
+    shapes = [("wq_a", tokens, c.q_lora, c.dim, 1), ("wq_b", tokens, c.heads * 512, c.q_lora, 1),
+              ("wkv", tokens, 512, c.dim, 1), ("c_wkv / c_wgate", tokens, 512, c.dim, 1),
+              ("wo_a (8 groups)", tokens, c.o_lora, c.heads // c.o_groups * 512, c.o_groups),
+              ("wo_b", tokens, c.dim, c.o_groups * c.o_lora, 1)]
+    lines += ["", fmt_row(["projection", "M", "N", "K", "groups", "hisa (ms)", "cuBLAS (ms)",
+                           "TFLOP/s", "% of cuBLAS"]),
+              fmt_row(["---"] + ["---:"] * 8)]
+    worst = 1e9
+    for name, m, n, k, groups in shapes:
+        x = torch.randn(m, groups * k, device="cuda").bfloat16()
+        w = torch.randn(groups * n, k, device="cuda").bfloat16()
+        y = torch.empty(m, groups * n, device="cuda").bfloat16()
+        kernel = hisa.jit.get_kernel("linear", {"k": k, "groups": groups, "x_cols": groups * k})
+        t_hisa = bench(lambda: kernel.launch(x, w, y))
+        if groups == 1:
+            t_ref = bench(lambda: torch.matmul(x, w.T))
+        else:
+            xs = x.view(m, groups, k).transpose(0, 1)
+            ws = w.view(groups, n, k)
+            t_ref = bench(lambda: torch.bmm(xs, ws.transpose(1, 2)))
+        flops = 2 * m * n * k * groups
+        worst = min(worst, t_ref / t_hisa)
+        lines.append(fmt_row([name, str(m), str(n), str(k), str(groups), f"{t_hisa * 1e3:.3f}",
+                              f"{t_ref * 1e3:.3f}", f"{flops / t_hisa / 1e12:.0f}",
+                              f"{100 * t_ref / t_hisa:.0f}"]))
+    torch.cuda.empty_cache()
+    return worst
+
+
+def prefill_rows(ratio, seq, lines):
+    config = ref.Config(compress_ratio=ratio)
+    weights = flash_weights(config)
+    layer = hisa.v4.Attention(config, weights, 1, seq)
+    x = torch.randn(1, seq, config.dim, device="cuda").bfloat16()
+    t = bench(lambda: layer.forward(x, 0), reps=3, batch=2)
+    split = kernel_split(lambda: layer.forward(x, 0))
+    total = sum(split.values())
+    cells = [f"{ratio}", f"{seq}", f"{t * 1e3:.2f}"]
+    for _, label in GROUPS:
+        cells.append(f"{split.get(label, 0) * 1e3:.2f} ({100 * split.get(label, 0) / total:.0f}%)")
+    cells.append(f"{split.get('the rest', 0) * 1e3:.2f} "
+                 f"({100 * split.get('the rest', 0) / total:.0f}%)")
+    lines.append(fmt_row(cells))
+    torch.cuda.empty_cache()
+
+
+def decode_rows(ratio, batch, context, copy_bw, lines):
+    config = ref.Config(compress_ratio=ratio)
+    weights = flash_weights(config)
+    layer = hisa.v4.Attention(config, weights, batch, context + 8,
+                              max_prefill_tokens=batch * 128)
+    prompt = torch.randn(batch, 128, config.dim, device="cuda").bfloat16()
+    layer.forward(prompt, 0)
+    layer.set_length(context)
+    x = torch.randn(batch, 1, config.dim, device="cuda").bfloat16()
+    position = [context]
+
+    def step():
+        out = layer.forward(x, position[0])
+        layer.set_length(position[0])   # stay at the same context
+        return out
+
+    eager = bench(step, reps=5, batch=5)
+    # Host time per step: the wall clock of synchronized back-to-back steps.
+    import time
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - start) / 20
+    graph_time = None
+    try:
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            step()
+            with torch.cuda.graph(graph, stream=stream):
+                layer.forward(x, position[0])
+        layer.set_length(context)
+        graph_time = bench(graph.replay, reps=5, batch=10)
+        graph_cell = f"{graph_time * 1e6:.0f}"
+    except Exception as exc:  # the table says why
+        graph_cell = f"capture failed: {str(exc).splitlines()[0][:60]}"
+    # The floor: every weight read once, the gathered kv rows (window + the
+    # visible compressed entries), at this run's copy bandwidth.
+    matrices = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate"}
+    weight_bytes = sum(v.numel() * (2 if k in matrices else 4) for k, v in weights.items())
+    rows = 128 + (context // ratio if ratio else 0)
+    kv_bytes = batch * rows * 512 * 2
+    floor = (weight_bytes + kv_bytes) / copy_bw
+    best = graph_time or eager
+    lines.append(fmt_row([f"{ratio}", f"{batch}", f"{context}", f"{eager * 1e6:.0f}",
+                          graph_cell, f"{wall * 1e6:.0f}",
+                          f"{(weight_bytes + kv_bytes) / 1e6:.0f}", f"{floor * 1e6:.0f}",
+                          f"{100 * floor / best:.0f}"]))
+    torch.cuda.empty_cache()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out")
+    parser.add_argument("--seq", type=int, default=65536)
+    parser.add_argument("--decode-batch", type=int, default=64)
+    parser.add_argument("--context", type=int, default=65536)
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("bench_v4_layer: no CUDA GPU", file=sys.stderr)
+        return 2
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    timer = Timer()
+    copy_t, copy_bytes = copy_bandwidth(timer, 2.0, 10)
+    copy_bw = copy_bytes / copy_t
+    a = torch.randn(8192, 8192, device="cuda").bfloat16()
+    t_gemm = bench(lambda: a @ a)
+    lines = [f"# DeepSeek-V4 attention layer (V4-Flash dims) on {props.name}", "",
+             f"torch {torch.__version__}; cuBLAS bf16 8192^3 {2 * 8192**3 / t_gemm / 1e12:.0f} "
+             f"TFLOP/s, copy {copy_bw / 1e9:.0f} GB/s (this run). CSA (ratio 4) not "
+             "available: the C++ layer has no indexer stage yet.", "",
+             fmt_row(["ratio", "S", "prefill (ms)", "projections", "compressor",
+                      "sparse attention", "the rest"]),
+             fmt_row(["---"] * 2 + ["---:"] * 5)]
+    errors = 0
+    for ratio in (128, 0):
+        try:
+            prefill_rows(ratio, args.seq, lines)
+        except Exception as exc:
+            errors += 1
+            lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]] + [""] * 4))
+    projection_rows(ref.Config(), args.seq, lines)
+    lines += ["", fmt_row(["ratio", "B", "context", "decode step eager (us)",
+                           "CUDA graph (us)", "host wall per step (us)", "bytes (MB)",
+                           "memory floor (us)", "% of floor"]),
+              fmt_row(["---"] * 3 + ["---:"] * 6)]
+    for ratio in (128, 0):
+        try:
+            decode_rows(ratio, args.decode_batch, args.context, copy_bw, lines)
+        except Exception as exc:
+            errors += 1
+            lines.append(fmt_row([str(ratio), str(args.decode_batch), str(args.context),
+                                  f"error: {exc}"[:120]] + [""] * 5))
+    return emit_table(lines, args.out, errors)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
