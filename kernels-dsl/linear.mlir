@@ -1,6 +1,8 @@
 // y = x * w^T in bf16 (f32 accumulation), the projections of the V4
 // attention layer: x [M, x_cols = groups * k] bf16, w [groups * n, k] bf16 (a
-// torch Linear's weight, [out, in]), y [M, groups * n] bf16. Group g
+// torch Linear's weight, [out, in]), y [M, y_cols = groups * n] bf16 (static
+// row lengths: the epilogue stores each thread's column pairs as one 32-bit
+// word). Group g
 // multiplies x's columns [g k, (g + 1) k) by w's rows [g n, (g + 1) n) into
 // y's columns [g n, (g + 1) n): the grouped wo_a projection is one launch
 // (groups = 1: a plain linear layer). The main loop is bf16_gemm's (two
@@ -11,12 +13,12 @@
 
 tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
                     %w: !tile.global<[?, k], bf16>,
-                    %y: !tile.global<[?, ?], bf16>)
-    params {k = 4096, groups = 1, x_cols = 4096, block_m = 128, block_n = 256, block_k = 64} {
+                    %y: !tile.global<[?, y_cols], bf16>)
+    params {k = 4096, n = 4096, groups = 1, x_cols = 4096, y_cols = 4096,
+            block_m = 128, block_n = 256, block_k = 64} {
   %m = tile.dim %x, 0 : !tile.global<[?, x_cols], bf16>
-  %w_rows = tile.dim %w, 0 : !tile.global<[?, k], bf16>
   %groups = tile.param "groups" : index
-  %n = arith.divui %w_rows, %groups : index
+  %n = tile.param "n" : index
   %block_m = tile.param "block_m" : index
   %block_n = tile.param "block_n" : index
   %grid_m = arith.ceildivui %m, %block_m : index
@@ -30,9 +32,7 @@ tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
     %c1 = arith.constant 1 : index
     %k = tile.param "k" : index
     %block_k = tile.param "block_k" : index
-    %groups_in = tile.param "groups" : index
-    %w_rows_in = tile.dim %w, 0 : !tile.global<[?, k], bf16>
-    %n_in = arith.divui %w_rows_in, %groups_in : index
+    %n_in = tile.param "n" : index
     %steps = arith.ceildivui %k, %block_k : index
     %row0 = arith.muli %by, %block_m : index
     %col_in_group = arith.muli %bx, %block_n : index
@@ -55,6 +55,6 @@ tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
     tile.cast %acc to %rounded
         : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>
     tile.copy %rounded to %y[%row0, %y_col0]
-        : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, ?], bf16>
+        : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>
   }
 }

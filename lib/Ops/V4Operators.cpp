@@ -123,8 +123,19 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
   LaunchArgument arguments[] = {tensor(x, {m, groups * k}),
                                 tensor(w, {groups * n, k}),
                                 tensor(y, {m, groups * n})};
+  // Decode-sized m (one token per sequence): 64 x 64 tiles with deeper k
+  // steps, so that the weights stream through more blocks (with 128 x 256
+  // tiles wo_b's 4096 columns gave 16 blocks: 16 SMs reading 64 MiB).
+  bool skinny = m <= 64;
+  int64_t blockM = skinny ? 64 : 128, blockN = skinny ? 64 : kLinearBlockN,
+          blockK = skinny ? 128 : kLinearBlockK;
+  if (k % blockK)
+    blockK = kLinearBlockK;
   return runOperator(
-      "linear", formatv("groups={0},k={1},x_cols={2}", groups, k, groups * k),
+      "linear",
+      formatv("block_k={0},block_m={1},block_n={2},groups={3},k={4},n={5},"
+              "x_cols={6},y_cols={7}",
+              blockK, blockM, blockN, groups, k, n, groups * k, groups * n),
       arguments, stream);
 }
 

@@ -144,7 +144,7 @@ class _DeviceArray:
     def __init__(self, pointer: int, shape, dtype):
         self.__cuda_array_interface__ = {
             "shape": tuple(shape), "typestr": "<i4" if dtype == torch.int32 else "<i2",
-            "data": (pointer, True), "version": 3, "strides": None}
+            "data": (pointer, False), "version": 3, "strides": None}
 
 
 def _copy_from(pointer: int, shape, dtype, device) -> torch.Tensor:
