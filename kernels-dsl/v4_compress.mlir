@@ -5,7 +5,9 @@
 // tokens of the gate scores plus the position bias ape[t % ratio], then gets
 // the RMSNorm, the RoPE of its first position j * ratio on the last 64 dims
 // and (quantize = 1) the fp8 quantize-dequantize of the other dims in blocks
-// of 64, and is written straight into the cache: out[b, first_slot + j].
+// of 64, or (quantize = 2, the CSA indexer's keys, dim 128) the Hadamard
+// transform and fp4 quantize-dequantize of the whole entry, and is written
+// straight into the cache: out[b, first_slot + j].
 //
 // overlap = 1 (ratio 4, CSA): rows are 2 * dim wide; entry j pools the
 // previous group's tokens on columns [0, dim) and its own group's on
@@ -64,6 +66,7 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
     %normed = tile.alloc : !tile.shared<[blocks, 64], f32>
     %amax = tile.alloc : !tile.shared<[blocks], f32>
     %block_sums = tile.alloc : !tile.shared<[blocks], f32>
+    %amax32 = tile.alloc : !tile.shared<[blocks, 2], f32>
 
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -80,7 +83,7 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
     %overlap_p = tile.param "overlap" : index
     %overlap = arith.cmpi ne, %overlap_p, %c0 : index
     %quantize_p = tile.param "quantize" : index
-    %quantize = arith.cmpi ne, %quantize_p, %c0 : index
+    %quantize = arith.cmpi eq, %quantize_p, %c1 : index
     %decode_param = tile.param "decode" : index
     %decode = arith.cmpi ne, %decode_param, %c0 : index
     %halves = arith.select %overlap, %c2, %c1 : index
@@ -286,28 +289,137 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
         tile.store %kept, %result[%blk, %lane] : !tile.frag<[blocks, 64], f32>
       }
 
-      // fp8 quantize-dequantize of the other blocks: scale amax / 448.
-      tile.reduce absmax %result to %amax dim = 1
-          : !tile.frag<[blocks, 64], f32> to !tile.shared<[blocks], f32>
       %slot = arith.addi %first_slot, %j : index
-      tile.parallel (%blk, %lane) in [blocks, 64] {
-        %v = tile.load %result[%blk, %lane] : !tile.frag<[blocks, 64], f32>
-        %m = tile.load %amax[%blk] : !tile.shared<[blocks], f32>
-        %ratio_f = arith.divf %m, %fp8_max : f32
-        %nonzero = arith.cmpf ogt, %ratio_f, %zero : f32
-        %scale = arith.select %nonzero, %ratio_f, %one : f32
-        %scaled = arith.divf %v, %scale : f32
-        %code = arith.truncf %scaled : f32 to f8E4M3FN
-        %back = arith.extf %code : f8E4M3FN to f32
-        %restored = arith.mulf %back, %scale : f32
-        %is_rope = arith.cmpi eq, %blk, %rope_block : index
-        %exact = arith.xori %quantize, %true : i1
-        %keep = arith.ori %is_rope, %exact : i1
-        %final = arith.select %keep, %v, %restored : f32
-        %bf = arith.truncf %final : f32 to bf16
-        %in_block = arith.muli %blk, %c64 : index
-        %d = arith.addi %in_block, %lane : index
-        tile.store %bf, %out[%b, %slot, %d] : !tile.global<[?, ?, ?], bf16>
+      %fp4_mode = arith.cmpi eq, %quantize_p, %c2 : index
+      scf.if %fp4_mode {
+        // quantize = 2 (the indexer's keys, dim 128): the Walsh-Hadamard
+        // transform in shared memory (v4_hadamard_fp4's butterflies and
+        // order), then fp4 (e2m1) in blocks of 32 with power-of-two scales.
+        tile.parallel (%blk, %lane) in [blocks, 64] {
+          %v = tile.load %result[%blk, %lane] : !tile.frag<[blocks, 64], f32>
+          tile.store %v, %normed[%blk, %lane] : !tile.shared<[blocks, 64], f32>
+        }
+        %c8 = arith.constant 8 : index
+        %h_last = arith.constant 64 : index
+        scf.for %stage = %c0 to %c8 step %c1 {
+          %stage_i = arith.index_cast %stage : index to i64
+          %one_i64 = arith.constant 1 : i64
+          %h_i = arith.shli %one_i64, %stage_i : i64
+          %h = arith.index_cast %h_i : i64 to index
+          %active = arith.cmpi ule, %h, %h_last : index
+          scf.if %active {
+            tile.parallel (%p) in [64] {
+              %group = arith.divui %p, %h : index
+              %offset = arith.remui %p, %h : index
+              %two_h = arith.muli %h, %c2 : index
+              %base = arith.muli %group, %two_h : index
+              %i = arith.addi %base, %offset : index
+              %k = arith.addi %i, %h : index
+              %i_blk = arith.divui %i, %c64 : index
+              %i_lane = arith.remui %i, %c64 : index
+              %k_blk = arith.divui %k, %c64 : index
+              %k_lane = arith.remui %k, %c64 : index
+              %a = tile.load %normed[%i_blk, %i_lane] : !tile.shared<[blocks, 64], f32>
+              %bv = tile.load %normed[%k_blk, %k_lane] : !tile.shared<[blocks, 64], f32>
+              %sum_ab = arith.addf %a, %bv : f32
+              %difference = arith.subf %a, %bv : f32
+              tile.store %sum_ab, %normed[%i_blk, %i_lane] : !tile.shared<[blocks, 64], f32>
+              tile.store %difference, %normed[%k_blk, %k_lane] : !tile.shared<[blocks, 64], f32>
+            }
+          }
+        }
+        %sqrt_n = arith.constant 11.3137084989847603904 : f32
+        tile.parallel (%blk, %lane) in [blocks, 64] {
+          %v = tile.load %normed[%blk, %lane] : !tile.shared<[blocks, 64], f32>
+          %transformed = arith.divf %v, %sqrt_n : f32
+          tile.store %transformed, %result[%blk, %lane] : !tile.frag<[blocks, 64], f32>
+        }
+        %quarters = tile.view %result
+            : !tile.frag<[blocks, 64], f32> to !tile.frag<[blocks, 2, 32], f32>
+        tile.reduce absmax %quarters to %amax32 dim = 2
+            : !tile.frag<[blocks, 2, 32], f32> to !tile.shared<[blocks, 2], f32>
+        tile.parallel (%blk, %half, %lane) in [blocks, 2, 32] {
+          %v = tile.load %quarters[%blk, %half, %lane] : !tile.frag<[blocks, 2, 32], f32>
+          %m = tile.load %amax32[%blk, %half] : !tile.shared<[blocks, 2], f32>
+          %six = arith.constant 6.0 : f32
+          %smallest = arith.constant 1.17549435e-38 : f32
+          %ratio_6 = arith.divf %m, %six : f32
+          %floor = arith.maximumf %ratio_6, %smallest : f32
+          %bits = arith.bitcast %floor : f32 to i32
+          %c23 = arith.constant 23 : i32
+          %mantissa_mask = arith.constant 8388607 : i32
+          %zero_i = arith.constant 0 : i32
+          %one_i = arith.constant 1 : i32
+          %biased = arith.shrui %bits, %c23 : i32
+          %mantissa = arith.andi %bits, %mantissa_mask : i32
+          %inexact = arith.cmpi ne, %mantissa, %zero_i : i32
+          %round_up = arith.select %inexact, %one_i, %zero_i : i32
+          %scale_biased = arith.addi %biased, %round_up : i32
+          %scale_bits = arith.shli %scale_biased, %c23 : i32
+          %scale = arith.bitcast %scale_bits : i32 to f32
+          %scaled = arith.divf %v, %scale : f32
+          %magnitude = math.absf %scaled : f32
+          %t0 = arith.constant 0.25 : f32
+          %t1 = arith.constant 0.75 : f32
+          %t2 = arith.constant 1.25 : f32
+          %t3 = arith.constant 1.75 : f32
+          %t4 = arith.constant 2.5 : f32
+          %t5 = arith.constant 3.5 : f32
+          %t6 = arith.constant 5.0 : f32
+          %q1 = arith.constant 0.5 : f32
+          %q2 = arith.constant 1.0 : f32
+          %q3 = arith.constant 1.5 : f32
+          %q4 = arith.constant 2.0 : f32
+          %q5 = arith.constant 3.0 : f32
+          %q6 = arith.constant 4.0 : f32
+          %q7 = arith.constant 6.0 : f32
+          %above0 = arith.cmpf ogt, %magnitude, %t0 : f32
+          %above1 = arith.cmpf oge, %magnitude, %t1 : f32
+          %above2 = arith.cmpf ogt, %magnitude, %t2 : f32
+          %above3 = arith.cmpf oge, %magnitude, %t3 : f32
+          %above4 = arith.cmpf ogt, %magnitude, %t4 : f32
+          %above5 = arith.cmpf oge, %magnitude, %t5 : f32
+          %above6 = arith.cmpf ogt, %magnitude, %t6 : f32
+          %s1 = arith.select %above0, %q1, %zero : f32
+          %s2 = arith.select %above1, %q2, %s1 : f32
+          %s3 = arith.select %above2, %q3, %s2 : f32
+          %s4 = arith.select %above3, %q4, %s3 : f32
+          %s5 = arith.select %above4, %q5, %s4 : f32
+          %s6 = arith.select %above5, %q6, %s5 : f32
+          %code = arith.select %above6, %q7, %s6 : f32
+          %signed = math.copysign %code, %scaled : f32
+          %restored = arith.mulf %signed, %scale : f32
+          %bf = arith.truncf %restored : f32 to bf16
+          %c32 = arith.constant 32 : index
+          %in_block = arith.muli %blk, %c64 : index
+          %in_half = arith.muli %half, %c32 : index
+          %base_d = arith.addi %in_block, %in_half : index
+          %d = arith.addi %base_d, %lane : index
+          tile.store %bf, %out[%b, %slot, %d] : !tile.global<[?, ?, ?], bf16>
+        }
+      } else {
+        // fp8 quantize-dequantize of the other blocks: scale amax / 448.
+        tile.reduce absmax %result to %amax dim = 1
+            : !tile.frag<[blocks, 64], f32> to !tile.shared<[blocks], f32>
+        tile.parallel (%blk, %lane) in [blocks, 64] {
+          %v = tile.load %result[%blk, %lane] : !tile.frag<[blocks, 64], f32>
+          %m = tile.load %amax[%blk] : !tile.shared<[blocks], f32>
+          %ratio_f = arith.divf %m, %fp8_max : f32
+          %nonzero = arith.cmpf ogt, %ratio_f, %zero : f32
+          %scale = arith.select %nonzero, %ratio_f, %one : f32
+          %scaled = arith.divf %v, %scale : f32
+          %code = arith.truncf %scaled : f32 to f8E4M3FN
+          %back = arith.extf %code : f8E4M3FN to f32
+          %restored = arith.mulf %back, %scale : f32
+          %is_rope = arith.cmpi eq, %blk, %rope_block : index
+          %exact = arith.xori %quantize, %true : i1
+          %keep = arith.ori %is_rope, %exact : i1
+          %final = arith.select %keep, %v, %restored : f32
+          %bf = arith.truncf %final : f32 to bf16
+          %in_block = arith.muli %blk, %c64 : index
+          %d = arith.addi %in_block, %lane : index
+          tile.store %bf, %out[%b, %slot, %d] : !tile.global<[?, ?, ?], bf16>
+        }
       }
     }
   }

@@ -6,15 +6,17 @@
 // prefill (decode = 0): token t is position i = t % seq of its sequence;
 //   window entry w is position i - window + 1 + w (-1 before 0);
 //   compressed entry e is seq + e while e < (i + 1) / ratio (HCA: every
-//   visible entry; CSA's part comes from the indexer's top-k instead, and
-//   this kernel writes -1 there).
+//   visible entry; CSA (csa = 1): the indexer's selection selected[t, e]
+//   (entry numbers, -1 padded) instead, plus the same offset).
 // decode (decode = 1): the token of each sequence is position p = start;
 //   window entry w is the ring slot (p - window + 1 + w) % window of that
 //   token (-1 before 0); compressed entry e is window + e while visible.
 // ratio 0: no compressed part (slots = 0 is not allowed by shapes: pass
 // slots = 1 and read only the window part). One block per token.
 
-tile.kernel @v4_indices(%out: !tile.global<[?, ?], i32>, %seq: index, %start: index)
+tile.kernel @v4_indices(%out: !tile.global<[?, ?], i32>,
+                        %selected: !tile.global<[?, ?], i32>,
+                        %seq: index, %start: index)
     params {window = 128, ratio = 128, decode = 0, csa = 0} {
   %tokens = tile.dim %out, 0 : !tile.global<[?, ?], i32>
   tile.launch (%t) in (%tokens) threads 128 {
@@ -61,13 +63,22 @@ tile.kernel @v4_indices(%out: !tile.global<[?, ?], i32>, %seq: index, %start: in
             scf.yield %result : i32
           } else {
             %e = arith.subi %j, %window : index
-            %seen = arith.cmpi ult, %e, %visible : index
-            %hca = arith.xori %is_csa, %true : i1
-            %shown_ratio = arith.andi %seen, %has_ratio : i1
-            %shown = arith.andi %shown_ratio, %hca : i1
-            %entry_index = arith.addi %offset, %e : index
-            %entry = arith.index_cast %entry_index : index to i32
-            %result = arith.select %shown, %entry, %none : i32
+            %result = scf.if %is_csa -> (i32) {
+              %chosen = tile.load %selected[%t, %e] : !tile.global<[?, ?], i32>
+              %zero_i32 = arith.constant 0 : i32
+              %valid = arith.cmpi sge, %chosen, %zero_i32 : i32
+              %offset_i32 = arith.index_cast %offset : index to i32
+              %shifted = arith.addi %chosen, %offset_i32 : i32
+              %picked = arith.select %valid, %shifted, %none : i32
+              scf.yield %picked : i32
+            } else {
+              %seen = arith.cmpi ult, %e, %visible : index
+              %shown = arith.andi %seen, %has_ratio : i1
+              %entry_index = arith.addi %offset, %e : index
+              %entry = arith.index_cast %entry_index : index to i32
+              %all = arith.select %shown, %entry, %none : i32
+              scf.yield %all : i32
+            }
             scf.yield %result : i32
           }
           tile.store %value, %out[%t, %j] : !tile.global<[?, ?], i32>

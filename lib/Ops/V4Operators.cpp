@@ -42,6 +42,12 @@ Error checkCompress(const char *op, const CompressShape &shape) {
         "{0}: ratio = {1} with overlap = {2}; supported: 4 with overlap, 1 to "
         "1024 without",
         op, shape.ratio, shape.overlap ? 1 : 0));
+  if (shape.quantize < 0 || shape.quantize > 2 ||
+      (shape.quantize == 2 && shape.dim != 128))
+    return argumentError(formatv(
+        "{0}: quantize = {1}; supported: 0, 1 (fp8), 2 (Hadamard + fp4, dim "
+        "128)",
+        op, shape.quantize));
   if (shape.firstSlot < 0 || shape.slots < shape.firstSlot)
     return argumentError(formatv(
         "{0}: first_slot = {1} must lie in [0, slots = {2}]", op,
@@ -55,7 +61,7 @@ Error checkCompress(const char *op, const CompressShape &shape) {
 std::string compressParams(const CompressShape &shape, bool decode) {
   return formatv("blocks={0},decode={1},overlap={2},quantize={3},ratio={4}",
                  shape.dim / 64, decode ? 1 : 0, shape.overlap ? 1 : 0,
-                 shape.quantize ? 1 : 0, shape.ratio);
+                 shape.quantize, shape.ratio);
 }
 
 Error runCompress(const char *op, const void *kv, const void *score,
@@ -254,17 +260,17 @@ Error v4CompressDecode(const void *kv, const void *score, const float *ape,
                      out, shape, shape.batch, position, eps, true, stream);
 }
 
-Error v4Indices(int32_t *out, const IndexShape &shape, int64_t seq,
-                int64_t start, void *stream) {
+Error v4Indices(int32_t *out, const int32_t *selected, const IndexShape &shape,
+                int64_t seq, int64_t start, void *stream) {
   const char *op = "v4_indices";
   if (Error error = checkNonNegative(op, "tokens", shape.tokens))
     return error;
   if (shape.window < 1 || shape.slots < 0 || shape.ratio < 0 ||
-      (shape.ratio == 0 && shape.slots != 0))
+      (shape.ratio == 0 && shape.slots != 0) || (shape.csa && shape.ratio != 4))
     return argumentError(formatv(
-        "{0}: window = {1}, slots = {2}, ratio = {3}: needs window >= 1 and "
-        "slots = 0 exactly when ratio = 0",
-        op, shape.window, shape.slots, shape.ratio));
+        "{0}: window = {1}, slots = {2}, ratio = {3}, csa = {4}: needs window "
+        ">= 1, slots = 0 exactly when ratio = 0, csa only with ratio 4",
+        op, shape.window, shape.slots, shape.ratio, shape.csa ? 1 : 0));
   if (shape.decode ? start < 0 : seq < 1)
     return argumentError(formatv("{0}: seq = {1}, start = {2}", op, seq,
                                  start));
@@ -275,13 +281,77 @@ Error v4Indices(int32_t *out, const IndexShape &shape, int64_t seq,
     return Error::success();
   if (Error error = checkPointer(op, "out", out, 4))
     return error;
+  if (shape.csa)
+    if (Error error = checkPointer(op, "selected", selected, 4))
+      return error;
   LaunchArgument arguments[] = {
       tensor(out, {shape.tokens, shape.window + shape.slots}),
+      // Without CSA the kernel never reads it: any valid pointer will do.
+      shape.csa ? tensor(selected, {shape.tokens, std::max<int64_t>(
+                                                      shape.slots, 1)})
+                : tensor(out, {1, 1}),
       integer(std::max<int64_t>(seq, 1)), integer(start)};
   return runOperator("v4_indices",
                      formatv("csa={0},decode={1},ratio={2},window={3}",
                              shape.csa ? 1 : 0, shape.decode ? 1 : 0,
                              shape.ratio, shape.window),
+                     arguments, stream);
+}
+
+Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
+              float *wOut, int64_t batch, int64_t slots, int64_t firstSlot,
+              int64_t endSlot, float factor, void *stream) {
+  const char *op = "v4_to_fp8";
+  if (batch < 1 || firstSlot < 0 || endSlot < firstSlot || endSlot > slots)
+    return argumentError(formatv(
+        "{0}: rows [{1}, {2}) of {3} slots, batch {4}: need 0 <= first <= end "
+        "<= slots and batch >= 1",
+        op, firstSlot, endSlot, slots, batch));
+  if (!std::isfinite(factor))
+    return argumentError(formatv("{0}: factor = {1} is not finite", op,
+                                 factor));
+  if (endSlot == firstSlot)
+    return Error::success();
+  if (Error error = checkPointers(
+          op, {{"x", x, 4}, {"out", out, 4}, {"scale", scale, 4}}))
+    return error;
+  bool weights = wIn != nullptr;
+  if (weights)
+    if (Error error = checkPointers(op, {{"w_in", wIn, 2}, {"w_out", wOut, 4}}))
+      return error;
+  LaunchArgument arguments[] = {
+      tensor(x, {batch, slots, 128}),
+      tensor(out, {batch, slots, 128}),
+      tensor(scale, {batch, slots}),
+      weights ? tensor(wIn, {batch, slots}) : tensor(x, {1, 1}),
+      weights ? tensor(wOut, {batch, slots}) : tensor(scale, {1, 1}),
+      integer(firstSlot),
+      integer(endSlot),
+      floatScalar(factor)};
+  return runOperator("v4_to_fp8", formatv("weights={0}", weights ? 1 : 0),
+                     arguments, stream);
+}
+
+Error v4IndexWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t seq,
+                     int64_t start, int64_t capacity, int64_t ratio,
+                     void *stream) {
+  const char *op = "v4_index_windows";
+  if (tokens < 0 || seq < 1 || start < 0 || capacity < 0 || ratio < 1)
+    return argumentError(formatv(
+        "{0}: tokens = {1}, seq = {2}, start = {3}, capacity = {4}, ratio = "
+        "{5}",
+        op, tokens, seq, start, capacity, ratio));
+  if (Error error = checkIndexRange(op, "batch * capacity",
+                                    (tokens / seq + 1) * capacity))
+    return error;
+  if (tokens == 0)
+    return Error::success();
+  if (Error error = checkPointers(op, {{"ks", ks, 4}, {"ke", ke, 4}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(ks, {tokens}), tensor(ke, {tokens}),
+                                integer(seq), integer(start),
+                                integer(capacity)};
+  return runOperator("v4_index_windows", formatv("ratio={0}", ratio),
                      arguments, stream);
 }
 

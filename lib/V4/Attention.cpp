@@ -7,6 +7,7 @@
 
 #include "hisa/V4/Attention.h"
 
+#include "hisa/Indexer/Indexer.h"
 #include "hisa/Ops/Operators.h"
 #include "hisa/Ops/V4Operators.h"
 #include "hisa/Runtime/CudaDriver.h"
@@ -100,6 +101,13 @@ struct Attention::Buffers {
   // The workspace, one buffer per intermediate (sized for the largest call).
   DeviceBuffer qr, q, kv, kvAll, compressKv, compressScore, indices, o, low,
       attnWorkspace;
+  // The CSA indexer (ratio 4): its compressed keys (bf16 after Hadamard +
+  // fp4, and as fp8 codes with power-of-two row scales), its compressor's
+  // state and projections, its q, weights, windows and selection.
+  DeviceBuffer indexKeys, indexKeys8, indexKeyScale, indexStateKv,
+      indexStateScore, indexKv, indexScore, indexQ, indexQ8, indexQScale,
+      indexWeights, indexWeights32, indexStarts, indexEnds, selected,
+      indexerWorkspace;
   int64_t compressedCapacity = 0; ///< maxSeq / ratio (0: window only)
   int64_t compressWidth = 0;      ///< the compressor's row width
 };
@@ -122,8 +130,10 @@ Error Attention::setLength(int64_t length) {
 Attention::~Attention() = default;
 
 int64_t Attention::indexColumns() const {
-  // reference.Attention.compressed_slots: HCA sees every entry it may hold.
-  return kWindow + buffers_->compressedCapacity;
+  // reference.Attention.compressed_slots: CSA sees the indexer's top
+  // index_topk entries, HCA every entry it may hold.
+  return kWindow + (config_.compressRatio == 4 ? config_.indexTopk
+                                               : buffers_->compressedCapacity);
 }
 
 const void *Attention::kvCache() const { return buffers_->kvCache.get(); }
@@ -141,11 +151,13 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     return argumentError(formatv(
         "{0}: compress_ratio = {1}; supported: 0, 4 (CSA), 128 (HCA)", op,
         c.compressRatio));
-  if (c.compressRatio == 4)
+  if (c.compressRatio == 4 &&
+      (c.indexHeads != 64 || c.indexTopk < 1 || c.indexTopk > 4096 ||
+       maxSeq < 4))
     return argumentError(formatv(
-        "{0}: compress_ratio = 4 (CSA) needs the indexer stage, which the "
-        "C++ layer does not have yet: only 0 and 128 are supported",
-        op));
+        "{0}: the CSA indexer needs index_heads = 64 (got {1}), 1 <= "
+        "index_topk <= 4096 (got {2}) and max_seq >= 4 (got {3})",
+        op, c.indexHeads, c.indexTopk, maxSeq));
   if (batch < 1 || maxSeq < 1 || batch * maxSeq > INT32_MAX)
     return argumentError(formatv(
         "{0}: batch = {1}, max_seq = {2}: need batch, max_seq >= 1 and batch "
@@ -177,6 +189,13 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
                                  {"c_wgate", weights.cWgate},
                                  {"c_ape", weights.cApe},
                                  {"c_norm", weights.cNorm}});
+  if (c.compressRatio == 4)
+    needed.insert(needed.end(), {{"i_wq", weights.iWq},
+                                 {"i_weights", weights.iWeights},
+                                 {"i_wkv", weights.iWkv},
+                                 {"i_wgate", weights.iWgate},
+                                 {"i_ape", weights.iApe},
+                                 {"i_norm", weights.iNorm}});
   for (const Named &weight : needed)
     if (!weight.pointer)
       return argumentError(
@@ -258,7 +277,55 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   for (Piece &piece : pieces)
     if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
       return std::move(error);
-
+  if (c.compressRatio == 4) {
+    int64_t capacity = b.compressedCapacity;
+    int64_t keyRows = batch * std::max<int64_t>(capacity, 1);
+    int64_t headRows = tokens * c.indexHeads;
+    // The indexer's logits: prefill runs one sequence at a time ([seq,
+    // capacity]); decode all sequences at once ([batch, batch * capacity]).
+    indexer::IndexerShape prefillShape{tokens / batch, std::max<int64_t>(
+                                                           capacity, 1),
+                                       c.indexHeads, kIndexDim, 1, 0,
+                                       c.indexTopk};
+    indexer::IndexerShape decodeShape = prefillShape;
+    decodeShape.m = batch;
+    decodeShape.n = keyRows;
+    Expected<uint64_t> prefillBytes =
+        indexer::flatIndexerWorkspaceSize(prefillShape);
+    if (!prefillBytes)
+      return prefillBytes.takeError();
+    Expected<uint64_t> decodeBytes =
+        indexer::flatIndexerWorkspaceSize(decodeShape);
+    if (!decodeBytes)
+      return decodeBytes.takeError();
+    Piece indexPieces[] = {
+        {&b.indexKeys, uint64_t(keyRows) * kIndexDim * bf16, "indexer keys"},
+        {&b.indexKeys8, uint64_t(keyRows) * kIndexDim, "indexer fp8 keys"},
+        {&b.indexKeyScale, uint64_t(keyRows) * 4, "indexer key scales"},
+        {&b.indexStateKv, uint64_t(batch) * 8 * 2 * kIndexDim * 4,
+         "the indexer compressor state"},
+        {&b.indexStateScore, uint64_t(batch) * 8 * 2 * kIndexDim * 4,
+         "the indexer compressor state"},
+        {&b.indexKv, uint64_t(tokens) * 2 * kIndexDim * bf16,
+         "indexer compressor kv"},
+        {&b.indexScore, uint64_t(tokens) * 2 * kIndexDim * bf16,
+         "indexer compressor scores"},
+        {&b.indexQ, uint64_t(headRows) * kIndexDim * bf16, "indexer q"},
+        {&b.indexQ8, uint64_t(headRows) * kIndexDim, "indexer fp8 q"},
+        {&b.indexQScale, uint64_t(headRows) * 4, "indexer q scales"},
+        {&b.indexWeights, uint64_t(headRows) * bf16, "indexer weights"},
+        {&b.indexWeights32, uint64_t(headRows) * 4, "indexer weights"},
+        {&b.indexStarts, uint64_t(tokens) * 4, "indexer windows"},
+        {&b.indexEnds, uint64_t(tokens) * 4, "indexer windows"},
+        {&b.selected, uint64_t(tokens) * c.indexTopk * 4,
+         "the indexer's selection"},
+        {&b.indexerWorkspace, std::max(*prefillBytes, *decodeBytes),
+         "the indexer's logits"}};
+    for (Piece &piece : indexPieces)
+      if (Error error =
+              piece.buffer->allocate(driver, piece.bytes, piece.what))
+        return std::move(error);
+  }
   // RoPE tables as the reference computes them: angles in double, then
   // cos / sin rounded to f32.
   double theta = c.compressRatio ? c.compressRopeTheta : c.ropeTheta;
@@ -394,7 +461,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     shape.dim = kHeadDim;
     shape.ratio = ratio;
     shape.overlap = ratio == 4;
-    shape.quantize = true;
+    shape.quantize = 1;
     shape.tablePositions = maxSeq_;
     if (decode) {
       shape.slots = cacheRows;
@@ -422,16 +489,21 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     }
   }
 
+  if (ratio == 4)
+    if (Error error = runIndexer(x, seq, decode, stream))
+      return error;
+
   // Index rows, sparse attention, the inverse RoPE, wo_a (grouped), wo_b.
   ops::IndexShape indexShape;
   indexShape.tokens = tokens;
   indexShape.window = kWindow;
-  indexShape.slots = capacity;
+  indexShape.slots = indexColumns() - kWindow;
   indexShape.ratio = ratio;
   indexShape.decode = decode;
-  indexShape.csa = false;
-  if (Error error = ops::v4Indices(b.indices.as<int32_t>(), indexShape, seq,
-                                   start, stream))
+  indexShape.csa = ratio == 4;
+  if (Error error =
+          ops::v4Indices(b.indices.as<int32_t>(), b.selected.as<int32_t>(),
+                         indexShape, seq, start, stream))
     return error;
   if (Error error = ops::sparseAttn(
           b.q.get(), attnKv, w.attnSink, b.indices.as<int32_t>(), b.o.get(),
@@ -468,6 +540,124 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       return error;
   }
   length_ = start + seq;
+  return Error::success();
+}
+
+Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
+                            void *stream) {
+  const Config &c = config_;
+  const Weights &w = weights_;
+  Buffers &b = *buffers_;
+  int64_t tokens = batch_ * seq;
+  int64_t start = decode ? length_ : 0;
+  int64_t capacity = b.compressedCapacity;
+  int64_t heads = c.indexHeads;
+  float eps = c.eps;
+  const float *cos = b.cos.as<float>(), *sin = b.sin.as<float>();
+
+  // Its compressor (ratio 4 with overlap, 128 dims): entries Hadamard + fp4
+  // quantized in the kernel, into the key cache [batch, capacity, 128].
+  if (Error error = ops::linear(x, w.iWkv, b.indexKv.get(), tokens,
+                                2 * kIndexDim, c.dim, 1, stream))
+    return error;
+  if (Error error = ops::linear(x, w.iWgate, b.indexScore.get(), tokens,
+                                2 * kIndexDim, c.dim, 1, stream))
+    return error;
+  ops::CompressShape shape;
+  shape.batch = batch_;
+  shape.dim = kIndexDim;
+  shape.ratio = 4;
+  shape.overlap = true;
+  shape.quantize = 2;
+  shape.slots = capacity;
+  shape.firstSlot = 0;
+  shape.tablePositions = maxSeq_;
+  int64_t firstKey, endKey;
+  if (decode) {
+    if (Error error = ops::v4CompressDecode(
+            b.indexKv.get(), b.indexScore.get(), w.iApe, w.iNorm, cos, sin,
+            b.indexStateKv.as<float>(), b.indexStateScore.as<float>(),
+            b.indexKeys.get(), shape, start, eps, stream))
+      return error;
+    // A new key only when this token completed its group.
+    bool completes = (start + 1) % 4 == 0;
+    firstKey = start / 4;
+    endKey = completes ? firstKey + 1 : firstKey;
+  } else {
+    if (Error error = ops::v4CompressPrefill(
+            b.indexKv.get(), b.indexScore.get(), w.iApe, w.iNorm, cos, sin,
+            b.indexStateKv.as<float>(), b.indexStateScore.as<float>(),
+            b.indexKeys.get(), shape, seq, eps, stream))
+      return error;
+    firstKey = 0;
+    endKey = seq / 4;
+  }
+  if (Error error = ops::v4ToFp8(b.indexKeys.get(), b.indexKeys8.get(),
+                                 b.indexKeyScale.as<float>(), nullptr, nullptr,
+                                 batch_, capacity, firstKey, endKey, 1.0f,
+                                 stream))
+    return error;
+
+  // Its q: qr * i_wq, RoPE on each head's last 64 dims, Hadamard + fp4,
+  // fp8 with the row scales folded into the head weights (x * i_weights *
+  // index_dim^-1/2 * heads^-1/2).
+  if (Error error = ops::linear(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
+                                heads * kIndexDim, c.qLora, 1, stream))
+    return error;
+  if (Error error = ops::v4Rope(b.indexQ.get(), cos, sin, tokens, heads,
+                                kIndexDim, seq, start, maxSeq_, false, stream))
+    return error;
+  if (Error error =
+          ops::v4HadamardFp4(b.indexQ.get(), tokens * heads, stream))
+    return error;
+  if (Error error = ops::linear(x, w.iWeights, b.indexWeights.get(), tokens,
+                                heads, c.dim, 1, stream))
+    return error;
+  float factor = 1.0f / std::sqrt(float(kIndexDim) * float(heads));
+  if (Error error = ops::v4ToFp8(
+          b.indexQ.get(), b.indexQ8.get(), b.indexQScale.as<float>(),
+          b.indexWeights.get(), b.indexWeights32.as<float>(), 1,
+          tokens * heads, 0, tokens * heads, factor, stream))
+    return error;
+
+  // Scores and the exact top index_topk of the visible entries: hisa's flat
+  // indexer (fp8 MQA logits + exact top-k). Decode: all sequences in one
+  // call over the packed keys; prefill: one call per sequence.
+  indexer::IndexerShape indexShape;
+  indexShape.heads = heads;
+  indexShape.dim = kIndexDim;
+  indexShape.topkTokens = c.indexTopk;
+  int32_t *starts = b.indexStarts.as<int32_t>();
+  int32_t *ends = b.indexEnds.as<int32_t>();
+  if (decode) {
+    if (Error error = ops::v4IndexWindows(starts, ends, tokens, 1, start,
+                                          capacity, 4, stream))
+      return error;
+    indexShape.m = batch_;
+    indexShape.n = batch_ * capacity;
+    return indexer::flatIndexer(
+        b.indexQ8.get(), b.indexKeys8.get(), b.indexKeyScale.as<float>(),
+        b.indexWeights32.as<float>(), starts, ends, b.selected.as<int32_t>(),
+        indexShape, b.indexerWorkspace.get(), b.indexerWorkspace.bytes(),
+        stream);
+  }
+  if (Error error = ops::v4IndexWindows(starts, ends, tokens, seq, 0,
+                                        /*capacity=*/0, 4, stream))
+    return error;
+  indexShape.m = seq;
+  indexShape.n = capacity;
+  for (int64_t s = 0; s < batch_; ++s) {
+    int64_t firstToken = s * seq;
+    if (Error error = indexer::flatIndexer(
+            offsetBytes(b.indexQ8.get(), firstToken * heads * kIndexDim),
+            offsetBytes(b.indexKeys8.get(), s * capacity * kIndexDim),
+            b.indexKeyScale.as<float>() + s * capacity,
+            b.indexWeights32.as<float>() + firstToken * heads,
+            starts + firstToken, ends + firstToken,
+            b.selected.as<int32_t>() + firstToken * c.indexTopk, indexShape,
+            b.indexerWorkspace.get(), b.indexerWorkspace.bytes(), stream))
+      return error;
+  }
   return Error::success();
 }
 

@@ -7,9 +7,6 @@ the caches are not filled by a prefill of that length, their contents do not
 change the work) eager and replayed from a CUDA graph, against the memory
 floor (weights + gathered kv rows at the copy bandwidth of this run).
 
-Ratio 4 (CSA) is not in the table: the C++ layer does not have its indexer
-stage yet and refuses it.
-
     python3 python/bench/bench_v4_layer.py [--seq 65536] [--decode-batch 64]
         [--context 65536] [--out table.md]
 """
@@ -30,13 +27,15 @@ from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noq
 from bench_mqa import bench  # noqa: E402
 
 GROUPS = (("linear", "projections"), ("v4_compress", "compressor"),
+          ("pool_mqa_logits", "indexer"), ("topk", "indexer"), ("v4_to_fp8", "indexer"),
+          ("v4_hadamard_fp4", "indexer"), ("v4_index_windows", "indexer"),
           ("sparse_attn", "sparse attention"))
+LABELS = ("projections", "compressor", "indexer", "sparse attention")
 
 
 def flash_weights(config):
     """V4-Flash shapes, random values (the work does not depend on them)."""
-    weights = ref.random_weights(config, device="cuda")
-    return {k: v for k, v in weights.items() if not k.startswith("i_")}
+    return ref.random_weights(config, device="cuda")
 
 
 def kernel_split(fn):
@@ -99,10 +98,10 @@ def prefill_rows(ratio, seq, lines):
     split = kernel_split(lambda: layer.forward(x, 0))
     total = sum(split.values())
     cells = [f"{ratio}", f"{seq}", f"{t * 1e3:.2f}"]
-    for _, label in GROUPS:
+    for label in LABELS + ("the rest",):
         cells.append(f"{split.get(label, 0) * 1e3:.2f} ({100 * split.get(label, 0) / total:.0f}%)")
-    cells.append(f"{split.get('the rest', 0) * 1e3:.2f} "
-                 f"({100 * split.get('the rest', 0) / total:.0f}%)")
+    other = split.get("compressor", 0) + split.get("the rest", 0)
+    cells.append(f"{100 * other / total:.0f}%")
     lines.append(fmt_row(cells))
     torch.cuda.empty_cache()
 
@@ -126,7 +125,7 @@ def decode_rows(ratio, batch, context, copy_bw, lines):
     eager = bench(step, reps=5, batch=5)
     split = kernel_split(step)
     split_cell = " / ".join(f"{split.get(label, 0) * 1e6:.0f}"
-                            for label in [g for _, g in GROUPS] + ["the rest"])
+                            for label in LABELS + ("the rest",))
     # Host time per step: the wall clock of synchronized back-to-back steps.
     import time
     torch.cuda.synchronize()
@@ -150,11 +149,16 @@ def decode_rows(ratio, batch, context, copy_bw, lines):
     except Exception as exc:  # the table says why
         graph_cell = f"capture failed: {str(exc).splitlines()[0][:60]}"
     # The floor: every weight read once, the gathered kv rows (window + the
-    # visible compressed entries), at this run's copy bandwidth.
-    matrices = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate"}
+    # visible compressed entries; CSA: index_topk of them, and the indexer's
+    # fp8 keys with their scales), at this run's copy bandwidth.
+    matrices = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate", "i_wq", "i_weights",
+                "i_wkv", "i_wgate"}
     weight_bytes = sum(v.numel() * (2 if k in matrices else 4) for k, v in weights.items())
-    rows = 128 + (context // ratio if ratio else 0)
+    entries = context // ratio if ratio else 0
+    rows = 128 + (min(entries, config.index_topk) if ratio == 4 else entries)
     kv_bytes = batch * rows * 512 * 2
+    if ratio == 4:
+        kv_bytes += batch * entries * (128 + 4)
     floor = (weight_bytes + kv_bytes) / copy_bw
     best = graph_time or eager
     lines.append(fmt_row([f"{ratio}", f"{batch}", f"{context}", f"{eager * 1e6:.0f}",
@@ -182,25 +186,25 @@ def main(argv=None):
     t_gemm = bench(lambda: a @ a)
     lines = [f"# DeepSeek-V4 attention layer (V4-Flash dims) on {props.name}", "",
              f"torch {torch.__version__}; cuBLAS bf16 8192^3 {2 * 8192**3 / t_gemm / 1e12:.0f} "
-             f"TFLOP/s, copy {copy_bw / 1e9:.0f} GB/s (this run). CSA (ratio 4) not "
-             "available: the C++ layer has no indexer stage yet.", "",
-             fmt_row(["ratio", "S", "prefill (ms)", "projections", "compressor",
-                      "sparse attention", "the rest"]),
-             fmt_row(["---"] * 2 + ["---:"] * 5)]
+             f"TFLOP/s, copy {copy_bw / 1e9:.0f} GB/s (this run).", "",
+             fmt_row(["ratio", "S", "prefill (ms)", "projections", "compressor", "indexer",
+                      "sparse attention", "the rest",
+                      "neither gemm, indexer nor attention"]),
+             fmt_row(["---"] * 2 + ["---:"] * 7)]
     errors = 0
-    for ratio in (128, 0):
+    for ratio in (4, 128, 0):
         try:
             prefill_rows(ratio, args.seq, lines)
         except Exception as exc:
             errors += 1
-            lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]] + [""] * 4))
+            lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]] + [""] * 6))
     projection_rows(ref.Config(), args.seq, lines)
     lines += ["", fmt_row(["ratio", "B", "context", "decode step eager (us)",
                            "CUDA graph (us)", "host wall per step (us)",
-                           "kernels: projections / compressor / attention / rest (us)",
+                           "kernels: projections / compressor / indexer / attention / rest (us)",
                            "bytes (MB)", "memory floor (us)", "% of floor"]),
               fmt_row(["---"] * 3 + ["---:"] * 7)]
-    for ratio in (128, 0):
+    for ratio in (4, 128, 0):
         try:
             decode_rows(ratio, args.decode_batch, args.context, copy_bw, lines)
         except Exception as exc:

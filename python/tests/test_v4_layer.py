@@ -14,17 +14,19 @@ from hisa.v4 import reference as ref  # noqa: E402
 
 
 def small_config(ratio):
+    # index_topk 16 < the visible entries: the CSA indexer really selects.
     return ref.Config(dim=256, heads=16, q_lora=256, o_groups=2, o_lora=256,
-                      compress_ratio=ratio)
+                      compress_ratio=ratio, index_topk=16)
 
 
 def make(config, batch, max_seq, seed):
     generator = torch.Generator().manual_seed(seed)
     weights = ref.random_weights(config, generator)
     # Both sides use the bf16-rounded matrices the layer keeps.
-    matrices = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate"}
+    matrices = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate", "i_wq",
+                "i_weights", "i_wkv", "i_wgate"}
     rounded = {k: (v.bfloat16().float() if k in matrices else v).cuda()
-               for k, v in weights.items() if not k.startswith("i_")}
+               for k, v in weights.items()}
     layer = hisa.v4.Attention(config, rounded, batch, max_seq)
     reference = ref.Attention(config, rounded, batch, max_seq, device="cuda")
     return layer, reference
@@ -48,7 +50,26 @@ def check_cache(layer, reference, config):
             assert relative_error(got, reference.kv_cache[:, 128:128 + n]) < 3e-2
 
 
-@pytest.mark.parametrize("ratio", [0, 128])
+def check_indices(got, expected, ratio, when):
+    """Window and HCA parts: exactly the reference's. CSA's compressed part
+    is the indexer's selection: the layer scores bf16 projections, the
+    reference f32 ones, so entries near the k-th score may swap; the sets
+    (order-free) must agree on at least 95% of the entries."""
+    expected = expected.to(got.device)
+    if ratio != 4:
+        assert torch.equal(got, expected), f"{when}: index rows"
+        return
+    assert torch.equal(got[..., :128], expected[..., :128]), f"{when}: window part"
+    g, e = got[..., 128:], expected[..., 128:]
+    assert torch.equal((g >= 0).sum(-1), (e >= 0).sum(-1)), f"{when}: entries per row"
+    g_sorted, e_sorted = g.sort(-1).values, e.sort(-1).values
+    agree = sum(len(set(a.tolist()) & set(b.tolist()) - {-1})
+                for a, b in zip(g_sorted.flatten(0, -2), e_sorted.flatten(0, -2)))
+    total = int((e >= 0).sum())
+    assert agree >= 0.95 * total, f"{when}: {agree} of {total} selected entries agree"
+
+
+@pytest.mark.parametrize("ratio", [0, 4, 128])
 @pytest.mark.parametrize("batch,seq,steps", [(2, 200, 60), (1, 5, 3)])
 def test_prefill_then_decode(ratio, batch, seq, steps):
     seed = fresh_seed(torch)
@@ -62,7 +83,7 @@ def test_prefill_then_decode(ratio, batch, seq, steps):
     error = relative_error(out, expected)
     assert error < 3e-2, f"prefill: relative L2 {error:.2e}, seed {seed}"
     got_idx = layer.last_indices(batch * seq).view(batch, seq, -1)
-    assert torch.equal(got_idx, reference.last_indices.to(got_idx.device)), "prefill index rows"
+    check_indices(got_idx, reference.last_indices, ratio, "prefill")
     check_cache(layer, reference, config)
     for step in range(steps):
         p = seq + step
@@ -71,8 +92,7 @@ def test_prefill_then_decode(ratio, batch, seq, steps):
         error = relative_error(out, expected)
         assert error < 3e-2, f"decode at {p}: relative L2 {error:.2e}, seed {seed}"
         got_idx = layer.last_indices(batch).view(batch, 1, -1)
-        assert torch.equal(got_idx, reference.last_indices.to(got_idx.device)), \
-            f"decode index rows at {p}"
+        check_indices(got_idx, reference.last_indices, ratio, f"decode at {p}")
     assert layer.length == seq + steps
     check_cache(layer, reference, config)
 
@@ -91,8 +111,8 @@ def test_errors_name_the_problem():
     with pytest.raises(hisa.InvalidArgumentError, match="max_prefill_tokens = 16"):
         bounded.forward(torch.randn(1, 17, config.dim, device="cuda").bfloat16(), 0)
     csa = small_config(4)
-    weights = {k: v.cuda() for k, v in ref.random_weights(csa).items()}
-    with pytest.raises(hisa.InvalidArgumentError, match="CSA"):
+    weights = {k: v.cuda() for k, v in ref.random_weights(csa).items() if k != "i_wq"}
+    with pytest.raises(hisa.InvalidArgumentError, match="weight i_wq must not be NULL"):
         hisa.v4.Attention(csa, weights, 1, 64)
     bad = small_config(128)
     bad.o_lora = 100

@@ -55,11 +55,16 @@ std::string createError(const hisa_v4_config &config,
   return hisa_last_error();
 }
 
-TEST(V4Attention, RefusesUnsupportedRatiosAndCsaForNow) {
+TEST(V4Attention, RefusesUnsupportedRatios) {
   EXPECT_NE(createError(smallConfig(7), allWeights()).find("compress_ratio = 7"),
             std::string::npos);
+  // CSA needs the indexer's weights and its fixed 64 heads.
   std::string csa = createError(smallConfig(4), allWeights());
-  EXPECT_NE(csa.find("CSA"), std::string::npos) << csa;
+  EXPECT_NE(csa.find("weight i_wq must not be NULL"), std::string::npos) << csa;
+  hisa_v4_config heads = smallConfig(4);
+  heads.index_heads = 32;
+  EXPECT_NE(createError(heads, allWeights()).find("index_heads = 64 (got 32)"),
+            std::string::npos);
 }
 
 TEST(V4Attention, ChecksDimensions) {

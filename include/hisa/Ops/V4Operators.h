@@ -57,7 +57,9 @@ struct CompressShape {
   int64_t dim = 512;
   int64_t ratio = 4;
   bool overlap = true;
-  bool quantize = true; ///< fp8 of the first dim - 64 dims
+  /// 0: none; 1: fp8 of the first dim - 64 dims; 2 (dim 128): Hadamard +
+  /// fp4 of the whole entry (the CSA indexer's keys).
+  int quantize = 1;
   int64_t slots = 0;
   int64_t firstSlot = 0;
   int64_t tablePositions = 0;
@@ -86,7 +88,9 @@ llvm::Error v4CompressDecode(const void *kv, const void *score,
 /// [tokens, window + slots] int32. Prefill (decode = false): tokens =
 /// batch * seq, token t at position t % seq; decode: one token per
 /// sequence at position `start`. ratio 0: window only (slots = 0); csa:
-/// the compressed part is left -1 for the indexer's selection.
+/// the compressed part is the indexer's selection `selected` [tokens,
+/// slots] (entry numbers, -1 padded) plus the offset of the entries (seq in
+/// prefill, the window in decode); otherwise `selected` is not read.
 struct IndexShape {
   int64_t tokens = 0;
   int64_t window = 128;
@@ -95,8 +99,27 @@ struct IndexShape {
   bool decode = false;
   bool csa = false;
 };
-llvm::Error v4Indices(int32_t *out, const IndexShape &shape, int64_t seq,
-                      int64_t start, void *stream);
+llvm::Error v4Indices(int32_t *out, const int32_t *selected,
+                      const IndexShape &shape, int64_t seq, int64_t start,
+                      void *stream);
+
+/// The CSA indexer's operands in fp8 (kernels-dsl/v4_to_fp8.mlir): rows
+/// [firstSlot, endSlot) of x [batch, slots, 128] bf16 (Hadamard + fp4 values)
+/// to out (fp8 e4m3, same shape) and scale [batch, slots] f32 (a power of
+/// two per row); with wIn (bf16 [batch, slots]), wOut = wIn * scale *
+/// factor (f32).
+llvm::Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
+                    float *wOut, int64_t batch, int64_t slots,
+                    int64_t firstSlot, int64_t endSlot, float factor,
+                    void *stream);
+
+/// The CSA indexer's windows over packed per-sequence keys: token t of
+/// `tokens` (sequence t / seq, position start + t % seq) sees the entries
+/// [b * capacity, b * capacity + (position + 1) / ratio): ks, ke [tokens]
+/// int32.
+llvm::Error v4IndexWindows(int32_t *ks, int32_t *ke, int64_t tokens,
+                           int64_t seq, int64_t start, int64_t capacity,
+                           int64_t ratio, void *stream);
 
 } // namespace hisa::ops
 

@@ -184,9 +184,9 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * `length` of every sequence) allocate nothing. Weights are the caller's
  * device tensors (bf16 matrices [out, in]; wo_a [o_groups, o_lora, heads /
  * o_groups * 512]; f32 norms, attn_sink and ape) and must outlive the
- * layer. compress_ratio 0 (window only) and 128 (HCA); 4 (CSA) is refused
- * until the layer has its indexer stage. head_dim 512, rope 64 and the
- * 128-token window are fixed. */
+ * layer. compress_ratio 0 (window only), 4 (CSA: the indexer's weights i_*
+ * are needed, index_heads 64) and 128 (HCA). head_dim 512, rope 64, the
+ * indexer's 128 dims and the 128-token window are fixed. */
 typedef struct hisa_v4_config {
   int64_t dim, heads, q_lora, o_groups, o_lora, compress_ratio, index_heads,
       index_topk;

@@ -101,6 +101,10 @@ private:
             int64_t maxSeq, int64_t maxPrefillTokens);
   llvm::Error forward(const void *x, int64_t seq, void *out, bool decode,
                       void *stream);
+  /// CSA: the indexer's selection of compressed entries for every token
+  /// (buffers' `selected`), before the index rows are assembled.
+  llvm::Error runIndexer(const void *x, int64_t seq, bool decode,
+                         void *stream);
 
   Config config_;
   Weights weights_;

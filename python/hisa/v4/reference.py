@@ -336,7 +336,9 @@ class Attention:
                 if c.compress_ratio == 4:
                     take = min(visible, c.index_topk)
                     if take:
-                        top = torch.topk(scores[bi, si, :visible], take).indices.sort().values
+                        # Exact top-k, ties to the lower entry (as hisa.topk).
+                        order = torch.sort(-scores[bi, si, :visible], stable=True).indices
+                        top = order[:take].sort().values
                         out[bi, si, :take] = (top + offset).int()
                 else:
                     take = min(visible, slots)
