@@ -109,6 +109,9 @@ struct Attention::Buffers {
       indexWeights, indexWeights32, indexStarts, indexEnds, selected,
       indexerWorkspace;
   int64_t compressedCapacity = 0; ///< maxSeq / ratio (0: window only)
+  /// Rows per sequence of the indexer's keys: the capacity rounded up to 4,
+  /// so that each sequence's key scales start 16-byte aligned.
+  int64_t indexKeyStride = 0;
   int64_t compressWidth = 0;      ///< the compressor's row width
 };
 
@@ -279,7 +282,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       return std::move(error);
   if (c.compressRatio == 4) {
     int64_t capacity = b.compressedCapacity;
-    int64_t keyRows = batch * std::max<int64_t>(capacity, 1);
+    b.indexKeyStride = (capacity + 3) / 4 * 4;
+    int64_t keyRows = batch * b.indexKeyStride;
     int64_t headRows = tokens * c.indexHeads;
     // The indexer's logits: prefill runs one sequence at a time ([seq,
     // capacity]); decode all sequences at once ([batch, batch * capacity]).
@@ -551,6 +555,7 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   int64_t tokens = batch_ * seq;
   int64_t start = decode ? length_ : 0;
   int64_t capacity = b.compressedCapacity;
+  int64_t stride = b.indexKeyStride;
   int64_t heads = c.indexHeads;
   float eps = c.eps;
   const float *cos = b.cos.as<float>(), *sin = b.sin.as<float>();
@@ -569,7 +574,7 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   shape.ratio = 4;
   shape.overlap = true;
   shape.quantize = 2;
-  shape.slots = capacity;
+  shape.slots = stride;
   shape.firstSlot = 0;
   shape.tablePositions = maxSeq_;
   int64_t firstKey, endKey;
@@ -594,7 +599,7 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   }
   if (Error error = ops::v4ToFp8(b.indexKeys.get(), b.indexKeys8.get(),
                                  b.indexKeyScale.as<float>(), nullptr, nullptr,
-                                 batch_, capacity, firstKey, endKey, 1.0f,
+                                 batch_, stride, firstKey, endKey, 1.0f,
                                  stream))
     return error;
 
@@ -631,29 +636,31 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   int32_t *ends = b.indexEnds.as<int32_t>();
   if (decode) {
     if (Error error = ops::v4IndexWindows(starts, ends, tokens, 1, start,
-                                          capacity, 4, stream))
+                                          stride, 4, stream))
       return error;
     indexShape.m = batch_;
-    indexShape.n = batch_ * capacity;
+    indexShape.n = batch_ * stride;
     return indexer::flatIndexer(
         b.indexQ8.get(), b.indexKeys8.get(), b.indexKeyScale.as<float>(),
         b.indexWeights32.as<float>(), starts, ends, b.selected.as<int32_t>(),
         indexShape, b.indexerWorkspace.get(), b.indexerWorkspace.bytes(),
         stream);
   }
-  if (Error error = ops::v4IndexWindows(starts, ends, tokens, seq, 0,
+  // Every sequence of a prefill has the same windows over its own keys:
+  // one sequence's worth, shared by the per-sequence calls (and aligned).
+  if (Error error = ops::v4IndexWindows(starts, ends, seq, seq, 0,
                                         /*capacity=*/0, 4, stream))
     return error;
   indexShape.m = seq;
-  indexShape.n = capacity;
+  indexShape.n = std::max<int64_t>(capacity, 1);
   for (int64_t s = 0; s < batch_; ++s) {
     int64_t firstToken = s * seq;
     if (Error error = indexer::flatIndexer(
             offsetBytes(b.indexQ8.get(), firstToken * heads * kIndexDim),
-            offsetBytes(b.indexKeys8.get(), s * capacity * kIndexDim),
-            b.indexKeyScale.as<float>() + s * capacity,
+            offsetBytes(b.indexKeys8.get(), s * stride * kIndexDim),
+            b.indexKeyScale.as<float>() + s * stride,
             b.indexWeights32.as<float>() + firstToken * heads,
-            starts + firstToken, ends + firstToken,
+            starts, ends,
             b.selected.as<int32_t>() + firstToken * c.indexTopk, indexShape,
             b.indexerWorkspace.get(), b.indexerWorkspace.bytes(), stream))
       return error;
