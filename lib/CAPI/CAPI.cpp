@@ -344,8 +344,8 @@ int hisa_v4_attention_prefill(hisa_v4_attention *layer, const void *x,
   return statusOf(layer->layer->prefill(x, seq, out, stream));
 }
 
-int hisa_v4_attention_decode(hisa_v4_attention *layer, const void *x,
-                             void *out, void *stream) {
+int hisa_v4_attention_decode(hisa_v4_attention *layer, const void *x, void *out,
+                             void *stream) {
   if (Error error = checkLayer(layer, "v4_attention_decode"))
     return statusOf(std::move(error));
   return statusOf(layer->layer->decode(x, out, stream));

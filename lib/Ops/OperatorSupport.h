@@ -19,7 +19,8 @@
 
 namespace hisa::ops::detail {
 
-/// An invalid-argument error (the C ABI maps it to HISA_ERROR_INVALID_ARGUMENT).
+/// An invalid-argument error (the C ABI maps it to
+/// HISA_ERROR_INVALID_ARGUMENT).
 llvm::Error argumentError(const llvm::Twine &message);
 
 /// `pointer` is given and aligned to `alignment` bytes (vector accesses and

@@ -31,13 +31,14 @@ int64_t compressWidth(const CompressShape &shape) {
 
 Error checkCompress(const char *op, const CompressShape &shape) {
   if (shape.batch < 1)
-    return argumentError(formatv("{0}: batch = {1} must be >= 1", op,
-                                 shape.batch));
+    return argumentError(
+        formatv("{0}: batch = {1} must be >= 1", op, shape.batch));
   if (shape.dim != 128 && shape.dim != 512)
     return argumentError(
-        formatv("{0}: dim = {1}; supported: 128 (the indexer's keys), 512",
-                op, shape.dim));
-  if (shape.overlap ? shape.ratio != 4 : (shape.ratio < 1 || shape.ratio > 1024))
+        formatv("{0}: dim = {1}; supported: 128 (the indexer's keys), 512", op,
+                shape.dim));
+  if (shape.overlap ? shape.ratio != 4
+                    : (shape.ratio < 1 || shape.ratio > 1024))
     return argumentError(formatv(
         "{0}: ratio = {1} with overlap = {2}; supported: 4 with overlap, 1 to "
         "1024 without",
@@ -49,12 +50,12 @@ Error checkCompress(const char *op, const CompressShape &shape) {
         "128)",
         op, shape.quantize));
   if (shape.firstSlot < 0 || shape.slots < shape.firstSlot)
-    return argumentError(formatv(
-        "{0}: first_slot = {1} must lie in [0, slots = {2}]", op,
-        shape.firstSlot, shape.slots));
+    return argumentError(
+        formatv("{0}: first_slot = {1} must lie in [0, slots = {2}]", op,
+                shape.firstSlot, shape.slots));
   if (shape.tablePositions < 1)
-    return argumentError(formatv(
-        "{0}: the RoPE tables have {1} positions", op, shape.tablePositions));
+    return argumentError(formatv("{0}: the RoPE tables have {1} positions", op,
+                                 shape.tablePositions));
   return Error::success();
 }
 
@@ -107,24 +108,25 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
   if (Error error = checkNonNegative(op, "m", m))
     return error;
   if (n < 1 || groups < 1)
-    return argumentError(formatv(
-        "{0}: n = {1} and groups = {2} must be >= 1", op, n, groups));
+    return argumentError(
+        formatv("{0}: n = {1} and groups = {2} must be >= 1", op, n, groups));
   if (k < kLinearBlockK || k % kLinearBlockK || k > kLinearMaxK)
     return argumentError(formatv("{0}: k = {1} must be a multiple of {2} in "
                                  "[{2}, {3}]",
                                  op, k, kLinearBlockK, kLinearMaxK));
   if (groups > 1 && n % kLinearBlockN)
-    return argumentError(formatv(
-        "{0}: with groups = {1}, n = {2} must be a multiple of {3} (a "
-        "partial tile would write the next group's columns)",
-        op, groups, n, kLinearBlockN));
+    return argumentError(
+        formatv("{0}: with groups = {1}, n = {2} must be a multiple of {3} (a "
+                "partial tile would write the next group's columns)",
+                op, groups, n, kLinearBlockN));
   if (Error error = checkIndexRange(op, "m", m))
     return error;
   if (Error error = checkIndexRange(op, "groups * n", groups * n))
     return error;
   if (m == 0)
     return Error::success();
-  if (Error error = checkPointers(op, {{"x", x, 16}, {"w", w, 16}, {"y", y, 2}}))
+  if (Error error =
+          checkPointers(op, {{"x", x, 16}, {"w", w, 16}, {"y", y, 2}}))
     return error;
   LaunchArgument arguments[] = {tensor(x, {m, groups * k}),
                                 tensor(w, {groups * n, k}),
@@ -153,8 +155,8 @@ Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,
     return argumentError(formatv(
         "{0}: dim = {1}; supported: 128, 256, 512, 1024, 2048, 4096", op, dim));
   if (!(eps >= 0) || !std::isfinite(eps))
-    return argumentError(formatv("{0}: eps = {1} must be finite and >= 0",
-                                 op, eps));
+    return argumentError(
+        formatv("{0}: eps = {1} must be finite and >= 0", op, eps));
   if (Error error = checkNonNegative(op, "rows", rows))
     return error;
   if (rows == 0)
@@ -174,9 +176,9 @@ Error v4Rope(void *x, const float *cos, const float *sin, int64_t tokens,
   if (Error error = checkNonNegative(op, "tokens", tokens))
     return error;
   if (heads < 1 || (dim != 128 && dim != 512))
-    return argumentError(formatv(
-        "{0}: heads = {1} must be >= 1 and dim = {2} 128 or 512", op, heads,
-        dim));
+    return argumentError(
+        formatv("{0}: heads = {1} must be >= 1 and dim = {2} 128 or 512", op,
+                heads, dim));
   if (seq < 1 || start < 0 || start + std::min(seq, tokens) > tablePositions)
     return argumentError(formatv(
         "{0}: positions start + [0, min(seq, tokens)) = {1} + [0, {2}) must "
@@ -184,8 +186,8 @@ Error v4Rope(void *x, const float *cos, const float *sin, int64_t tokens,
         op, start, std::min(seq, tokens), tablePositions));
   if (tokens == 0)
     return Error::success();
-  if (Error error = checkPointers(
-          op, {{"x", x, 4}, {"cos", cos, 4}, {"sin", sin, 4}}))
+  if (Error error =
+          checkPointers(op, {{"x", x, 4}, {"cos", cos, 4}, {"sin", sin, 4}}))
     return error;
   LaunchArgument arguments[] = {
       tensor(x, {tokens, heads, dim}), tensor(cos, {tablePositions, 32}),
@@ -230,8 +232,7 @@ Error v4CompressPrefill(const void *kv, const void *score, const float *ape,
   if (shape.firstSlot + seq / std::max<int64_t>(shape.ratio, 1) > shape.slots)
     return argumentError(formatv(
         "{0}: {1} entries from slot {2} do not fit the {3} slots of out", op,
-        seq / std::max<int64_t>(shape.ratio, 1), shape.firstSlot,
-        shape.slots));
+        seq / std::max<int64_t>(shape.ratio, 1), shape.firstSlot, shape.slots));
   if (seq > shape.tablePositions)
     return argumentError(formatv("{0}: seq = {1} exceeds the RoPE tables' {2} "
                                  "positions",
@@ -247,9 +248,9 @@ Error v4CompressDecode(const void *kv, const void *score, const float *ape,
                        void *stream) {
   const char *op = "v4_compress_decode";
   if (position < 0 || position >= shape.tablePositions)
-    return argumentError(formatv(
-        "{0}: position = {1} must lie in [0, {2}) (the RoPE tables)", op,
-        position, shape.tablePositions));
+    return argumentError(
+        formatv("{0}: position = {1} must lie in [0, {2}) (the RoPE tables)",
+                op, position, shape.tablePositions));
   // Only a token that completes its group writes an entry.
   bool completes = shape.ratio > 0 && (position + 1) % shape.ratio == 0;
   if (completes && shape.firstSlot + position / shape.ratio >= shape.slots)
@@ -272,10 +273,10 @@ Error v4Indices(int32_t *out, const int32_t *selected, const IndexShape &shape,
         ">= 1, slots = 0 exactly when ratio = 0, csa only with ratio 4",
         op, shape.window, shape.slots, shape.ratio, shape.csa ? 1 : 0));
   if (shape.decode ? start < 0 : seq < 1)
-    return argumentError(formatv("{0}: seq = {1}, start = {2}", op, seq,
-                                 start));
-  if (Error error = checkIndexRange(op, "seq + slots", seq + shape.slots +
-                                                          shape.window))
+    return argumentError(
+        formatv("{0}: seq = {1}, start = {2}", op, seq, start));
+  if (Error error =
+          checkIndexRange(op, "seq + slots", seq + shape.slots + shape.window))
     return error;
   if (shape.tokens == 0)
     return Error::success();
@@ -287,9 +288,9 @@ Error v4Indices(int32_t *out, const int32_t *selected, const IndexShape &shape,
   LaunchArgument arguments[] = {
       tensor(out, {shape.tokens, shape.window + shape.slots}),
       // Without CSA the kernel never reads it: any valid pointer will do.
-      shape.csa ? tensor(selected, {shape.tokens, std::max<int64_t>(
-                                                      shape.slots, 1)})
-                : tensor(out, {1, 1}),
+      shape.csa
+          ? tensor(selected, {shape.tokens, std::max<int64_t>(shape.slots, 1)})
+          : tensor(out, {1, 1}),
       integer(std::max<int64_t>(seq, 1)), integer(start)};
   return runOperator("v4_indices",
                      formatv("csa={0},decode={1},ratio={2},window={3}",
@@ -308,8 +309,8 @@ Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
         "<= slots and batch >= 1",
         op, firstSlot, endSlot, slots, batch));
   if (!std::isfinite(factor))
-    return argumentError(formatv("{0}: factor = {1} is not finite", op,
-                                 factor));
+    return argumentError(
+        formatv("{0}: factor = {1} is not finite", op, factor));
   if (endSlot == firstSlot)
     return Error::success();
   if (Error error = checkPointers(
@@ -351,8 +352,8 @@ Error v4IndexWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t seq,
   LaunchArgument arguments[] = {tensor(ks, {tokens}), tensor(ke, {tokens}),
                                 integer(seq), integer(start),
                                 integer(capacity)};
-  return runOperator("v4_index_windows", formatv("ratio={0}", ratio),
-                     arguments, stream);
+  return runOperator("v4_index_windows", formatv("ratio={0}", ratio), arguments,
+                     stream);
 }
 
 } // namespace hisa::ops

@@ -47,8 +47,8 @@ public:
     if (result != CUDA_SUCCESS)
       return createStringError(
           std::make_error_code(std::errc::not_enough_memory),
-          formatv("v4 attention: allocating {0} ({1} bytes) failed: {2}",
-                  what, bytes_, driver.describe(result)));
+          formatv("v4 attention: allocating {0} ({1} bytes) failed: {2}", what,
+                  bytes_, driver.describe(result)));
     return Error::success();
   }
 
@@ -77,8 +77,7 @@ Error copyRows(CudaDriver &driver, void *dst, uint64_t dstPitch,
   copy.dstPitch = dstPitch;
   copy.WidthInBytes = rowBytes;
   copy.Height = rows;
-  CUresult result =
-      driver.memcpy2DAsync(&copy, static_cast<CUstream>(stream));
+  CUresult result = driver.memcpy2DAsync(&copy, static_cast<CUstream>(stream));
   if (result != CUDA_SUCCESS)
     return createStringError(
         inconvertibleErrorCode(),
@@ -112,7 +111,7 @@ struct Attention::Buffers {
   /// Rows per sequence of the indexer's keys: the capacity rounded up to 4,
   /// so that each sequence's key scales start 16-byte aligned.
   int64_t indexKeyStride = 0;
-  int64_t compressWidth = 0;      ///< the compressor's row width
+  int64_t compressWidth = 0; ///< the compressor's row width
 };
 
 Attention::Attention(const Config &config, const Weights &weights,
@@ -151,41 +150,40 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   const char *op = "v4_attention_create";
   const Config &c = config;
   if (c.compressRatio != 0 && c.compressRatio != 128 && c.compressRatio != 4)
-    return argumentError(formatv(
-        "{0}: compress_ratio = {1}; supported: 0, 4 (CSA), 128 (HCA)", op,
-        c.compressRatio));
-  if (c.compressRatio == 4 &&
-      (c.indexHeads != 64 || c.indexTopk < 1 || c.indexTopk > 4096 ||
-       maxSeq < 4))
-    return argumentError(formatv(
-        "{0}: the CSA indexer needs index_heads = 64 (got {1}), 1 <= "
-        "index_topk <= 4096 (got {2}) and max_seq >= 4 (got {3})",
-        op, c.indexHeads, c.indexTopk, maxSeq));
+    return argumentError(
+        formatv("{0}: compress_ratio = {1}; supported: 0, 4 (CSA), 128 (HCA)",
+                op, c.compressRatio));
+  if (c.compressRatio == 4 && (c.indexHeads != 64 || c.indexTopk < 1 ||
+                               c.indexTopk > 4096 || maxSeq < 4))
+    return argumentError(
+        formatv("{0}: the CSA indexer needs index_heads = 64 (got {1}), 1 <= "
+                "index_topk <= 4096 (got {2}) and max_seq >= 4 (got {3})",
+                op, c.indexHeads, c.indexTopk, maxSeq));
   if (batch < 1 || maxSeq < 1 || batch * maxSeq > INT32_MAX)
     return argumentError(formatv(
         "{0}: batch = {1}, max_seq = {2}: need batch, max_seq >= 1 and batch "
         "* max_seq <= {3}",
         op, batch, maxSeq, INT32_MAX));
   if (c.heads < 1 || c.heads > 128 || c.oGroups < 1 || c.heads % c.oGroups)
-    return argumentError(formatv(
-        "{0}: heads = {1} (1 to 128) must split into o_groups = {2}", op,
-        c.heads, c.oGroups));
+    return argumentError(
+        formatv("{0}: heads = {1} (1 to 128) must split into o_groups = {2}",
+                op, c.heads, c.oGroups));
   if (c.dim % 64 || c.dim < 64 || c.qLora % 128 || c.oLora % 256)
     return argumentError(formatv(
         "{0}: dim = {1} must be a multiple of 64, q_lora = {2} of 128 (a "
         "norm dim), o_lora = {3} of 256 (the grouped projection's tile)",
         op, c.dim, c.qLora, c.oLora));
   if (!(c.eps >= 0) || !std::isfinite(c.eps))
-    return argumentError(formatv("{0}: eps = {1} must be finite and >= 0", op,
-                                 c.eps));
+    return argumentError(
+        formatv("{0}: eps = {1} must be finite and >= 0", op, c.eps));
   struct Named {
     const char *name;
     const void *pointer;
   };
   std::vector<Named> needed = {
-      {"wq_a", weights.wqA},   {"wq_b", weights.wqB},
-      {"wkv", weights.wkv},    {"wo_a", weights.woA},
-      {"wo_b", weights.woB},   {"q_norm", weights.qNorm},
+      {"wq_a", weights.wqA},       {"wq_b", weights.wqB},
+      {"wkv", weights.wkv},        {"wo_a", weights.woA},
+      {"wo_b", weights.woB},       {"q_norm", weights.qNorm},
       {"kv_norm", weights.kvNorm}, {"attn_sink", weights.attnSink}};
   if (c.compressRatio)
     needed.insert(needed.end(), {{"c_wkv", weights.cWkv},
@@ -231,11 +229,10 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   // through a workspace: the largest need over every prompt length (short
   // prompts split, long ones do not) and decode (one token).
   uint64_t attnBytes = 0;
-  for (int64_t seq = 1; seq <= std::min<int64_t>(tokens / batch, 4096);
-       ++seq) {
+  for (int64_t seq = 1; seq <= std::min<int64_t>(tokens / batch, 4096); ++seq) {
     uint64_t bytes = 0;
-    if (Error error = ops::sparseAttnWorkspaceSize(batch, seq, c.heads,
-                                                   columns, &bytes))
+    if (Error error =
+            ops::sparseAttnWorkspaceSize(batch, seq, c.heads, columns, &bytes))
       return std::move(error);
     attnBytes = std::max(attnBytes, bytes);
   }
@@ -249,11 +246,10 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       {&b.cos, uint64_t(maxSeq) * 32 * 4, "the RoPE cos table"},
       {&b.sin, uint64_t(maxSeq) * 32 * 4, "the RoPE sin table"},
       {&b.ones, kHeadDim * 4, "the q head norm's weight"},
-      {&b.kvCache, uint64_t(batch) * (kWindow + b.compressedCapacity) *
-                       kHeadDim * bf16,
+      {&b.kvCache,
+       uint64_t(batch) * (kWindow + b.compressedCapacity) * kHeadDim * bf16,
        "the kv cache"},
-      {&b.stateKv,
-       uint64_t(batch) * 2 * c.compressRatio * b.compressWidth * 4,
+      {&b.stateKv, uint64_t(batch) * 2 * c.compressRatio * b.compressWidth * 4,
        "the compressor state"},
       {&b.stateScore,
        uint64_t(batch) * 2 * c.compressRatio * b.compressWidth * 4,
@@ -261,8 +257,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       {&b.qr, uint64_t(tokens) * c.qLora * bf16, "q_lora activations"},
       {&b.q, uint64_t(tokens) * c.heads * kHeadDim * bf16, "q"},
       {&b.kv, uint64_t(tokens) * kHeadDim * bf16, "kv"},
-      {&b.kvAll, uint64_t(tokens + batch * b.compressedCapacity) * kHeadDim *
-                     bf16,
+      {&b.kvAll,
+       uint64_t(tokens + batch * b.compressedCapacity) * kHeadDim * bf16,
        "the prefill kv"},
       {&b.compressKv,
        c.compressRatio ? uint64_t(tokens) * b.compressWidth * bf16 : 0,
@@ -271,12 +267,10 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
        c.compressRatio ? uint64_t(tokens) * b.compressWidth * bf16 : 0,
        "compressor scores"},
       {&b.indices, uint64_t(tokens) * columns * 4, "index rows"},
-      {&b.o, uint64_t(tokens) * c.heads * kHeadDim * bf16,
-       "attention output"},
+      {&b.o, uint64_t(tokens) * c.heads * kHeadDim * bf16, "attention output"},
       {&b.low, uint64_t(tokens) * c.oGroups * c.oLora * bf16,
        "o_lora activations"},
-      {&b.attnWorkspace, attnBytes,
-       "the sparse attention workspace"}};
+      {&b.attnWorkspace, attnBytes, "the sparse attention workspace"}};
   for (Piece &piece : pieces)
     if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
       return std::move(error);
@@ -287,9 +281,12 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     int64_t headRows = tokens * c.indexHeads;
     // The indexer's logits: prefill runs one sequence at a time ([seq,
     // capacity]); decode all sequences at once ([batch, batch * capacity]).
-    indexer::IndexerShape prefillShape{tokens / batch, std::max<int64_t>(
-                                                           capacity, 1),
-                                       c.indexHeads, kIndexDim, 1, 0,
+    indexer::IndexerShape prefillShape{tokens / batch,
+                                       std::max<int64_t>(capacity, 1),
+                                       c.indexHeads,
+                                       kIndexDim,
+                                       1,
+                                       0,
                                        c.indexTopk};
     indexer::IndexerShape decodeShape = prefillShape;
     decodeShape.m = batch;
@@ -326,8 +323,7 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
         {&b.indexerWorkspace, std::max(*prefillBytes, *decodeBytes),
          "the indexer's logits"}};
     for (Piece &piece : indexPieces)
-      if (Error error =
-              piece.buffer->allocate(driver, piece.bytes, piece.what))
+      if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
         return std::move(error);
   }
   // RoPE tables as the reference computes them: angles in double, then
@@ -387,8 +383,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
                          void *stream) {
   const char *op = decode ? "v4_attention_decode" : "v4_attention_prefill";
   if (!x || !out)
-    return argumentError(formatv("{0}: {1} must not be NULL", op,
-                                 !x ? "x" : "out"));
+    return argumentError(
+        formatv("{0}: {1} must not be NULL", op, !x ? "x" : "out"));
   const Config &c = config_;
   const Weights &w = weights_;
   Buffers &b = *buffers_;
@@ -412,9 +408,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = ops::linear(b.qr.get(), w.wqB, b.q.get(), tokens,
                                 c.heads * kHeadDim, c.qLora, 1, stream))
     return error;
-  if (Error error =
-          ops::v4Rmsnorm(b.q.get(), b.ones.as<float>(), b.q.get(),
-                         tokens * c.heads, kHeadDim, eps, stream))
+  if (Error error = ops::v4Rmsnorm(b.q.get(), b.ones.as<float>(), b.q.get(),
+                                   tokens * c.heads, kHeadDim, eps, stream))
     return error;
   if (Error error = ops::v4Rope(b.q.get(), cos, sin, tokens, c.heads, kHeadDim,
                                 seq, start, maxSeq_, false, stream))
@@ -429,8 +424,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     return error;
   if (Error error = ops::v4Fp8Qdq(b.kv.get(), tokens, stream))
     return error;
-  if (Error error = ops::v4Rope(b.kv.get(), cos, sin, tokens, 1, kHeadDim,
-                                seq, start, maxSeq_, false, stream))
+  if (Error error = ops::v4Rope(b.kv.get(), cos, sin, tokens, 1, kHeadDim, seq,
+                                start, maxSeq_, false, stream))
     return error;
 
   // What sparse attention reads: prefill, the prompt's kv then its
@@ -446,9 +441,9 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
             stream))
       return error;
   } else {
-    if (Error error = copyRows(driver, b.kvAll.get(), nkv * rowBytes,
-                               b.kv.get(), seq * rowBytes, seq * rowBytes,
-                               batch_, stream))
+    if (Error error =
+            copyRows(driver, b.kvAll.get(), nkv * rowBytes, b.kv.get(),
+                     seq * rowBytes, seq * rowBytes, batch_, stream))
       return error;
   }
 
@@ -486,9 +481,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       // The entries also go to the cache's compressed region.
       if (Error error = copyRows(
               driver, offsetBytes(b.kvCache.get(), kWindow * rowBytes),
-              cacheRows * rowBytes,
-              offsetBytes(b.kvAll.get(), seq * rowBytes), nkv * rowBytes,
-              entries * rowBytes, batch_, stream))
+              cacheRows * rowBytes, offsetBytes(b.kvAll.get(), seq * rowBytes),
+              nkv * rowBytes, entries * rowBytes, batch_, stream))
         return error;
     }
   }
@@ -597,10 +591,9 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
     firstKey = 0;
     endKey = seq / 4;
   }
-  if (Error error = ops::v4ToFp8(b.indexKeys.get(), b.indexKeys8.get(),
-                                 b.indexKeyScale.as<float>(), nullptr, nullptr,
-                                 batch_, stride, firstKey, endKey, 1.0f,
-                                 stream))
+  if (Error error = ops::v4ToFp8(
+          b.indexKeys.get(), b.indexKeys8.get(), b.indexKeyScale.as<float>(),
+          nullptr, nullptr, batch_, stride, firstKey, endKey, 1.0f, stream))
     return error;
 
   // Its q: qr * i_wq, RoPE on each head's last 64 dims, Hadamard + fp4,
@@ -612,8 +605,7 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   if (Error error = ops::v4Rope(b.indexQ.get(), cos, sin, tokens, heads,
                                 kIndexDim, seq, start, maxSeq_, false, stream))
     return error;
-  if (Error error =
-          ops::v4HadamardFp4(b.indexQ.get(), tokens * heads, stream))
+  if (Error error = ops::v4HadamardFp4(b.indexQ.get(), tokens * heads, stream))
     return error;
   if (Error error = ops::linear(x, w.iWeights, b.indexWeights.get(), tokens,
                                 heads, c.dim, 1, stream))
@@ -621,8 +613,8 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   float factor = 1.0f / std::sqrt(float(kIndexDim) * float(heads));
   if (Error error = ops::v4ToFp8(
           b.indexQ.get(), b.indexQ8.get(), b.indexQScale.as<float>(),
-          b.indexWeights.get(), b.indexWeights32.as<float>(), 1,
-          tokens * heads, 0, tokens * heads, factor, stream))
+          b.indexWeights.get(), b.indexWeights32.as<float>(), 1, tokens * heads,
+          0, tokens * heads, factor, stream))
     return error;
 
   // Scores and the exact top index_topk of the visible entries: hisa's flat
@@ -659,8 +651,7 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
             offsetBytes(b.indexQ8.get(), firstToken * heads * kIndexDim),
             offsetBytes(b.indexKeys8.get(), s * stride * kIndexDim),
             b.indexKeyScale.as<float>() + s * stride,
-            b.indexWeights32.as<float>() + firstToken * heads,
-            starts, ends,
+            b.indexWeights32.as<float>() + firstToken * heads, starts, ends,
             b.selected.as<int32_t>() + firstToken * c.indexTopk, indexShape,
             b.indexerWorkspace.get(), b.indexerWorkspace.bytes(), stream))
       return error;

@@ -38,7 +38,8 @@ hisa_v4_config smallConfig(int64_t ratio) {
 hisa_v4_weights allWeights() {
   hisa_v4_weights w = {};
   w.wq_a = w.wq_b = w.wkv = w.wo_a = w.wo_b = fake(0x10000);
-  w.q_norm = w.kv_norm = w.attn_sink = static_cast<const float *>(fake(0x20000));
+  w.q_norm = w.kv_norm = w.attn_sink =
+      static_cast<const float *>(fake(0x20000));
   w.c_wkv = w.c_wgate = fake(0x30000);
   w.c_ape = w.c_norm = static_cast<const float *>(fake(0x40000));
   return w;
@@ -48,16 +49,17 @@ std::string createError(const hisa_v4_config &config,
                         const hisa_v4_weights &weights, int64_t batch = 1,
                         int64_t maxSeq = 64) {
   hisa_v4_attention *layer = nullptr;
-  int status = hisa_v4_attention_create(&config, &weights, batch, maxSeq, 0,
-                                        &layer);
+  int status =
+      hisa_v4_attention_create(&config, &weights, batch, maxSeq, 0, &layer);
   EXPECT_EQ(status, HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(layer, nullptr);
   return hisa_last_error();
 }
 
 TEST(V4Attention, RefusesUnsupportedRatios) {
-  EXPECT_NE(createError(smallConfig(7), allWeights()).find("compress_ratio = 7"),
-            std::string::npos);
+  EXPECT_NE(
+      createError(smallConfig(7), allWeights()).find("compress_ratio = 7"),
+      std::string::npos);
   // CSA needs the indexer's weights and its fixed 64 heads.
   std::string csa = createError(smallConfig(4), allWeights());
   EXPECT_NE(csa.find("weight i_wq must not be NULL"), std::string::npos) << csa;
@@ -89,7 +91,8 @@ TEST(V4Attention, NamesAMissingWeight) {
   // Window-only layers need no compressor weights.
   weights = allWeights();
   weights.wkv = nullptr;
-  EXPECT_NE(createError(smallConfig(0), weights).find("wkv"), std::string::npos);
+  EXPECT_NE(createError(smallConfig(0), weights).find("wkv"),
+            std::string::npos);
 }
 
 TEST(V4Attention, NullArguments) {

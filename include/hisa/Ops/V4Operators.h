@@ -1,4 +1,5 @@
-//===- V4Operators.h - The DeepSeek-V4 attention layer's operators -*- C++ -*-===//
+//===- V4Operators.h - The DeepSeek-V4 attention layer's operators -*- C++
+//-*-===//
 //
 // The operators the V4 attention layer (hisa/V4/Attention.h) is built from,
 // beside sparse attention (hisa/Ops/Operators.h): projections, RMSNorm,
@@ -79,8 +80,8 @@ llvm::Error v4CompressPrefill(const void *kv, const void *score,
 /// width] bf16; writes entry position / ratio when the token completes it.
 llvm::Error v4CompressDecode(const void *kv, const void *score,
                              const float *ape, const float *norm,
-                             const float *cos, const float *sin,
-                             float *stateKv, float *stateScore, void *out,
+                             const float *cos, const float *sin, float *stateKv,
+                             float *stateScore, void *out,
                              const CompressShape &shape, int64_t position,
                              float eps, void *stream);
 

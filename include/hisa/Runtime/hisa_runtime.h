@@ -178,8 +178,8 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * around the kernel"; python/hisa/v4/reference.py), with its caches:
  * create allocates them and a workspace once for `batch` sequences of up to
  * `max_seq` tokens (the same length in every sequence; prefills of at most
- * max_prefill_tokens = batch * seq tokens, 0: batch * max_seq); prefill (x [batch,
- * seq, dim] bf16 -> out [batch, seq, dim] bf16, positions 0 .. seq - 1)
+ * max_prefill_tokens = batch * seq tokens, 0: batch * max_seq); prefill (x
+ * [batch, seq, dim] bf16 -> out [batch, seq, dim] bf16, positions 0 .. seq - 1)
  * and decode (x [batch, dim] -> out [batch, dim], the token at position
  * `length` of every sequence) allocate nothing. Weights are the caller's
  * device tensors (bf16 matrices [out, in]; wo_a [o_groups, o_lora, heads /

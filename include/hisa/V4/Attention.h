@@ -103,8 +103,7 @@ private:
                       void *stream);
   /// CSA: the indexer's selection of compressed entries for every token
   /// (buffers' `selected`), before the index rows are assembled.
-  llvm::Error runIndexer(const void *x, int64_t seq, bool decode,
-                         void *stream);
+  llvm::Error runIndexer(const void *x, int64_t seq, bool decode, void *stream);
 
   Config config_;
   Weights weights_;

@@ -269,9 +269,10 @@ static LogicalResult verifyTypeSymbols(KernelOp kernel, Operation *where,
 
 ArrayRef<StringRef> hisa::tile::getGridBinaryOpNames() {
   static const StringRef names[] = {
-      "addi",  "subi",  "muli",  "divsi", "divui", "ceildivui", "ceildivsi",
-      "floordivsi", "remsi", "remui", "minsi", "maxsi", "minui", "maxui",
-      "andi",  "ori",   "xori",  "shli",  "shrui", "shrsi"};
+      "addi",      "subi",      "muli",       "divsi", "divui",
+      "ceildivui", "ceildivsi", "floordivsi", "remsi", "remui",
+      "minsi",     "maxsi",     "minui",      "maxui", "andi",
+      "ori",       "xori",      "shli",       "shrui", "shrsi"};
   return names;
 }
 
@@ -309,8 +310,8 @@ LogicalResult KernelOp::verifyRegions() {
       ++numLaunches;
     else if (!isHostSideOp(&op))
       return op.emitOpError(
-          "cannot appear on the host side of tile.kernel: only integer "
-          "constants, casts, tile.param, tile.dim and the arith ops ")
+                 "cannot appear on the host side of tile.kernel: only integer "
+                 "constants, casts, tile.param, tile.dim and the arith ops ")
              << llvm::join(getGridBinaryOpNames(), ", ")
              << " may compute the launch grid (the JIT evaluates them on "
                 "the host)";
