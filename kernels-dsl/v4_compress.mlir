@@ -24,9 +24,11 @@
 //   projections of every token; blocks 0 .. seq / ratio - 1 of a sequence
 //   write its entries, one more block writes the state of its last two
 //   groups (the tail group that is not complete, and the one before).
-// decode = 1: kv, score [batch, width] are the projections of the token at
-//   position seq (the same for every sequence); one block per sequence puts
-//   it in the state and, when it completes its group, writes the entry.
+// decode = 1: kv, score [batch, width] are the projections of sequence b's
+//   token at position base[b] (int32, device memory); one block per
+//   sequence puts it in the state and, when it completes its group, writes
+//   the entry (not past out's slots). seq is not read (pass 1); prefill
+//   does not read base.
 //
 // ape [ratio, width] f32, norm [dim] f32, cos / sin [positions, 32] f32,
 // out [batch, slots, dim] bf16; dim = 64 * blocks. 128 threads per block;
@@ -44,6 +46,7 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
                          %state_kv: !tile.global<[?, ?, ?], f32>,
                          %state_score: !tile.global<[?, ?, ?], f32>,
                          %out: !tile.global<[?, ?, ?], bf16>,
+                         %base: !tile.global<[?], i32>,
                          %seq: index, %first_slot: index, %eps: f32)
     params {blocks = 8, ratio = 4, overlap = 1, quantize = 1, decode = 0} {
   %batch = tile.dim %out, 0 : !tile.global<[?, ?, ?], bf16>
@@ -92,9 +95,15 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
     %per_batch = arith.select %decode, %c1, %groups_plus : index
     %b = arith.divui %block, %per_batch : index
     %in_batch = arith.remui %block, %per_batch : index
-    // Decode: the token at position seq, in group seq / ratio.
-    %token_in_group = arith.remui %seq, %ratio : index
-    %j = arith.select %decode, %groups, %in_batch : index
+    // Decode: sequence b's token at position base[b] (device memory: a
+    // captured CUDA graph replays at the current positions), in group
+    // position / ratio.
+    %base_i32 = tile.load %base[%b] : !tile.global<[?], i32>
+    %base_index = arith.index_cast %base_i32 : i32 to index
+    %position = arith.select %decode, %base_index, %seq : index
+    %token_in_group = arith.remui %position, %ratio : index
+    %position_group = arith.divui %position, %ratio : index
+    %j = arith.select %decode, %position_group, %in_batch : index
     %group_start = arith.muli %j, %ratio : index
     %batch_row = arith.muli %b, %seq : index
     %j_parity = arith.remui %j, %c2 : index
@@ -109,7 +118,12 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
     %pools_prefill = arith.xori %state_block, %true : i1
     %pools_in_prefill = arith.andi %prefill_state, %pools_prefill : i1
     %pools_in_decode = arith.andi %decode, %completes : i1
-    %pools = arith.ori %pools_in_prefill, %pools_in_decode : i1
+    %pools_any = arith.ori %pools_in_prefill, %pools_in_decode : i1
+    // An entry past out's slots (a position past max_seq) is not written.
+    %out_slots = tile.dim %out, 1 : !tile.global<[?, ?, ?], bf16>
+    %entry_slot = arith.addi %first_slot, %j : index
+    %fits = arith.cmpi ult, %entry_slot, %out_slots : index
+    %pools = arith.andi %pools_any, %fits : i1
 
     // Prefill's state block: the rows of groups groups - 1 and groups.
     scf.if %writes_state_rows {
@@ -268,6 +282,9 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
       // RoPE of the last block at position j * ratio: pairs (2i, 2i + 1)
       // of its 64 dims, read from shared memory (a pair may span threads).
       %rope_block = arith.subi %blocks_p, %c1 : index
+      %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
+      %last_row = arith.subi %table, %c1 : index
+      %rope_row = arith.minui %group_start, %last_row : index
       tile.parallel (%blk, %lane) in [blocks, 64] {
         %y = tile.load %normed[%blk, %lane] : !tile.shared<[blocks, 64], f32>
         %is_rope = arith.cmpi eq, %blk, %rope_block : index
@@ -276,8 +293,8 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
         %is_odd = arith.cmpi ne, %odd_i, %c0 : index
         %partner_lane = arith.xori %lane, %c1 : index
         %partner = tile.load %normed[%blk, %partner_lane] : !tile.shared<[blocks, 64], f32>
-        %c = tile.load %cos[%group_start, %pair] : !tile.global<[?, 32], f32>
-        %s = tile.load %sin[%group_start, %pair] : !tile.global<[?, 32], f32>
+        %c = tile.load %cos[%rope_row, %pair] : !tile.global<[?, 32], f32>
+        %s = tile.load %sin[%rope_row, %pair] : !tile.global<[?, 32], f32>
         // even: re' = re c - im s (y = re, partner = im);
         // odd:  im' = re s + im c (y = im, partner = re).
         %y_c = arith.mulf %y, %c : f32
@@ -312,8 +329,8 @@ tile.kernel @v4_compress(%kv: !tile.global<[?, ?], bf16>,
               %group = arith.divui %p, %h : index
               %offset = arith.remui %p, %h : index
               %two_h = arith.muli %h, %c2 : index
-              %base = arith.muli %group, %two_h : index
-              %i = arith.addi %base, %offset : index
+              %pair_base = arith.muli %group, %two_h : index
+              %i = arith.addi %pair_base, %offset : index
               %k = arith.addi %i, %h : index
               %i_blk = arith.divui %i, %c64 : index
               %i_lane = arith.remui %i, %c64 : index

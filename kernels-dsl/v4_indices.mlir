@@ -8,7 +8,7 @@
 //   compressed entry e is seq + e while e < (i + 1) / ratio (HCA: every
 //   visible entry; CSA (csa = 1): the indexer's selection selected[t, e]
 //   (entry numbers, -1 padded) instead, plus the same offset).
-// decode (decode = 1): the token of each sequence is position p = start;
+// decode (decode = 1): the token of sequence t is at position p = base[t];
 //   window entry w is the ring slot (p - window + 1 + w) % window of that
 //   token (-1 before 0); compressed entry e is window + e while visible.
 // ratio 0: no compressed part (slots = 0 is not allowed by shapes: pass
@@ -16,7 +16,8 @@
 
 tile.kernel @v4_indices(%out: !tile.global<[?, ?], i32>,
                         %selected: !tile.global<[?, ?], i32>,
-                        %seq: index, %start: index)
+                        %base: !tile.global<[?], i32>,
+                        %seq: index)
     params {window = 128, ratio = 128, decode = 0, csa = 0} {
   %tokens = tile.dim %out, 0 : !tile.global<[?, ?], i32>
   tile.launch (%t) in (%tokens) threads 128 {
@@ -32,7 +33,15 @@ tile.kernel @v4_indices(%out: !tile.global<[?, ?], i32>,
     %is_csa = arith.cmpi ne, %csa_param, %c0 : index
     %width = tile.dim %out, 1 : !tile.global<[?, ?], i32>
     %in_sequence = arith.remui %t, %seq : index
-    %i = arith.select %is_decode, %start, %in_sequence : index
+    // Decode: sequence t's token at base[t] (device memory, so that a
+    // captured CUDA graph replays at the current positions).
+    %i = scf.if %is_decode -> (index) {
+      %position_i32 = tile.load %base[%t] : !tile.global<[?], i32>
+      %position = arith.index_cast %position_i32 : i32 to index
+      scf.yield %position : index
+    } else {
+      scf.yield %in_sequence : index
+    }
     %i_i64 = arith.index_cast %i : index to i64
     %window_i64 = arith.index_cast %window : index to i64
     %one_i64 = arith.constant 1 : i64

@@ -6,14 +6,17 @@
 // tables [positions, 32] f32, computed once on the host as the reference
 // computes them, so kernel and reference rotate by the same numbers.
 // x [tokens, heads, dim] bf16 (dim 512: attention heads; 128: the CSA
-// indexer's q heads); token t is at position start + t % seq (a prefill of
-// sequences of seq tokens from 0: start = 0; a decode step: seq = 1, start
-// = the position), so no position tensor is read. One block per token.
+// indexer's q heads); token t of sequence b = t / seq is at position
+// base[b] + t % seq (a prefill from 0: base = 0; a decode step: seq = 1 and
+// base the sequences' positions, in device memory so that a captured CUDA
+// graph replays at the current positions). Positions outside the tables
+// read their last row instead of memory past them. One block per token.
 
 tile.kernel @v4_rope(%x: !tile.global<[?, ?, dim], bf16>,
                      %cos: !tile.global<[?, 32], f32>,
                      %sin: !tile.global<[?, 32], f32>,
-                     %seq: index, %start: index)
+                     %base: !tile.global<[?], i32>,
+                     %seq: index)
     params {inverse = 0, dim = 512} {
   %tokens = tile.dim %x, 0 : !tile.global<[?, ?, dim], bf16>
   tile.launch (%t) in (%tokens) threads 128 {
@@ -25,8 +28,14 @@ tile.kernel @v4_rope(%x: !tile.global<[?, ?, dim], bf16>,
     %dim = tile.param "dim" : index
     %rope_first = arith.subi %dim, %c64 : index
     %heads = tile.dim %x, 1 : !tile.global<[?, ?, dim], bf16>
+    %sequence = arith.divui %t, %seq : index
     %in_sequence = arith.remui %t, %seq : index
-    %position = arith.addi %start, %in_sequence : index
+    %base_i32 = tile.load %base[%sequence] : !tile.global<[?], i32>
+    %base_raw = arith.index_cast %base_i32 : i32 to index
+    %unclamped = arith.addi %base_raw, %in_sequence : index
+    %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
+    %last_row = arith.subi %table, %c1 : index
+    %position = arith.minui %unclamped, %last_row : index
     %inverse_param = tile.param "inverse" : index
     %inverse = arith.cmpi ne, %inverse_param, %c0 : index
     // 4 heads of 32 pairs per step: 128 threads, one pair each.

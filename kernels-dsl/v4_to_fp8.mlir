@@ -11,14 +11,19 @@
 // slots] f32. weights = 1 (q heads): the row's weight w_in [batch, slots]
 // bf16 times scale * factor goes to w_out [batch, slots] f32, so that
 // relu(q . k) * w is unchanged (scales are positive). 8 rows per block.
+// decode = 1 (the keys after a decode step, first_slot = 0, end_slot = 1):
+// sequence b converts row base[b] / 4 only when its token at position
+// base[b] (device memory) completed that entry ((base[b] + 1) % 4 == 0),
+// and only inside x's slots.
 
 tile.kernel @v4_to_fp8(%x: !tile.global<[?, ?, 128], bf16>,
                        %out: !tile.global<[?, ?, 128], f8E4M3FN>,
                        %scale: !tile.global<[?, ?], f32>,
                        %w_in: !tile.global<[?, ?], bf16>,
                        %w_out: !tile.global<[?, ?], f32>,
+                       %base: !tile.global<[?], i32>,
                        %first_slot: index, %end_slot: index, %factor: f32)
-    params {weights = 0} {
+    params {weights = 0, decode = 0} {
   %batch = tile.dim %x, 0 : !tile.global<[?, ?, 128], bf16>
   %count = arith.subi %end_slot, %first_slot : index
   %c8_host = arith.constant 8 : index
@@ -35,10 +40,30 @@ tile.kernel @v4_to_fp8(%x: !tile.global<[?, ?, 128], bf16>,
     %b = arith.divui %block, %blocks_per_batch : index
     %chunk = arith.remui %block, %blocks_per_batch : index
     %chunk_first = arith.muli %chunk, %c8 : index
-    %first = arith.addi %first_slot, %chunk_first : index
+    %prefill_first = arith.addi %first_slot, %chunk_first : index
+    %decode_param = tile.param "decode" : index
+    %is_decode = arith.cmpi ne, %decode_param, %c0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %slots = tile.dim %x, 1 : !tile.global<[?, ?, 128], bf16>
+    %first, %last = scf.if %is_decode -> (index, index) {
+      %position_i32 = tile.load %base[%b] : !tile.global<[?], i32>
+      %position = arith.index_cast %position_i32 : i32 to index
+      %entry = arith.divui %position, %c4 : index
+      %next = arith.addi %position, %c1 : index
+      %in_group = arith.remui %next, %c4 : index
+      %completes = arith.cmpi eq, %in_group, %c0 : index
+      %inside = arith.cmpi ult, %entry, %slots : index
+      %converts = arith.andi %completes, %inside : i1
+      %entry_end = arith.addi %entry, %c1 : index
+      %end = arith.select %converts, %entry_end, %entry : index
+      scf.yield %entry, %end : index, index
+    } else {
+      scf.yield %prefill_first, %end_slot : index, index
+    }
     tile.parallel (%r, %i) in [8, 128] {
       %slot = arith.addi %first, %r : index
-      %real = arith.cmpi ult, %slot, %end_slot : index
+      %real = arith.cmpi ult, %slot, %last : index
       %v = scf.if %real -> (f32) {
         %h = tile.load %x[%b, %slot, %i] : !tile.global<[?, ?, 128], bf16>
         %f = arith.extf %h : bf16 to f32
@@ -52,7 +77,7 @@ tile.kernel @v4_to_fp8(%x: !tile.global<[?, ?, 128], bf16>,
         : !tile.frag<[8, 128], f32> to !tile.shared<[8], f32>
     tile.parallel (%r, %i) in [8, 128] {
       %slot = arith.addi %first, %r : index
-      %real = arith.cmpi ult, %slot, %end_slot : index
+      %real = arith.cmpi ult, %slot, %last : index
       scf.if %real {
         %v = tile.load %values[%r, %i] : !tile.frag<[8, 128], f32>
         %m = tile.load %amax[%r] : !tile.shared<[8], f32>

@@ -367,10 +367,11 @@ int hisa_v4_attention_info(const hisa_v4_attention *layer, int64_t *length,
   return HISA_OK;
 }
 
-int hisa_v4_attention_set_length(hisa_v4_attention *layer, int64_t length) {
+int hisa_v4_attention_set_length(hisa_v4_attention *layer, int64_t length,
+                                 void *stream) {
   if (Error error = checkLayer(layer, "v4_attention_set_length"))
     return statusOf(std::move(error));
-  return statusOf(layer->layer->setLength(length));
+  return statusOf(layer->layer->setLength(length, stream));
 }
 
 void hisa_v4_attention_destroy(hisa_v4_attention *layer) { delete layer; }

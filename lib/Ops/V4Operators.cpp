@@ -68,19 +68,22 @@ std::string compressParams(const CompressShape &shape, bool decode) {
 Error runCompress(const char *op, const void *kv, const void *score,
                   const float *ape, const float *norm, const float *cos,
                   const float *sin, float *stateKv, float *stateScore,
-                  void *out, const CompressShape &shape, int64_t rows,
-                  int64_t seq, float eps, bool decode, void *stream) {
+                  void *out, const int32_t *base, const CompressShape &shape,
+                  int64_t rows, int64_t seq, float eps, bool decode,
+                  void *stream) {
   if (Error error = checkCompress(op, shape))
     return error;
-  if (Error error = checkPointers(op, {{"kv", kv, 2},
-                                       {"score", score, 2},
-                                       {"ape", ape, 4},
-                                       {"norm", norm, 4},
-                                       {"cos", cos, 4},
-                                       {"sin", sin, 4},
-                                       {"state_kv", stateKv, 4},
-                                       {"state_score", stateScore, 4},
-                                       {"out", out, 2}}))
+  if (Error error =
+          checkPointers(op, {{"kv", kv, 2},
+                             {"score", score, 2},
+                             {"ape", ape, 4},
+                             {"norm", norm, 4},
+                             {"cos", cos, 4},
+                             {"sin", sin, 4},
+                             {"state_kv", stateKv, 4},
+                             {"state_score", stateScore, 4},
+                             {"out", out, 2},
+                             {decode ? "positions" : "zeros", base, 4}}))
     return error;
   int64_t width = compressWidth(shape);
   LaunchArgument arguments[] = {
@@ -93,6 +96,7 @@ Error runCompress(const char *op, const void *kv, const void *score,
       tensor(stateKv, {shape.batch, 2 * shape.ratio, width}),
       tensor(stateScore, {shape.batch, 2 * shape.ratio, width}),
       tensor(out, {shape.batch, shape.slots, shape.dim}),
+      tensor(base, {shape.batch}),
       integer(seq),
       integer(shape.firstSlot),
       floatScalar(eps)};
@@ -169,8 +173,8 @@ Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,
   return runOperator("v4_rmsnorm", formatv("dim={0}", dim), arguments, stream);
 }
 
-Error v4Rope(void *x, const float *cos, const float *sin, int64_t tokens,
-             int64_t heads, int64_t dim, int64_t seq, int64_t start,
+Error v4Rope(void *x, const float *cos, const float *sin, const int32_t *base,
+             int64_t tokens, int64_t heads, int64_t dim, int64_t seq,
              int64_t tablePositions, bool inverse, void *stream) {
   const char *op = "v4_rope";
   if (Error error = checkNonNegative(op, "tokens", tokens))
@@ -179,19 +183,20 @@ Error v4Rope(void *x, const float *cos, const float *sin, int64_t tokens,
     return argumentError(
         formatv("{0}: heads = {1} must be >= 1 and dim = {2} 128 or 512", op,
                 heads, dim));
-  if (seq < 1 || start < 0 || start + std::min(seq, tokens) > tablePositions)
-    return argumentError(formatv(
-        "{0}: positions start + [0, min(seq, tokens)) = {1} + [0, {2}) must "
-        "lie inside the RoPE tables' {3} positions",
-        op, start, std::min(seq, tokens), tablePositions));
+  if (seq < 1 || tablePositions < 1)
+    return argumentError(
+        formatv("{0}: seq = {1} and the tables' positions = {2} must be >= 1",
+                op, seq, tablePositions));
   if (tokens == 0)
     return Error::success();
-  if (Error error =
-          checkPointers(op, {{"x", x, 4}, {"cos", cos, 4}, {"sin", sin, 4}}))
+  if (Error error = checkPointers(
+          op,
+          {{"x", x, 4}, {"cos", cos, 4}, {"sin", sin, 4}, {"base", base, 4}}))
     return error;
   LaunchArgument arguments[] = {
       tensor(x, {tokens, heads, dim}), tensor(cos, {tablePositions, 32}),
-      tensor(sin, {tablePositions, 32}), integer(seq), integer(start)};
+      tensor(sin, {tablePositions, 32}),
+      tensor(base, {(tokens + seq - 1) / seq}), integer(seq)};
   return runOperator("v4_rope",
                      formatv("dim={0},inverse={1}", dim, inverse ? 1 : 0),
                      arguments, stream);
@@ -224,8 +229,8 @@ Error v4HadamardFp4(void *x, int64_t rows, void *stream) {
 Error v4CompressPrefill(const void *kv, const void *score, const float *ape,
                         const float *norm, const float *cos, const float *sin,
                         float *stateKv, float *stateScore, void *out,
-                        const CompressShape &shape, int64_t seq, float eps,
-                        void *stream) {
+                        const int32_t *zeros, const CompressShape &shape,
+                        int64_t seq, float eps, void *stream) {
   const char *op = "v4_compress_prefill";
   if (seq < 1)
     return argumentError(formatv("{0}: seq = {1} must be >= 1", op, seq));
@@ -238,31 +243,24 @@ Error v4CompressPrefill(const void *kv, const void *score, const float *ape,
                                  "positions",
                                  op, seq, shape.tablePositions));
   return runCompress(op, kv, score, ape, norm, cos, sin, stateKv, stateScore,
-                     out, shape, shape.batch * seq, seq, eps, false, stream);
+                     out, zeros, shape, shape.batch * seq, seq, eps, false,
+                     stream);
 }
 
 Error v4CompressDecode(const void *kv, const void *score, const float *ape,
                        const float *norm, const float *cos, const float *sin,
                        float *stateKv, float *stateScore, void *out,
-                       const CompressShape &shape, int64_t position, float eps,
-                       void *stream) {
-  const char *op = "v4_compress_decode";
-  if (position < 0 || position >= shape.tablePositions)
-    return argumentError(
-        formatv("{0}: position = {1} must lie in [0, {2}) (the RoPE tables)",
-                op, position, shape.tablePositions));
-  // Only a token that completes its group writes an entry.
-  bool completes = shape.ratio > 0 && (position + 1) % shape.ratio == 0;
-  if (completes && shape.firstSlot + position / shape.ratio >= shape.slots)
-    return argumentError(formatv(
-        "{0}: entry {1} of position {2} does not fit the {3} slots of out", op,
-        position / shape.ratio, position, shape.slots));
-  return runCompress(op, kv, score, ape, norm, cos, sin, stateKv, stateScore,
-                     out, shape, shape.batch, position, eps, true, stream);
+                       const int32_t *positions, const CompressShape &shape,
+                       float eps, void *stream) {
+  // The positions are in device memory: the kernel writes no entry past
+  // out's slots and reads no RoPE row past the tables.
+  return runCompress("v4_compress_decode", kv, score, ape, norm, cos, sin,
+                     stateKv, stateScore, out, positions, shape, shape.batch,
+                     /*seq=*/1, eps, true, stream);
 }
 
-Error v4Indices(int32_t *out, const int32_t *selected, const IndexShape &shape,
-                int64_t seq, int64_t start, void *stream) {
+Error v4Indices(int32_t *out, const int32_t *selected, const int32_t *positions,
+                const IndexShape &shape, int64_t seq, void *stream) {
   const char *op = "v4_indices";
   if (Error error = checkNonNegative(op, "tokens", shape.tokens))
     return error;
@@ -272,9 +270,8 @@ Error v4Indices(int32_t *out, const int32_t *selected, const IndexShape &shape,
         "{0}: window = {1}, slots = {2}, ratio = {3}, csa = {4}: needs window "
         ">= 1, slots = 0 exactly when ratio = 0, csa only with ratio 4",
         op, shape.window, shape.slots, shape.ratio, shape.csa ? 1 : 0));
-  if (shape.decode ? start < 0 : seq < 1)
-    return argumentError(
-        formatv("{0}: seq = {1}, start = {2}", op, seq, start));
+  if (!shape.decode && seq < 1)
+    return argumentError(formatv("{0}: seq = {1} must be >= 1", op, seq));
   if (Error error =
           checkIndexRange(op, "seq + slots", seq + shape.slots + shape.window))
     return error;
@@ -285,13 +282,17 @@ Error v4Indices(int32_t *out, const int32_t *selected, const IndexShape &shape,
   if (shape.csa)
     if (Error error = checkPointer(op, "selected", selected, 4))
       return error;
+  if (shape.decode)
+    if (Error error = checkPointer(op, "positions", positions, 4))
+      return error;
   LaunchArgument arguments[] = {
       tensor(out, {shape.tokens, shape.window + shape.slots}),
       // Without CSA the kernel never reads it: any valid pointer will do.
       shape.csa
           ? tensor(selected, {shape.tokens, std::max<int64_t>(shape.slots, 1)})
           : tensor(out, {1, 1}),
-      integer(std::max<int64_t>(seq, 1)), integer(start)};
+      shape.decode ? tensor(positions, {shape.tokens}) : tensor(out, {1}),
+      integer(std::max<int64_t>(seq, 1))};
   return runOperator("v4_indices",
                      formatv("csa={0},decode={1},ratio={2},window={3}",
                              shape.csa ? 1 : 0, shape.decode ? 1 : 0,
@@ -300,8 +301,9 @@ Error v4Indices(int32_t *out, const int32_t *selected, const IndexShape &shape,
 }
 
 Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
-              float *wOut, int64_t batch, int64_t slots, int64_t firstSlot,
-              int64_t endSlot, float factor, void *stream) {
+              float *wOut, const int32_t *decodePositions, int64_t batch,
+              int64_t slots, int64_t firstSlot, int64_t endSlot, float factor,
+              void *stream) {
   const char *op = "v4_to_fp8";
   if (batch < 1 || firstSlot < 0 || endSlot < firstSlot || endSlot > slots)
     return argumentError(formatv(
@@ -311,6 +313,12 @@ Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
   if (!std::isfinite(factor))
     return argumentError(
         formatv("{0}: factor = {1} is not finite", op, factor));
+  bool decode = decodePositions != nullptr;
+  if (decode) {
+    // One block per sequence picks its row from its position.
+    firstSlot = 0;
+    endSlot = 1;
+  }
   if (endSlot == firstSlot)
     return Error::success();
   if (Error error = checkPointers(
@@ -326,33 +334,66 @@ Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
       tensor(scale, {batch, slots}),
       weights ? tensor(wIn, {batch, slots}) : tensor(x, {1, 1}),
       weights ? tensor(wOut, {batch, slots}) : tensor(scale, {1, 1}),
+      decode ? tensor(decodePositions, {batch}) : tensor(scale, {1}),
       integer(firstSlot),
       integer(endSlot),
       floatScalar(factor)};
-  return runOperator("v4_to_fp8", formatv("weights={0}", weights ? 1 : 0),
-                     arguments, stream);
+  return runOperator(
+      "v4_to_fp8",
+      formatv("decode={0},weights={1}", decode ? 1 : 0, weights ? 1 : 0),
+      arguments, stream);
 }
 
-Error v4IndexWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t seq,
-                     int64_t start, int64_t capacity, int64_t ratio,
-                     void *stream) {
+Error v4IndexWindows(int32_t *ks, int32_t *ke, const int32_t *base,
+                     int64_t tokens, int64_t seq, int64_t capacity,
+                     int64_t ratio, void *stream) {
   const char *op = "v4_index_windows";
-  if (tokens < 0 || seq < 1 || start < 0 || capacity < 0 || ratio < 1)
-    return argumentError(formatv(
-        "{0}: tokens = {1}, seq = {2}, start = {3}, capacity = {4}, ratio = "
-        "{5}",
-        op, tokens, seq, start, capacity, ratio));
+  if (tokens < 0 || seq < 1 || capacity < 0 || ratio < 1)
+    return argumentError(
+        formatv("{0}: tokens = {1}, seq = {2}, capacity = {3}, ratio = {4}", op,
+                tokens, seq, capacity, ratio));
   if (Error error = checkIndexRange(op, "batch * capacity",
                                     (tokens / seq + 1) * capacity))
     return error;
   if (tokens == 0)
     return Error::success();
-  if (Error error = checkPointers(op, {{"ks", ks, 4}, {"ke", ke, 4}}))
+  if (Error error =
+          checkPointers(op, {{"ks", ks, 4}, {"ke", ke, 4}, {"base", base, 4}}))
     return error;
   LaunchArgument arguments[] = {tensor(ks, {tokens}), tensor(ke, {tokens}),
-                                integer(seq), integer(start),
-                                integer(capacity)};
+                                tensor(base, {(tokens + seq - 1) / seq}),
+                                integer(seq), integer(capacity)};
   return runOperator("v4_index_windows", formatv("ratio={0}", ratio), arguments,
+                     stream);
+}
+
+Error v4RingWrite(const void *kv, void *cache, const int32_t *positions,
+                  int64_t batch, int64_t cacheRows, void *stream) {
+  const char *op = "v4_ring_write";
+  if (batch < 1 || cacheRows < 128)
+    return argumentError(formatv(
+        "{0}: batch = {1} must be >= 1 and the cache's {2} rows hold the "
+        "128-token ring",
+        op, batch, cacheRows));
+  if (Error error = checkPointers(
+          op,
+          {{"kv", kv, 8}, {"cache", cache, 8}, {"positions", positions, 4}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(kv, {batch, 512}),
+                                tensor(cache, {batch, cacheRows, 512}),
+                                tensor(positions, {batch})};
+  return runOperator("v4_ring_write", "window=128", arguments, stream);
+}
+
+Error v4Advance(int32_t *positions, int64_t batch, bool set, int32_t value,
+                void *stream) {
+  const char *op = "v4_advance";
+  if (batch < 1)
+    return argumentError(formatv("{0}: batch = {1} must be >= 1", op, batch));
+  if (Error error = checkPointer(op, "positions", positions, 4))
+    return error;
+  LaunchArgument arguments[] = {tensor(positions, {batch}), integer(value)};
+  return runOperator("v4_advance", formatv("set={0}", set ? 1 : 0), arguments,
                      stream);
 }
 

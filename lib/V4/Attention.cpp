@@ -96,6 +96,11 @@ char *offsetBytes(const void *base, uint64_t bytes) {
 struct Attention::Buffers {
   CudaDriver *driver = nullptr;
   DeviceBuffer cos, sin, ones;
+  /// Each sequence's decode position (int32, device memory: every decode
+  /// kernel reads it and the step's last launch advances it, so that a
+  /// captured decode step replays at the next position), and zeros (the
+  /// base position of a prefill).
+  DeviceBuffer positions, zeros;
   DeviceBuffer kvCache, stateKv, stateScore;
   // The workspace, one buffer per intermediate (sized for the largest call).
   DeviceBuffer qr, q, kv, kvAll, compressKv, compressScore, indices, o, low,
@@ -120,11 +125,14 @@ Attention::Attention(const Config &config, const Weights &weights,
       maxPrefillTokens_(maxPrefillTokens),
       buffers_(std::make_unique<Buffers>()) {}
 
-Error Attention::setLength(int64_t length) {
+Error Attention::setLength(int64_t length, void *stream) {
   if (length < 1 || length > maxSeq_)
     return argumentError(formatv(
         "v4_attention_set_length: length = {0} must lie in [1, max_seq = {1}]",
         length, maxSeq_));
+  if (Error error = ops::v4Advance(buffers_->positions.as<int32_t>(), batch_,
+                                   /*set=*/true, int32_t(length), stream))
+    return error;
   length_ = length;
   return Error::success();
 }
@@ -246,6 +254,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       {&b.cos, uint64_t(maxSeq) * 32 * 4, "the RoPE cos table"},
       {&b.sin, uint64_t(maxSeq) * 32 * 4, "the RoPE sin table"},
       {&b.ones, kHeadDim * 4, "the q head norm's weight"},
+      {&b.positions, uint64_t(batch) * 4, "the decode positions"},
+      {&b.zeros, uint64_t(batch) * 4, "the prefill positions"},
       {&b.kvCache,
        uint64_t(batch) * (kWindow + b.compressedCapacity) * kHeadDim * bf16,
        "the kv cache"},
@@ -356,6 +366,13 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     return std::move(error);
   if (Error error = upload(b.ones, ones))
     return std::move(error);
+  // Zero bits are zero integers: the prefill base positions and the decode
+  // positions before a prefill.
+  std::vector<float> zeroWords(batch, 0.0f);
+  if (Error error = upload(b.zeros, zeroWords))
+    return std::move(error);
+  if (Error error = upload(b.positions, zeroWords))
+    return std::move(error);
   return layer;
 }
 
@@ -397,6 +414,9 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   uint64_t rowBytes = kHeadDim * 2;
   float eps = c.eps;
   const float *cos = b.cos.as<float>(), *sin = b.sin.as<float>();
+  // Positions of the tokens: base[b] + t % seq.
+  int32_t *positions = b.positions.as<int32_t>();
+  const int32_t *base = decode ? positions : b.zeros.as<int32_t>();
 
   // q: wq_a, q_norm, wq_b, the per-head norm, RoPE.
   if (Error error =
@@ -411,8 +431,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = ops::v4Rmsnorm(b.q.get(), b.ones.as<float>(), b.q.get(),
                                    tokens * c.heads, kHeadDim, eps, stream))
     return error;
-  if (Error error = ops::v4Rope(b.q.get(), cos, sin, tokens, c.heads, kHeadDim,
-                                seq, start, maxSeq_, false, stream))
+  if (Error error = ops::v4Rope(b.q.get(), cos, sin, base, tokens, c.heads,
+                                kHeadDim, seq, maxSeq_, false, stream))
     return error;
 
   // kv: wkv, kv_norm, fp8 of the first 448 dims, RoPE.
@@ -424,8 +444,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     return error;
   if (Error error = ops::v4Fp8Qdq(b.kv.get(), tokens, stream))
     return error;
-  if (Error error = ops::v4Rope(b.kv.get(), cos, sin, tokens, 1, kHeadDim, seq,
-                                start, maxSeq_, false, stream))
+  if (Error error = ops::v4Rope(b.kv.get(), cos, sin, base, tokens, 1, kHeadDim,
+                                seq, maxSeq_, false, stream))
     return error;
 
   // What sparse attention reads: prefill, the prompt's kv then its
@@ -434,11 +454,9 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   int64_t nkv = decode ? cacheRows : seq + entries;
   void *attnKv = decode ? b.kvCache.get() : b.kvAll.get();
   if (decode) {
-    // The token's ring slot.
-    if (Error error = copyRows(
-            driver, offsetBytes(b.kvCache.get(), (start % kWindow) * rowBytes),
-            cacheRows * rowBytes, b.kv.get(), rowBytes, rowBytes, batch_,
-            stream))
+    // The token's ring slot (from the device positions).
+    if (Error error = ops::v4RingWrite(b.kv.get(), b.kvCache.get(), positions,
+                                       batch_, cacheRows, stream))
       return error;
   } else {
     if (Error error =
@@ -468,7 +486,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       if (Error error = ops::v4CompressDecode(
               b.compressKv.get(), b.compressScore.get(), w.cApe, w.cNorm, cos,
               sin, b.stateKv.as<float>(), b.stateScore.as<float>(),
-              b.kvCache.get(), shape, start, eps, stream))
+              b.kvCache.get(), positions, shape, eps, stream))
         return error;
     } else {
       shape.slots = nkv;
@@ -476,7 +494,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       if (Error error = ops::v4CompressPrefill(
               b.compressKv.get(), b.compressScore.get(), w.cApe, w.cNorm, cos,
               sin, b.stateKv.as<float>(), b.stateScore.as<float>(),
-              b.kvAll.get(), shape, seq, eps, stream))
+              b.kvAll.get(), b.zeros.as<int32_t>(), shape, seq, eps, stream))
         return error;
       // The entries also go to the cache's compressed region.
       if (Error error = copyRows(
@@ -501,7 +519,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   indexShape.csa = ratio == 4;
   if (Error error =
           ops::v4Indices(b.indices.as<int32_t>(), b.selected.as<int32_t>(),
-                         indexShape, seq, start, stream))
+                         positions, indexShape, seq, stream))
     return error;
   if (Error error = ops::sparseAttn(
           b.q.get(), attnKv, w.attnSink, b.indices.as<int32_t>(), b.o.get(),
@@ -509,8 +527,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
           1.0f / std::sqrt(float(kHeadDim)), b.attnWorkspace.get(),
           b.attnWorkspace.bytes(), stream))
     return error;
-  if (Error error = ops::v4Rope(b.o.get(), cos, sin, tokens, c.heads, kHeadDim,
-                                seq, start, maxSeq_, true, stream))
+  if (Error error = ops::v4Rope(b.o.get(), cos, sin, base, tokens, c.heads,
+                                kHeadDim, seq, maxSeq_, true, stream))
     return error;
   int64_t groupWidth = c.heads / c.oGroups * kHeadDim;
   if (Error error = ops::linear(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,
@@ -537,6 +555,11 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
             (seq - first - run) * rowBytes, batch_, stream))
       return error;
   }
+  // The step's last launch: decode advances every position, prefill sets
+  // them to the prompt length.
+  if (Error error = ops::v4Advance(positions, batch_, /*set=*/!decode,
+                                   int32_t(seq), stream))
+    return error;
   length_ = start + seq;
   return Error::success();
 }
@@ -547,12 +570,13 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   const Weights &w = weights_;
   Buffers &b = *buffers_;
   int64_t tokens = batch_ * seq;
-  int64_t start = decode ? length_ : 0;
   int64_t capacity = b.compressedCapacity;
   int64_t stride = b.indexKeyStride;
   int64_t heads = c.indexHeads;
   float eps = c.eps;
   const float *cos = b.cos.as<float>(), *sin = b.sin.as<float>();
+  int32_t *positions = b.positions.as<int32_t>();
+  const int32_t *base = decode ? positions : b.zeros.as<int32_t>();
 
   // Its compressor (ratio 4 with overlap, 128 dims): entries Hadamard + fp4
   // quantized in the kernel, into the key cache [batch, capacity, 128].
@@ -571,29 +595,25 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   shape.slots = stride;
   shape.firstSlot = 0;
   shape.tablePositions = maxSeq_;
-  int64_t firstKey, endKey;
   if (decode) {
     if (Error error = ops::v4CompressDecode(
             b.indexKv.get(), b.indexScore.get(), w.iApe, w.iNorm, cos, sin,
             b.indexStateKv.as<float>(), b.indexStateScore.as<float>(),
-            b.indexKeys.get(), shape, start, eps, stream))
+            b.indexKeys.get(), positions, shape, eps, stream))
       return error;
-    // A new key only when this token completed its group.
-    bool completes = (start + 1) % 4 == 0;
-    firstKey = start / 4;
-    endKey = completes ? firstKey + 1 : firstKey;
   } else {
     if (Error error = ops::v4CompressPrefill(
             b.indexKv.get(), b.indexScore.get(), w.iApe, w.iNorm, cos, sin,
             b.indexStateKv.as<float>(), b.indexStateScore.as<float>(),
-            b.indexKeys.get(), shape, seq, eps, stream))
+            b.indexKeys.get(), b.zeros.as<int32_t>(), shape, seq, eps, stream))
       return error;
-    firstKey = 0;
-    endKey = seq / 4;
   }
-  if (Error error = ops::v4ToFp8(
-          b.indexKeys.get(), b.indexKeys8.get(), b.indexKeyScale.as<float>(),
-          nullptr, nullptr, batch_, stride, firstKey, endKey, 1.0f, stream))
+  // The new keys in fp8: prefill all, decode the entry a token completed
+  // (chosen on the device from its position).
+  if (Error error = ops::v4ToFp8(b.indexKeys.get(), b.indexKeys8.get(),
+                                 b.indexKeyScale.as<float>(), nullptr, nullptr,
+                                 decode ? positions : nullptr, batch_, stride,
+                                 0, decode ? 1 : seq / 4, 1.0f, stream))
     return error;
 
   // Its q: qr * i_wq, RoPE on each head's last 64 dims, Hadamard + fp4,
@@ -602,8 +622,8 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   if (Error error = ops::linear(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
                                 heads * kIndexDim, c.qLora, 1, stream))
     return error;
-  if (Error error = ops::v4Rope(b.indexQ.get(), cos, sin, tokens, heads,
-                                kIndexDim, seq, start, maxSeq_, false, stream))
+  if (Error error = ops::v4Rope(b.indexQ.get(), cos, sin, base, tokens, heads,
+                                kIndexDim, seq, maxSeq_, false, stream))
     return error;
   if (Error error = ops::v4HadamardFp4(b.indexQ.get(), tokens * heads, stream))
     return error;
@@ -613,8 +633,8 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   float factor = 1.0f / std::sqrt(float(kIndexDim) * float(heads));
   if (Error error = ops::v4ToFp8(
           b.indexQ.get(), b.indexQ8.get(), b.indexQScale.as<float>(),
-          b.indexWeights.get(), b.indexWeights32.as<float>(), 1, tokens * heads,
-          0, tokens * heads, factor, stream))
+          b.indexWeights.get(), b.indexWeights32.as<float>(), nullptr, 1,
+          tokens * heads, 0, tokens * heads, factor, stream))
     return error;
 
   // Scores and the exact top index_topk of the visible entries: hisa's flat
@@ -627,7 +647,7 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   int32_t *starts = b.indexStarts.as<int32_t>();
   int32_t *ends = b.indexEnds.as<int32_t>();
   if (decode) {
-    if (Error error = ops::v4IndexWindows(starts, ends, tokens, 1, start,
+    if (Error error = ops::v4IndexWindows(starts, ends, positions, tokens, 1,
                                           stride, 4, stream))
       return error;
     indexShape.m = batch_;
@@ -640,8 +660,8 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   }
   // Every sequence of a prefill has the same windows over its own keys:
   // one sequence's worth, shared by the per-sequence calls (and aligned).
-  if (Error error = ops::v4IndexWindows(starts, ends, seq, seq, 0,
-                                        /*capacity=*/0, 4, stream))
+  if (Error error = ops::v4IndexWindows(starts, ends, b.zeros.as<int32_t>(),
+                                        seq, seq, /*capacity=*/0, 4, stream))
     return error;
   indexShape.m = seq;
   indexShape.n = std::max<int64_t>(capacity, 1);

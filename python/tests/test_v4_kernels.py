@@ -54,7 +54,8 @@ def test_index_rows(ratio, decode):
     # -1 padded) plus the offset (seq in prefill, the window in decode).
     selected = torch.randint(-1, 50, (expected.shape[0], max(slots, 1)), dtype=torch.int32,
                              device="cuda")
-    kernel.launch(out, selected, 1 if decode else seq, start or 0)
+    base = torch.full((expected.shape[0],), start or 0, dtype=torch.int32, device="cuda")
+    kernel.launch(out, selected, base, 1 if decode else seq)
     torch.cuda.synchronize()
     got = out[:, :config.window + slots].cpu()
     if ratio == 4:
@@ -71,7 +72,8 @@ def test_index_rows(ratio, decode):
 @pytest.mark.parametrize("tokens,heads,dim,seq,start", [
     (7, 64, 512, 7, 0), (33, 1, 512, 11, 0), (5, 128, 512, 1, 3000), (9, 64, 128, 4, 0)])
 def test_rope(tokens, heads, dim, seq, start, inverse):
-    """Token t at position start + t % seq (prefill: start 0; decode: seq 1)."""
+    """Token t at position base[t // seq] + t % seq (prefill: base 0;
+    decode: seq 1, base the positions in device memory)."""
     fresh_seed(torch)
     positions_count = 4096
     angles = ref.rope_angles(torch.arange(positions_count), 64, 160000.0)
@@ -82,8 +84,9 @@ def test_rope(tokens, heads, dim, seq, start, inverse):
     expected[..., dim - 64:] = ref.rope(x[..., dim - 64:].float().cpu(),
                                         angles[positions], inverse=inverse).cuda()
     y = x.clone()
+    base = torch.full((-(-tokens // seq),), start, dtype=torch.int32, device="cuda")
     hisa.jit.get_kernel("v4_rope", {"inverse": int(inverse), "dim": dim}).launch(
-        y, cos, sin, seq, start)
+        y, cos, sin, base, seq)
     torch.cuda.synchronize()
     assert torch.equal(y[..., :dim - 64], x[..., :dim - 64]), "the first dims must not change"
     assert torch.allclose(y.float(), expected, rtol=1e-2, atol=2e-2)
@@ -145,11 +148,15 @@ def test_compress_prefill_then_decode(ratio, overlap, dim, quantize, batch, seq,
     decode = hisa.jit.get_kernel("v4_compress", dict(params, decode=1))
     prompt_kv = kv[:, :seq].contiguous()
     prompt_score = score[:, :seq].contiguous()
+    zeros = torch.zeros(batch, dtype=torch.int32, device="cuda")
     prefill.launch(prompt_kv.view(batch * seq, width), prompt_score.view(batch * seq, width),
-                   ape, norm, cos, sin, state_kv, state_score, cache, seq, first_slot, 1e-6)
+                   ape, norm, cos, sin, state_kv, state_score, cache, zeros, seq, first_slot,
+                   1e-6)
     for p in range(seq, total):
+        # Decode reads each sequence's position from device memory.
+        positions = torch.full((batch,), p, dtype=torch.int32, device="cuda")
         decode.launch(kv[:, p].contiguous(), score[:, p].contiguous(), ape, norm, cos, sin,
-                      state_kv, state_score, cache, p, first_slot, 1e-6)
+                      state_kv, state_score, cache, positions, 1, first_slot, 1e-6)
     torch.cuda.synchronize()
     entries = total // ratio
     expected = ref.compress_entries(kv.float().cpu(), score.float().cpu(), ape.cpu(), norm.cpu(),
@@ -175,7 +182,7 @@ def test_compress_prefill_then_decode(ratio, overlap, dim, quantize, batch, seq,
     state2 = torch.full_like(state_kv, float("nan"))
     state3 = torch.full_like(state_kv, float("nan"))
     prefill.launch(kv.view(batch * total, width), score.view(batch * total, width), ape, norm,
-                   cos, sin, state2, state3, whole, total, first_slot, 1e-6)
+                   cos, sin, state2, state3, whole, zeros, total, first_slot, 1e-6)
     torch.cuda.synchronize()
     assert torch.equal(whole, cache), "decode entries differ from prefill's"
 

@@ -97,6 +97,44 @@ def test_prefill_then_decode(ratio, batch, seq, steps):
     check_cache(layer, reference, config)
 
 
+@pytest.mark.parametrize("ratio", [4, 128])
+def test_decode_step_replays_from_a_cuda_graph(ratio):
+    """One decode step captured in a CUDA graph and replayed: the kernels
+    read the positions from device memory and the step advances them, so
+    replay i computes position seq + 1 + i (checked against the reference's
+    eager decode)."""
+    seed = fresh_seed(torch)
+    config = small_config(ratio)
+    batch, seq, replays = 2, 130, 6
+    layer, reference = make(config, batch, 300, seed)
+    x = torch.randn(batch, seq + 1 + replays, config.dim, device="cuda").bfloat16()
+    layer.forward(x[:, :seq], 0)
+    reference.forward(x[:, :seq].float(), 0)
+    # An eager step first: every kernel is compiled before the capture.
+    out = layer.forward(x[:, seq:seq + 1], seq)
+    expected = reference.forward(x[:, seq:seq + 1].float(), seq)
+    assert relative_error(out, expected) < 3e-2
+    static_x = x[:, seq + 1:seq + 2].clone()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            static_out = layer.forward(static_x, seq + 1)
+    torch.cuda.current_stream().wait_stream(stream)
+    # Capturing launched nothing: the device positions still say seq + 1.
+    layer.set_length(seq + 1)
+    for i in range(replays):
+        p = seq + 1 + i
+        static_x.copy_(x[:, p:p + 1])
+        graph.replay()
+        expected = reference.forward(x[:, p:p + 1].float(), p)
+        error = relative_error(static_out, expected)
+        assert error < 3e-2, f"replay {i} (position {p}): relative L2 {error:.2e}, seed {seed}"
+    layer.set_length(seq + 1 + replays)
+    assert layer.length == seq + 1 + replays
+
+
 def test_errors_name_the_problem():
     config = small_config(128)
     layer, _ = make(config, 1, 64, 1)

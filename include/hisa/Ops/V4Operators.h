@@ -32,13 +32,15 @@ llvm::Error v4Rmsnorm(const void *x, const float *weight, void *out,
                       int64_t rows, int64_t dim, float eps, void *stream);
 
 /// In place on x [tokens, heads, dim] bf16 (dim 512 or 128): the last 64
-/// dims of each head rotate by the angles of token t's position start + t
-/// % seq from the cos / sin tables [tablePositions, 32] f32 (a prefill of
-/// sequences of seq tokens: start = 0; a decode step: seq = 1); inverse
-/// rotates back. Positions must lie inside the tables.
-llvm::Error v4Rope(void *x, const float *cos, const float *sin, int64_t tokens,
-                   int64_t heads, int64_t dim, int64_t seq, int64_t start,
-                   int64_t tablePositions, bool inverse, void *stream);
+/// dims of each head rotate by the angles of token t's position base[t /
+/// seq] + t % seq (base: int32 device memory, one per sequence; a prefill
+/// from 0: zeros; a decode step: seq = 1 and the current positions) from the
+/// cos / sin tables [tablePositions, 32] f32; inverse rotates back.
+/// Positions past the tables read their last row.
+llvm::Error v4Rope(void *x, const float *cos, const float *sin,
+                   const int32_t *base, int64_t tokens, int64_t heads,
+                   int64_t dim, int64_t seq, int64_t tablePositions,
+                   bool inverse, void *stream);
 
 /// In place on x [rows, 512] bf16: the fp8 (e4m3, blocks of 64, scale
 /// amax / 448) quantize-dequantize of the first 448 dims.
@@ -68,30 +70,32 @@ struct CompressShape {
 
 /// Prefill of seq tokens per sequence: kv, score [batch * seq, width] bf16
 /// (the projections); writes entries 0 .. seq / ratio - 1 and the state of
-/// the last two groups.
+/// the last two groups. `zeros`: [batch] int32 device memory (read, unused).
 llvm::Error v4CompressPrefill(const void *kv, const void *score,
                               const float *ape, const float *norm,
                               const float *cos, const float *sin,
                               float *stateKv, float *stateScore, void *out,
-                              const CompressShape &shape, int64_t seq,
-                              float eps, void *stream);
+                              const int32_t *zeros, const CompressShape &shape,
+                              int64_t seq, float eps, void *stream);
 
-/// Decode of the token at `position` of every sequence: kv, score [batch,
-/// width] bf16; writes entry position / ratio when the token completes it.
+/// Decode of sequence b's token at position positions[b] (int32 device
+/// memory): kv, score [batch, width] bf16; writes entry position / ratio
+/// when the token completes it (not past out's slots).
 llvm::Error v4CompressDecode(const void *kv, const void *score,
                              const float *ape, const float *norm,
                              const float *cos, const float *sin, float *stateKv,
                              float *stateScore, void *out,
-                             const CompressShape &shape, int64_t position,
-                             float eps, void *stream);
+                             const int32_t *positions,
+                             const CompressShape &shape, float eps,
+                             void *stream);
 
 /// The index rows of sparse attention (kernels-dsl/v4_indices.mlir): out
 /// [tokens, window + slots] int32. Prefill (decode = false): tokens =
 /// batch * seq, token t at position t % seq; decode: one token per
-/// sequence at position `start`. ratio 0: window only (slots = 0); csa:
-/// the compressed part is the indexer's selection `selected` [tokens,
-/// slots] (entry numbers, -1 padded) plus the offset of the entries (seq in
-/// prefill, the window in decode); otherwise `selected` is not read.
+/// sequence, at positions[t] (int32 device memory). ratio 0: window only (slots
+/// = 0); csa: the compressed part is the indexer's selection `selected`
+/// [tokens, slots] (entry numbers, -1 padded) plus the offset of the entries
+/// (seq in prefill, the window in decode); otherwise `selected` is not read.
 struct IndexShape {
   int64_t tokens = 0;
   int64_t window = 128;
@@ -101,26 +105,37 @@ struct IndexShape {
   bool csa = false;
 };
 llvm::Error v4Indices(int32_t *out, const int32_t *selected,
-                      const IndexShape &shape, int64_t seq, int64_t start,
-                      void *stream);
+                      const int32_t *positions, const IndexShape &shape,
+                      int64_t seq, void *stream);
 
 /// The CSA indexer's operands in fp8 (kernels-dsl/v4_to_fp8.mlir): rows
-/// [firstSlot, endSlot) of x [batch, slots, 128] bf16 (Hadamard + fp4 values)
-/// to out (fp8 e4m3, same shape) and scale [batch, slots] f32 (a power of
-/// two per row); with wIn (bf16 [batch, slots]), wOut = wIn * scale *
-/// factor (f32).
+/// [firstSlot, endSlot) of x [batch, slots, 128] bf16 (Hadamard + fp4
+/// values) to out (fp8 e4m3, same shape) and scale [batch, slots] f32 (a
+/// power of two per row); with wIn (bf16 [batch, slots]), wOut = wIn *
+/// scale * factor (f32). With decodePositions (int32 device memory
+/// [batch]), instead: row positions[b] / 4 of each sequence when its token
+/// completed that entry (the keys after a decode step).
 llvm::Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
-                    float *wOut, int64_t batch, int64_t slots,
-                    int64_t firstSlot, int64_t endSlot, float factor,
-                    void *stream);
+                    float *wOut, const int32_t *decodePositions, int64_t batch,
+                    int64_t slots, int64_t firstSlot, int64_t endSlot,
+                    float factor, void *stream);
 
 /// The CSA indexer's windows over packed per-sequence keys: token t of
-/// `tokens` (sequence t / seq, position start + t % seq) sees the entries
-/// [b * capacity, b * capacity + (position + 1) / ratio): ks, ke [tokens]
-/// int32.
-llvm::Error v4IndexWindows(int32_t *ks, int32_t *ke, int64_t tokens,
-                           int64_t seq, int64_t start, int64_t capacity,
+/// `tokens` (sequence b = t / seq, position base[b] + t % seq; base: int32
+/// device memory) sees the entries [b * capacity, b * capacity + (position
+/// + 1) / ratio): ks, ke [tokens] int32.
+llvm::Error v4IndexWindows(int32_t *ks, int32_t *ke, const int32_t *base,
+                           int64_t tokens, int64_t seq, int64_t capacity,
                            int64_t ratio, void *stream);
+
+/// A decode step's kv [batch, 512] bf16 into the ring: cache [batch,
+/// cacheRows, 512] row positions[b] % 128.
+llvm::Error v4RingWrite(const void *kv, void *cache, const int32_t *positions,
+                        int64_t batch, int64_t cacheRows, void *stream);
+
+/// positions[b] += 1 for every sequence (set: positions[b] = value).
+llvm::Error v4Advance(int32_t *positions, int64_t batch, bool set,
+                      int32_t value, void *stream);
 
 } // namespace hisa::ops
 

@@ -222,11 +222,14 @@ HISA_EXPORT int hisa_v4_attention_info(const hisa_v4_attention *layer,
                                        int64_t *length, int64_t *index_columns,
                                        const void **kv_cache,
                                        const int32_t **last_indices);
-/* Benchmarks and tests only: pretend the sequences hold `length` tokens
- * (the caches keep whatever they hold), to time decode at a long context
- * without its prefill. */
+/* The sequences hold `length` tokens: the host count and the device
+ * positions (set on `stream`). Decode kernels read the positions from
+ * device memory and each step advances them, so a decode step captured in
+ * a CUDA graph replays at the next position each time; after replays, this
+ * brings the host count along. Benchmarks also use it to time decode at a
+ * long context without its prefill (the caches keep whatever they hold). */
 HISA_EXPORT int hisa_v4_attention_set_length(hisa_v4_attention *layer,
-                                             int64_t length);
+                                             int64_t length, void *stream);
 HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
 
 /* Dense attention forward, bf16: q, k, v, o [batch, heads, seq_len, dim]

@@ -81,8 +81,9 @@ public:
   int64_t length() const { return length_; }
   /// Benchmarks and tests only: pretend the sequences hold `length` tokens
   /// (the caches keep whatever they hold), e.g. to time decode at a long
-  /// context without its prefill. 1 <= length <= maxSeq.
-  llvm::Error setLength(int64_t length);
+  /// context without its prefill; the device positions are set on
+  /// `stream`. 1 <= length <= maxSeq.
+  llvm::Error setLength(int64_t length, void *stream = nullptr);
   int64_t batch() const { return batch_; }
   /// Columns of the index rows (window + compressed slots).
   int64_t indexColumns() const;

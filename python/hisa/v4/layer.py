@@ -84,10 +84,14 @@ class Attention:
         return self._info()[0]
 
     def set_length(self, length: int) -> None:
-        """Benchmarks and tests only: pretend the sequences hold `length`
-        tokens (the caches keep whatever they hold)."""
-        _lib.check(_lib.lib().hisa_v4_attention_set_length(self._handle, length),
-                   "hisa_v4_attention_set_length", f"length={length}")
+        """The sequences hold `length` tokens (host count and device
+        positions, on torch's current stream): after replaying a captured
+        decode step n times, set_length(length + n); benchmarks also use it
+        to time decode at a long context without its prefill."""
+        with torch.cuda.device(self.device):
+            status = _lib.lib().hisa_v4_attention_set_length(self._handle, length,
+                                                             stream_handle(self.device))
+        _lib.check(status, "hisa_v4_attention_set_length", f"length={length}")
 
     def kv_cache(self) -> torch.Tensor:
         """A copy of the kv cache [B, 128 + max_seq // ratio, 512] bf16."""
