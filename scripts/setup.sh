@@ -5,7 +5,7 @@ set -euo pipefail
 
 LLVM_VERSION=22
 packages=(
-  cmake ninja-build g++ python3 python3-pip python3-venv
+  cmake ninja-build g++ python3 python3-pip
   "llvm-${LLVM_VERSION}-dev" "libmlir-${LLVM_VERSION}-dev"
   "mlir-${LLVM_VERSION}-tools" "llvm-${LLVM_VERSION}-tools" "lld-${LLVM_VERSION}"
   # Needed by the CMake export files of Debian's LLVM.
