@@ -1,0 +1,91 @@
+"""hisa.distributed on GPUs (issue 13): world size 1 must be the
+single-GPU call exactly; with two or more GPUs, NCCL ranks (one process per
+GPU) must give the single-GPU rows at their positions (indices as sets,
+attention within tolerance). Skips without a GPU; the multi-rank case skips
+with fewer than two GPUs. The CPU plumbing tests are test_distributed_cpu.py."""
+
+import os
+import socket
+
+import pytest
+
+from hisa_testutil import fresh_seed, require_gpu
+
+torch, hisa = require_gpu()
+
+from hisa import distributed as cp  # noqa: E402
+
+
+def indexer_inputs(total, seed, device="cuda"):
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(total, 64, 128, device=device, generator=g).to(torch.float8_e4m3fn)
+    k = torch.randn(total, 128, device=device, generator=g).to(torch.float8_e4m3fn)
+    k_scale = torch.rand(total, device=device, generator=g) + 0.5
+    weights = torch.randn(total, 64, device=device, generator=g)
+    qa = torch.randn(total, 64, 512, device=device, generator=g).bfloat16()
+    kv = torch.randn(total, 512, device=device, generator=g).bfloat16()
+    sink = torch.randn(64, device=device, generator=g)
+    return q, k, k_scale, weights, qa, kv, sink
+
+
+def single_gpu(total, seed):
+    q, k, k_scale, weights, qa, kv, sink = indexer_inputs(total, seed)
+    positions = torch.arange(total, device="cuda")
+    idx = hisa.hisa_indexer(q, k, k_scale, weights, torch.zeros_like(positions).int(),
+                            (positions + 1).int(), k_block_size=128, block_topk=8,
+                            topk_tokens=256)
+    o = hisa.sparse_attn(qa[None], kv[None], sink, idx[None], 512 ** -0.5)[0]
+    return idx, o
+
+
+@pytest.mark.parametrize("total", [1000, 4097])
+def test_world_size_one_is_the_single_gpu_call(total):
+    seed = fresh_seed(torch)
+    idx, o = single_gpu(total, seed)
+    q, k, k_scale, weights, qa, kv, sink = indexer_inputs(total, seed)
+    got_idx = cp.hisa_indexer_cp(q, k, k_scale, weights, total=total, k_block_size=128,
+                                 block_topk=8, topk_tokens=256)
+    got_o = cp.sparse_attn_cp(qa, kv, sink, got_idx, 512 ** -0.5, total=total)
+    assert torch.equal(got_idx, idx)
+    assert torch.equal(got_o, o)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rank_worker(rank, world, port, total, seed, results):
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    torch.cuda.set_device(rank)
+    torch.distributed.init_process_group("nccl", rank=rank, world_size=world,
+                                         device_id=torch.device("cuda", rank))
+    try:
+        q, k, k_scale, weights, qa, kv, sink = indexer_inputs(total, seed, device="cuda")
+        mine = cp.local_positions(total, world, rank, device="cuda")
+        idx = cp.hisa_indexer_cp(q[mine], k[mine], k_scale[mine], weights[mine], total=total,
+                                 k_block_size=128, block_topk=8, topk_tokens=256)
+        o = cp.sparse_attn_cp(qa[mine], kv[mine], sink, idx, 512 ** -0.5, total=total)
+        results[rank] = (mine.cpu(), idx.cpu(), o.float().cpu())
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("total", [4097, 9001])
+def test_two_ranks_match_the_single_gpu_result(total):
+    import torch.multiprocessing as mp
+    seed = fresh_seed(torch)
+    idx, o = single_gpu(total, seed)
+    manager = mp.Manager()
+    results = manager.dict()
+    mp.spawn(rank_worker, args=(2, free_port(), total, seed, results), nprocs=2, join=True)
+    for rank in range(2):
+        mine, got_idx, got_o = results[rank]
+        want = idx[mine.cuda()].cpu()
+        # Up to ties: the same sets per row.
+        assert torch.equal(got_idx.sort(1).values, want.sort(1).values), f"rank {rank}"
+        ref = o[mine.cuda()].float().cpu()
+        error = (got_o - ref).norm() / ref.norm()
+        assert error < 1e-2, f"rank {rank}: relative L2 {error:.2e}"
