@@ -15,6 +15,9 @@
 // x [rows, 128] bf16. 8 rows per block of 128 threads; the butterflies run
 // in shared memory (a barrier between stages).
 
+// From hisa's device library (kernels-dsl/lib/quantize.mlir).
+func.func private @fp4_qdq(f32, f32) -> f32
+
 tile.kernel @v4_hadamard_fp4(%x: !tile.global<[?, 128], bf16>) {
   %rows = tile.dim %x, 0 : !tile.global<[?, 128], bf16>
   %c8_host = arith.constant 8 : index
@@ -85,57 +88,8 @@ tile.kernel @v4_hadamard_fp4(%x: !tile.global<[?, 128], bf16>) {
       scf.if %real {
         %v = tile.load %values[%r, %blk, %lane] : !tile.frag<[8, 4, 32], f32>
         %m = tile.load %amax[%r, %blk] : !tile.shared<[8, 4], f32>
-        // scale = 2^e, e = ceil(log2(max(amax / 6, 2^-126))) from the bits:
-        // exponent field minus 127, plus one unless the mantissa is zero.
-        %six = arith.constant 6.0 : f32
-        %smallest = arith.constant 1.17549435e-38 : f32
-        %ratio = arith.divf %m, %six : f32
-        %floor = arith.maximumf %ratio, %smallest : f32
-        %bits = arith.bitcast %floor : f32 to i32
-        %c23 = arith.constant 23 : i32
-        %mantissa_mask = arith.constant 8388607 : i32
-        %zero_i = arith.constant 0 : i32
-        %one_i = arith.constant 1 : i32
-        %biased = arith.shrui %bits, %c23 : i32
-        %mantissa = arith.andi %bits, %mantissa_mask : i32
-        %inexact = arith.cmpi ne, %mantissa, %zero_i : i32
-        %round_up = arith.select %inexact, %one_i, %zero_i : i32
-        %scale_biased = arith.addi %biased, %round_up : i32
-        %scale_bits = arith.shli %scale_biased, %c23 : i32
-        %scale = arith.bitcast %scale_bits : i32 to f32
-        %scaled = arith.divf %v, %scale : f32
-        %magnitude = math.absf %scaled : f32
-        // Nearest e2m1 magnitude, ties to the even code (0, 1, 2, 4, 4, 6, 6).
-        %t0 = arith.constant 0.25 : f32
-        %t1 = arith.constant 0.75 : f32
-        %t2 = arith.constant 1.25 : f32
-        %t3 = arith.constant 1.75 : f32
-        %t4 = arith.constant 2.5 : f32
-        %t5 = arith.constant 3.5 : f32
-        %t6 = arith.constant 5.0 : f32
-        %q1 = arith.constant 0.5 : f32
-        %q2 = arith.constant 1.0 : f32
-        %q3 = arith.constant 1.5 : f32
-        %q4 = arith.constant 2.0 : f32
-        %q5 = arith.constant 3.0 : f32
-        %q6 = arith.constant 4.0 : f32
-        %q7 = arith.constant 6.0 : f32
-        %above0 = arith.cmpf ogt, %magnitude, %t0 : f32
-        %above1 = arith.cmpf oge, %magnitude, %t1 : f32
-        %above2 = arith.cmpf ogt, %magnitude, %t2 : f32
-        %above3 = arith.cmpf oge, %magnitude, %t3 : f32
-        %above4 = arith.cmpf ogt, %magnitude, %t4 : f32
-        %above5 = arith.cmpf oge, %magnitude, %t5 : f32
-        %above6 = arith.cmpf ogt, %magnitude, %t6 : f32
-        %s1 = arith.select %above0, %q1, %zero : f32
-        %s2 = arith.select %above1, %q2, %s1 : f32
-        %s3 = arith.select %above2, %q3, %s2 : f32
-        %s4 = arith.select %above3, %q4, %s3 : f32
-        %s5 = arith.select %above4, %q5, %s4 : f32
-        %s6 = arith.select %above5, %q6, %s5 : f32
-        %code = arith.select %above6, %q7, %s6 : f32
-        %signed = math.copysign %code, %scaled : f32
-        %restored = arith.mulf %signed, %scale : f32
+        // The device library's fp4 step (kernels-dsl/lib/quantize.mlir).
+        %restored = func.call @fp4_qdq(%v, %m) : (f32, f32) -> f32
         %bf = arith.truncf %restored : f32 to bf16
         %in_block = arith.muli %blk, %c32 : index
         %i = arith.addi %in_block, %lane : index

@@ -16,6 +16,9 @@
 // base[b] (device memory) completed that entry ((base[b] + 1) % 4 == 0),
 // and only inside x's slots.
 
+// From hisa's device library (kernels-dsl/lib/quantize.mlir).
+func.func private @pow2_at_least(f32) -> f32
+
 tile.kernel @v4_to_fp8(%x: !tile.global<[?, ?, 128], bf16>,
                        %out: !tile.global<[?, ?, 128], f8E4M3FN>,
                        %scale: !tile.global<[?, ?], f32>,
@@ -81,23 +84,10 @@ tile.kernel @v4_to_fp8(%x: !tile.global<[?, ?, 128], bf16>,
       scf.if %real {
         %v = tile.load %values[%r, %i] : !tile.frag<[8, 128], f32>
         %m = tile.load %amax[%r] : !tile.shared<[8], f32>
-        // 2^ceil(log2(max(amax / 448, 2^-126))) from the float's bits.
+        // The smallest power of two >= amax / 448 (kernels-dsl/lib/quantize.mlir).
         %fp8_max = arith.constant 448.0 : f32
-        %smallest = arith.constant 1.17549435e-38 : f32
         %ratio = arith.divf %m, %fp8_max : f32
-        %floor = arith.maximumf %ratio, %smallest : f32
-        %bits = arith.bitcast %floor : f32 to i32
-        %c23 = arith.constant 23 : i32
-        %mantissa_mask = arith.constant 8388607 : i32
-        %zero_i = arith.constant 0 : i32
-        %one_i = arith.constant 1 : i32
-        %biased = arith.shrui %bits, %c23 : i32
-        %mantissa = arith.andi %bits, %mantissa_mask : i32
-        %inexact = arith.cmpi ne, %mantissa, %zero_i : i32
-        %round_up = arith.select %inexact, %one_i, %zero_i : i32
-        %scale_biased = arith.addi %biased, %round_up : i32
-        %scale_bits = arith.shli %scale_biased, %c23 : i32
-        %row_scale = arith.bitcast %scale_bits : i32 to f32
+        %row_scale = func.call @pow2_at_least(%ratio) : (f32) -> f32
         %scaled = arith.divf %v, %row_scale : f32
         %code = arith.truncf %scaled : f32 to f8E4M3FN
         tile.store %code, %out[%b, %slot, %i] : !tile.global<[?, ?, 128], f8E4M3FN>

@@ -1,0 +1,75 @@
+// hisa's device library: the scale and rounding steps of the DeepSeek-V4
+// layer's quantize-dequantize kernels (python/hisa/v4/reference.py), exact
+// as the reference computes them.
+
+// The smallest power of two >= max(ratio, 2^-126) (ratio >= 0), from the
+// float's bits: the exponent field, plus one unless the mantissa is zero
+// (no log2 rounding near powers of two).
+func.func private @pow2_at_least(%ratio: f32) -> f32 {
+  %smallest = arith.constant 1.17549435e-38 : f32
+  %floor = arith.maximumf %ratio, %smallest : f32
+  %bits = arith.bitcast %floor : f32 to i32
+  %c23 = arith.constant 23 : i32
+  %mantissa_mask = arith.constant 8388607 : i32
+  %zero_i = arith.constant 0 : i32
+  %one_i = arith.constant 1 : i32
+  %biased = arith.shrui %bits, %c23 : i32
+  %mantissa = arith.andi %bits, %mantissa_mask : i32
+  %inexact = arith.cmpi ne, %mantissa, %zero_i : i32
+  %round_up = arith.select %inexact, %one_i, %zero_i : i32
+  %scale_biased = arith.addi %biased, %round_up : i32
+  %scale_bits = arith.shli %scale_biased, %c23 : i32
+  %scale = arith.bitcast %scale_bits : i32 to f32
+  return %scale : f32
+}
+
+// The nearest fp4 (e2m1) magnitude {0, 0.5, 1, 1.5, 2, 3, 4, 6} of a
+// magnitude <= 6, ties to the even code (at the midpoints 0.25, 0.75,
+// 1.25, 1.75, 2.5, 3.5 and 5: 0, 1, 1, 2, 2, 4, 4).
+func.func private @e2m1_round(%magnitude: f32) -> f32 {
+  %zero = arith.constant 0.0 : f32
+  %t0 = arith.constant 0.25 : f32
+  %t1 = arith.constant 0.75 : f32
+  %t2 = arith.constant 1.25 : f32
+  %t3 = arith.constant 1.75 : f32
+  %t4 = arith.constant 2.5 : f32
+  %t5 = arith.constant 3.5 : f32
+  %t6 = arith.constant 5.0 : f32
+  %q1 = arith.constant 0.5 : f32
+  %q2 = arith.constant 1.0 : f32
+  %q3 = arith.constant 1.5 : f32
+  %q4 = arith.constant 2.0 : f32
+  %q5 = arith.constant 3.0 : f32
+  %q6 = arith.constant 4.0 : f32
+  %q7 = arith.constant 6.0 : f32
+  %above0 = arith.cmpf ogt, %magnitude, %t0 : f32
+  %above1 = arith.cmpf oge, %magnitude, %t1 : f32
+  %above2 = arith.cmpf ogt, %magnitude, %t2 : f32
+  %above3 = arith.cmpf oge, %magnitude, %t3 : f32
+  %above4 = arith.cmpf ogt, %magnitude, %t4 : f32
+  %above5 = arith.cmpf oge, %magnitude, %t5 : f32
+  %above6 = arith.cmpf ogt, %magnitude, %t6 : f32
+  %s1 = arith.select %above0, %q1, %zero : f32
+  %s2 = arith.select %above1, %q2, %s1 : f32
+  %s3 = arith.select %above2, %q3, %s2 : f32
+  %s4 = arith.select %above3, %q4, %s3 : f32
+  %s5 = arith.select %above4, %q5, %s4 : f32
+  %s6 = arith.select %above5, %q6, %s5 : f32
+  %code = arith.select %above6, %q7, %s6 : f32
+  return %code : f32
+}
+
+// fp4 quantize-dequantize of v in a block whose largest magnitude is amax:
+// scale = pow2_at_least(amax / 6), the e2m1 code of v / scale with v's
+// sign, times the scale.
+func.func private @fp4_qdq(%v: f32, %amax: f32) -> f32 {
+  %six = arith.constant 6.0 : f32
+  %ratio = arith.divf %amax, %six : f32
+  %scale = func.call @pow2_at_least(%ratio) : (f32) -> f32
+  %scaled = arith.divf %v, %scale : f32
+  %magnitude = math.absf %scaled : f32
+  %code = func.call @e2m1_round(%magnitude) : (f32) -> f32
+  %signed = math.copysign %code, %scaled : f32
+  %restored = arith.mulf %signed, %scale : f32
+  return %restored : f32
+}
