@@ -1,0 +1,136 @@
+//===- V4OperatorsTest.cpp - Argument checks of the V4 layer's operators --===//
+//
+// The operators under the V4 layer (hisa/Ops/V4Operators.h) refuse bad sizes
+// and pointers with a message naming them, before anything reaches a GPU:
+// these run without one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hisa/Ops/V4Operators.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdint>
+#include <string>
+
+using namespace hisa::ops;
+
+namespace {
+
+template <typename T = void> T *fake(uintptr_t address = 0x10000) {
+  return reinterpret_cast<T *>(address);
+}
+
+/// The message of a failed call ("" on success, which the tests reject).
+std::string messageOf(llvm::Error error) {
+  if (!error)
+    return "";
+  return llvm::toString(std::move(error));
+}
+
+TEST(V4Operators, LinearChecksItsShape) {
+  EXPECT_NE(messageOf(linear(fake(), fake(), fake(), 4, 64, 100, 1, nullptr))
+                .find("k = 100 must be a multiple of 64"),
+            std::string::npos);
+  EXPECT_NE(messageOf(linear(fake(), fake(), fake(), 4, 64, 128, 2, nullptr))
+                .find("with groups = 2, n = 64 must be a multiple of 256"),
+            std::string::npos);
+  EXPECT_NE(messageOf(linear(fake(), fake(), fake(), -1, 64, 128, 1, nullptr))
+                .find("m = -1 is negative"),
+            std::string::npos);
+  EXPECT_NE(messageOf(linear(nullptr, fake(), fake(), 4, 64, 128, 1, nullptr))
+                .find("x must not be NULL"),
+            std::string::npos);
+  // Nothing to do is not an error.
+  EXPECT_EQ(
+      messageOf(linear(nullptr, nullptr, nullptr, 0, 64, 128, 1, nullptr)), "");
+}
+
+TEST(V4Operators, NormRopeAndQuantizeCheckTheirSizes) {
+  EXPECT_NE(messageOf(v4Rmsnorm(fake(), fake<float>(), fake(), 3, 300, 1e-6f,
+                                nullptr))
+                .find("dim = 300"),
+            std::string::npos);
+  EXPECT_NE(messageOf(v4Rope(fake(), fake<float>(), fake<float>(),
+                             fake<int32_t>(), 3, 4, 256, 1, 16, false, nullptr))
+                .find("dim = 256 128 or 512"),
+            std::string::npos);
+  EXPECT_NE(messageOf(v4Fp8Qdq(fake(0x10001), 3, nullptr)).find("aligned"),
+            std::string::npos);
+  EXPECT_NE(messageOf(v4HadamardFp4(nullptr, 3, nullptr)).find("x must not"),
+            std::string::npos);
+}
+
+TEST(V4Operators, CompressorChecksItsShape) {
+  CompressShape shape;
+  shape.batch = 1;
+  shape.dim = 512;
+  shape.ratio = 4;
+  shape.overlap = true;
+  shape.quantize = 2; // Hadamard + fp4 is for the indexer's 128 dims
+  shape.slots = 64;
+  shape.firstSlot = 0;
+  shape.tablePositions = 256;
+  EXPECT_NE(
+      messageOf(v4CompressPrefill(fake(), fake(), fake<float>(), fake<float>(),
+                                  fake<float>(), fake<float>(), fake<float>(),
+                                  fake<float>(), fake(), fake<int32_t>(), shape,
+                                  16, 1e-6f, nullptr))
+          .find("quantize = 2"),
+      std::string::npos);
+  shape.quantize = 1;
+  shape.ratio = 128; // overlap is ratio 4 only
+  EXPECT_NE(
+      messageOf(v4CompressDecode(fake(), fake(), fake<float>(), fake<float>(),
+                                 fake<float>(), fake<float>(), fake<float>(),
+                                 fake<float>(), fake(), fake<int32_t>(), shape,
+                                 1e-6f, nullptr))
+          .find("ratio = 128 with overlap = 1"),
+      std::string::npos);
+  shape.ratio = 4;
+  // 64 tokens make 16 entries: from slot 60 they do not fit 64 slots.
+  shape.firstSlot = 60;
+  EXPECT_NE(
+      messageOf(v4CompressPrefill(fake(), fake(), fake<float>(), fake<float>(),
+                                  fake<float>(), fake<float>(), fake<float>(),
+                                  fake<float>(), fake(), fake<int32_t>(), shape,
+                                  64, 1e-6f, nullptr))
+          .find("16 entries from slot 60 do not fit the 64 slots"),
+      std::string::npos);
+}
+
+TEST(V4Operators, IndexRowsAndIndexerPiecesCheckTheirArguments) {
+  IndexShape shape;
+  shape.tokens = 4;
+  shape.window = 128;
+  shape.slots = 8;
+  shape.ratio = 128;
+  shape.csa = true; // CSA is ratio 4
+  EXPECT_NE(messageOf(v4Indices(fake<int32_t>(), fake<int32_t>(),
+                                fake<int32_t>(), shape, 4, nullptr))
+                .find("csa only with ratio 4"),
+            std::string::npos);
+  shape.csa = false;
+  shape.ratio = 0; // window only has no compressed slots
+  EXPECT_NE(
+      messageOf(v4Indices(fake<int32_t>(), nullptr, nullptr, shape, 4, nullptr))
+          .find("slots = 0 exactly when ratio = 0"),
+      std::string::npos);
+  EXPECT_NE(messageOf(v4ToFp8(fake(), fake(), fake<float>(), nullptr, nullptr,
+                              nullptr, 1, 10, 4, 12, 1.0f, nullptr))
+                .find("rows [4, 12) of 10 slots"),
+            std::string::npos);
+  EXPECT_NE(
+      messageOf(v4RingWrite(fake(), fake(), fake<int32_t>(), 2, 100, nullptr))
+          .find("the cache's 100 rows hold the 128-token ring"),
+      std::string::npos);
+  EXPECT_NE(messageOf(v4Advance(nullptr, 2, false, 0, nullptr))
+                .find("positions must not be NULL"),
+            std::string::npos);
+  EXPECT_NE(messageOf(v4IndexWindows(fake<int32_t>(), fake<int32_t>(),
+                                     fake<int32_t>(), 4, 0, 8, 4, nullptr))
+                .find("seq = 0"),
+            std::string::npos);
+}
+
+} // namespace
