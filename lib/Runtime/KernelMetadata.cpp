@@ -14,6 +14,8 @@
 
 #include "hisa/Runtime/Jit.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -163,24 +165,56 @@ static int64_t wrap(int64_t value, unsigned bits) {
   return bits >= 64 ? value : SignExtend64(static_cast<uint64_t>(value), bits);
 }
 
+KernelMetadata::Opcode KernelMetadata::decodeOpcode(StringRef op) {
+  return llvm::StringSwitch<Opcode>(op)
+      .Case("arg", Opcode::Arg)
+      .Case("const", Opcode::Const)
+      .Case("dim", Opcode::Dim)
+      .Case("cast", Opcode::Cast)
+      .Case("castui", Opcode::CastUI)
+      .Case("addi", Opcode::AddI)
+      .Case("subi", Opcode::SubI)
+      .Case("muli", Opcode::MulI)
+      .Case("divsi", Opcode::DivSI)
+      .Case("divui", Opcode::DivUI)
+      .Case("ceildivui", Opcode::CeilDivUI)
+      .Case("ceildivsi", Opcode::CeilDivSI)
+      .Case("floordivsi", Opcode::FloorDivSI)
+      .Case("remsi", Opcode::RemSI)
+      .Case("remui", Opcode::RemUI)
+      .Case("minsi", Opcode::MinSI)
+      .Case("maxsi", Opcode::MaxSI)
+      .Case("minui", Opcode::MinUI)
+      .Case("maxui", Opcode::MaxUI)
+      .Case("andi", Opcode::AndI)
+      .Case("ori", Opcode::OrI)
+      .Case("xori", Opcode::XOrI)
+      .Case("shli", Opcode::ShLI)
+      .Case("shrui", Opcode::ShRUI)
+      .Case("shrsi", Opcode::ShRSI)
+      .Default(Opcode::Unknown);
+}
+
 Expected<std::array<int64_t, 3>>
 KernelMetadata::evaluateGrid(ArrayRef<SmallVector<int64_t, 8>> sizes) const {
-  std::vector<int64_t> values(program.size());
+  SmallVector<int64_t, 32> values(program.size());
   auto fail = [&](const Twine &message) {
     return createStringError(inconvertibleErrorCode(),
                              "kernel '" + kernelName + "' grid: " + message);
   };
   for (auto [i, inst] : llvm::enumerate(program)) {
-    auto operand = [&](int64_t id) { return values[id]; };
-    if (inst.op != "const" && inst.op != "dim" && inst.op != "arg" &&
+    Opcode code = decodeOpcode(inst.op);
+    bool leaf =
+        code == Opcode::Const || code == Opcode::Dim || code == Opcode::Arg;
+    if (!leaf &&
         (inst.a < 0 || inst.a >= static_cast<int64_t>(i) || inst.b < 0 ||
          inst.b >= static_cast<int64_t>(std::max<size_t>(i, 1))))
       return fail("instruction " + Twine(i) + " uses a later value");
     int64_t a = 0, b = 0, result = 0;
     uint64_t ua = 0, ub = 0;
-    if (inst.op != "const" && inst.op != "dim" && inst.op != "arg") {
-      a = operand(inst.a);
-      b = operand(inst.b);
+    if (!leaf) {
+      a = values[inst.a];
+      b = values[inst.b];
       ua = static_cast<uint64_t>(a);
       ub = static_cast<uint64_t>(b);
       if (inst.bits < 64) {
@@ -188,72 +222,100 @@ KernelMetadata::evaluateGrid(ArrayRef<SmallVector<int64_t, 8>> sizes) const {
         ub &= maskTrailingOnes<uint64_t>(inst.bits);
       }
     }
-    bool divides = StringRef(inst.op).contains("div") ||
-                   StringRef(inst.op).starts_with("rem");
+    bool signedDivision = code == Opcode::DivSI || code == Opcode::CeilDivSI ||
+                          code == Opcode::FloorDivSI || code == Opcode::RemSI;
+    bool divides = signedDivision || code == Opcode::DivUI ||
+                   code == Opcode::CeilDivUI || code == Opcode::RemUI;
     if (divides && b == 0)
       return fail("division by zero in '" + inst.op + "'");
     // The one signed quotient int64 cannot hold (x86 traps on it).
-    if (divides && StringRef(inst.op).ends_with("si") &&
-        a == std::numeric_limits<int64_t>::min() && b == -1)
+    if (signedDivision && a == std::numeric_limits<int64_t>::min() && b == -1)
       return fail("overflow in '" + inst.op + "'");
-    StringRef op = inst.op;
-    if (op == "const")
+    switch (code) {
+    case Opcode::Const:
       result = inst.immediate;
-    else if (op == "arg" || op == "dim") {
+      break;
+    case Opcode::Arg:
+    case Opcode::Dim:
       if (inst.a < 0 || inst.a >= static_cast<int64_t>(sizes.size()) ||
           inst.b < 0 ||
-          (op == "dim" && inst.b >= static_cast<int64_t>(sizes[inst.a].size())))
+          (code == Opcode::Dim &&
+           inst.b >= static_cast<int64_t>(sizes[inst.a].size())))
         return fail("size of an argument it does not have");
-      result = op == "dim" ? sizes[inst.a][inst.b] : sizes[inst.a][0];
-    } else if (op == "addi") // wraps, as the IR does
+      result = code == Opcode::Dim ? sizes[inst.a][inst.b] : sizes[inst.a][0];
+      break;
+    case Opcode::AddI: // wraps, as the IR does
       result = static_cast<int64_t>(ua + ub);
-    else if (op == "subi")
+      break;
+    case Opcode::SubI:
       result = static_cast<int64_t>(ua - ub);
-    else if (op == "muli")
+      break;
+    case Opcode::MulI:
       result = static_cast<int64_t>(ua * ub);
-    else if (op == "divsi")
+      break;
+    case Opcode::DivSI:
       result = a / b;
-    else if (op == "divui")
+      break;
+    case Opcode::DivUI:
       result = static_cast<int64_t>(ua / ub);
-    else if (op == "ceildivui")
+      break;
+    case Opcode::CeilDivUI:
       result = static_cast<int64_t>((ua + ub - 1) / ub);
-    else if (op == "ceildivsi")
+      break;
+    case Opcode::CeilDivSI:
       result = divideCeilSigned(a, b);
-    else if (op == "floordivsi")
+      break;
+    case Opcode::FloorDivSI:
       result = divideFloorSigned(a, b);
-    else if (op == "remsi")
+      break;
+    case Opcode::RemSI:
       result = a % b;
-    else if (op == "remui")
+      break;
+    case Opcode::RemUI:
       result = static_cast<int64_t>(ua % ub);
-    else if (op == "minsi")
+      break;
+    case Opcode::MinSI:
       result = std::min(a, b);
-    else if (op == "maxsi")
+      break;
+    case Opcode::MaxSI:
       result = std::max(a, b);
-    else if (op == "minui")
+      break;
+    case Opcode::MinUI:
       result = static_cast<int64_t>(std::min(ua, ub));
-    else if (op == "maxui")
+      break;
+    case Opcode::MaxUI:
       result = static_cast<int64_t>(std::max(ua, ub));
-    else if (op == "andi")
+      break;
+    case Opcode::AndI:
       result = a & b;
-    else if (op == "ori")
+      break;
+    case Opcode::OrI:
       result = a | b;
-    else if (op == "xori")
+      break;
+    case Opcode::XOrI:
       result = a ^ b;
-    else if (op == "shli")
+      break;
+    case Opcode::ShLI:
       result = static_cast<int64_t>(ua << (ub & 63));
-    else if (op == "shrui")
+      break;
+    case Opcode::ShRUI:
       result = static_cast<int64_t>(ua >> (ub & 63));
-    else if (op == "shrsi")
+      break;
+    case Opcode::ShRSI:
       result = a >> (b & 63);
-    else if (op == "cast")
+      break;
+    case Opcode::Cast:
       result = a;
-    else if (op == "castui") // immediate: the source width
+      break;
+    case Opcode::CastUI: // immediate: the source width
       result =
           static_cast<int64_t>(static_cast<uint64_t>(a) &
                                maskTrailingOnes<uint64_t>(
                                    std::clamp<int64_t>(inst.immediate, 1, 64)));
-    else
-      return fail("unknown instruction '" + op + "'");
+      break;
+    case Opcode::Unknown:
+      return fail("unknown instruction '" + inst.op + "'");
+    }
     values[i] = wrap(result, inst.bits);
   }
   std::array<int64_t, 3> grid = {1, 1, 1};

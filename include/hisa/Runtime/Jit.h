@@ -76,6 +76,14 @@ struct KernelMetadata {
     int64_t immediate = 0;
     unsigned bits = 64;
   };
+  /// The instructions' operations, decoded once from `op` (evaluateGrid
+  /// runs on every launch: no string compares there).
+  enum class Opcode : uint8_t {
+    Arg, Const, Dim, Cast, CastUI, AddI, SubI, MulI, DivSI, DivUI,
+    CeilDivUI, CeilDivSI, FloorDivSI, RemSI, RemUI, MinSI, MaxSI, MinUI,
+    MaxUI, AndI, OrI, XOrI, ShLI, ShRUI, ShRSI, Unknown
+  };
+  static Opcode decodeOpcode(llvm::StringRef op);
 
   /// A tensor map the kernel takes after its arguments (TMA copies): the
   /// host encodes it at launch for the argument's address and sizes.
