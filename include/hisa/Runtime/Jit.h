@@ -76,8 +76,8 @@ struct KernelMetadata {
     int64_t immediate = 0;
     unsigned bits = 64;
   };
-  /// The instructions' operations, decoded once from `op` (evaluateGrid
-  /// runs on every launch: no string compares there).
+  /// The instructions' operations, decoded from `op` with one StringSwitch
+  /// (evaluateGrid runs on every launch: no chain of string compares).
   enum class Opcode : uint8_t {
     Arg, Const, Dim, Cast, CastUI, AddI, SubI, MulI, DivSI, DivUI,
     CeilDivUI, CeilDivSI, FloorDivSI, RemSI, RemUI, MinSI, MaxSI, MinUI,
