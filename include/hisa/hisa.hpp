@@ -26,6 +26,7 @@
 #include "hisa/Runtime/hisa_runtime.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace hisa {
@@ -165,6 +166,77 @@ inline Status flashAttn(const void *q, const void *k, const void *v, void *o,
   return detail::status(hisa_flash_attn(q, k, v, o, batch, heads, seqLen, dim,
                                         causal ? 1 : 0, softmaxScale, stream));
 }
+
+namespace v4 {
+
+/// V4-Flash's attention layer dimensions (dim 4096, 64 heads, q_lora 1024,
+/// 8 output groups, o_lora 1024, index_topk 512) with the given compress
+/// ratio: 0 (window only), 4 (CSA) or 128 (HCA). V4-Pro: heads 128 and
+/// index_topk 1024.
+inline hisa_v4_config flashConfig(int64_t compressRatio) {
+  hisa_v4_config config = {};
+  config.dim = 4096;
+  config.heads = 64;
+  config.q_lora = 1024;
+  config.o_groups = 8;
+  config.o_lora = 1024;
+  config.compress_ratio = compressRatio;
+  config.index_heads = 64;
+  config.index_topk = 512;
+  config.eps = 1e-6f;
+  config.rope_theta = 10000.0f;
+  config.compress_rope_theta = 160000.0f;
+  return config;
+}
+
+/// One DeepSeek-V4 attention layer with its caches (hisa_v4_attention_*):
+/// created once for `batch` sequences of up to `maxSeq` tokens, then
+/// prefill (x [batch, seq, dim] bf16 -> out) and decode steps (x [batch,
+/// dim] -> out) on the caller's stream, allocating nothing. The weights
+/// (device memory) must outlive it.
+class Attention {
+public:
+  /// Creates the layer into `layer` (left empty on failure).
+  static Status create(const hisa_v4_config &config,
+                       const hisa_v4_weights &weights, int64_t batch,
+                       int64_t maxSeq, std::unique_ptr<Attention> &layer,
+                       int64_t maxPrefillTokens = 0) {
+    hisa_v4_attention *handle = nullptr;
+    Status status = detail::status(hisa_v4_attention_create(
+        &config, &weights, batch, maxSeq, maxPrefillTokens, &handle));
+    if (status)
+      layer.reset(new Attention(handle));
+    return status;
+  }
+  ~Attention() { hisa_v4_attention_destroy(handle); }
+  Attention(const Attention &) = delete;
+  Attention &operator=(const Attention &) = delete;
+
+  Status prefill(const void *x, int64_t seq, void *out, void *stream) {
+    return detail::status(
+        hisa_v4_attention_prefill(handle, x, seq, out, stream));
+  }
+  /// One token per sequence at position length(); a step captured in a
+  /// CUDA graph replays at the next position each time (setLength brings
+  /// length() along after replays).
+  Status decode(const void *x, void *out, void *stream) {
+    return detail::status(hisa_v4_attention_decode(handle, x, out, stream));
+  }
+  Status setLength(int64_t length, void *stream) {
+    return detail::status(hisa_v4_attention_set_length(handle, length, stream));
+  }
+  int64_t length() const {
+    int64_t value = 0;
+    (void)hisa_v4_attention_info(handle, &value, nullptr, nullptr, nullptr);
+    return value;
+  }
+
+private:
+  explicit Attention(hisa_v4_attention *handle) : handle(handle) {}
+  hisa_v4_attention *handle;
+};
+
+} // namespace v4
 
 /// The runtime's version string.
 inline std::string version() { return hisa_version(); }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "hisa/Runtime/hisa_runtime.h"
+#include "hisa/hisa.hpp"
 
 #include "gtest/gtest.h"
 
@@ -110,6 +111,22 @@ TEST(V4Attention, NullArguments) {
   EXPECT_NE(std::string(hisa_last_error()).find("layer must not be NULL"),
             std::string::npos);
   hisa_v4_attention_destroy(nullptr); // a no-op
+}
+
+TEST(V4Attention, TheCppWrapperReportsAndLeavesNoLayer) {
+  std::unique_ptr<hisa::v4::Attention> layer;
+  hisa::Status status = hisa::v4::Attention::create(
+      hisa::v4::flashConfig(7), allWeights(), 1, 256, layer);
+  EXPECT_FALSE(status);
+  EXPECT_EQ(status.code, HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(status.message.find("compress_ratio = 7"), std::string::npos)
+      << status.message;
+  EXPECT_EQ(layer, nullptr);
+  // V4-Flash's dimensions pass the checks up to the weights: CSA needs the
+  // indexer's.
+  status = hisa::v4::Attention::create(hisa::v4::flashConfig(4), allWeights(),
+                                       1, 256, layer);
+  EXPECT_NE(status.message.find("i_wq"), std::string::npos) << status.message;
 }
 
 } // namespace
