@@ -67,9 +67,19 @@ func.func private @fp4_qdq(%v: f32, %amax: f32) -> f32 {
   %ratio = arith.divf %amax, %six : f32
   %scale = func.call @pow2_at_least(%ratio) : (f32) -> f32
   %scaled = arith.divf %v, %scale : f32
-  %magnitude = math.absf %scaled : f32
+  // |scaled| and copysign through the sign bit (arith only: library
+  // functions inline in every context, with or without the math dialect's
+  // inliner interface).
+  %bits = arith.bitcast %scaled : f32 to i32
+  %magnitude_mask = arith.constant 2147483647 : i32
+  %sign_mask = arith.constant -2147483648 : i32
+  %magnitude_bits = arith.andi %bits, %magnitude_mask : i32
+  %magnitude = arith.bitcast %magnitude_bits : i32 to f32
   %code = func.call @e2m1_round(%magnitude) : (f32) -> f32
-  %signed = math.copysign %code, %scaled : f32
+  %code_bits = arith.bitcast %code : f32 to i32
+  %sign = arith.andi %bits, %sign_mask : i32
+  %signed_bits = arith.ori %code_bits, %sign : i32
+  %signed = arith.bitcast %signed_bits : i32 to f32
   %restored = arith.mulf %signed, %scale : f32
   return %restored : f32
 }
