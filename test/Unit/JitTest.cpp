@@ -601,3 +601,41 @@ TEST(JitParameters, CompileReturnsARegularFileAndStatistics) {
 }
 
 } // namespace
+
+// Every specialization the V4 attention layer launches compiles through
+// the JIT's own path (device library functions inlined, the grid program
+// recorded), as on a GPU machine: the lit tests lower through hisa-opt,
+// whose context may hold other dialects.
+TEST(Jit, CompilesTheV4LayerSpecializations) {
+  struct Case {
+    const char *kernel;
+    const char *params;
+  };
+  const Case cases[] = {
+      {"linear", "block_k=64,block_m=128,block_n=256,groups=1,k=4096,n=1024,"
+                 "x_cols=4096,y_cols=1024"},
+      {"linear", "block_k=128,block_m=64,block_n=64,groups=8,k=4096,n=1024,"
+                 "x_cols=32768,y_cols=8192"},
+      {"v4_rmsnorm", "dim=512"},
+      {"v4_rope", "dim=128,inverse=0"},
+      {"v4_rope", "dim=512,inverse=1"},
+      {"v4_fp8_qdq", ""},
+      {"v4_hadamard_fp4", ""},
+      {"v4_compress", "blocks=8,decode=0,overlap=1,quantize=1,ratio=4"},
+      {"v4_compress", "blocks=8,decode=1,overlap=0,quantize=1,ratio=128"},
+      {"v4_compress", "blocks=2,decode=1,overlap=1,quantize=2,ratio=4"},
+      {"v4_to_fp8", "decode=1,weights=0"},
+      {"v4_to_fp8", "decode=0,weights=1"},
+      {"v4_index_windows", "ratio=4"},
+      {"v4_indices", "csa=1,decode=1,ratio=4,window=128"},
+      {"v4_ring_write", "window=128"},
+      {"v4_advance", "set=1"},
+  };
+  for (const Case &c : cases) {
+    auto compiled = getJit().compile(getBuiltinKernelSource(c.kernel),
+                                     c.kernel, c.params, "sm_90a");
+    EXPECT_TRUE(bool(compiled))
+        << c.kernel << " " << c.params << ": "
+        << (compiled ? "" : llvm::toString(compiled.takeError()));
+  }
+}
