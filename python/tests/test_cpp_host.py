@@ -24,14 +24,15 @@ torch, hisa = require_gpu()
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def host_program():
-    candidates = [os.environ.get("HISA_CPP_HOST", ""),
-                  ROOT / "build/gpu/install-test/out/hisa_indexer_host",
-                  ROOT / "build/install-test/out/hisa_indexer_host"]
+def host_program(name="hisa_indexer_host"):
+    candidates = [os.environ.get("HISA_CPP_HOST", "") if name == "hisa_indexer_host" else "",
+                  ROOT / f"build/gpu/install-test/out/{name}",
+                  ROOT / f"build/install-test/out/{name}"]
     for path in candidates:
         if path and Path(path).is_file():
             return Path(path)
-    pytest.skip("the C++ host program is not built (test/Install/build-against-install.sh)")
+    pytest.skip(f"the C++ host program {name} is not built "
+                "(test/Install/build-against-install.sh)")
 
 
 @pytest.mark.parametrize("m,n,heads,kb,block_topk,topk_tokens", [
@@ -57,3 +58,44 @@ def test_cpp_host_matches_python(tmp_path, m, n, heads, kb, block_topk, topk_tok
     expected = hisa.hisa_indexer(q, k, k_scale, weights, ks, ke, k_block_size=kb,
                                  block_topk=block_topk, topk_tokens=topk_tokens).cpu()
     assert torch.equal(out.long().sort(1).values, expected.long().sort(1).values)
+
+
+@pytest.mark.parametrize("ratio", [0, 4, 128])
+def test_v4_layer_from_cpp_matches_python(tmp_path, ratio):
+    """test/Install/v4_attention_host.cpp runs a V4 attention layer through
+    the installed package (hisa::v4::Attention): its prefill and decode
+    outputs are those of hisa.v4.Attention on the same weights and inputs
+    (the same C++ layer behind both: bit for bit)."""
+    import numpy
+    from hisa.v4 import reference as ref
+    program = host_program("v4_attention_host")
+    seed = fresh_seed(torch)
+    config = ref.Config(dim=256, heads=16, q_lora=256, o_groups=2, o_lora=256,
+                        compress_ratio=ratio, index_topk=16)
+    batch, seq, steps, max_seq = 2, 150, 5, 300
+    weights = {k: v.cuda() for k, v in
+               ref.random_weights(config, torch.Generator().manual_seed(seed)).items()}
+    matrices = {"wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate", "i_wq", "i_weights",
+                "i_wkv", "i_wgate"}
+    for name, t in weights.items():
+        t = t.bfloat16().view(torch.int16) if name in matrices else t.float()
+        t.contiguous().cpu().numpy().tofile(tmp_path / f"{name}.bin")
+    x = torch.randn(batch, seq + steps, config.dim, device="cuda").bfloat16()
+    x.view(torch.int16).cpu().numpy().tofile(tmp_path / "x.bin")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.dirname(hisa.lib_path()) + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+    run = subprocess.run([str(program), str(tmp_path), str(ratio), str(batch), str(seq), str(steps),
+                          str(config.dim), str(config.heads), str(config.q_lora),
+                          str(config.o_groups), str(config.o_lora), str(config.index_topk),
+                          str(max_seq)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr + run.stdout
+    layer = hisa.v4.Attention(config, weights, batch, max_seq)
+    expected = layer.forward(x[:, :seq], 0)
+    got = torch.from_numpy(numpy.fromfile(tmp_path / "prefill.bin", dtype="int16")).view(
+        torch.bfloat16).view(batch, seq, config.dim)
+    assert torch.equal(got, expected.cpu()), "prefill"
+    decoded = torch.from_numpy(numpy.fromfile(tmp_path / "decode.bin", dtype="int16")).view(
+        torch.bfloat16).view(steps, batch, config.dim)
+    for t in range(steps):
+        out = layer.forward(x[:, seq + t:seq + t + 1], seq + t)
+        assert torch.equal(decoded[t], out[:, 0].cpu()), f"decode step {t}"
