@@ -10,12 +10,21 @@
 // accumulator is rounded to bf16 in registers before the store.
 // n is a multiple of block_n when groups > 1 (a partial tile would spill
 // into the next group's columns; the operator refuses it), and k of block_k.
+//
+// splits > 1 (the variant linear_partial, for decode-sized m): the k steps
+// are split over `splits` blocks per output tile, each writing its f32
+// partial sum to y [splits, M, y_cols]; linear_reduce adds them up. The k
+// steps must divide evenly (the operator checks).
+// hisa-variant linear_partial replaces "@linear(" with "@linear_partial("
+// hisa-variant linear_partial replaces "%y: !tile.global<[?, y_cols], bf16>)" with "%y: !tile.global<[?, ?, y_cols], f32>)"
+// hisa-variant linear_partial replaces "    tile.cast %acc to %rounded : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>" with "    // The f32 partial sum leaves as it is."
+// hisa-variant linear_partial replaces "tile.copy %rounded to %y[%row0, %y_col0] : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>" with "tile.copy %acc to %y[%split, %row0, %y_col0] : !tile.frag<[block_m, block_n], f32> to !tile.global<[?, ?, y_cols], f32>"
 
 tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
                     %w: !tile.global<[?, k], bf16>,
                     %y: !tile.global<[?, y_cols], bf16>)
     params {k = 4096, n = 4096, groups = 1, x_cols = 4096, y_cols = 4096,
-            block_m = 128, block_n = 256, block_k = 64} {
+            block_m = 128, block_n = 256, block_k = 64, splits = 1} {
   %m = tile.dim %x, 0 : !tile.global<[?, x_cols], bf16>
   %groups = tile.param "groups" : index
   %n = tile.param "n" : index
@@ -23,7 +32,9 @@ tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
   %block_n = tile.param "block_n" : index
   %grid_m = arith.ceildivui %m, %block_m : index
   %grid_n = arith.ceildivui %n, %block_n : index
-  tile.launch (%bx, %by, %bg) in (%grid_n, %grid_m, %groups) threads 256 {
+  %splits_host = tile.param "splits" : index
+  %grid_z = arith.muli %groups, %splits_host : index
+  tile.launch (%bx, %by, %bz) in (%grid_n, %grid_m, %grid_z) threads 256 {
     %a_tile = tile.alloc : !tile.shared<[block_m, block_k], bf16>
     %b_tile = tile.alloc : !tile.shared<[block_n, block_k], bf16>
     %acc = tile.alloc : !tile.frag<[block_m, block_n], f32>
@@ -34,6 +45,12 @@ tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
     %block_k = tile.param "block_k" : index
     %n_in = tile.param "n" : index
     %steps = arith.ceildivui %k, %block_k : index
+    %splits = tile.param "splits" : index
+    %bg = arith.divui %bz, %splits : index
+    %split = arith.remui %bz, %splits : index
+    %steps_per_split = arith.divui %steps, %splits : index
+    %first_step = arith.muli %split, %steps_per_split : index
+    %end_step = arith.addi %first_step, %steps_per_split : index
     %row0 = arith.muli %by, %block_m : index
     %col_in_group = arith.muli %bx, %block_n : index
     %group_x = arith.muli %bg, %k : index
@@ -41,7 +58,7 @@ tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
     %w_row0 = arith.addi %group_w, %col_in_group : index
     %y_col0 = arith.addi %group_w, %col_in_group : index
     tile.clear %acc : !tile.frag<[block_m, block_n], f32>
-    tile.pipelined %t = %c0 to %steps step %c1 num_stages = 4 {
+    tile.pipelined %t = %first_step to %end_step step %c1 num_stages = 4 {
       %k0 = arith.muli %t, %block_k : index
       %x_col = arith.addi %group_x, %k0 : index
       tile.copy %x[%row0, %x_col] to %a_tile
@@ -52,9 +69,7 @@ tile.kernel @linear(%x: !tile.global<[?, x_cols], bf16>,
           : !tile.shared<[block_m, block_k], bf16>, !tile.shared<[block_n, block_k], bf16>
             -> !tile.frag<[block_m, block_n], f32>
     }
-    tile.cast %acc to %rounded
-        : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>
-    tile.copy %rounded to %y[%row0, %y_col0]
-        : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>
+    tile.cast %acc to %rounded : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>
+    tile.copy %rounded to %y[%row0, %y_col0] : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>
   }
 }

@@ -106,9 +106,26 @@ Error runCompress(const char *op, const void *kv, const void *score,
 
 } // namespace
 
-Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
-             int64_t k, int64_t groups, void *stream) {
-  const char *op = "linear";
+namespace {
+
+/// linear's tile for m: decode-sized m (one token per sequence) gets 64 x 64
+/// tiles with deeper k steps, so that the weights stream through more
+/// blocks (with 128 x 256 tiles wo_b's 4096 columns gave 16 blocks: 16 SMs
+/// reading 64 MiB).
+struct LinearTile {
+  int64_t blockM, blockN, blockK;
+};
+LinearTile linearTile(int64_t m, int64_t k) {
+  bool skinny = m <= 64;
+  LinearTile tile{skinny ? 64 : 128, skinny ? 64 : kLinearBlockN,
+                  skinny ? 128 : kLinearBlockK};
+  if (k % tile.blockK)
+    tile.blockK = kLinearBlockK;
+  return tile;
+}
+
+Error checkLinear(const char *op, int64_t m, int64_t n, int64_t k,
+                  int64_t groups) {
   if (Error error = checkNonNegative(op, "m", m))
     return error;
   if (n < 1 || groups < 1)
@@ -125,7 +142,23 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
                 op, groups, n, kLinearBlockN));
   if (Error error = checkIndexRange(op, "m", m))
     return error;
-  if (Error error = checkIndexRange(op, "groups * n", groups * n))
+  return checkIndexRange(op, "groups * n", groups * n);
+}
+
+std::string linearParams(const LinearTile &tile, int64_t n, int64_t k,
+                         int64_t groups, int64_t splits) {
+  return formatv("block_k={0},block_m={1},block_n={2},groups={3},k={4},n={5},"
+                 "splits={6},x_cols={7},y_cols={8}",
+                 tile.blockK, tile.blockM, tile.blockN, groups, k, n, splits,
+                 groups * k, groups * n);
+}
+
+} // namespace
+
+Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
+             int64_t k, int64_t groups, void *stream) {
+  const char *op = "linear";
+  if (Error error = checkLinear(op, m, n, k, groups))
     return error;
   if (m == 0)
     return Error::success();
@@ -135,20 +168,46 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
   LaunchArgument arguments[] = {tensor(x, {m, groups * k}),
                                 tensor(w, {groups * n, k}),
                                 tensor(y, {m, groups * n})};
-  // Decode-sized m (one token per sequence): 64 x 64 tiles with deeper k
-  // steps, so that the weights stream through more blocks (with 128 x 256
-  // tiles wo_b's 4096 columns gave 16 blocks: 16 SMs reading 64 MiB).
-  bool skinny = m <= 64;
-  int64_t blockM = skinny ? 64 : 128, blockN = skinny ? 64 : kLinearBlockN,
-          blockK = skinny ? 128 : kLinearBlockK;
-  if (k % blockK)
-    blockK = kLinearBlockK;
-  return runOperator(
-      "linear",
-      formatv("block_k={0},block_m={1},block_n={2},groups={3},k={4},n={5},"
-              "x_cols={6},y_cols={7}",
-              blockK, blockM, blockN, groups, k, n, groups * k, groups * n),
-      arguments, stream);
+  return runOperator("linear", linearParams(linearTile(m, k), n, k, groups, 1),
+                     arguments, stream);
+}
+
+Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
+                   int64_t k, int64_t groups, int64_t splits, float *workspace,
+                   uint64_t workspaceBytes, void *stream) {
+  const char *op = "linear_split_k";
+  if (Error error = checkLinear(op, m, n, k, groups))
+    return error;
+  LinearTile tile = linearTile(m, k);
+  if (splits < 2 || splits > 16 || (k / tile.blockK) % splits)
+    return argumentError(formatv(
+        "{0}: splits = {1} must lie in [2, 16] and divide the {2} k steps of "
+        "{3}",
+        op, splits, k / tile.blockK, tile.blockK));
+  if (m > 65535)
+    return argumentError(
+        formatv("{0}: m = {1} exceeds 65535 (the reduction's grid)", op, m));
+  if (m == 0)
+    return Error::success();
+  uint64_t needed = uint64_t(splits) * m * groups * n * 4;
+  if (!workspace || workspaceBytes < needed)
+    return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
+                                 workspace ? workspaceBytes : 0, needed));
+  if (Error error = checkPointers(op, {{"x", x, 16},
+                                       {"w", w, 16},
+                                       {"y", y, 2},
+                                       {"workspace", workspace, 16}}))
+    return error;
+  LaunchArgument partial[] = {tensor(x, {m, groups * k}),
+                              tensor(w, {groups * n, k}),
+                              tensor(workspace, {splits, m, groups * n})};
+  if (Error error = runOperator("linear_partial",
+                                linearParams(tile, n, k, groups, splits),
+                                partial, stream))
+    return error;
+  LaunchArgument reduce[] = {tensor(workspace, {splits, m, groups * n}),
+                             tensor(y, {m, groups * n})};
+  return runOperator("linear_reduce", "", reduce, stream);
 }
 
 Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,

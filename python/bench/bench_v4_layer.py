@@ -89,6 +89,54 @@ def projection_rows(config, tokens, lines):
     return worst
 
 
+def decode_projection_rows(config, lines, copy_bw, m=64):
+    """The projections at decode's m (one token per sequence): the operator's
+    whole-k 64x64 tiles, split-k (linear_partial + linear_reduce) and
+    cuBLAS, as weight-streaming bandwidth (the bound at this m)."""
+    c = config
+    shapes = [("wq_a", c.q_lora, c.dim, 1), ("wq_b", c.heads * 512, c.q_lora, 1),
+              ("wkv", 512, c.dim, 1), ("wo_a (8 groups)", c.o_lora, c.heads // c.o_groups * 512,
+                                       c.o_groups), ("wo_b", c.dim, c.o_groups * c.o_lora, 1)]
+    lines += ["", fmt_row(["projection at m = 64", "N", "K", "whole-k (us)", "split-k (us)",
+                           "splits", "cuBLAS (us)", "best GB/s (% of copy)"]),
+              fmt_row(["---"] + ["---:"] * 7)]
+    for name, n, k, groups in shapes:
+        x = torch.randn(m, groups * k, device="cuda").bfloat16()
+        w = torch.randn(groups * n, k, device="cuda").bfloat16()
+        y = torch.empty(m, groups * n, device="cuda").bfloat16()
+        base = {"k": k, "n": n, "groups": groups, "x_cols": groups * k, "y_cols": groups * n,
+                "block_m": 64, "block_n": 64, "block_k": 128}
+        whole = hisa.jit.get_kernel("linear", base)
+        t_whole = bench(lambda: whole.launch(x, w, y))
+        # Enough blocks for 132 SMs, dividing the k steps.
+        tiles = groups * -(-n // 64)
+        steps = k // 128
+        splits = next((s for s in (16, 8, 4, 2) if steps % s == 0 and tiles * s <= 4 * 132), 1)
+        t_split = None
+        if splits > 1:
+            partial = torch.empty(splits, m, groups * n, device="cuda")
+            first = hisa.jit.get_kernel("linear_partial", dict(base, splits=splits))
+            reduce = hisa.jit.get_kernel("linear_reduce", {})
+
+            def split_call():
+                first.launch(x, w, partial)
+                reduce.launch(partial, y)
+            t_split = bench(split_call)
+        if groups == 1:
+            t_ref = bench(lambda: torch.matmul(x, w.T))
+        else:
+            xs = x.view(m, groups, k).transpose(0, 1)
+            ws = w.view(groups, n, k)
+            t_ref = bench(lambda: torch.bmm(xs, ws.transpose(1, 2)))
+        best = min(t for t in (t_whole, t_split) if t)
+        weight_bytes = groups * n * k * 2
+        lines.append(fmt_row([name, str(n), str(k), f"{t_whole * 1e6:.1f}",
+                              f"{t_split * 1e6:.1f}" if t_split else "-", str(splits),
+                              f"{t_ref * 1e6:.1f}",
+                              f"{weight_bytes / best / 1e9:.0f} "
+                              f"({100 * weight_bytes / best / copy_bw:.0f}%)"]))
+
+
 def prefill_rows(ratio, seq, lines):
     config = ref.Config(compress_ratio=ratio)
     weights = flash_weights(config)
@@ -200,6 +248,7 @@ def main(argv=None):
             errors += 1
             lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]] + [""] * 6))
     projection_rows(ref.Config(), args.seq, lines)
+    decode_projection_rows(ref.Config(), lines, copy_bw)
     lines += ["", fmt_row(["ratio", "B", "context", "decode step eager (us)",
                            "CUDA graph (us)", "host wall per step (us)",
                            "kernels: projections / compressor / indexer / attention / rest (us)",

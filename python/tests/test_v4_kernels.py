@@ -228,3 +228,27 @@ def test_linear(m, n, k, groups):
     assert not y.isnan().any(), f"unwritten outputs, seed {seed}"
     error = (y.float() - expected).norm() / expected.norm()
     assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
+
+
+@pytest.mark.parametrize("m,n,k,groups,splits", [(64, 4096, 8192, 1, 4), (3, 1024, 4096, 8, 2),
+                                                 (37, 64, 1024, 1, 8)])
+def test_linear_split_k(m, n, k, groups, splits):
+    """linear_partial + linear_reduce (split-k for decode-sized m) equal the
+    product; the partial sums add up in split order."""
+    seed = fresh_seed(torch)
+    x = torch.randn(m, groups * k, device="cuda").bfloat16()
+    w = (torch.randn(groups * n, k, device="cuda") * k ** -0.5).bfloat16()
+    partial = torch.full((splits, m, groups * n), float("nan"), device="cuda")
+    y = torch.full((m, groups * n), float("nan"), device="cuda").bfloat16()
+    params = {"k": k, "n": n, "groups": groups, "x_cols": groups * k, "y_cols": groups * n,
+              "splits": splits, "block_m": 64, "block_n": 64, "block_k": 128}
+    hisa.jit.get_kernel("linear_partial", params).launch(x, w, partial)
+    hisa.jit.get_kernel("linear_reduce", {}).launch(partial, y)
+    torch.cuda.synchronize()
+    expected = torch.cat([x[:, g * k:(g + 1) * k].float() @ w[g * n:(g + 1) * n].float().T
+                          for g in range(groups)], 1)
+    assert not y.isnan().any(), f"unwritten outputs, seed {seed}"
+    assert torch.equal(y, partial.sum(0).bfloat16()) or \
+        torch.allclose(y.float(), partial.sum(0), rtol=1e-2, atol=1e-2)
+    error = (y.float() - expected).norm() / expected.norm()
+    assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"

@@ -46,6 +46,18 @@ TEST(V4Operators, LinearChecksItsShape) {
       messageOf(linear(nullptr, nullptr, nullptr, 0, 64, 128, 1, nullptr)), "");
 }
 
+TEST(V4Operators, SplitKLinearChecksItsSplitsAndWorkspace) {
+  // m = 4: 64 x 64 tiles with k steps of 128; k = 1024 has 8 of them.
+  EXPECT_NE(messageOf(linearSplitK(fake(), fake(), fake(), 4, 64, 1024, 1, 3,
+                                   fake<float>(), 1 << 20, nullptr))
+                .find("splits = 3 must lie in [2, 16] and divide the 8 k steps"),
+            std::string::npos);
+  EXPECT_NE(messageOf(linearSplitK(fake(), fake(), fake(), 4, 64, 1024, 1, 4,
+                                   fake<float>(), 100, nullptr))
+                .find("workspace has 100 bytes, needs 4096"),
+            std::string::npos);
+}
+
 TEST(V4Operators, NormRopeAndQuantizeCheckTheirSizes) {
   EXPECT_NE(messageOf(v4Rmsnorm(fake(), fake<float>(), fake(), 3, 300, 1e-6f,
                                 nullptr))

@@ -26,6 +26,16 @@ namespace hisa::ops {
 llvm::Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
                    int64_t k, int64_t groups, void *stream);
 
+/// The same product with the k steps split over `splits` blocks per
+/// output tile (2 to 16; for decode-sized m, where whole-k tiles leave SMs
+/// idle): f32 partial sums into `workspace` (splits * m * groups * n * 4
+/// bytes), then one reduction into y. k / 64 (k / 128 when m <= 64) must
+/// be a multiple of splits; m at most 65535.
+llvm::Error linearSplitK(const void *x, const void *w, void *y, int64_t m,
+                         int64_t n, int64_t k, int64_t groups, int64_t splits,
+                         float *workspace, uint64_t workspaceBytes,
+                         void *stream);
+
 /// out [rows, dim] = x * rsqrt(mean(x^2) + eps) * weight (bf16 rows, f32
 /// weight [dim]); dim in {128, 256, 512, 1024, 2048, 4096}; out may be x.
 llvm::Error v4Rmsnorm(const void *x, const float *weight, void *out,
