@@ -8,6 +8,7 @@
 
 #include "hisa/Runtime/hisa_runtime.h"
 
+#include "hisa/ContextParallel/ContextParallel.h"
 #include "hisa/Indexer/Indexer.h"
 #include "hisa/Ops/Operators.h"
 #include "hisa/Runtime/CudaDriver.h"
@@ -375,6 +376,78 @@ int hisa_v4_attention_set_length(hisa_v4_attention *layer, int64_t length,
 }
 
 void hisa_v4_attention_destroy(hisa_v4_attention *layer) { delete layer; }
+
+int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
+                        int64_t ranges[4]) {
+  if (!ranges || total < 0 || world < 1 || rank < 0 || rank >= world)
+    return statusOf(createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        formatv("cp_rank_ranges: total = {0}, world = {1}, rank = {2}, "
+                "ranges {3}",
+                total, world, rank, ranges ? "given" : "NULL")));
+  auto pairs = hisa::cp::rankRanges(total, world, rank);
+  ranges[0] = pairs[0].first;
+  ranges[1] = pairs[0].second;
+  ranges[2] = pairs[1].first;
+  ranges[3] = pairs[1].second;
+  return HISA_OK;
+}
+
+int hisa_cp_hisa_indexer_workspace_size(int64_t total, int64_t world,
+                                        int64_t rank, int64_t heads,
+                                        int64_t dim, int64_t kb,
+                                        int64_t block_topk,
+                                        int64_t topk_tokens, uint64_t *bytes) {
+  if (!bytes)
+    return statusOf(createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        "cp_hisa_indexer_workspace_size: bytes must not be NULL"));
+  hisa::cp::IndexerCpShape shape{total, world, heads, dim,
+                                 kb,    block_topk, topk_tokens};
+  Expected<uint64_t> size = hisa::cp::hisaIndexerCpWorkspaceSize(shape, rank);
+  if (!size)
+    return statusOf(size.takeError());
+  *bytes = *size;
+  return HISA_OK;
+}
+
+int hisa_cp_hisa_indexer(const void *q, const void *k, const float *k_scale,
+                         const float *weights, int32_t *out, int64_t total,
+                         int64_t world, int64_t heads, int64_t dim, int64_t kb,
+                         int64_t block_topk, int64_t topk_tokens,
+                         void *nccl_comm, void *workspace,
+                         uint64_t workspace_bytes, void *stream) {
+  hisa::cp::IndexerCpShape shape{total, world, heads, dim,
+                                 kb,    block_topk, topk_tokens};
+  return statusOf(hisa::cp::hisaIndexerCp(q, k, k_scale, weights, out, shape,
+                                          nccl_comm, workspace,
+                                          workspace_bytes, stream));
+}
+
+int hisa_cp_sparse_attn_workspace_size(int64_t total, int64_t world,
+                                       int64_t rank, int64_t heads,
+                                       int64_t topk, uint64_t *bytes) {
+  if (!bytes)
+    return statusOf(createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        "cp_sparse_attn_workspace_size: bytes must not be NULL"));
+  Expected<uint64_t> size =
+      hisa::cp::sparseAttnCpWorkspaceSize(total, world, rank, heads, topk);
+  if (!size)
+    return statusOf(size.takeError());
+  *bytes = *size;
+  return HISA_OK;
+}
+
+int hisa_cp_sparse_attn(const void *q, const void *kv, const float *attn_sink,
+                        const int32_t *topk_idxs, void *o, int64_t total,
+                        int64_t heads, int64_t topk, float softmax_scale,
+                        void *nccl_comm, void *workspace,
+                        uint64_t workspace_bytes, void *stream) {
+  return statusOf(hisa::cp::sparseAttnCp(q, kv, attn_sink, topk_idxs, o, total,
+                                         heads, topk, softmax_scale, nccl_comm,
+                                         workspace, workspace_bytes, stream));
+}
 
 int hisa_flash_attn(const void *q, const void *k, const void *v, void *o,
                     int64_t batch, int64_t heads, int64_t seq_len, int64_t dim,

@@ -536,4 +536,25 @@ Error flashAttn(const void *q, const void *k, const void *v, void *o,
                      arguments, stream);
 }
 
+Error cpWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t start0,
+                int64_t count0, int64_t start1, void *stream) {
+  const char *op = "cp_windows";
+  if (tokens < 0 || start0 < 0 || count0 < 0 || count0 > tokens || start1 < 0)
+    return argumentError(formatv(
+        "{0}: tokens = {1}, start0 = {2}, count0 = {3}, start1 = {4}", op,
+        tokens, start0, count0, start1));
+  if (Error error = checkIndexRange(op, "the last position + 1",
+                                    std::max(start0 + count0,
+                                             start1 + tokens - count0)))
+    return error;
+  if (tokens == 0)
+    return Error::success();
+  if (Error error = checkPointers(op, {{"ks", ks, 4}, {"ke", ke, 4}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(ks, {tokens}), tensor(ke, {tokens}),
+                                integer(start0), integer(count0),
+                                integer(start1)};
+  return runOperator("cp_windows", "", arguments, stream);
+}
+
 } // namespace hisa::ops

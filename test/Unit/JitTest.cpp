@@ -633,6 +633,7 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
       {"linear_partial", "block_k=128,block_m=64,block_n=64,groups=1,k=8192,"
                          "n=4096,splits=4,x_cols=8192,y_cols=4096"},
       {"linear_reduce", ""},
+      {"cp_windows", ""},
   };
   for (const Case &c : cases) {
     auto compiled = getJit().compile(getBuiltinKernelSource(c.kernel),

@@ -115,6 +115,13 @@ llvm::Error flashAttn(const void *q, const void *k, const void *v, void *o,
                       int64_t batch, int64_t heads, int64_t seqLen, int64_t dim,
                       bool causal, float softmaxScale, void *stream);
 
+/// A context-parallel rank's query windows over the gathered keys of one
+/// causal sequence (kernels-dsl/cp_windows.mlir): its tokens are positions
+/// [start0, start0 + count0) then [start1, ...); ks[t] = 0, ke[t] = position
+/// + 1, for `tokens` queries.
+llvm::Error cpWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t start0,
+                      int64_t count0, int64_t start1, void *stream);
+
 } // namespace hisa::ops
 
 #endif // HISA_OPS_OPERATORS_H

@@ -232,6 +232,36 @@ HISA_EXPORT int hisa_v4_attention_set_length(hisa_v4_attention *layer,
                                              int64_t length, void *stream);
 HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
 
+/* Context-parallel prefill over NCCL (one long causal sequence of `total`
+ * tokens split over the ranks of an NCCL communicator `nccl_comm`, an
+ * ncclComm_t; hisa opens libnccl.so.2 at run time, or $HISA_NCCL_LIB).
+ * Rank r holds chunks r and 2W - 1 - r of 2W equal position ranges
+ * (hisa_cp_local_tokens, hisa_cp_rank_ranges), and passes only its own
+ * tokens' rows; one ncclAllGather per call gathers the keys / kv rows.
+ * Outputs are this rank's rows: indices are global positions (-1 padded).
+ * Workspaces come from the matching *_workspace_size. */
+HISA_EXPORT int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
+                                    int64_t ranges[4]);
+HISA_EXPORT int hisa_cp_hisa_indexer_workspace_size(
+    int64_t total, int64_t world, int64_t rank, int64_t heads, int64_t dim,
+    int64_t kb, int64_t block_topk, int64_t topk_tokens, uint64_t *bytes);
+HISA_EXPORT int hisa_cp_hisa_indexer(
+    const void *q, const void *k, const float *k_scale, const float *weights,
+    int32_t *out, int64_t total, int64_t world, int64_t heads, int64_t dim,
+    int64_t kb, int64_t block_topk, int64_t topk_tokens, void *nccl_comm,
+    void *workspace, uint64_t workspace_bytes, void *stream);
+HISA_EXPORT int hisa_cp_sparse_attn_workspace_size(int64_t total, int64_t world,
+                                                   int64_t rank, int64_t heads,
+                                                   int64_t topk,
+                                                   uint64_t *bytes);
+HISA_EXPORT int hisa_cp_sparse_attn(const void *q, const void *kv,
+                                    const float *attn_sink,
+                                    const int32_t *topk_idxs, void *o,
+                                    int64_t total, int64_t heads, int64_t topk,
+                                    float softmax_scale, void *nccl_comm,
+                                    void *workspace, uint64_t workspace_bytes,
+                                    void *stream);
+
 /* Dense attention forward, bf16: q, k, v, o [batch, heads, seq_len, dim]
  * (torch's scaled_dot_product_attention layout), dim in {64, 128};
  * o = softmax(q k^T * softmax_scale, causal != 0: keys after the query

@@ -1,0 +1,333 @@
+//===- ContextParallel.cpp - Context-parallel prefill over NCCL -----------===//
+
+#include "hisa/ContextParallel/ContextParallel.h"
+
+#include "hisa/Indexer/Indexer.h"
+#include "hisa/Ops/Operators.h"
+#include "hisa/Runtime/CudaDriver.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+using namespace llvm;
+using hisa::runtime::CudaDriver;
+
+namespace hisa::cp {
+namespace {
+
+Error argumentError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::invalid_argument),
+                           message);
+}
+
+constexpr uint64_t kAlignment = 256;
+uint64_t alignPiece(uint64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+/// The NCCL entry points hisa uses, opened at run time (NCCL's C ABI: int
+/// results, opaque communicators, ncclUint8 = 1).
+struct Nccl {
+  using Result = int;
+  Result (*allGather)(const void *, void *, size_t, int, void *,
+                      void *) = nullptr;
+  Result (*commCount)(void *, int *) = nullptr;
+  Result (*commUserRank)(void *, int *) = nullptr;
+  const char *(*getErrorString)(Result) = nullptr;
+
+  static Expected<Nccl &> get() {
+    static std::mutex mutex;
+    static Nccl nccl;
+    static std::string failure;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (nccl.allGather)
+      return nccl;
+    const char *path = std::getenv("HISA_NCCL_LIB");
+    std::string name = path && *path ? path : "libnccl.so.2";
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library)
+      return createStringError(inconvertibleErrorCode(),
+                               "context parallelism needs NCCL: cannot open " +
+                                   name + " (" + dlerror() +
+                                   "; set HISA_NCCL_LIB to its path)");
+    auto load = [&](const char *symbol, auto &function) {
+      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+          dlsym(library, symbol));
+      return function != nullptr;
+    };
+    if (!load("ncclAllGather", nccl.allGather) ||
+        !load("ncclCommCount", nccl.commCount) ||
+        !load("ncclCommUserRank", nccl.commUserRank) ||
+        !load("ncclGetErrorString", nccl.getErrorString)) {
+      nccl.allGather = nullptr;
+      return createStringError(inconvertibleErrorCode(),
+                               name + " lacks an NCCL entry point hisa uses");
+    }
+    return nccl;
+  }
+
+  Error check(Result result, const char *what) const {
+    if (result == 0)
+      return Error::success();
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0} failed: {1}", what, getErrorString(result)));
+  }
+};
+
+/// The communicator's size and this process's rank in it.
+Expected<std::pair<int64_t, int64_t>> worldOf(void *comm) {
+  if (!comm)
+    return argumentError("context parallel: the NCCL communicator is NULL");
+  Expected<Nccl &> nccl = Nccl::get();
+  if (!nccl)
+    return nccl.takeError();
+  int count = 0, rank = 0;
+  if (Error error = nccl->check(nccl->commCount(comm, &count), "ncclCommCount"))
+    return std::move(error);
+  if (Error error =
+          nccl->check(nccl->commUserRank(comm, &rank), "ncclCommUserRank"))
+    return std::move(error);
+  return std::make_pair(int64_t(count), int64_t(rank));
+}
+
+int64_t widestRank(int64_t total, int64_t world) {
+  int64_t widest = 0;
+  for (int64_t r = 0; r < world; ++r)
+    widest = std::max(widest, localTokens(total, world, r));
+  return widest;
+}
+
+} // namespace
+
+std::array<std::pair<int64_t, int64_t>, 2>
+rankRanges(int64_t total, int64_t world, int64_t rank) {
+  auto bound = [&](int64_t i) { return total * i / (2 * world); };
+  int64_t late = 2 * world - 1 - rank;
+  return {std::make_pair(bound(rank), bound(rank + 1)),
+          std::make_pair(bound(late), bound(late + 1))};
+}
+
+int64_t localTokens(int64_t total, int64_t world, int64_t rank) {
+  auto ranges = rankRanges(total, world, rank);
+  return (ranges[0].second - ranges[0].first) +
+         (ranges[1].second - ranges[1].first);
+}
+
+uint64_t gatherWorkspaceSize(int64_t total, int64_t world, uint64_t rowBytes) {
+  return alignPiece(uint64_t(world) * widestRank(total, world) * rowBytes);
+}
+
+Error gatherTokens(const void *local, void *global, int64_t total,
+                   uint64_t rowBytes, void *comm, void *workspace,
+                   uint64_t workspaceBytes, void *stream) {
+  const char *op = "cp_gather_tokens";
+  Expected<std::pair<int64_t, int64_t>> world = worldOf(comm);
+  if (!world)
+    return world.takeError();
+  auto [ranks, rank] = *world;
+  if (total < 0 || rowBytes == 0)
+    return argumentError(
+        formatv("{0}: total = {1}, row bytes = {2}", op, total, rowBytes));
+  uint64_t needed = gatherWorkspaceSize(total, ranks, rowBytes);
+  if (!workspace || workspaceBytes < needed)
+    return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
+                                 workspace ? workspaceBytes : 0, needed));
+  Expected<CudaDriver &> driver = CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+  int64_t widest = widestRank(total, ranks);
+  int64_t mine = localTokens(total, ranks, rank);
+  auto *scratch = static_cast<char *>(workspace);
+  CUstream cuStream = static_cast<CUstream>(stream);
+  // This rank's rows into its slot of the gather buffer (in place), then
+  // one all-gather of `widest` rows per rank.
+  char *slot = scratch + uint64_t(rank) * widest * rowBytes;
+  if (mine && local != slot) {
+    CUresult result = driver->memcpyDtoDAsync(
+        reinterpret_cast<CUdeviceptr>(slot),
+        reinterpret_cast<CUdeviceptr>(local), mine * rowBytes, cuStream);
+    if (result != CUDA_SUCCESS)
+      return createStringError(inconvertibleErrorCode(),
+                               formatv("{0}: cuMemcpyDtoDAsync failed: {1}", op,
+                                       driver->describe(result)));
+  }
+  Expected<Nccl &> nccl = Nccl::get();
+  if (!nccl)
+    return nccl.takeError();
+  if (widest)
+    if (Error error =
+            nccl->check(nccl->allGather(slot, scratch, widest * rowBytes,
+                                        /*ncclUint8=*/1, comm, stream),
+                        "ncclAllGather"))
+      return error;
+  // Each rank's two chunks to their global positions.
+  for (int64_t r = 0; r < ranks; ++r) {
+    auto ranges = rankRanges(total, ranks, r);
+    uint64_t offset = uint64_t(r) * widest * rowBytes;
+    for (auto [start, end] : ranges) {
+      uint64_t bytes = uint64_t(end - start) * rowBytes;
+      if (bytes) {
+        CUresult result = driver->memcpyDtoDAsync(
+            reinterpret_cast<CUdeviceptr>(static_cast<char *>(global) +
+                                          uint64_t(start) * rowBytes),
+            reinterpret_cast<CUdeviceptr>(scratch + offset), bytes, cuStream);
+        if (result != CUDA_SUCCESS)
+          return createStringError(inconvertibleErrorCode(),
+                                   formatv("{0}: cuMemcpyDtoDAsync failed: {1}",
+                                           op, driver->describe(result)));
+      }
+      offset += bytes;
+    }
+  }
+  return Error::success();
+}
+
+namespace {
+
+/// The workspace pieces of hisaIndexerCp, as byte offsets.
+struct IndexerLayout {
+  uint64_t keys, scales, starts, ends, gather, indexer, total;
+};
+
+Expected<IndexerLayout> indexerLayout(const IndexerCpShape &shape,
+                                      int64_t rank) {
+  if (shape.total < 1 || shape.world < 1 || rank < 0 || rank >= shape.world)
+    return argumentError(formatv(
+        "hisa_indexer_cp: total = {0}, world = {1}, rank = {2}: need total "
+        ">= 1 and 0 <= rank < world",
+        shape.total, shape.world, rank));
+  int64_t local = localTokens(shape.total, shape.world, rank);
+  indexer::IndexerShape single{local,           shape.total, shape.heads,
+                               shape.dim,       shape.kb,    shape.blockTopk,
+                               shape.topkTokens};
+  Expected<uint64_t> indexerBytes = indexer::hisaIndexerWorkspaceSize(single);
+  if (!indexerBytes)
+    return indexerBytes.takeError();
+  IndexerLayout layout;
+  uint64_t at = 0;
+  auto piece = [&](uint64_t bytes) {
+    uint64_t start = at;
+    at += alignPiece(bytes);
+    return start;
+  };
+  layout.keys = piece(uint64_t(shape.total) * shape.dim);
+  layout.scales = piece(uint64_t(shape.total) * 4);
+  layout.starts = piece(uint64_t(local) * 4);
+  layout.ends = piece(uint64_t(local) * 4);
+  layout.gather =
+      piece(std::max(gatherWorkspaceSize(shape.total, shape.world, shape.dim),
+                     gatherWorkspaceSize(shape.total, shape.world, 4)));
+  layout.indexer = piece(*indexerBytes);
+  layout.total = at;
+  return layout;
+}
+
+} // namespace
+
+Expected<uint64_t> hisaIndexerCpWorkspaceSize(const IndexerCpShape &shape,
+                                              int64_t rank) {
+  Expected<IndexerLayout> layout = indexerLayout(shape, rank);
+  if (!layout)
+    return layout.takeError();
+  return layout->total;
+}
+
+Error hisaIndexerCp(const void *q, const void *k, const float *kScale,
+                    const float *weights, int32_t *out,
+                    const IndexerCpShape &shape, void *comm, void *workspace,
+                    uint64_t workspaceBytes, void *stream) {
+  const char *op = "hisa_indexer_cp";
+  Expected<std::pair<int64_t, int64_t>> world = worldOf(comm);
+  if (!world)
+    return world.takeError();
+  auto [ranks, rank] = *world;
+  if (ranks != shape.world)
+    return argumentError(formatv("{0}: the communicator has {1} ranks, the "
+                                 "shape says world = {2}",
+                                 op, ranks, shape.world));
+  Expected<IndexerLayout> layout = indexerLayout(shape, rank);
+  if (!layout)
+    return layout.takeError();
+  if (!workspace || workspaceBytes < layout->total)
+    return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
+                                 workspace ? workspaceBytes : 0,
+                                 layout->total));
+  auto *base = static_cast<char *>(workspace);
+  auto *keys = base + layout->keys;
+  auto *scales = reinterpret_cast<float *>(base + layout->scales);
+  auto *starts = reinterpret_cast<int32_t *>(base + layout->starts);
+  auto *ends = reinterpret_cast<int32_t *>(base + layout->ends);
+  void *gather = base + layout->gather;
+  uint64_t gatherBytes = layout->indexer - layout->gather;
+  if (Error error = gatherTokens(k, keys, shape.total, shape.dim, comm, gather,
+                                 gatherBytes, stream))
+    return error;
+  if (Error error = gatherTokens(kScale, scales, shape.total, 4, comm, gather,
+                                 gatherBytes, stream))
+    return error;
+  int64_t local = localTokens(shape.total, shape.world, rank);
+  auto ranges = rankRanges(shape.total, shape.world, rank);
+  if (Error error = ops::cpWindows(starts, ends, local, ranges[0].first,
+                                   ranges[0].second - ranges[0].first,
+                                   ranges[1].first, stream))
+    return error;
+  indexer::IndexerShape single{local,           shape.total, shape.heads,
+                               shape.dim,       shape.kb,    shape.blockTopk,
+                               shape.topkTokens};
+  return indexer::hisaIndexer(q, keys, scales, weights, starts, ends, out,
+                              single, base + layout->indexer,
+                              layout->total - layout->indexer, stream);
+}
+
+Expected<uint64_t> sparseAttnCpWorkspaceSize(int64_t total, int64_t world,
+                                             int64_t rank, int64_t heads,
+                                             int64_t topk) {
+  if (total < 1 || world < 1 || rank < 0 || rank >= world)
+    return argumentError(
+        formatv("sparse_attn_cp: total = {0}, world = {1}, rank = {2}", total,
+                world, rank));
+  uint64_t attn = 0;
+  if (Error error = ops::sparseAttnWorkspaceSize(
+          1, localTokens(total, world, rank), heads, topk, &attn))
+    return std::move(error);
+  return alignPiece(uint64_t(total) * 1024) +
+         alignPiece(gatherWorkspaceSize(total, world, 1024)) + alignPiece(attn);
+}
+
+Error sparseAttnCp(const void *q, const void *kv, const float *attnSink,
+                   const int32_t *topkIdxs, void *o, int64_t total,
+                   int64_t heads, int64_t topk, float softmaxScale, void *comm,
+                   void *workspace, uint64_t workspaceBytes, void *stream) {
+  const char *op = "sparse_attn_cp";
+  Expected<std::pair<int64_t, int64_t>> world = worldOf(comm);
+  if (!world)
+    return world.takeError();
+  auto [ranks, rank] = *world;
+  Expected<uint64_t> needed =
+      sparseAttnCpWorkspaceSize(total, ranks, rank, heads, topk);
+  if (!needed)
+    return needed.takeError();
+  if (!workspace || workspaceBytes < *needed)
+    return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
+                                 workspace ? workspaceBytes : 0, *needed));
+  auto *base = static_cast<char *>(workspace);
+  uint64_t kvBytes = alignPiece(uint64_t(total) * 1024);
+  uint64_t gatherBytes = alignPiece(gatherWorkspaceSize(total, ranks, 1024));
+  if (Error error = gatherTokens(kv, base, total, 1024, comm, base + kvBytes,
+                                 gatherBytes, stream))
+    return error;
+  int64_t local = localTokens(total, ranks, rank);
+  return ops::sparseAttn(q, base, attnSink, topkIdxs, o, nullptr, 1, local,
+                         heads, total, topk, softmaxScale,
+                         base + kvBytes + gatherBytes,
+                         *needed - kvBytes - gatherBytes, stream);
+}
+
+} // namespace hisa::cp
