@@ -441,7 +441,7 @@ if [[ ${HISA_GPU_RUN_BENCH:-1} != 0 ]]; then
   # PYTHONPATH, see ../shared/anchors/README.md).
   anchor_args=()
   [[ -n ${HISA_ANCHORS:-} ]] && anchor_args=(--anchors "$HISA_ANCHORS")
-  for bench in bench_topk bench_indexer bench_sparse_attn; do
+  for bench in bench_topk bench_indexer bench_sparse_attn bench_v4_layer; do
     echo "== $bench.py"
     extra=()
     # The attention bench also times the warp-specialized kernel variants.
@@ -470,7 +470,7 @@ try:
 except Exception as exc:
     print(f"Tests: no junit report ({exc}); pytest exit status {rc}")
 PY
-  for table in bench_memory_bound bench_mqa bench_jit bench_topk bench_indexer bench_sparse_attn; do
+  for table in bench_memory_bound bench_mqa bench_jit bench_topk bench_indexer bench_sparse_attn bench_v4_layer; do
     if [[ -f $out/$table.md ]]; then
       echo
       cat "$out/$table.md"

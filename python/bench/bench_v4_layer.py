@@ -220,6 +220,8 @@ def decode_rows(ratio, batch, context, copy_bw, lines):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out")
+    parser.add_argument("--anchors", help="accepted for scripts/gpu-run.sh; the anchors have "
+                                          "no V4 layer to compare with")
     parser.add_argument("--seq", type=int, default=65536)
     parser.add_argument("--decode-batch", type=int, default=64)
     parser.add_argument("--context", type=int, default=65536)
