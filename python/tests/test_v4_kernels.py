@@ -252,3 +252,59 @@ def test_linear_split_k(m, n, k, groups, splits):
         torch.allclose(y.float(), partial.sum(0), rtol=1e-2, atol=1e-2)
     error = (y.float() - expected).norm() / expected.norm()
     assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
+
+
+@pytest.mark.parametrize("decode", [False, True])
+def test_to_fp8_is_exact_on_fp4_values(decode):
+    """v4_to_fp8: rows of Hadamard + fp4 values become fp8 codes times a
+    power-of-two row scale that give the values back exactly (prefill: rows
+    [first, end); decode: row position // 4 of each sequence when its token
+    completed it), and the q weights pick up scale * factor."""
+    seed = fresh_seed(torch)
+    batch, slots = 3, 40
+    x = ref.fp4_qdq(ref.hadamard(torch.randn(batch, slots, 128) * 3)).bfloat16().cuda()
+    out = torch.zeros(batch, slots, 128, dtype=torch.float8_e4m3fn, device="cuda")
+    scale = torch.full((batch, slots), -1.0, device="cuda")
+    w_in = torch.randn(batch, slots, device="cuda").bfloat16()
+    w_out = torch.full((batch, slots), float("nan"), device="cuda")
+    if decode:
+        positions = torch.tensor([7, 8, 35], dtype=torch.int32, device="cuda")  # 7, 35 complete
+        kernel = hisa.jit.get_kernel("v4_to_fp8", {"decode": 1, "weights": 0})
+        kernel.launch(x, out, scale, w_in, w_out, positions, 0, 1, 1.0)
+        rows = {(0, 1), (2, 8)}
+    else:
+        kernel = hisa.jit.get_kernel("v4_to_fp8", {"decode": 0, "weights": 1})
+        unused = torch.zeros(1, dtype=torch.int32, device="cuda")
+        kernel.launch(x, out, scale, w_in, w_out, unused, 5, 33, 0.25)
+        rows = {(b, s) for b in range(batch) for s in range(5, 33)}
+    torch.cuda.synchronize()
+    for b in range(batch):
+        for s in range(slots):
+            if (b, s) in rows:
+                back = out[b, s].float() * scale[b, s]
+                assert torch.equal(back, x[b, s].float()), f"row {(b, s)}, seed {seed}"
+                assert scale[b, s] > 0 and float(torch.log2(scale[b, s])).is_integer()
+                if not decode:
+                    assert w_out[b, s] == w_in[b, s].float() * scale[b, s] * 0.25
+            else:
+                assert scale[b, s] == -1.0, f"row {(b, s)} was written, seed {seed}"
+
+
+def test_ring_write_and_advance():
+    """v4_ring_write puts sequence b's kv row at ring slot positions[b] %
+    128; v4_advance adds one to every position (set = 1: sets them)."""
+    fresh_seed(torch)
+    batch, rows = 3, 130
+    kv = torch.randn(batch, 512, device="cuda").bfloat16()
+    cache = torch.zeros(batch, rows, 512, device="cuda").bfloat16()
+    positions = torch.tensor([0, 127, 300], dtype=torch.int32, device="cuda")
+    hisa.jit.get_kernel("v4_ring_write", {"window": 128}).launch(kv, cache, positions)
+    hisa.jit.get_kernel("v4_advance", {"set": 0}).launch(positions, 0)
+    torch.cuda.synchronize()
+    for b, slot in enumerate([0, 127, 300 % 128]):
+        assert torch.equal(cache[b, slot], kv[b])
+        assert int((cache[b].abs().sum(-1) > 0).sum()) == 1, "one slot per sequence"
+    assert positions.tolist() == [1, 128, 301]
+    hisa.jit.get_kernel("v4_advance", {"set": 1}).launch(positions, 42)
+    torch.cuda.synchronize()
+    assert positions.tolist() == [42, 42, 42]
