@@ -56,6 +56,16 @@ def kernel_split(fn):
     return split
 
 
+def cublas_time(x, w, m, n, k, groups):
+    """torch's (cuBLAS) time for the same product: matmul, or a batched
+    matmul over the groups."""
+    if groups == 1:
+        return bench(lambda: torch.matmul(x, w.T))
+    xs = x.view(m, groups, k).transpose(0, 1)
+    ws = w.view(groups, n, k)
+    return bench(lambda: torch.bmm(xs, ws.transpose(1, 2)))
+
+
 def projection_rows(config, tokens, lines):
     """Each projection of the layer: hisa's linear against torch (cuBLAS)."""
     c = config
@@ -74,12 +84,7 @@ def projection_rows(config, tokens, lines):
         kernel = hisa.jit.get_kernel("linear", {"k": k, "n": n, "groups": groups,
                                                 "x_cols": groups * k, "y_cols": groups * n})
         t_hisa = bench(lambda: kernel.launch(x, w, y))
-        if groups == 1:
-            t_ref = bench(lambda: torch.matmul(x, w.T))
-        else:
-            xs = x.view(m, groups, k).transpose(0, 1)
-            ws = w.view(groups, n, k)
-            t_ref = bench(lambda: torch.bmm(xs, ws.transpose(1, 2)))
+        t_ref = cublas_time(x, w, m, n, k, groups)
         flops = 2 * m * n * k * groups
         worst = min(worst, t_ref / t_hisa)
         lines.append(fmt_row([name, str(m), str(n), str(k), str(groups), f"{t_hisa * 1e3:.3f}",
@@ -122,12 +127,7 @@ def decode_projection_rows(config, lines, copy_bw, m=64):
                 first.launch(x, w, partial)
                 reduce.launch(partial, y)
             t_split = bench(split_call)
-        if groups == 1:
-            t_ref = bench(lambda: torch.matmul(x, w.T))
-        else:
-            xs = x.view(m, groups, k).transpose(0, 1)
-            ws = w.view(groups, n, k)
-            t_ref = bench(lambda: torch.bmm(xs, ws.transpose(1, 2)))
+        t_ref = cublas_time(x, w, m, n, k, groups)
         best = min(t for t in (t_whole, t_split) if t)
         weight_bytes = groups * n * k * 2
         lines.append(fmt_row([name, str(n), str(k), f"{t_whole * 1e6:.1f}",

@@ -21,18 +21,12 @@ const void *fake(uintptr_t address) {
 }
 
 hisa_v4_config smallConfig(int64_t ratio) {
-  hisa_v4_config config = {};
+  hisa_v4_config config = hisa::v4::flashConfig(ratio);
   config.dim = 256;
   config.heads = 16;
   config.q_lora = 256;
   config.o_groups = 2;
   config.o_lora = 256;
-  config.compress_ratio = ratio;
-  config.index_heads = 64;
-  config.index_topk = 512;
-  config.eps = 1e-6f;
-  config.rope_theta = 10000.0f;
-  config.compress_rope_theta = 160000.0f;
   return config;
 }
 
