@@ -149,15 +149,20 @@ Error gatherTokens(const void *local, void *global, int64_t total,
   // This rank's rows into its slot of the gather buffer (in place), then
   // one all-gather of `widest` rows per rank.
   char *slot = scratch + uint64_t(rank) * widest * rowBytes;
-  if (mine && local != slot) {
+  auto copy = [&](void *dst, const void *src, uint64_t bytes) -> Error {
+    if (bytes == 0 || dst == src)
+      return Error::success();
     CUresult result = driver->memcpyDtoDAsync(
-        reinterpret_cast<CUdeviceptr>(slot),
-        reinterpret_cast<CUdeviceptr>(local), mine * rowBytes, cuStream);
+        reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
+        bytes, cuStream);
     if (result != CUDA_SUCCESS)
       return createStringError(inconvertibleErrorCode(),
                                formatv("{0}: cuMemcpyDtoDAsync failed: {1}", op,
                                        driver->describe(result)));
-  }
+    return Error::success();
+  };
+  if (Error error = copy(slot, local, mine * rowBytes))
+    return error;
   Expected<Nccl &> nccl = Nccl::get();
   if (!nccl)
     return nccl.takeError();
@@ -173,16 +178,10 @@ Error gatherTokens(const void *local, void *global, int64_t total,
     uint64_t offset = uint64_t(r) * widest * rowBytes;
     for (auto [start, end] : ranges) {
       uint64_t bytes = uint64_t(end - start) * rowBytes;
-      if (bytes) {
-        CUresult result = driver->memcpyDtoDAsync(
-            reinterpret_cast<CUdeviceptr>(static_cast<char *>(global) +
-                                          uint64_t(start) * rowBytes),
-            reinterpret_cast<CUdeviceptr>(scratch + offset), bytes, cuStream);
-        if (result != CUDA_SUCCESS)
-          return createStringError(inconvertibleErrorCode(),
-                                   formatv("{0}: cuMemcpyDtoDAsync failed: {1}",
-                                           op, driver->describe(result)));
-      }
+      if (Error error =
+              copy(static_cast<char *>(global) + uint64_t(start) * rowBytes,
+                   scratch + offset, bytes))
+        return error;
       offset += bytes;
     }
   }

@@ -71,6 +71,10 @@ public:
   /// A warp_specialized tile.pipelined: the consumers' loop here, the
   /// producer warpgroup's into the else-block of `roleSplit`.
   mlir::LogicalResult lowerWarpSpecialized(PipelinedOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerBodyInLoop(mlir::Block &body,
+                                      llvm::ArrayRef<CopyOp> producers,
+                                      mlir::scf::ForOp loop,
+                                      mlir::Value inductionVar);
   /// Splits the body of a launch with a warp-specialized loop into the
   /// consumers' branch (the launch's threads) and the producer's.
   mlir::LogicalResult splitRoles(mlir::OpBuilder &b);

@@ -137,6 +137,31 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
   return staged;
 }
 
+/// Moves a pipelined op's body, minus its staged copies (lowered already as
+/// the stages' issue code), to the end of `loop`'s body with the induction
+/// variable replaced, and lowers it there (the plain and the
+/// warp-specialized consumers alike).
+LogicalResult KernelLowering::lowerBodyInLoop(Block &body,
+                                              ArrayRef<CopyOp> producers,
+                                              scf::ForOp loop,
+                                              Value inductionVar) {
+  body.getTerminator()->erase();
+  for (CopyOp copy : producers)
+    copy.erase();
+  Block *loopBody = loop.getBody();
+  // Only the body's own ops: the issue code before them is lowered already.
+  SmallVector<Operation *> roots;
+  for (Operation &innerOp : body.getOperations())
+    roots.push_back(&innerOp);
+  loopBody->getOperations().splice(std::prev(loopBody->end()),
+                                   body.getOperations());
+  inductionVar.replaceAllUsesWith(loop.getInductionVar());
+  for (Operation *root : roots)
+    if (failed(lowerNested(root, nullptr)))
+      return failure();
+  return success();
+}
+
 LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   if (op.getWarpSpecialized())
     return lowerWarpSpecialized(op, b);
@@ -335,20 +360,9 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
   }
 
   // The body, minus the producers, reading this iteration's buffers.
-  body.getTerminator()->erase();
-  for (CopyOp copy : producers)
-    copy.erase();
+  if (failed(lowerBodyInLoop(body, producers, loop, inductionVar)))
+    return failure();
   Block *loopBody = loop.getBody();
-  // Only the body's own ops: the issue code before them is lowered already.
-  SmallVector<Operation *> roots;
-  for (Operation &innerOp : body.getOperations())
-    roots.push_back(&innerOp);
-  loopBody->getOperations().splice(std::prev(loopBody->end()),
-                                   body.getOperations());
-  inductionVar.replaceAllUsesWith(iv);
-  for (Operation *root : roots)
-    if (failed(lowerNested(root, nullptr)))
-      return failure();
   if (stages > 1) {
     // Nobody may still read a buffer when a later iteration refills it.
     OpBuilder end(loopBody->getTerminator());
@@ -631,19 +645,9 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   }
 
   // ---- Consumers: the body, minus the copies -------------------------------
-  body.getTerminator()->erase();
-  for (CopyOp copy : producers)
-    copy.erase();
+  if (failed(lowerBodyInLoop(body, producers, loop, inductionVar)))
+    return failure();
   Block *loopBody = loop.getBody();
-  SmallVector<Operation *> roots;
-  for (Operation &innerOp : body.getOperations())
-    roots.push_back(&innerOp);
-  loopBody->getOperations().splice(std::prev(loopBody->end()),
-                                   body.getOperations());
-  inductionVar.replaceAllUsesWith(iv);
-  for (Operation *root : roots)
-    if (failed(lowerNested(root, nullptr)))
-      return failure();
   // Every warp is done with the stage (the body's wgmma groups are waited
   // for): one arrival per warp releases it to the producer.
   OpBuilder end(loopBody->getTerminator());
