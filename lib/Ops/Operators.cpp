@@ -149,6 +149,37 @@ Error poolMqaLogits(const void *q, const void *blockedK,
                      arguments, stream);
 }
 
+Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
+                      const float *weights, const int32_t *starts,
+                      const int32_t *ends, float *logits, int64_t m,
+                      int64_t rowLength, int64_t heads, int64_t dim,
+                      void *stream) {
+  const char *op = "mqa_logits_decode";
+  if (m < 0 || rowLength < 0 || !isSupportedMqaShape(heads, dim))
+    return argumentError(formatv("{0}: unsupported m = {1}, row_length = {2}, "
+                                 "heads = {3}, dim = {4} (heads in {{16, 32, "
+                                 "64, 128}, dim in {{64, 128})",
+                                 op, m, rowLength, heads, dim));
+  // Each tile's keys start at a multiple of 4 of its query's rows: 16-byte
+  // aligned scale pieces.
+  if (rowLength % 4 != 0)
+    return argumentError(
+        formatv("{0}: row_length = {1} is not a multiple of 4", op, rowLength));
+  if (Error error = checkIndexRange(op, "m * row_length", m * rowLength))
+    return error;
+  if (m == 0 || rowLength == 0)
+    return Error::success();
+  LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
+                                tensor(k, {m * rowLength, dim}),
+                                tensor(kScale, {m * rowLength}),
+                                tensor(weights, {m, heads}),
+                                tensor(starts, {m}),
+                                tensor(ends, {m}),
+                                tensor(logits, {m, rowLength})};
+  return runOperator(op, formatv("dim={0},heads={1}", dim, heads), arguments,
+                     stream);
+}
+
 Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
                            const int32_t *topkBlockIndex, const float *weights,
                            const int32_t *ks, const int32_t *ke, float *out,
@@ -540,12 +571,12 @@ Error cpWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t start0,
                 int64_t count0, int64_t start1, void *stream) {
   const char *op = "cp_windows";
   if (tokens < 0 || start0 < 0 || count0 < 0 || count0 > tokens || start1 < 0)
-    return argumentError(formatv(
-        "{0}: tokens = {1}, start0 = {2}, count0 = {3}, start1 = {4}", op,
-        tokens, start0, count0, start1));
-  if (Error error = checkIndexRange(op, "the last position + 1",
-                                    std::max(start0 + count0,
-                                             start1 + tokens - count0)))
+    return argumentError(
+        formatv("{0}: tokens = {1}, start0 = {2}, count0 = {3}, start1 = {4}",
+                op, tokens, start0, count0, start1));
+  if (Error error =
+          checkIndexRange(op, "the last position + 1",
+                          std::max(start0 + count0, start1 + tokens - count0)))
     return error;
   if (tokens == 0)
     return Error::success();

@@ -290,7 +290,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     int64_t keyRows = batch * b.indexKeyStride;
     int64_t headRows = tokens * c.indexHeads;
     // The indexer's logits: prefill runs one sequence at a time ([seq,
-    // capacity]); decode all sequences at once ([batch, batch * capacity]).
+    // capacity]); decode all sequences at once, each over its own keys
+    // ([batch, stride]).
     indexer::IndexerShape prefillShape{tokens / batch,
                                        std::max<int64_t>(capacity, 1),
                                        c.indexHeads,
@@ -298,17 +299,11 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
                                        1,
                                        0,
                                        c.indexTopk};
-    indexer::IndexerShape decodeShape = prefillShape;
-    decodeShape.m = batch;
-    decodeShape.n = keyRows;
     Expected<uint64_t> prefillBytes =
         indexer::flatIndexerWorkspaceSize(prefillShape);
     if (!prefillBytes)
       return prefillBytes.takeError();
-    Expected<uint64_t> decodeBytes =
-        indexer::flatIndexerWorkspaceSize(decodeShape);
-    if (!decodeBytes)
-      return decodeBytes.takeError();
+    uint64_t decodeBytes = uint64_t(keyRows) * 4;
     Piece indexPieces[] = {
         {&b.indexKeys, uint64_t(keyRows) * kIndexDim * bf16, "indexer keys"},
         {&b.indexKeys8, uint64_t(keyRows) * kIndexDim, "indexer fp8 keys"},
@@ -330,7 +325,7 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
         {&b.indexEnds, uint64_t(tokens) * 4, "indexer windows"},
         {&b.selected, uint64_t(tokens) * c.indexTopk * 4,
          "the indexer's selection"},
-        {&b.indexerWorkspace, std::max(*prefillBytes, *decodeBytes),
+        {&b.indexerWorkspace, std::max(*prefillBytes, decodeBytes),
          "the indexer's logits"}};
     for (Piece &piece : indexPieces)
       if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
@@ -638,26 +633,29 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
     return error;
 
   // Scores and the exact top index_topk of the visible entries: hisa's flat
-  // indexer (fp8 MQA logits + exact top-k). Decode: all sequences in one
-  // call over the packed keys; prefill: one call per sequence.
-  indexer::IndexerShape indexShape;
-  indexShape.heads = heads;
-  indexShape.dim = kIndexDim;
-  indexShape.topkTokens = c.indexTopk;
+  // indexer's MQA logits (fp8) and exact top-k. Decode: every sequence's
+  // one query over its own keys (windows relative to the sequence's rows,
+  // logits [batch, stride]: a grid of key chunks x sequences); prefill: the
+  // flat indexer, one call per sequence.
   int32_t *starts = b.indexStarts.as<int32_t>();
   int32_t *ends = b.indexEnds.as<int32_t>();
   if (decode) {
     if (Error error = ops::v4IndexWindows(starts, ends, positions, tokens, 1,
-                                          stride, 4, stream))
+                                          /*capacity=*/0, 4, stream))
       return error;
-    indexShape.m = batch_;
-    indexShape.n = batch_ * stride;
-    return indexer::flatIndexer(
-        b.indexQ8.get(), b.indexKeys8.get(), b.indexKeyScale.as<float>(),
-        b.indexWeights32.as<float>(), starts, ends, b.selected.as<int32_t>(),
-        indexShape, b.indexerWorkspace.get(), b.indexerWorkspace.bytes(),
-        stream);
+    auto *logits = static_cast<float *>(b.indexerWorkspace.get());
+    if (Error error = ops::mqaLogitsDecode(
+            b.indexQ8.get(), b.indexKeys8.get(), b.indexKeyScale.as<float>(),
+            b.indexWeights32.as<float>(), starts, ends, logits, batch_, stride,
+            heads, kIndexDim, stream))
+      return error;
+    return ops::topk(logits, starts, ends, b.selected.as<int32_t>(), batch_,
+                     stride, c.indexTopk, /*relative=*/true, stream);
   }
+  indexer::IndexerShape indexShape;
+  indexShape.heads = heads;
+  indexShape.dim = kIndexDim;
+  indexShape.topkTokens = c.indexTopk;
   // Every sequence of a prefill has the same windows over its own keys:
   // one sequence's worth, shared by the per-sequence calls (and aligned).
   if (Error error = ops::v4IndexWindows(starts, ends, b.zeros.as<int32_t>(),

@@ -107,3 +107,42 @@ def test_block_sparse_mqa_logits(heads, kb, lengths, topk):
     assert torch.equal(torch.isneginf(out), ~valid), "-inf mask differs"
     error = (out - expected).abs()
     assert (error[valid] <= tolerance[valid]).all(), f"max error {error[valid].max().item()}"
+
+
+@pytest.mark.parametrize("heads,dim", [(64, 128), (32, 64), (128, 128)])
+@pytest.mark.parametrize("row_length,split_n", [(16388, 1024), (1000, 256), (64, 1024)])
+def test_mqa_logits_decode(heads, dim, row_length, split_n):
+    """mqa_logits_decode: query m over rows [m*W, (m+1)*W) of k, in its
+    window only (windows empty, inside one chunk, across chunk boundaries,
+    starting off a multiple of 4, ending past W); entries outside the windows
+    stay as they were (NaN here)."""
+    seed = fresh_seed(torch)
+    m = 13
+    w = row_length
+    q = random_fp8(m, heads, dim)
+    k = random_fp8(m * w, dim)
+    scale = torch.rand(m * w, device="cuda") + 0.5
+    weights = torch.randn(m, heads, device="cuda") / heads**0.5
+    ends = torch.randint(0, w + 1, (m,), device="cuda")
+    starts = (torch.rand(m, device="cuda") * ends).long()
+    starts[0], ends[0] = 0, 0            # empty
+    starts[1], ends[1] = 0, w            # the whole row
+    starts[2], ends[2] = 3, min(w, 5)    # off a multiple of 4, one tile
+    starts[3], ends[3] = w - 1, w + 7    # past the row's end
+    if w > split_n:
+        starts[4], ends[4] = split_n - 5, split_n + 70   # across a chunk boundary
+    logits = torch.full((m, w), float("nan"), device="cuda")
+    jit.get_kernel("mqa_logits_decode", {"heads": heads, "dim": dim, "split_n": split_n}).launch(
+        q.view(m * heads, dim), k, scale, weights, starts.int(), ends.int(), logits)
+    torch.cuda.synchronize()
+    cols = torch.arange(w, device="cuda")
+    inside = (cols[None, :] >= starts[:, None]) & (cols[None, :] < ends.clamp(max=w)[:, None])
+    assert logits[~inside].isnan().all(), f"wrote outside the windows, seed {seed}"
+    assert not logits[inside].isnan().any(), f"unwritten in-window logits, seed {seed}"
+    for row in range(m):
+        keys = slice(row * w, (row + 1) * w)
+        expected = relu_logits(q[row:row + 1], k[keys], scale[keys], weights[row:row + 1])[0]
+        tolerance = bound(q[row:row + 1], k[keys], scale[keys], weights[row:row + 1])[0]
+        error = (logits[row] - expected).abs()
+        assert (error[inside[row]] <= tolerance[inside[row]]).all(), \
+            f"row {row}: max error {error[inside[row]].max().item()}, seed {seed}"

@@ -634,10 +634,11 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
                          "n=4096,splits=4,x_cols=8192,y_cols=4096"},
       {"linear_reduce", ""},
       {"cp_windows", ""},
+      {"mqa_logits_decode", "dim=128,heads=64"},
   };
   for (const Case &c : cases) {
-    auto compiled = getJit().compile(getBuiltinKernelSource(c.kernel),
-                                     c.kernel, c.params, "sm_90a");
+    auto compiled = getJit().compile(getBuiltinKernelSource(c.kernel), c.kernel,
+                                     c.params, "sm_90a");
     EXPECT_TRUE(bool(compiled))
         << c.kernel << " " << c.params << ": "
         << (compiled ? "" : llvm::toString(compiled.takeError()));

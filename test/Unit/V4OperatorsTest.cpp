@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "hisa/Ops/V4Operators.h"
+#include "hisa/Ops/Operators.h"
 
 #include "gtest/gtest.h"
 
@@ -48,10 +49,11 @@ TEST(V4Operators, LinearChecksItsShape) {
 
 TEST(V4Operators, SplitKLinearChecksItsSplitsAndWorkspace) {
   // m = 4: 64 x 64 tiles with k steps of 128; k = 1024 has 8 of them.
-  EXPECT_NE(messageOf(linearSplitK(fake(), fake(), fake(), 4, 64, 1024, 1, 3,
-                                   fake<float>(), 1 << 20, nullptr))
-                .find("splits = 3 must lie in [2, 16] and divide the 8 k steps"),
-            std::string::npos);
+  EXPECT_NE(
+      messageOf(linearSplitK(fake(), fake(), fake(), 4, 64, 1024, 1, 3,
+                             fake<float>(), 1 << 20, nullptr))
+          .find("splits = 3 must lie in [2, 16] and divide the 8 k steps"),
+      std::string::npos);
   EXPECT_NE(messageOf(linearSplitK(fake(), fake(), fake(), 4, 64, 1024, 1, 4,
                                    fake<float>(), 100, nullptr))
                 .find("workspace has 100 bytes, needs 4096"),
@@ -143,6 +145,31 @@ TEST(V4Operators, IndexRowsAndIndexerPiecesCheckTheirArguments) {
                                      fake<int32_t>(), 4, 0, 8, 4, nullptr))
                 .find("seq = 0"),
             std::string::npos);
+}
+
+TEST(V4Operators, DecodeLogitsCheckTheirShape) {
+  EXPECT_NE(
+      messageOf(mqaLogitsDecode(fake(), fake(), fake<float>(), fake<float>(),
+                                fake<int32_t>(), fake<int32_t>(), fake<float>(),
+                                4, 1001, 64, 128, nullptr))
+          .find("row_length = 1001 is not a multiple of 4"),
+      std::string::npos);
+  EXPECT_NE(
+      messageOf(mqaLogitsDecode(fake(), fake(), fake<float>(), fake<float>(),
+                                fake<int32_t>(), fake<int32_t>(), fake<float>(),
+                                4, 1000, 48, 128, nullptr))
+          .find("heads = 48"),
+      std::string::npos);
+  EXPECT_NE(
+      messageOf(mqaLogitsDecode(fake(), fake(), fake<float>(), fake<float>(),
+                                fake<int32_t>(), fake<int32_t>(), fake<float>(),
+                                1 << 20, 1 << 12, 64, 128, nullptr))
+          .find("exceeds the int32 indices"),
+      std::string::npos);
+  EXPECT_EQ(
+      messageOf(mqaLogitsDecode(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                nullptr, nullptr, 0, 1000, 64, 128, nullptr)),
+      "");
 }
 
 } // namespace

@@ -45,6 +45,16 @@ llvm::Error poolMqaLogits(const void *q, const void *blockedK,
                           int64_t m, int64_t nb, int64_t heads, int64_t dim,
                           void *stream);
 
+/// The logits of decode: query m (one per sequence) over its own keys, rows
+/// [m * rowLength, (m + 1) * rowLength) of k, in its window [starts[m],
+/// ends[m]) (offsets in those rows) into logits [m, rowLength]; entries
+/// outside the window are not written. rowLength is a multiple of 4.
+llvm::Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
+                            const float *weights, const int32_t *starts,
+                            const int32_t *ends, float *logits, int64_t m,
+                            int64_t rowLength, int64_t heads, int64_t dim,
+                            void *stream);
+
 /// KERNELS.md 2.1. out [m, topk * kb].
 llvm::Error blockSparseMqaLogits(const void *q, const void *k,
                                  const float *kScale,
