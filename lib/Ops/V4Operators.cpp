@@ -210,6 +210,22 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
   return runOperator("linear_reduce", "", reduce, stream);
 }
 
+int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
+  constexpr int64_t kMaxTiles = 64, kSms = 132, kBlocksPerSm = 4;
+  if (m < 1 || m > 64 || groups != 1 || n < 1 || k < kLinearBlockK ||
+      k % kLinearBlockK)
+    return 1;
+  LinearTile tile = linearTile(m, k);
+  int64_t tiles = (n + tile.blockN - 1) / tile.blockN;
+  if (tiles > kMaxTiles)
+    return 1;
+  int64_t steps = k / tile.blockK;
+  for (int64_t splits : {16, 8, 4, 2})
+    if (steps % splits == 0 && tiles * splits <= kSms * kBlocksPerSm)
+      return splits;
+  return 1;
+}
+
 Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,
                 int64_t dim, float eps, void *stream) {
   const char *op = "v4_rmsnorm";

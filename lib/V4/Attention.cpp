@@ -105,6 +105,8 @@ struct Attention::Buffers {
   // The workspace, one buffer per intermediate (sized for the largest call).
   DeviceBuffer qr, q, kv, kvAll, compressKv, compressScore, indices, o, low,
       attnWorkspace;
+  /// f32 partial sums of the projections split over k (decode).
+  DeviceBuffer splitK;
   // The CSA indexer (ratio 4): its compressed keys (bf16 after Hadamard +
   // fp4, and as fp8 codes with power-of-two row scales), its compressor's
   // state and projections, its q, weights, windows and selection.
@@ -244,6 +246,22 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       return std::move(error);
     attnBytes = std::max(attnBytes, bytes);
   }
+  // The projections of a decode step that split over k (ops::linearSplits):
+  // the largest partial sums among them.
+  uint64_t splitBytes = 0;
+  {
+    int64_t width = b.compressWidth;
+    int64_t shapes[][2] = {
+        {c.qLora, c.dim},       {c.heads * kHeadDim, c.qLora},
+        {kHeadDim, c.dim},      {width, c.dim},
+        {2 * kIndexDim, c.dim}, {c.indexHeads * kIndexDim, c.qLora},
+        {c.indexHeads, c.dim},  {c.dim, c.oGroups * c.oLora}};
+    for (auto [n, k] : shapes) {
+      int64_t splits = n > 0 ? ops::linearSplits(batch, n, k, 1) : 1;
+      if (splits > 1)
+        splitBytes = std::max(splitBytes, uint64_t(splits) * batch * n * 4);
+    }
+  }
   struct Piece {
     DeviceBuffer *buffer;
     uint64_t bytes;
@@ -280,7 +298,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       {&b.o, uint64_t(tokens) * c.heads * kHeadDim * bf16, "attention output"},
       {&b.low, uint64_t(tokens) * c.oGroups * c.oLora * bf16,
        "o_lora activations"},
-      {&b.attnWorkspace, attnBytes, "the sparse attention workspace"}};
+      {&b.attnWorkspace, attnBytes, "the sparse attention workspace"},
+      {&b.splitK, splitBytes, "the split-k projections' partial sums"}};
   for (Piece &piece : pieces)
     if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
       return std::move(error);
@@ -415,13 +434,13 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
 
   // q: wq_a, q_norm, wq_b, the per-head norm, RoPE.
   if (Error error =
-          ops::linear(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim, 1, stream))
+          project(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim, 1, stream))
     return error;
   if (Error error = ops::v4Rmsnorm(b.qr.get(), w.qNorm, b.qr.get(), tokens,
                                    c.qLora, eps, stream))
     return error;
-  if (Error error = ops::linear(b.qr.get(), w.wqB, b.q.get(), tokens,
-                                c.heads * kHeadDim, c.qLora, 1, stream))
+  if (Error error = project(b.qr.get(), w.wqB, b.q.get(), tokens,
+                            c.heads * kHeadDim, c.qLora, 1, stream))
     return error;
   if (Error error = ops::v4Rmsnorm(b.q.get(), b.ones.as<float>(), b.q.get(),
                                    tokens * c.heads, kHeadDim, eps, stream))
@@ -432,7 +451,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
 
   // kv: wkv, kv_norm, fp8 of the first 448 dims, RoPE.
   if (Error error =
-          ops::linear(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim, 1, stream))
+          project(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim, 1, stream))
     return error;
   if (Error error = ops::v4Rmsnorm(b.kv.get(), w.kvNorm, b.kv.get(), tokens,
                                    kHeadDim, eps, stream))
@@ -462,11 +481,11 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
 
   if (ratio) {
     int64_t width = b.compressWidth;
-    if (Error error = ops::linear(x, w.cWkv, b.compressKv.get(), tokens, width,
-                                  c.dim, 1, stream))
+    if (Error error = project(x, w.cWkv, b.compressKv.get(), tokens, width,
+                              c.dim, 1, stream))
       return error;
-    if (Error error = ops::linear(x, w.cWgate, b.compressScore.get(), tokens,
-                                  width, c.dim, 1, stream))
+    if (Error error = project(x, w.cWgate, b.compressScore.get(), tokens, width,
+                              c.dim, 1, stream))
       return error;
     ops::CompressShape shape;
     shape.batch = batch_;
@@ -526,11 +545,11 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
                                 kHeadDim, seq, maxSeq_, true, stream))
     return error;
   int64_t groupWidth = c.heads / c.oGroups * kHeadDim;
-  if (Error error = ops::linear(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,
-                                groupWidth, c.oGroups, stream))
+  if (Error error = project(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,
+                            groupWidth, c.oGroups, stream))
     return error;
-  if (Error error = ops::linear(b.low.get(), w.woB, out, tokens, c.dim,
-                                c.oGroups * c.oLora, 1, stream))
+  if (Error error = project(b.low.get(), w.woB, out, tokens, c.dim,
+                            c.oGroups * c.oLora, 1, stream))
     return error;
 
   if (!decode) {
@@ -559,6 +578,19 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   return Error::success();
 }
 
+Error Attention::project(const void *x, const void *w, void *y, int64_t m,
+                         int64_t n, int64_t k, int64_t groups, void *stream) {
+  DeviceBuffer &workspace = buffers_->splitK;
+  int64_t splits = ops::linearSplits(m, n, k, groups);
+  uint64_t bytes = uint64_t(splits) * m * groups * n * 4;
+  // Whole-k where splitting does not pay (and for prefills of few tokens
+  // whose partial sums the decode-sized workspace does not hold).
+  if (splits == 1 || bytes > workspace.bytes())
+    return ops::linear(x, w, y, m, n, k, groups, stream);
+  return ops::linearSplitK(x, w, y, m, n, k, groups, splits,
+                           workspace.as<float>(), workspace.bytes(), stream);
+}
+
 Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
                             void *stream) {
   const Config &c = config_;
@@ -575,11 +607,11 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
 
   // Its compressor (ratio 4 with overlap, 128 dims): entries Hadamard + fp4
   // quantized in the kernel, into the key cache [batch, capacity, 128].
-  if (Error error = ops::linear(x, w.iWkv, b.indexKv.get(), tokens,
-                                2 * kIndexDim, c.dim, 1, stream))
+  if (Error error = project(x, w.iWkv, b.indexKv.get(), tokens, 2 * kIndexDim,
+                            c.dim, 1, stream))
     return error;
-  if (Error error = ops::linear(x, w.iWgate, b.indexScore.get(), tokens,
-                                2 * kIndexDim, c.dim, 1, stream))
+  if (Error error = project(x, w.iWgate, b.indexScore.get(), tokens,
+                            2 * kIndexDim, c.dim, 1, stream))
     return error;
   ops::CompressShape shape;
   shape.batch = batch_;
@@ -614,16 +646,16 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   // Its q: qr * i_wq, RoPE on each head's last 64 dims, Hadamard + fp4,
   // fp8 with the row scales folded into the head weights (x * i_weights *
   // index_dim^-1/2 * heads^-1/2).
-  if (Error error = ops::linear(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
-                                heads * kIndexDim, c.qLora, 1, stream))
+  if (Error error = project(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
+                            heads * kIndexDim, c.qLora, 1, stream))
     return error;
   if (Error error = ops::v4Rope(b.indexQ.get(), cos, sin, base, tokens, heads,
                                 kIndexDim, seq, maxSeq_, false, stream))
     return error;
   if (Error error = ops::v4HadamardFp4(b.indexQ.get(), tokens * heads, stream))
     return error;
-  if (Error error = ops::linear(x, w.iWeights, b.indexWeights.get(), tokens,
-                                heads, c.dim, 1, stream))
+  if (Error error = project(x, w.iWeights, b.indexWeights.get(), tokens, heads,
+                            c.dim, 1, stream))
     return error;
   float factor = 1.0f / std::sqrt(float(kIndexDim) * float(heads));
   if (Error error = ops::v4ToFp8(

@@ -27,7 +27,8 @@ from bench_memory_bound import Timer, copy_bandwidth, emit_table, fmt_row  # noq
 from bench_mqa import bench  # noqa: E402
 
 GROUPS = (("linear", "projections"), ("v4_compress", "compressor"),
-          ("pool_mqa_logits", "indexer"), ("topk", "indexer"), ("v4_to_fp8", "indexer"),
+          ("pool_mqa_logits", "indexer"), ("mqa_logits_decode", "indexer"), ("topk", "indexer"),
+          ("v4_to_fp8", "indexer"),
           ("v4_hadamard_fp4", "indexer"), ("v4_index_windows", "indexer"),
           ("sparse_attn", "sparse attention"))
 LABELS = ("projections", "compressor", "indexer", "sparse attention")

@@ -1,5 +1,5 @@
 """hisa.distributed on GPUs (issue 13): world size 1 must be the
-single-GPU call exactly; with two or more GPUs, NCCL ranks (one process per
+single-GPU call (indices as sets: their order in a row is unspecified); with two or more GPUs, NCCL ranks (one process per
 GPU) must give the single-GPU rows at their positions (indices as sets,
 attention within tolerance). Skips without a GPU; the multi-rank case skips
 with fewer than two GPUs. The CPU plumbing tests are test_distributed_cpu.py."""
@@ -46,8 +46,13 @@ def test_world_size_one_is_the_single_gpu_call(total):
     got_idx = cp.hisa_indexer_cp(q, k, k_scale, weights, total=total, k_block_size=128,
                                  block_topk=8, topk_tokens=256)
     got_o = cp.sparse_attn_cp(qa, kv, sink, got_idx, 512 ** -0.5, total=total)
-    assert torch.equal(got_idx, idx)
-    assert torch.equal(got_o, o)
+    # The order inside an indexer row is unspecified (the top-k kernels
+    # place selected entries through atomics): rows compare as sets, and
+    # attention on the rows as returned is the single-GPU call's exactly.
+    assert torch.equal(got_idx.sort(1).values, idx.sort(1).values)
+    assert torch.equal(got_o, hisa.sparse_attn(qa[None], kv[None], sink, got_idx[None],
+                                               512 ** -0.5)[0])
+    assert (got_o.float() - o.float()).abs().max() < 2e-2
 
 
 def free_port():

@@ -51,38 +51,77 @@ def check_cache(layer, reference, config):
 
 
 # CSA's selection is sensitive to rounding: the layer scores bf16
-# projections through fp4, the reference f32 ones. The reference itself,
-# with only the layer's bf16 roundings of q and the indexer's q and weights
-# added (a CPU experiment, this test's configuration, 6 seeds), selects
-# 98.7-99.2% of the same entries and its prefill output moves by 2.5-3.5%;
-# a decode step of 2 tokens moves by 0.35% (median) but up to 19% when one
-# entry flips. So CSA is held to: >= 95% of the selected entries agreeing,
-# and output errors over all its tokens (prefill; the decode steps together)
-# within 6e-2. Window-only and HCA selections are exact.
-CSA_TOLERANCE = 6e-2
+# projections through fp4, the reference f32 ones, and a bf16 rounding of q
+# that moves a value across an fp4 midpoint moves a score. The reference
+# itself with only the layer's bf16 roundings of q and the indexer's q and
+# weights added (python/bench/probes/v4_csa_rounding.py, this test's
+# configuration, CPU) selects 98.7-99.2% of the same entries, and the
+# entries it takes instead score within 6% of the row's largest |score|
+# below the reference's last selected one (376 swaps over 5 seeds). So the
+# reference attends to the layer's selection (forced_selection; its output
+# is then held to the same 3e-2 as the other ratios: 0.4% in that
+# experiment), and the selection itself must agree on >= 95% of the entries,
+# every other entry being a near tie: within CSA_NEAR_TIE of the row's
+# largest |score| of the reference's last selected score.
 CSA_AGREEMENT = 0.95
+CSA_NEAR_TIE = 0.1
 
 
-def check_indices(got, expected, ratio, when):
-    """Window and HCA parts: exactly the reference's. CSA: the window part
-    exactly, the same number of entries per row; returns (agreeing, total)
-    selected entries of the compressed part (order-free) for the caller to
-    hold to CSA_AGREEMENT."""
-    expected = expected.to(got.device)
+def compressed_part(idx, offset):
+    """The compressed part of index rows as entry indices (-1 kept)."""
+    part = idx[..., 128:]
+    return torch.where(part >= 0, part - offset, part)
+
+
+def check_indices(got, reference, ratio, offset, start, when):
+    """Window and HCA rows: exactly the reference's. CSA: the window part
+    exactly, as many entries per row as the reference's own selection, all
+    of them visible (token at position i sees (i + 1) // 4 entries), and
+    every entry it does not share a near tie in the reference's scores;
+    returns (agreeing, total) selected entries for check_agreement."""
+    expected = reference.last_indices.to(got.device)
     if ratio != 4:
         assert torch.equal(got, expected), f"{when}: index rows"
         return 0, 0
     assert torch.equal(got[..., :128], expected[..., :128]), f"{when}: window part"
-    g, e = got[..., 128:], expected[..., 128:]
-    assert torch.equal((g >= 0).sum(-1), (e >= 0).sum(-1)), f"{when}: entries per row"
-    agree = sum(len(set(a.tolist()) & set(b.tolist()) - {-1})
-                for a, b in zip(g.flatten(0, -2), e.flatten(0, -2)))
-    return agree, int((e >= 0).sum())
+    mine = compressed_part(got, offset).cpu()
+    own = reference.own_selection.cpu()
+    assert torch.equal((mine >= 0).sum(-1), (own >= 0).sum(-1)), f"{when}: entries per row"
+    scores = reference.last_scores.cpu()
+    agree = 0
+    for b in range(own.shape[0]):
+        for s in range(own.shape[1]):
+            theirs = set(own[b, s].tolist()) - {-1}
+            ours = set(mine[b, s].tolist()) - {-1}
+            agree += len(ours & theirs)
+            if ours == theirs:
+                continue
+            visible = (start + s + 1) // 4
+            row = scores[b, s, :visible]
+            last = min(float(row[j]) for j in theirs)
+            margin = CSA_NEAR_TIE * float(row.abs().max())
+            for j in ours - theirs:
+                assert 0 <= j < visible, f"{when}: sequence {b} token {s} selected " \
+                    f"entry {j} of {visible} visible"
+                assert float(row[j]) >= last - margin, \
+                    f"{when}: sequence {b} token {s} selected entry {j} (score " \
+                    f"{float(row[j]):.4g}), not a near tie of the last selected {last:.4g}"
+    return agree, int((own >= 0).sum())
 
 
 def check_agreement(agree, total, when):
     if total:
         assert agree >= CSA_AGREEMENT * total, f"{when}: {agree} of {total} selected entries agree"
+
+
+def reference_step(layer, reference, x, start, tokens, ratio):
+    """The reference's forward on the layer's CSA selection (the layer's
+    index rows of its last call, `tokens` of them)."""
+    got_idx = layer.last_indices(tokens).view(x.shape[0], x.shape[1], -1)
+    offset = x.shape[1] if start == 0 else 128
+    if ratio == 4:
+        reference.forced_selection = compressed_part(got_idx, offset)
+    return reference.forward(x.float(), start), got_idx, offset
 
 
 @pytest.mark.parametrize("ratio", [0, 4, 128])
@@ -94,33 +133,22 @@ def test_prefill_then_decode(ratio, batch, seq, steps):
     layer, reference = make(config, batch, max_seq, seed)
     x = torch.randn(batch, seq + steps, config.dim, device="cuda").bfloat16()
     out = layer.forward(x[:, :seq], 0)
-    expected = reference.forward(x[:, :seq].float(), 0)
+    expected, got_idx, offset = reference_step(layer, reference, x[:, :seq], 0, batch * seq, ratio)
     assert not out.isnan().any()
-    # The index rows first: a CSA selection that differs from the
-    # reference's explains an output difference (and is reported as such).
-    got_idx = layer.last_indices(batch * seq).view(batch, seq, -1)
-    check_agreement(*check_indices(got_idx, reference.last_indices, ratio, "prefill"), "prefill")
+    check_agreement(*check_indices(got_idx, reference, ratio, offset, 0, "prefill"), "prefill")
     error = relative_error(out, expected)
-    bound = CSA_TOLERANCE if ratio == 4 else 3e-2
-    assert error < bound, f"prefill: relative L2 {error:.2e}, seed {seed}"
+    assert error < 3e-2, f"prefill: relative L2 {error:.2e}, seed {seed}"
     check_cache(layer, reference, config)
-    outs, refs, agree, total = [], [], 0, 0
+    agree, total = 0, 0
     for step in range(steps):
         p = seq + step
         out = layer.forward(x[:, p:p + 1], p)
-        expected = reference.forward(x[:, p:p + 1].float(), p)
-        got_idx = layer.last_indices(batch).view(batch, 1, -1)
-        a, t = check_indices(got_idx, reference.last_indices, ratio, f"decode at {p}")
+        expected, got_idx, offset = reference_step(layer, reference, x[:, p:p + 1], p, batch, ratio)
+        a, t = check_indices(got_idx, reference, ratio, offset, p, f"decode at {p}")
         agree, total = agree + a, total + t
         error = relative_error(out, expected)
-        if ratio != 4:
-            assert error < 3e-2, f"decode at {p}: relative L2 {error:.2e}, seed {seed}"
-        outs.append(out)
-        refs.append(expected)
-    if steps and ratio == 4:
-        check_agreement(agree, total, "decode")
-        error = relative_error(torch.cat(outs, 1), torch.cat(refs, 1))
-        assert error < CSA_TOLERANCE, f"decode steps: relative L2 {error:.2e}, seed {seed}"
+        assert error < 3e-2, f"decode at {p}: relative L2 {error:.2e}, seed {seed}"
+    check_agreement(agree, total, "decode")
     assert layer.length == seq + steps
     check_cache(layer, reference, config)
 
@@ -137,12 +165,11 @@ def test_decode_step_replays_from_a_cuda_graph(ratio):
     layer, reference = make(config, batch, 300, seed)
     x = torch.randn(batch, seq + 1 + replays, config.dim, device="cuda").bfloat16()
     layer.forward(x[:, :seq], 0)
-    reference.forward(x[:, :seq].float(), 0)
+    reference_step(layer, reference, x[:, :seq], 0, batch * seq, ratio)
     # An eager step first: every kernel is compiled before the capture.
     out = layer.forward(x[:, seq:seq + 1], seq)
-    expected = reference.forward(x[:, seq:seq + 1].float(), seq)
-    if ratio != 4:   # CSA: one step of 2 tokens may flip an entry (see above)
-        assert relative_error(out, expected) < 3e-2
+    expected, _, _ = reference_step(layer, reference, x[:, seq:seq + 1], seq, batch, ratio)
+    assert relative_error(out, expected) < 3e-2
     static_x = x[:, seq + 1:seq + 2].clone()
     graph = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
@@ -153,24 +180,17 @@ def test_decode_step_replays_from_a_cuda_graph(ratio):
     torch.cuda.current_stream().wait_stream(stream)
     # Capturing launched nothing: the device positions still say seq + 1.
     layer.set_length(seq + 1)
-    outs, refs, agree, total = [], [], 0, 0
+    agree, total = 0, 0
     for i in range(replays):
         p = seq + 1 + i
         static_x.copy_(x[:, p:p + 1])
         graph.replay()
-        expected = reference.forward(x[:, p:p + 1].float(), p)
-        got_idx = layer.last_indices(batch).view(batch, 1, -1)
-        a, t = check_indices(got_idx, reference.last_indices, ratio, f"replay {i} (position {p})")
+        expected, got_idx, offset = reference_step(layer, reference, x[:, p:p + 1], p, batch, ratio)
+        a, t = check_indices(got_idx, reference, ratio, offset, p, f"replay {i} (position {p})")
         agree, total = agree + a, total + t
-        outs.append(static_out.clone())
-        refs.append(expected)
-        if ratio != 4:
-            error = relative_error(static_out, expected)
-            assert error < 3e-2, f"replay {i} (position {p}): relative L2 {error:.2e}, seed {seed}"
+        error = relative_error(static_out, expected)
+        assert error < 3e-2, f"replay {i} (position {p}): relative L2 {error:.2e}, seed {seed}"
     check_agreement(agree, total, "replays")
-    error = relative_error(torch.cat(outs, 1), torch.cat(refs, 1))
-    bound = CSA_TOLERANCE if ratio == 4 else 3e-2
-    assert error < bound, f"replays: relative L2 {error:.2e}, seed {seed}"
     layer.set_length(seq + 1 + replays)
     assert layer.length == seq + 1 + replays
 

@@ -60,6 +60,20 @@ TEST(V4Operators, SplitKLinearChecksItsSplitsAndWorkspace) {
             std::string::npos);
 }
 
+TEST(V4Operators, SplitKWhereWholeKTilesLeaveTheGpuIdle) {
+  // Decode-sized m, few 64-wide output tiles: the most splits that divide
+  // the 128-wide k steps.
+  EXPECT_EQ(linearSplits(64, 1024, 4096, 1), 16); // wq_a: 16 tiles
+  EXPECT_EQ(linearSplits(64, 4096, 8192, 1), 8);  // wo_b: 64 tiles x 8
+  EXPECT_EQ(linearSplits(2, 512, 256, 1), 2);     // 2 k steps
+  // Whole k: many tiles, groups, prefill-sized m, one k step.
+  EXPECT_EQ(linearSplits(64, 32768, 1024, 1), 1); // wq_b
+  EXPECT_EQ(linearSplits(64, 1024, 4096, 8), 1);  // the grouped wo_a
+  EXPECT_EQ(linearSplits(65, 1024, 4096, 1), 1);
+  EXPECT_EQ(linearSplits(64, 1024, 128, 1), 1);
+  EXPECT_EQ(linearSplits(0, 1024, 4096, 1), 1);
+}
+
 TEST(V4Operators, NormRopeAndQuantizeCheckTheirSizes) {
   EXPECT_NE(messageOf(v4Rmsnorm(fake(), fake<float>(), fake(), 3, 300, 1e-6f,
                                 nullptr))

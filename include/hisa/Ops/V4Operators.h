@@ -36,6 +36,15 @@ llvm::Error linearSplitK(const void *x, const void *w, void *y, int64_t m,
                          float *workspace, uint64_t workspaceBytes,
                          void *stream);
 
+/// The number of k splits linearSplitK should use for this product, 1 when
+/// linear's whole-k tiles are the faster choice. Split where whole-k tiles
+/// would leave most SMs idle: m <= 64, one group, at most 64 output tiles
+/// of 64 x 64 (measured on the H200 at m = 64: wq_a 20.2 -> 12.4 us, wkv
+/// 20.1 -> 8.4, wo_b 40.6 -> 35.4; the grouped wo_a, 128 tiles, got
+/// slower); the most splits of {16, 8, 4, 2} that divide the k steps with
+/// at most 4 blocks per SM of 132.
+int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups);
+
 /// out [rows, dim] = x * rsqrt(mean(x^2) + eps) * weight (bf16 rows, f32
 /// weight [dim]); dim in {128, 256, 512, 1024, 2048, 4096}; out may be x.
 llvm::Error v4Rmsnorm(const void *x, const float *weight, void *out,

@@ -105,6 +105,10 @@ private:
   /// CSA: the indexer's selection of compressed entries for every token
   /// (buffers' `selected`), before the index rows are assembled.
   llvm::Error runIndexer(const void *x, int64_t seq, bool decode, void *stream);
+  /// y = x w^T of one projection (ops::linear), split over k through the
+  /// buffers' splitK workspace where ops::linearSplits chooses it (decode).
+  llvm::Error project(const void *x, const void *w, void *y, int64_t m,
+                      int64_t n, int64_t k, int64_t groups, void *stream);
 
   Config config_;
   Weights weights_;

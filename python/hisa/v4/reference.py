@@ -272,6 +272,16 @@ class Attention:
             self.i_kv = torch.zeros(batch, 8, 2 * c.index_dim, device=device)
             self.i_score = torch.full((batch, 8, 2 * c.index_dim), float("-inf"), device=device)
         self.length = 0
+        # CSA: a selection to attend to instead of the indexer's own top-k
+        # ([B, S, index_topk] entry indices, -1 padded; consumed by the next
+        # forward), so a test can compare the layer's output with the
+        # reference's on the layer's selection and check separately that the
+        # selections differ only where the indexer's scores nearly tie.
+        # The reference's own selection and scores stay in own_selection and
+        # last_scores.
+        self.forced_selection: Optional[torch.Tensor] = None
+        self.own_selection: Optional[torch.Tensor] = None
+        self.last_scores: Optional[torch.Tensor] = None
 
     # -- index lengths ---------------------------------------------------------
     def compressed_slots(self) -> int:
@@ -343,6 +353,14 @@ class Attention:
                 else:
                     take = min(visible, slots)
                     out[bi, si, :take] = torch.arange(take, dtype=torch.int32) + offset
+        if c.compress_ratio == 4:
+            self.own_selection = torch.where(out >= 0, out - offset, out)
+            self.last_scores = scores
+            if self.forced_selection is not None:
+                forced = self.forced_selection.to(out.device).int()
+                assert forced.shape == out.shape, "forced_selection: [B, S, index_topk]"
+                out = torch.where(forced >= 0, forced + offset, forced)
+                self.forced_selection = None
         return out
 
     # -- forward -------------------------------------------------------------------
