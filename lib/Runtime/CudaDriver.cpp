@@ -62,6 +62,12 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(memcpyDtoH, cuMemcpyDtoH, true)                                            \
   X(memcpyDtoDAsync, cuMemcpyDtoDAsync, true)                                  \
   X(memcpy2DAsync, cuMemcpy2DAsync, true)                                      \
+  X(streamCreate, cuStreamCreate, true)                                        \
+  X(streamDestroy, cuStreamDestroy, true)                                      \
+  X(streamWaitEvent, cuStreamWaitEvent, true)                                  \
+  X(eventCreate, cuEventCreate, true)                                          \
+  X(eventDestroy, cuEventDestroy, true)                                        \
+  X(eventRecord, cuEventRecord, true)                                          \
   X(pointerGetAttribute, cuPointerGetAttribute, true)                          \
   X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, false)
 

@@ -93,8 +93,97 @@ char *offsetBytes(const void *base, uint64_t bytes) {
 
 } // namespace
 
+/// The side streams of a forward: the kv, compressor and indexer branches
+/// run beside the q branch on the caller's stream, forked from it and
+/// joined back before the index rows (events record the fork, q_lora's
+/// readiness for the indexer's q, and each branch's end). Created once with
+/// the layer; a forward only records and waits, which a CUDA graph
+/// captures as parallel branches.
+struct SideStreams {
+  static constexpr int kLanes = 3;
+  enum Lane { KvLane = 0, CompressLane = 1, IndexLane = 2 };
+  CudaDriver *driver = nullptr;
+  CUstream lanes[kLanes] = {};
+  CUevent fork = nullptr, qrReady = nullptr, done[kLanes] = {};
+
+  SideStreams() = default;
+  SideStreams(const SideStreams &) = delete;
+  SideStreams &operator=(const SideStreams &) = delete;
+  ~SideStreams() {
+    if (!driver || !CudaDriver::getIfLoaded())
+      return;
+    for (CUstream lane : lanes)
+      if (lane)
+        (void)driver->streamDestroy(lane);
+    for (CUevent event : {fork, qrReady, done[0], done[1], done[2]})
+      if (event)
+        (void)driver->eventDestroy(event);
+  }
+
+  Error check(CUresult result, const char *call) const {
+    if (result == CUDA_SUCCESS)
+      return Error::success();
+    return createStringError(inconvertibleErrorCode(),
+                             formatv("v4 attention: {0} failed: {1}", call,
+                                     driver->describe(result)));
+  }
+
+  Error create(CudaDriver &cuda) {
+    driver = &cuda;
+    for (CUstream &lane : lanes)
+      if (Error error = check(cuda.streamCreate(&lane, CU_STREAM_NON_BLOCKING),
+                              "cuStreamCreate"))
+        return error;
+    for (CUevent *event : {&fork, &qrReady, &done[0], &done[1], &done[2]})
+      if (Error error = check(cuda.eventCreate(event, CU_EVENT_DISABLE_TIMING),
+                              "cuEventCreate"))
+        return error;
+    return Error::success();
+  }
+
+  void *lane(Lane which) const { return lanes[which]; }
+
+  /// The lanes `used` start after what `stream` has queued so far.
+  Error forkFrom(void *stream, ArrayRef<Lane> used) {
+    if (Error error =
+            check(driver->eventRecord(fork, static_cast<CUstream>(stream)),
+                  "cuEventRecord"))
+      return error;
+    for (Lane which : used)
+      if (Error error = check(driver->streamWaitEvent(lanes[which], fork, 0),
+                              "cuStreamWaitEvent"))
+        return error;
+    return Error::success();
+  }
+
+  /// `event` marks what `stream` has queued so far.
+  Error record(CUevent event, void *stream) {
+    return check(driver->eventRecord(event, static_cast<CUstream>(stream)),
+                 "cuEventRecord");
+  }
+
+  /// What `waiter` queues next runs after the last record of `event`.
+  Error wait(void *waiter, CUevent event) {
+    return check(
+        driver->streamWaitEvent(static_cast<CUstream>(waiter), event, 0),
+        "cuStreamWaitEvent");
+  }
+
+  /// `stream` continues after the lanes `used`.
+  Error joinInto(void *stream, ArrayRef<Lane> used) {
+    for (Lane which : used) {
+      if (Error error = record(done[which], lanes[which]))
+        return error;
+      if (Error error = wait(stream, done[which]))
+        return error;
+    }
+    return Error::success();
+  }
+};
+
 struct Attention::Buffers {
   CudaDriver *driver = nullptr;
+  SideStreams streams;
   DeviceBuffer cos, sin, ones;
   /// Each sequence's decode position (int32, device memory: every decode
   /// kernel reads it and the step's last launch advances it, so that a
@@ -105,8 +194,9 @@ struct Attention::Buffers {
   // The workspace, one buffer per intermediate (sized for the largest call).
   DeviceBuffer qr, q, kv, kvAll, compressKv, compressScore, indices, o, low,
       attnWorkspace;
-  /// f32 partial sums of the projections split over k (decode).
-  DeviceBuffer splitK;
+  /// f32 partial sums of the projections split over k (decode): one per
+  /// stream (the caller's, then the side lanes), as branches run at once.
+  DeviceBuffer splitK[1 + SideStreams::kLanes];
   // The CSA indexer (ratio 4): its compressed keys (bf16 after Hadamard +
   // fp4, and as fp8 codes with power-of-two row scales), its compressor's
   // state and projections, its q, weights, windows and selection.
@@ -231,6 +321,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       new Attention(config, weights, batch, maxSeq, prefillTokens));
   Buffers &b = *layer->buffers_;
   b.driver = &driver;
+  if (Error error = b.streams.create(driver))
+    return std::move(error);
   b.compressedCapacity = c.compressRatio ? maxSeq / c.compressRatio : 0;
   b.compressWidth = (c.compressRatio == 4 ? 2 : 1) * kHeadDim;
   int64_t tokens = prefillTokens;
@@ -299,7 +391,10 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       {&b.low, uint64_t(tokens) * c.oGroups * c.oLora * bf16,
        "o_lora activations"},
       {&b.attnWorkspace, attnBytes, "the sparse attention workspace"},
-      {&b.splitK, splitBytes, "the split-k projections' partial sums"}};
+      {&b.splitK[0], splitBytes, "the split-k projections' partial sums"},
+      {&b.splitK[1], splitBytes, "the split-k projections' partial sums"},
+      {&b.splitK[2], splitBytes, "the split-k projections' partial sums"},
+      {&b.splitK[3], splitBytes, "the split-k projections' partial sums"}};
   for (Piece &piece : pieces)
     if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
       return std::move(error);
@@ -432,6 +527,20 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   int32_t *positions = b.positions.as<int32_t>();
   const int32_t *base = decode ? positions : b.zeros.as<int32_t>();
 
+  // The branches: q on the caller's stream; kv, the compressor and the
+  // indexer on side streams, joined back before the index rows.
+  SideStreams &streams = b.streams;
+  SmallVector<SideStreams::Lane, 3> lanes = {SideStreams::KvLane};
+  if (ratio)
+    lanes.push_back(SideStreams::CompressLane);
+  if (ratio == 4)
+    lanes.push_back(SideStreams::IndexLane);
+  if (Error error = streams.forkFrom(stream, lanes))
+    return error;
+  void *kvStream = streams.lane(SideStreams::KvLane);
+  void *compressStream = streams.lane(SideStreams::CompressLane);
+  void *indexStream = streams.lane(SideStreams::IndexLane);
+
   // q: wq_a, q_norm, wq_b, the per-head norm, RoPE.
   if (Error error =
           project(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim, 1, stream))
@@ -439,6 +548,10 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = ops::v4Rmsnorm(b.qr.get(), w.qNorm, b.qr.get(), tokens,
                                    c.qLora, eps, stream))
     return error;
+  // The indexer's q starts from q_lora (runIndexer waits for it).
+  if (ratio == 4)
+    if (Error error = streams.record(streams.qrReady, stream))
+      return error;
   if (Error error = project(b.qr.get(), w.wqB, b.q.get(), tokens,
                             c.heads * kHeadDim, c.qLora, 1, stream))
     return error;
@@ -451,15 +564,15 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
 
   // kv: wkv, kv_norm, fp8 of the first 448 dims, RoPE.
   if (Error error =
-          project(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim, 1, stream))
+          project(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim, 1, kvStream))
     return error;
   if (Error error = ops::v4Rmsnorm(b.kv.get(), w.kvNorm, b.kv.get(), tokens,
-                                   kHeadDim, eps, stream))
+                                   kHeadDim, eps, kvStream))
     return error;
-  if (Error error = ops::v4Fp8Qdq(b.kv.get(), tokens, stream))
+  if (Error error = ops::v4Fp8Qdq(b.kv.get(), tokens, kvStream))
     return error;
   if (Error error = ops::v4Rope(b.kv.get(), cos, sin, base, tokens, 1, kHeadDim,
-                                seq, maxSeq_, false, stream))
+                                seq, maxSeq_, false, kvStream))
     return error;
 
   // What sparse attention reads: prefill, the prompt's kv then its
@@ -470,22 +583,22 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (decode) {
     // The token's ring slot (from the device positions).
     if (Error error = ops::v4RingWrite(b.kv.get(), b.kvCache.get(), positions,
-                                       batch_, cacheRows, stream))
+                                       batch_, cacheRows, kvStream))
       return error;
   } else {
     if (Error error =
             copyRows(driver, b.kvAll.get(), nkv * rowBytes, b.kv.get(),
-                     seq * rowBytes, seq * rowBytes, batch_, stream))
+                     seq * rowBytes, seq * rowBytes, batch_, kvStream))
       return error;
   }
 
   if (ratio) {
     int64_t width = b.compressWidth;
     if (Error error = project(x, w.cWkv, b.compressKv.get(), tokens, width,
-                              c.dim, 1, stream))
+                              c.dim, 1, compressStream))
       return error;
     if (Error error = project(x, w.cWgate, b.compressScore.get(), tokens, width,
-                              c.dim, 1, stream))
+                              c.dim, 1, compressStream))
       return error;
     ops::CompressShape shape;
     shape.batch = batch_;
@@ -500,7 +613,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       if (Error error = ops::v4CompressDecode(
               b.compressKv.get(), b.compressScore.get(), w.cApe, w.cNorm, cos,
               sin, b.stateKv.as<float>(), b.stateScore.as<float>(),
-              b.kvCache.get(), positions, shape, eps, stream))
+              b.kvCache.get(), positions, shape, eps, compressStream))
         return error;
     } else {
       shape.slots = nkv;
@@ -508,20 +621,23 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       if (Error error = ops::v4CompressPrefill(
               b.compressKv.get(), b.compressScore.get(), w.cApe, w.cNorm, cos,
               sin, b.stateKv.as<float>(), b.stateScore.as<float>(),
-              b.kvAll.get(), b.zeros.as<int32_t>(), shape, seq, eps, stream))
+              b.kvAll.get(), b.zeros.as<int32_t>(), shape, seq, eps,
+              compressStream))
         return error;
       // The entries also go to the cache's compressed region.
       if (Error error = copyRows(
               driver, offsetBytes(b.kvCache.get(), kWindow * rowBytes),
               cacheRows * rowBytes, offsetBytes(b.kvAll.get(), seq * rowBytes),
-              nkv * rowBytes, entries * rowBytes, batch_, stream))
+              nkv * rowBytes, entries * rowBytes, batch_, compressStream))
         return error;
     }
   }
 
   if (ratio == 4)
-    if (Error error = runIndexer(x, seq, decode, stream))
+    if (Error error = runIndexer(x, seq, decode, indexStream))
       return error;
+  if (Error error = streams.joinInto(stream, lanes))
+    return error;
 
   // Index rows, sparse attention, the inverse RoPE, wo_a (grouped), wo_b.
   ops::IndexShape indexShape;
@@ -580,15 +696,20 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
 
 Error Attention::project(const void *x, const void *w, void *y, int64_t m,
                          int64_t n, int64_t k, int64_t groups, void *stream) {
-  DeviceBuffer &workspace = buffers_->splitK;
+  // The workspace of the stream it runs on (branches run at once).
+  Buffers &b = *buffers_;
+  DeviceBuffer *workspace = &b.splitK[0];
+  for (int lane = 0; lane < SideStreams::kLanes; ++lane)
+    if (stream == b.streams.lanes[lane])
+      workspace = &b.splitK[1 + lane];
   int64_t splits = ops::linearSplits(m, n, k, groups);
   uint64_t bytes = uint64_t(splits) * m * groups * n * 4;
   // Whole-k where splitting does not pay (and for prefills of few tokens
   // whose partial sums the decode-sized workspace does not hold).
-  if (splits == 1 || bytes > workspace.bytes())
+  if (splits == 1 || bytes > workspace->bytes())
     return ops::linear(x, w, y, m, n, k, groups, stream);
   return ops::linearSplitK(x, w, y, m, n, k, groups, splits,
-                           workspace.as<float>(), workspace.bytes(), stream);
+                           workspace->as<float>(), workspace->bytes(), stream);
 }
 
 Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
@@ -646,6 +767,8 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   // Its q: qr * i_wq, RoPE on each head's last 64 dims, Hadamard + fp4,
   // fp8 with the row scales folded into the head weights (x * i_weights *
   // index_dim^-1/2 * heads^-1/2).
+  if (Error error = b.streams.wait(stream, b.streams.qrReady))
+    return error;
   if (Error error = project(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
                             heads * kIndexDim, c.qLora, 1, stream))
     return error;

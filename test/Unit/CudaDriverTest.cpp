@@ -103,11 +103,13 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
         "cuMemcpyDtoH_v2", "cuLaunchKernel", "cuStreamSynchronize",
         "cuModuleLoadData", "cuModuleLoadDataEx", "cuPointerGetAttribute",
         "cuDevicePrimaryCtxRetain", "cuFuncSetAttribute",
-        "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2"})
+        "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2", "cuStreamCreate",
+        "cuStreamDestroy_v2", "cuEventDestroy_v2", "cuStreamWaitEvent",
+        "cuEventRecord"})
     EXPECT_TRUE(has(name)) << name;
   EXPECT_FALSE(has("cuMemAlloc"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
-  EXPECT_EQ(names.size(), 26u);
+  EXPECT_EQ(names.size(), 32u);
 }
 
 TEST(CudaDriver, CheckCudaNamesTheCallAndTheKernel) {

@@ -167,6 +167,15 @@ public:
   /// cache writes): capturable in a CUDA graph.
   decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
   decltype(&::cuMemcpy2DAsync) memcpy2DAsync = nullptr;
+  /// Streams and events of the orchestration layers (the V4 layer runs
+  /// its independent branches on side streams forked from the caller's
+  /// and joined back: capturable in a CUDA graph).
+  decltype(&::cuStreamCreate) streamCreate = nullptr;
+  decltype(&::cuStreamDestroy) streamDestroy = nullptr;
+  decltype(&::cuStreamWaitEvent) streamWaitEvent = nullptr;
+  decltype(&::cuEventCreate) eventCreate = nullptr;
+  decltype(&::cuEventDestroy) eventDestroy = nullptr;
+  decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   /// Optional (CUDA 12+): kernels with TMA copies need it.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
