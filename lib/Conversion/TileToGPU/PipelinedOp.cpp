@@ -459,9 +459,9 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
 // past the launch's) waits for phase k / S - 1 of "empty" before refilling a
 // stage, issues its copies (TMA boxes from its first thread, cp.async pieces
 // from all 128, which then wait for them, fence them for the async proxy and
-// arrive), and completes "full". Barrier 0 (every thread) orders what the
-// consumers wrote before the loop (index tiles, the mbarriers) before the
-// producer starts.
+// arrive), and completes "full". The roles' rendezvous (named barrier 2,
+// every thread) orders what the consumers wrote before the loop (index
+// tiles, the mbarriers) before the producer starts.
 LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
                                                    OpBuilder &b) {
   Location loc = op.getLoc();
@@ -505,9 +505,9 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   });
   // What the consumers wrote to shared memory so far (index tiles the
   // producer's gathers read, operands of wgmma) and the mbarriers are
-  // visible to both proxies and to the producer after barrier 0.
+  // visible to both proxies and to the producer after the rendezvous.
   fenceSharedForAsyncProxy(b);
-  NVVM::Barrier0Op::create(b, loc);
+  roleRendezvous(b);
 
   Value lower = op.getLowerBound(), upper = op.getUpperBound(),
         step = op.getStep();
@@ -559,7 +559,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   if (failed(pLower) || failed(pUpper) || failed(pStep))
     return failure();
   Value pMbarriers = getMbarrierBase(pb, offset.getInt());
-  NVVM::Barrier0Op::create(pb, loc);
+  roleRendezvous(pb);
   // With TMA alone one thread issues everything: the others leave, since a
   // thread that waits on "empty" without arriving on "full" could fall two
   // phases behind and wait for a phase that never comes.

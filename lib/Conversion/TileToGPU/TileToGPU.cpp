@@ -263,6 +263,16 @@ void KernelLowering::emitIf(OpBuilder &b, Value condition,
   body(nested);
 }
 
+void KernelLowering::roleRendezvous(OpBuilder &b) {
+  Location loc = func.getLoc();
+  Type i32 = b.getI32Type();
+  NVVM::BarrierOp::create(
+      b, loc, TypeRange(),
+      arith::ConstantIntOp::create(b, loc, i32, kRoleRendezvousBarrier),
+      arith::ConstantIntOp::create(b, loc, i32, threads + kProducerThreads),
+      NVVM::BarrierReductionAttr(), Value());
+}
+
 void KernelLowering::barrier(OpBuilder &b) {
   // Adjacent barriers are redundant.
   Block *block = b.getInsertionBlock();
@@ -474,7 +484,8 @@ LogicalResult KernelLowering::run() {
       Type i32 = nb.getI32Type();
       NVVM::BarrierOp::create(
           nb, barrier.getLoc(), TypeRange(),
-          arith::ConstantIntOp::create(nb, barrier.getLoc(), i32, 1),
+          arith::ConstantIntOp::create(nb, barrier.getLoc(), i32,
+                                       kConsumerBarrier),
           arith::ConstantIntOp::create(nb, barrier.getLoc(), i32, threads),
           NVVM::BarrierReductionAttr(), Value());
       barrier->erase();

@@ -37,6 +37,11 @@ inline constexpr int64_t kMaxGlobalBytes = int64_t(1) << 48;
 inline constexpr int64_t kMaxPipelineStages = 32;
 /// Threads of the producer warpgroup a warp-specialized pipeline adds.
 inline constexpr int64_t kProducerThreads = 128;
+/// Named barriers of a warp-specialized launch: the consumers' block
+/// barriers (among the launch's threads) and the roles' rendezvous (every
+/// thread of the block). Barrier 0 (__syncthreads) is not used there.
+inline constexpr int64_t kConsumerBarrier = 1;
+inline constexpr int64_t kRoleRendezvousBarrier = 2;
 /// Registers a producer thread keeps (setmaxnreg): the address arithmetic
 /// of a 64-row gather of 1 KiB rows spills at 56 and fits at 72 (ptxas,
 /// sparse_attn_ws). With two consumer warpgroups, 128 x 72 + 256 x 216 is
