@@ -173,12 +173,16 @@ def test_decode_step_replays_from_a_cuda_graph(ratio):
     expected, _, _ = reference_step(layer, reference, x[:, seq:seq + 1], seq, batch, ratio)
     assert relative_error(out, expected) < 3e-2
     static_x = x[:, seq + 1:seq + 2].clone()
+    # The output too is allocated before the capture: nothing allocates
+    # during it (compute-sanitizer's memcheck runs torch without its caching
+    # allocator, where an allocation would end the capture).
+    static_out = torch.empty_like(static_x)
     graph = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         with torch.cuda.graph(graph, stream=stream):
-            static_out = layer.forward(static_x, seq + 1)
+            layer.forward(static_x, seq + 1, out=static_out)
     torch.cuda.current_stream().wait_stream(stream)
     # Capturing launched nothing: the device positions still say seq + 1.
     layer.set_length(seq + 1)
@@ -206,6 +210,11 @@ def test_errors_name_the_problem():
         layer.forward(torch.randn(1, 65, config.dim, device="cuda").bfloat16(), 0)
     with pytest.raises(hisa.InvalidArgumentError, match=r"x must be \[batch=1"):
         layer.forward(torch.randn(2, 3, config.dim, device="cuda").bfloat16(), 0)
+    x = torch.randn(1, 3, config.dim, device="cuda").bfloat16()
+    with pytest.raises(hisa.InvalidArgumentError, match="out must be a contiguous bfloat16"):
+        layer.forward(x, 0, out=torch.empty(1, 3, config.dim, device="cuda"))
+    with pytest.raises(hisa.InvalidArgumentError, match="not contiguous"):
+        layer.forward(x, 0, out=torch.empty(1, config.dim, 3, device="cuda").bfloat16().transpose(1, 2))
     bounded = hisa.v4.Attention(config, {k: v.cuda() for k, v in ref.random_weights(
         config).items() if not k.startswith("i_")}, 1, 64, max_prefill_tokens=16)
     with pytest.raises(hisa.InvalidArgumentError, match="max_prefill_tokens = 16"):

@@ -14,7 +14,7 @@ owns its caches, sized at construction; calls allocate nothing.
 from __future__ import annotations
 
 import ctypes
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 
@@ -106,9 +106,12 @@ class Attention:
         return _copy_from(pointer, (tokens, columns), torch.int32, self.device)
 
     # -- forward ---------------------------------------------------------------------
-    def forward(self, x: torch.Tensor, start_pos: int) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start_pos: int,
+                out: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Prefill (start_pos 0, x [B, S, dim]) or decode (start_pos = the
-        tokens so far, x [B, 1, dim]); returns [B, S, dim] bf16."""
+        tokens so far, x [B, 1, dim]); returns [B, S, dim] bf16, in `out`
+        when given (a contiguous bf16 tensor of x's shape on the layer's
+        device: a CUDA graph capture then allocates nothing)."""
         if x.device != self.device:
             raise InvalidArgumentError(f"x is on {x.device}, the layer on {self.device}")
         if x.dim() != 3 or x.shape[0] != self.batch or x.shape[2] != self.config.dim:
@@ -116,7 +119,14 @@ class Attention:
                 f"x must be [batch={self.batch}, tokens, dim={self.config.dim}], got "
                 f"{list(x.shape)}")
         x = x.to(torch.bfloat16).contiguous()
-        out = torch.empty_like(x)
+        if out is None:
+            out = torch.empty_like(x)
+        elif (out.device != self.device or out.dtype != torch.bfloat16
+              or out.shape != x.shape or not out.is_contiguous()):
+            raise InvalidArgumentError(
+                f"out must be a contiguous bfloat16 tensor of x's shape {list(x.shape)} on "
+                f"{self.device}, got {out.dtype} {list(out.shape)} on {out.device}"
+                f"{'' if out.is_contiguous() else ', not contiguous'}")
         runtime = _lib.lib()
         with torch.cuda.device(self.device):
             ensure_context(self.device)
