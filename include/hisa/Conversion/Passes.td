@@ -24,7 +24,9 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     reads past a global tensor give 0, writes past it are dropped. Reductions
     combine registers, then lanes with warp shuffles, then warps through
     shared memory. Barriers separate shared-memory writes from later reads
-    and writes.
+    and writes, and a `tile.parallel` that writes a shared tile which an
+    earlier op read since the last barrier waits for the block first (a
+    thread running ahead must not overwrite what another still reads).
 
     A `tile.pipelined` loop with `num_stages` = S > 1 turns its top-level
     global-to-shared copies into cp.async (16-byte pieces, zero-filled past
@@ -47,8 +49,9 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     block's threads: the producer keeps 72 registers, the consumers take the
     rest, up to 240; the JIT refuses a binary whose pool is smaller), the
     consumers' barriers become named barrier 1 of the launch's threads, and
-    after barrier 0 (the rendezvous, once thread 0 initialized the stages'
-    "full" and "empty" mbarriers) the producer runs the loop alone, waiting
+    after named barrier 2 over every thread (the rendezvous, each role at
+    its own instruction, once thread 0 initialized the stages' "full" and
+    "empty" mbarriers) the producer runs the loop alone, waiting
     for "empty" before it refills a stage and completing "full" (TMA with
     expect_tx from its first thread; cp.async pieces of its 128 threads,
     waited for, fenced for the async proxy, then one arrival each), while

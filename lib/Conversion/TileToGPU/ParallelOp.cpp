@@ -50,6 +50,56 @@ static FailureOr<int64_t> getReplicaBits(FragmentLayoutAttr attr,
   return mask;
 }
 
+/// The shared tiles `op` writes (stores and atomics).
+static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
+  SmallPtrSet<Value, 4> tiles;
+  op.walk([&](StoreOp store) {
+    if (isa<SharedType>(store.getDest().getType()))
+      tiles.insert(store.getDest());
+  });
+  op.walk([&](AtomicOp atomic) {
+    if (isa<SharedType>(atomic.getDest().getType()))
+      tiles.insert(atomic.getDest());
+  });
+  return tiles;
+}
+
+/// Whether an op before `op` may still be reading a shared tile that `op`
+/// writes when a faster thread starts writing it (write after read): some
+/// op reads it since the last block barrier. Scans the ops before `op` in
+/// its block, then before its enclosing ops up to the launch, and stops at
+/// a barrier: a lowered one, or a parallel that writes shared memory (it
+/// ends with one). (A loop's next iteration against reads later in its
+/// body is not covered: the loops that need it end with a writing
+/// parallel.)
+static bool mayOverwriteWhatOthersRead(ParallelOp op,
+                                       const SmallPtrSet<Value, 4> &written) {
+  auto readsWritten = [&](Operation *root) {
+    bool reads = false;
+    root->walk([&](Operation *inner) {
+      if (isa<StoreOp, AtomicOp, AllocOp>(inner))
+        return;
+      for (Value operand : inner->getOperands())
+        reads |= written.contains(operand);
+    });
+    return reads;
+  };
+  for (Operation *at = op; at && !isa<LaunchOp, gpu::GPUFuncOp>(at);
+       at = at->getParentOp()) {
+    for (Operation *previous = at->getPrevNode(); previous;
+         previous = previous->getPrevNode()) {
+      if (isa<gpu::BarrierOp>(previous))
+        return false;
+      if (auto parallel = dyn_cast<ParallelOp>(previous);
+          parallel && !getWrittenSharedTiles(parallel).empty())
+        return false;
+      if (readsWritten(previous))
+        return true;
+    }
+  }
+  return false;
+}
+
 /// Every thread runs the body once per value its layout gives it, with the
 /// induction variables set to that value's coordinates. The loop is fully
 /// unrolled so that fragment registers are addressed by constants. Where
@@ -86,13 +136,12 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
                                     index(b, 0));
     }
   }
-  bool writesShared = false;
-  op.walk([&](StoreOp store) {
-    writesShared |= isa<SharedType>(store.getDest().getType());
-  });
-  op.walk([&](AtomicOp atomic) {
-    writesShared |= isa<SharedType>(atomic.getDest().getType());
-  });
+  SmallPtrSet<Value, 4> written = getWrittenSharedTiles(op);
+  bool writesShared = !written.empty();
+  // Threads that run ahead must not overwrite what slower ones still read
+  // (e.g. a partner's element read in the previous parallel).
+  if (writesShared && mayOverwriteWhatOthersRead(op, written))
+    barrier(b);
 
   Block &body = op.getBody().front();
   SmallVector<Value> runStart;

@@ -1,0 +1,72 @@
+// RUN: hisa-opt %s -split-input-file --tile-assign-layouts --tile-plan-shared-memory --convert-tile-to-gpu | FileCheck %s
+
+// Write after read: a parallel that writes a shared tile waits for the
+// block when an earlier op, since the last barrier, read that tile (here a
+// partner's element, as v4_compress's RoPE does before its Hadamard
+// transform overwrites the tile); compute-sanitizer's racecheck reported
+// the missing barrier. The parallel that writes ends with a barrier too.
+// CHECK-LABEL: gpu.func @partner_then_overwrite
+// CHECK: memref.store {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK: memref.load {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: memref.load {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: workgroup
+// CHECK: gpu.barrier
+// CHECK-NOT: workgroup
+// CHECK: memref.store {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+tile.kernel @partner_then_overwrite(%out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 64 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    tile.parallel (%i) in [64] {
+      %v = arith.index_cast %i : index to i32
+      %f = arith.sitofp %v : i32 to f32
+      tile.store %f, %t[%i] : !tile.shared<[64], f32>
+    }
+    tile.parallel (%i) in [64] {
+      %c1_i = arith.constant 1 : index
+      %j = arith.xori %i, %c1_i : index
+      %a = tile.load %t[%i] : !tile.shared<[64], f32>
+      %b = tile.load %t[%j] : !tile.shared<[64], f32>
+      %s = arith.addf %a, %b : f32
+      tile.store %s, %r[%i] : !tile.frag<[64], f32>
+    }
+    tile.parallel (%i) in [64] {
+      %s = tile.load %r[%i] : !tile.frag<[64], f32>
+      tile.store %s, %t[%i] : !tile.shared<[64], f32>
+    }
+    %c0 = arith.constant 0 : index
+    tile.copy %t to %out[%c0] : !tile.shared<[64], f32> to !tile.global<[64], f32>
+  }
+}
+
+// -----
+
+// The read happened before a parallel that wrote shared memory (and ended
+// with a barrier): no barrier of its own before the write.
+// CHECK-LABEL: gpu.func @read_before_a_barrier
+// CHECK: memref.store {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.load
+// CHECK-NEXT: memref.store {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+tile.kernel @read_before_a_barrier(%out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 64 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %u = tile.alloc : !tile.shared<[64], f32>
+    tile.parallel (%i) in [64] {
+      %a = tile.load %t[%i] : !tile.shared<[64], f32>
+      tile.store %a, %u[%i] : !tile.shared<[64], f32>
+    }
+    tile.parallel (%i) in [64] {
+      %a = tile.load %u[%i] : !tile.shared<[64], f32>
+      tile.store %a, %t[%i] : !tile.shared<[64], f32>
+    }
+    %c0 = arith.constant 0 : index
+    tile.copy %t to %out[%c0] : !tile.shared<[64], f32> to !tile.global<[64], f32>
+  }
+}
