@@ -17,4 +17,12 @@ def test_p_in_registers():
         torch.cuda.synchronize()
         p = (q.float() @ k.float().T).to(torch.bfloat16)
         expected = p.float() @ v.float()
-        assert torch.allclose(o, expected, rtol=1e-3, atol=1e-3), f"seed {seed}"
+        # S in f32 is summed in another order than torch's, so an element
+        # of S next to a bf16 rounding boundary may round to the neighbour
+        # (one ulp, 2^-8 relative): the bound allows that for every element
+        # of P (the H200 showed 5 such outputs of 4096, 2.3e-3 off, at seed
+        # 1266724309). A P taken from anywhere else is off far more.
+        bound = 1e-3 + 2.0 ** -8 * (p.float().abs() @ v.float().abs())
+        error = (o - expected).abs()
+        assert not o.isnan().any(), f"unwritten outputs, seed {seed}"
+        assert (error <= bound).all(), f"max error {error.max().item():.3g}, seed {seed}"

@@ -50,7 +50,8 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     rest, up to 240; the JIT refuses a binary whose pool is smaller), the
     consumers' barriers become named barrier 1 of the launch's threads, and
     after named barrier 2 over every thread (the rendezvous, each role at
-    its own instruction, once thread 0 initialized the stages' "full" and
+    its own instruction: `barrier.sync`, not the aligned `bar.sync`; once
+    thread 0 initialized the stages' "full" and
     "empty" mbarriers) the producer runs the loop alone, waiting
     for "empty" before it refills a stage and completing "full" (TMA with
     expect_tx from its first thread; cp.async pieces of its 128 threads,

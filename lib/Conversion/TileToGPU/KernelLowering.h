@@ -179,10 +179,9 @@ public:
               llvm::function_ref<void(mlir::OpBuilder &)> body);
   void barrier(mlir::OpBuilder &b);
   /// The rendezvous of a warp-specialized launch's two roles: named barrier
-  /// 2 over every thread of the block (consumers and producer). Each role
-  /// reaches it at its own instruction, which a named barrier with a thread
-  /// count allows (barrier 0 is __syncthreads, one instruction for the
-  /// whole block: compute-sanitizer's synccheck flags it as divergent).
+  /// 2 over every thread of the block (consumers and producer), each role
+  /// at its own instruction, so non-aligned (`barrier.sync`; `bar.sync` and
+  /// barrier 0 require one instruction for all).
   void roleRendezvous(mlir::OpBuilder &b);
   /// fence.proxy.async.shared::cta: this thread's shared-memory writes
   /// become visible to the async proxy (wgmma operands).
