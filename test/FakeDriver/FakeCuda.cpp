@@ -1,0 +1,341 @@
+//===- FakeCuda.cpp - A CUDA driver without a GPU, for host-side tests ----===//
+//
+// See FakeCuda.h. Exported under the versioned names cuda.h maps to (the
+// names CudaDriver looks up), with C linkage. One device, one context,
+// "device" memory from malloc (so host-to-device copies and reads of what
+// a layer uploaded work), everything a stream would run recorded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCuda.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+
+using hisa::fake_cuda::Call;
+using hisa::fake_cuda::Counters;
+
+namespace {
+
+struct FakeFunction {
+  std::string name;
+};
+
+struct FakeModule {
+  std::map<std::string, FakeFunction *> functions;
+  ~FakeModule() {
+    for (auto &[name, function] : functions)
+      delete function;
+  }
+};
+
+struct State {
+  std::mutex mutex;
+  std::vector<Call> calls;
+  Counters counters;
+  std::map<uintptr_t, size_t> allocations; ///< base -> bytes
+  std::set<uintptr_t> streams, events;
+  uintptr_t nextHandle = 0x1000;
+  int contextToken = 0; ///< the one context's address
+};
+
+State &state() {
+  static State *instance = new State; // never destroyed: used at exit
+  return *instance;
+}
+
+CUcontext theContext() {
+  return reinterpret_cast<CUcontext>(&state().contextToken);
+}
+
+void record(Call call) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.calls.push_back(std::move(call));
+}
+
+Call streamCall(Call::Kind kind, CUstream stream, const char *name = "") {
+  Call call;
+  call.kind = kind;
+  call.name = name;
+  call.stream = reinterpret_cast<uintptr_t>(stream);
+  return call;
+}
+
+/// Whether [pointer, pointer + bytes) lies in one allocation.
+bool isDeviceRange(uintptr_t pointer, size_t bytes) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.allocations.upper_bound(pointer);
+  if (it == s.allocations.begin())
+    return false;
+  --it;
+  return pointer >= it->first && pointer + bytes <= it->first + it->second;
+}
+
+} // namespace
+
+namespace hisa::fake_cuda {
+
+const std::vector<Call> &calls() { return state().calls; }
+
+Counters counters() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().counters;
+}
+
+void resetCalls() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().calls.clear();
+}
+
+} // namespace hisa::fake_cuda
+
+extern "C" {
+
+CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
+
+CUresult cuGetErrorName(CUresult error, const char **name) {
+  *name = error == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **text) {
+  *text = error == CUDA_SUCCESS ? "no error" : "an error of the fake driver";
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
+                              CUdevice) {
+  switch (attribute) {
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *value = 227 * 1024;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *value = 132;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *value = 9;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *value = 0;
+    return CUDA_SUCCESS;
+  default:
+    *value = 0;
+    return CUDA_SUCCESS;
+  }
+}
+
+CUresult cuCtxGetCurrent(CUcontext *context) {
+  *context = theContext();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+
+CUresult cuCtxGetDevice(CUdevice *device) {
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize() {
+  record(streamCall(Call::Synchronizing, nullptr, "cuCtxSynchronize"));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
+  *context = theContext();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *) {
+  *module = reinterpret_cast<CUmodule>(new FakeModule);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned,
+                            CUjit_option *, void **) {
+  return cuModuleLoadData(module, image);
+}
+
+CUresult cuModuleUnload(CUmodule module) {
+  delete reinterpret_cast<FakeModule *>(module);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
+                             const char *name) {
+  auto *fake = reinterpret_cast<FakeModule *>(module);
+  FakeFunction *&slot = fake->functions[name];
+  if (!slot)
+    slot = new FakeFunction{name};
+  *function = reinterpret_cast<CUfunction>(slot);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int *value, CUfunction_attribute, CUfunction) {
+  *value = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
+                        unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned, CUstream stream, void **, void **) {
+  Call call =
+      streamCall(Call::Launch, stream,
+                 reinterpret_cast<FakeFunction *>(function)->name.c_str());
+  call.grid[0] = gx, call.grid[1] = gy, call.grid[2] = gz;
+  call.block[0] = bx, call.block[1] = by, call.block[2] = bz;
+  record(std::move(call));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream stream) {
+  record(streamCall(Call::Synchronizing, stream, "cuStreamSynchronize"));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
+  // cuMemAlloc's alignment (at least 256 bytes: operators check it).
+  size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  void *memory = std::aligned_alloc(256, rounded);
+  if (!memory)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(memory, 0, rounded);
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  *pointer = reinterpret_cast<CUdeviceptr>(memory);
+  s.allocations[*pointer] = bytes;
+  ++s.counters.allocations;
+  s.counters.bytesAllocated += int64_t(bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr pointer) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.allocations.find(pointer);
+  if (it == s.allocations.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  s.counters.bytesAllocated -= int64_t(it->second);
+  ++s.counters.frees;
+  s.allocations.erase(it);
+  std::free(reinterpret_cast<void *>(pointer));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, size_t bytes) {
+  if (!isDeviceRange(to, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void *>(to), from, bytes);
+  record(streamCall(Call::Synchronizing, nullptr, "cuMemcpyHtoD"));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
+  if (!isDeviceRange(from, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(to, reinterpret_cast<const void *>(from), bytes);
+  record(streamCall(Call::Synchronizing, nullptr, "cuMemcpyDtoH"));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t,
+                              CUstream stream) {
+  record(streamCall(Call::Copy, stream, "cuMemcpyDtoDAsync"));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream stream) {
+  record(streamCall(Call::Copy, stream, "cuMemcpy2DAsync"));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *stream, unsigned) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uintptr_t handle = s.nextHandle++;
+  s.streams.insert(handle);
+  ++s.counters.streamsCreated;
+  *stream = reinterpret_cast<CUstream>(handle);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream stream) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.streams.erase(reinterpret_cast<uintptr_t>(stream))
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventCreate(CUevent *event, unsigned) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uintptr_t handle = s.nextHandle++;
+  s.events.insert(handle);
+  ++s.counters.eventsCreated;
+  *event = reinterpret_cast<CUevent>(handle);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent event) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.events.erase(reinterpret_cast<uintptr_t>(event))
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  Call call = streamCall(Call::EventRecord, stream);
+  call.event = reinterpret_cast<uintptr_t>(event);
+  record(std::move(call));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned) {
+  Call call = streamCall(Call::StreamWait, stream);
+  call.event = reinterpret_cast<uintptr_t>(event);
+  record(std::move(call));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                               CUdeviceptr pointer) {
+  if (attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if (!isDeviceRange(pointer, 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  *static_cast<unsigned *>(data) = CU_MEMORYTYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType,
+                                cuuint32_t, void *, const cuuint64_t *,
+                                const cuuint64_t *, const cuuint32_t *,
+                                const cuuint32_t *, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                CUtensorMapFloatOOBfill) {
+  std::memset(map, 0, sizeof(*map));
+  return CUDA_SUCCESS;
+}
+
+} // extern "C"

@@ -1,0 +1,56 @@
+//===- FakeCuda.h - A CUDA driver without a GPU, for host-side tests ------===//
+//
+// libcuda.so.1 built from FakeCuda.cpp exports the driver entry points the
+// runtime loads (CudaDriver's table) and implements them on the host:
+// "device" memory is host memory, modules and functions are names, kernel
+// launches and stream operations are recorded instead of run. A test that
+// links it (or finds it first on the library path) runs the runtime, the
+// operators and the orchestration layers (the V4 layer) on a machine without
+// a GPU, and inspects what they asked the driver to do: which kernels on
+// which streams, in what order, how much memory, which calls would block.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HISA_TEST_FAKEDRIVER_FAKECUDA_H
+#define HISA_TEST_FAKEDRIVER_FAKECUDA_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hisa::fake_cuda {
+
+/// One recorded driver call that a stream orders (or that blocks the host).
+struct Call {
+  enum Kind {
+    Launch,       ///< cuLaunchKernel: `name` is the kernel
+    Copy,         ///< cuMemcpyDtoDAsync / cuMemcpy2DAsync
+    EventRecord,  ///< `event` recorded on `stream`
+    StreamWait,   ///< `stream` waits for `event`
+    Synchronizing ///< cuCtxSynchronize, cuStreamSynchronize, cuMemcpyHtoD/DtoH
+  };
+  Kind kind;
+  std::string name;
+  uintptr_t stream = 0; ///< 0: the legacy default stream
+  uintptr_t event = 0;
+  unsigned grid[3] = {0, 0, 0};
+  unsigned block[3] = {0, 0, 0};
+};
+
+struct Counters {
+  int64_t allocations = 0; ///< cuMemAlloc calls
+  int64_t frees = 0;
+  int64_t bytesAllocated = 0; ///< live bytes
+  int64_t streamsCreated = 0;
+  int64_t eventsCreated = 0;
+};
+
+/// The calls recorded since the last reset (not thread-safe against calls
+/// in flight: read them between operations).
+const std::vector<Call> &calls();
+Counters counters();
+void resetCalls();
+
+} // namespace hisa::fake_cuda
+
+#endif // HISA_TEST_FAKEDRIVER_FAKECUDA_H

@@ -1,0 +1,228 @@
+//===- HostOrchestrationTest.cpp - Orchestration on the fake driver -------===//
+//
+// The V4 attention layer's host side on a machine without a GPU: the
+// runtime JIT-compiles the real kernels and "launches" them on the fake
+// driver (FakeCuda.h), which records what a GPU would have been asked to
+// do. What the layer promises and a GPU run cannot easily show is checked
+// here: prefill and decode allocate nothing and never block the host (so a
+// CUDA graph can capture them), every branch forked onto a side stream
+// starts after the caller's stream and is joined back into it, and each
+// path runs the kernels it should (CSA decode: the decode-shaped logits).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCuda.h"
+
+#include "hisa/Runtime/hisa_runtime.h"
+#include "hisa/hisa.hpp"
+
+#include "gtest/gtest.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using hisa::fake_cuda::Call;
+
+namespace {
+
+/// "Device" memory from the fake driver (host memory it tracks).
+void *deviceBuffer(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  EXPECT_EQ(cuMemAlloc(&pointer, bytes), CUDA_SUCCESS);
+  return reinterpret_cast<void *>(pointer);
+}
+
+hisa_v4_config smallConfig(int64_t ratio) {
+  hisa_v4_config config = hisa::v4::flashConfig(ratio);
+  config.dim = 256;
+  config.heads = 16;
+  config.q_lora = 256;
+  config.o_groups = 2;
+  config.o_lora = 256;
+  config.index_topk = 16;
+  return config;
+}
+
+/// Every weight a generous buffer: shapes are not what this test checks.
+hisa_v4_weights someWeights() {
+  constexpr size_t kBytes = 8 << 20;
+  hisa_v4_weights w = {};
+  for (const void **matrix :
+       {&w.wq_a, &w.wq_b, &w.wkv, &w.wo_a, &w.wo_b, &w.c_wkv, &w.c_wgate,
+        &w.i_wq, &w.i_weights, &w.i_wkv, &w.i_wgate})
+    *matrix = deviceBuffer(kBytes);
+  for (const float **vector : {&w.q_norm, &w.kv_norm, &w.attn_sink, &w.c_ape,
+                               &w.c_norm, &w.i_ape, &w.i_norm})
+    *vector = static_cast<const float *>(deviceBuffer(kBytes));
+  return w;
+}
+
+/// The kernels launched among `calls`.
+std::multiset<std::string> kernels(const std::vector<Call> &calls) {
+  std::multiset<std::string> names;
+  for (const Call &call : calls)
+    if (call.kind == Call::Launch)
+      names.insert(call.name);
+  return names;
+}
+
+/// Checks that a forward on `stream` is capturable and its branches are
+/// forked from and joined into `stream`: nothing blocks the host; work runs
+/// on `stream` or on side streams; a side stream's first operation waits
+/// for an event last recorded on `stream`, its last records an event that
+/// `stream` then waits for, and nothing runs on it after that.
+void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
+                           const char *what) {
+  SCOPED_TRACE(what);
+  std::map<uintptr_t, uintptr_t> lastRecordedOn; // event -> stream
+  std::map<uintptr_t, std::vector<const Call *>> sides;
+  for (const Call &call : calls) {
+    EXPECT_NE(call.kind, Call::Synchronizing)
+        << call.name << " blocks the host (a CUDA graph capture fails)";
+    if (call.stream != stream)
+      sides[call.stream].push_back(&call);
+    if (call.kind == Call::EventRecord)
+      lastRecordedOn[call.event] = call.stream;
+  }
+  EXPECT_FALSE(sides.empty()) << "no side stream was used";
+  for (auto &[side, own] : sides) {
+    ASSERT_FALSE(own.empty());
+    // Forked: the first operation waits for the caller's stream.
+    const Call *first = own.front();
+    EXPECT_EQ(first->kind, Call::StreamWait)
+        << "side stream " << side << " starts with " << first->name;
+    // Joined: the last operation records an event the caller's stream
+    // waits for, after which the side stream stays idle.
+    const Call *last = own.back();
+    ASSERT_EQ(last->kind, Call::EventRecord)
+        << "side stream " << side << " ends with " << last->name;
+    auto at = std::find_if(calls.begin(), calls.end(),
+                           [&](const Call &call) { return &call == last; });
+    bool joined = std::any_of(at, calls.end(), [&](const Call &call) {
+      return call.kind == Call::StreamWait && call.stream == stream &&
+             call.event == last->event;
+    });
+    EXPECT_TRUE(joined) << "side stream " << side << " is never joined";
+  }
+  // Every wait of a side stream is on an event recorded before on some
+  // stream (the fork's on the caller's, the indexer's q_lora on the
+  // caller's): none waits for an event nobody recorded.
+  std::set<uintptr_t> recorded;
+  for (const Call &call : calls) {
+    if (call.kind == Call::EventRecord)
+      recorded.insert(call.event);
+    if (call.kind == Call::StreamWait) {
+      EXPECT_TRUE(recorded.count(call.event))
+          << "a wait for an event not recorded in this forward";
+    }
+  }
+}
+
+class V4LayerOnFakeDriver : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
+  int64_t ratio = GetParam();
+  const int64_t batch = 2, maxSeq = 300, seq = 200;
+  hisa_v4_config config = smallConfig(ratio);
+  hisa_v4_weights weights = someWeights();
+  hisa_v4_attention *layer = nullptr;
+  ASSERT_EQ(
+      hisa_v4_attention_create(&config, &weights, batch, maxSeq, 0, &layer),
+      HISA_OK)
+      << hisa_last_error();
+  void *x = deviceBuffer(batch * seq * config.dim * 2);
+  void *out = deviceBuffer(batch * seq * config.dim * 2);
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  auto streamId = reinterpret_cast<uintptr_t>(stream);
+
+  // A first prefill compiles every kernel (the JIT's own work may allocate
+  // and synchronize); the checked calls come after it.
+  ASSERT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, stream), HISA_OK)
+      << hisa_last_error();
+  ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, stream), HISA_OK)
+      << hisa_last_error();
+
+  hisa::fake_cuda::Counters before = hisa::fake_cuda::counters();
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, stream), HISA_OK)
+      << hisa_last_error();
+  std::vector<Call> prefill = hisa::fake_cuda::calls();
+  hisa::fake_cuda::resetCalls();
+  for (int step = 0; step < 3; ++step)
+    ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, stream), HISA_OK)
+        << hisa_last_error();
+  std::vector<Call> decode = hisa::fake_cuda::calls();
+  hisa::fake_cuda::Counters after = hisa::fake_cuda::counters();
+  EXPECT_EQ(after.allocations, before.allocations)
+      << "prefill or decode allocated device memory";
+  EXPECT_EQ(after.streamsCreated, before.streamsCreated);
+  EXPECT_EQ(after.eventsCreated, before.eventsCreated);
+
+  expectForkedAndJoined(prefill, streamId, "prefill");
+  // One decode step at a time: each forks and joins its own branches.
+  size_t begin = 0;
+  for (int step = 0; step < 3; ++step) {
+    auto advance = std::find_if(
+        decode.begin() + begin, decode.end(), [&](const Call &call) {
+          return call.kind == Call::Launch && call.name == "v4_advance";
+        });
+    ASSERT_NE(advance, decode.end()) << "decode step " << step;
+    size_t end = advance - decode.begin() + 1;
+    expectForkedAndJoined(
+        std::vector<Call>(decode.begin() + begin, decode.begin() + end),
+        streamId, "a decode step");
+    begin = end;
+  }
+
+  std::multiset<std::string> prefillKernels = kernels(prefill);
+  std::multiset<std::string> decodeKernels = kernels(decode);
+  for (const char *kernel :
+       {"linear", "v4_rmsnorm", "v4_rope", "v4_indices", "v4_advance"}) {
+    EXPECT_TRUE(prefillKernels.count(kernel)) << kernel;
+    EXPECT_TRUE(decodeKernels.count(kernel)) << kernel;
+  }
+  EXPECT_TRUE(decodeKernels.count("v4_ring_write"));
+  // Decode-sized projections split over k (ops::linearSplits).
+  EXPECT_TRUE(decodeKernels.count("linear_partial"));
+  EXPECT_EQ(decodeKernels.count("linear_partial"),
+            decodeKernels.count("linear_reduce"));
+  if (ratio == 4) {
+    // The indexer: prefill per sequence through the flat indexer, decode
+    // with the decode-shaped logits.
+    EXPECT_EQ(prefillKernels.count("pool_mqa_logits"), size_t(batch));
+    EXPECT_EQ(decodeKernels.count("pool_mqa_logits"), 0u);
+    EXPECT_EQ(decodeKernels.count("mqa_logits_decode"), 3u);
+    EXPECT_EQ(decodeKernels.count("topk_f32"), 3u);
+  } else {
+    EXPECT_EQ(decodeKernels.count("mqa_logits_decode"), 0u);
+  }
+  // Each step runs the compressor (and CSA's indexer compressor).
+  if (ratio) {
+    EXPECT_EQ(decodeKernels.count("v4_compress"), ratio == 4 ? 6u : 3u);
+  }
+  for (const Call &call : decode)
+    if (call.kind == Call::Launch && call.name == "mqa_logits_decode") {
+      // Grid: 1024-key chunks of each sequence's key rows x sequences.
+      EXPECT_EQ(call.grid[1], unsigned(batch));
+      EXPECT_EQ(call.grid[0], 1u); // 300 / 4 = 75 entries, one chunk
+    }
+
+  hisa_v4_attention_destroy(layer);
+  EXPECT_EQ(hisa::fake_cuda::counters().bytesAllocated < before.bytesAllocated,
+            true)
+      << "destroying the layer freed nothing";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ratios, V4LayerOnFakeDriver,
+                         ::testing::Values(0, 4, 128),
+                         [](const ::testing::TestParamInfo<int64_t> &info) {
+                           return "ratio" + std::to_string(info.param);
+                         });
+
+} // namespace
