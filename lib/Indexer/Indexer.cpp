@@ -3,6 +3,7 @@
 #include "hisa/Indexer/Indexer.h"
 
 #include "hisa/Ops/Operators.h"
+#include "hisa/Runtime/Jit.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -116,6 +117,17 @@ Error hisaIndexer(const void *q, const void *k, const float *kScale,
     return error;
   if (shape.m == 0)
     return Error::success();
+  if (Error error =
+          runtime::checkDevicePointers(op, {{"q", q},
+                                            {"k", k},
+                                            {"k_scale", kScale},
+                                            {"weights", weights},
+                                            {"ks", ks},
+                                            {"ke", ke},
+                                            {"out", out},
+                                            {"workspace", workspace}}))
+    return error;
+  runtime::TrustedPointersScope trustedPointers;
   auto *base = static_cast<char *>(workspace);
   void *blockedK = base + layout.blockedK;
   auto *blockedScale = reinterpret_cast<float *>(base + layout.blockedScale);
@@ -154,6 +166,17 @@ Error flatIndexer(const void *q, const void *k, const float *kScale,
     return error;
   if (shape.m == 0)
     return Error::success();
+  if (Error error =
+          runtime::checkDevicePointers(op, {{"q", q},
+                                            {"k", k},
+                                            {"k_scale", kScale},
+                                            {"weights", weights},
+                                            {"ks", ks},
+                                            {"ke", ke},
+                                            {"out", out},
+                                            {"workspace", workspace}}))
+    return error;
+  runtime::TrustedPointersScope trustedPointers;
   auto *logits = static_cast<float *>(workspace);
   if (Error error =
           ops::poolMqaLogits(q, k, kScale, weights, ks, ke, logits, shape.m,

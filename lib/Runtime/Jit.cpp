@@ -181,6 +181,8 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
 
 /// hisa_set_device_pointer_checks (hisa_runtime.h).
 std::atomic<bool> devicePointerChecks{true};
+/// TrustedPointersScope: this thread's launches skip the queries.
+thread_local bool trustedPointers = false;
 
 class LoadedKernelImpl : public LoadedKernel {
 public:
@@ -200,6 +202,24 @@ private:
   LoadedModule module;
   CUfunction function;
   void *zeroRow; // what empty tensors' tensor maps read (getZeroBuffer)
+  /// Each tensor map's recent encodings and the tensors they were encoded
+  /// for: repeated launches on the same buffers (an orchestration layer's
+  /// steps, where one specialization serves a few buffers) reuse them
+  /// instead of calling cuTensorMapEncodeTiled again (a map depends on
+  /// nothing but the tensor's address and sizes and the kernel's map,
+  /// which is fixed).
+  static constexpr size_t kRecentMaps = 8;
+  struct EncodedMap {
+    void *address = nullptr;
+    SmallVector<int64_t, 5> sizes;
+    CUtensorMap map;
+  };
+  struct RecentMaps {
+    SmallVector<EncodedMap, 2> entries;
+    size_t next = 0; ///< the entry a new encoding replaces once full
+  };
+  std::mutex recentMapsMutex;
+  std::vector<RecentMaps> recentMaps;
 };
 
 Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
@@ -264,7 +284,8 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
       if (reinterpret_cast<uintptr_t>(given.data) % expected.alignment != 0)
         return makeError(formatv("{0}: data pointer must be {1}-byte aligned",
                                  what(), expected.alignment));
-      if (devicePointerChecks.load(std::memory_order_relaxed))
+      if (!trustedPointers &&
+          devicePointerChecks.load(std::memory_order_relaxed))
         if (Error error =
                 driver->checkDevicePointer(given.data, expected.name, kernel))
           return error;
@@ -304,7 +325,9 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   // Tensor maps go by value (128 bytes each, 64-byte aligned) after the
   // arguments.
   std::vector<CUtensorMap> tensorMaps(metadata.tensorMaps.size()); // aligned
-  for (auto [map, encoded] : llvm::zip(metadata.tensorMaps, tensorMaps)) {
+  for (size_t index = 0; index < tensorMaps.size(); ++index) {
+    const KernelMetadata::TensorMap &map = metadata.tensorMaps[index];
+    CUtensorMap &encoded = tensorMaps[index];
     if (map.argument >= arguments.size())
       return makeError(formatv("kernel '{0}': a tensor map names argument "
                                "#{1}, which it does not have",
@@ -314,9 +337,35 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
                      metadata.arguments[map.argument].name, map.argument)
           .str();
     };
-    if (Error error = encodeTensorMap(*driver, map, arguments[map.argument],
-                                      what, kernel, zeroRow, encoded))
-      return error;
+    const LaunchArgument &given = arguments[map.argument];
+    ArrayRef<int64_t> givenSizes(given.sizes);
+    bool reused = false;
+    {
+      std::lock_guard<std::mutex> lock(recentMapsMutex);
+      recentMaps.resize(metadata.tensorMaps.size());
+      for (const EncodedMap &recent : recentMaps[index].entries)
+        if (recent.address == given.data &&
+            ArrayRef<int64_t>(recent.sizes) == givenSizes) {
+          encoded = recent.map;
+          reused = true;
+          break;
+        }
+    }
+    if (!reused) {
+      if (Error error = encodeTensorMap(*driver, map, given, what, kernel,
+                                        zeroRow, encoded))
+        return error;
+      std::lock_guard<std::mutex> lock(recentMapsMutex);
+      RecentMaps &recent = recentMaps[index];
+      EncodedMap entry{given.data, SmallVector<int64_t, 5>(givenSizes),
+                       encoded};
+      if (recent.entries.size() < kRecentMaps) {
+        recent.entries.push_back(std::move(entry));
+      } else {
+        recent.entries[recent.next] = std::move(entry);
+        recent.next = (recent.next + 1) % kRecentMaps;
+      }
+    }
     params.push_back(&encoded);
   }
   return driver->launch(function, blocks,
@@ -331,6 +380,29 @@ LoadedKernel::~LoadedKernel() = default;
 
 bool hisa::runtime::setDevicePointerChecks(bool enabled) {
   return devicePointerChecks.exchange(enabled);
+}
+
+Error hisa::runtime::checkDevicePointers(
+    StringRef op, ArrayRef<std::pair<const char *, const void *>> pointers) {
+  if (trustedPointers || !devicePointerChecks.load(std::memory_order_relaxed))
+    return Error::success();
+  Expected<CudaDriver &> driver = CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+  for (auto [name, pointer] : pointers)
+    if (pointer)
+      if (Error error = driver->checkDevicePointer(pointer, name, op))
+        return error;
+  return Error::success();
+}
+
+hisa::runtime::TrustedPointersScope::TrustedPointersScope()
+    : previous(trustedPointers) {
+  trustedPointers = true;
+}
+
+hisa::runtime::TrustedPointersScope::~TrustedPointersScope() {
+  trustedPointers = previous;
 }
 
 StringRef hisa::runtime::getBuiltinKernelSource(StringRef name) {

@@ -11,6 +11,7 @@
 #include "hisa/Ops/Operators.h"
 #include "hisa/Ops/V4Operators.h"
 #include "hisa/Runtime/CudaDriver.h"
+#include "hisa/Runtime/Jit.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -308,6 +309,12 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   CudaDriver &driver = *driverOr;
   if (Expected<CUcontext> context = driver.ensureContext(); !context)
     return context.takeError();
+  // The weights are device memory, checked once: the forwards' launches
+  // skip the per-launch pointer queries (runtime::TrustedPointersScope).
+  for (const Named &weight : needed)
+    if (Error error =
+            driver.checkDevicePointer(weight.pointer, weight.name, op))
+      return std::move(error);
 
   if (maxPrefillTokens < 0)
     return argumentError(formatv("{0}: max_prefill_tokens = {1} is negative",
@@ -511,6 +518,14 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (!x || !out)
     return argumentError(
         formatv("{0}: {1} must not be NULL", op, !x ? "x" : "out"));
+  // x and out are checked here; everything else the launches read is the
+  // layer's own memory or the weights checked at creation, so the launches
+  // skip the driver's pointer queries (~140 a decode step).
+  if (Error error = buffers_->driver->checkDevicePointer(x, "x", op))
+    return error;
+  if (Error error = buffers_->driver->checkDevicePointer(out, "out", op))
+    return error;
+  runtime::TrustedPointersScope trustedPointers;
   const Config &c = config_;
   const Weights &w = weights_;
   Buffers &b = *buffers_;

@@ -41,6 +41,7 @@ struct State {
   Counters counters;
   std::map<uintptr_t, size_t> allocations; ///< base -> bytes
   std::set<uintptr_t> streams, events;
+  std::map<std::string, int64_t> entryCalls; ///< entry point -> calls
   uintptr_t nextHandle = 0x1000;
   int contextToken = 0; ///< the one context's address
 };
@@ -52,6 +53,12 @@ State &state() {
 
 CUcontext theContext() {
   return reinterpret_cast<CUcontext>(&state().contextToken);
+}
+
+void countEntry(const char *name) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.entryCalls[name];
 }
 
 void record(Call call) {
@@ -95,6 +102,11 @@ void resetCalls() {
   state().calls.clear();
 }
 
+std::map<std::string, int64_t> entryPointCalls() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().entryCalls;
+}
+
 } // namespace hisa::fake_cuda
 
 extern "C" {
@@ -102,16 +114,19 @@ extern "C" {
 CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
+  countEntry(__func__);
   *name = error == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorString(CUresult error, const char **text) {
+  countEntry(__func__);
   *text = error == CUDA_SUCCESS ? "no error" : "an error of the fake driver";
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  countEntry(__func__);
   if (ordinal != 0)
     return CUDA_ERROR_INVALID_DEVICE;
   *device = 0;
@@ -120,6 +135,7 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal) {
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
                               CUdevice) {
+  countEntry(__func__);
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
     *value = 227 * 1024;
@@ -140,6 +156,7 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
 }
 
 CUresult cuCtxGetCurrent(CUcontext *context) {
+  countEntry(__func__);
   *context = theContext();
   return CUDA_SUCCESS;
 }
@@ -147,37 +164,44 @@ CUresult cuCtxGetCurrent(CUcontext *context) {
 CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
 
 CUresult cuCtxGetDevice(CUdevice *device) {
+  countEntry(__func__);
   *device = 0;
   return CUDA_SUCCESS;
 }
 
 CUresult cuCtxSynchronize() {
+  countEntry(__func__);
   record(streamCall(Call::Synchronizing, nullptr, "cuCtxSynchronize"));
   return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
+  countEntry(__func__);
   *context = theContext();
   return CUDA_SUCCESS;
 }
 
 CUresult cuModuleLoadData(CUmodule *module, const void *) {
+  countEntry(__func__);
   *module = reinterpret_cast<CUmodule>(new FakeModule);
   return CUDA_SUCCESS;
 }
 
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned,
                             CUjit_option *, void **) {
+  countEntry(__func__);
   return cuModuleLoadData(module, image);
 }
 
 CUresult cuModuleUnload(CUmodule module) {
+  countEntry(__func__);
   delete reinterpret_cast<FakeModule *>(module);
   return CUDA_SUCCESS;
 }
 
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
                              const char *name) {
+  countEntry(__func__);
   auto *fake = reinterpret_cast<FakeModule *>(module);
   FakeFunction *&slot = fake->functions[name];
   if (!slot)
@@ -187,10 +211,12 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
 }
 
 CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+  countEntry(__func__);
   return CUDA_SUCCESS;
 }
 
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute, CUfunction) {
+  countEntry(__func__);
   *value = 0;
   return CUDA_SUCCESS;
 }
@@ -198,6 +224,7 @@ CUresult cuFuncGetAttribute(int *value, CUfunction_attribute, CUfunction) {
 CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
                         unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned, CUstream stream, void **, void **) {
+  countEntry(__func__);
   Call call =
       streamCall(Call::Launch, stream,
                  reinterpret_cast<FakeFunction *>(function)->name.c_str());
@@ -208,11 +235,13 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
 }
 
 CUresult cuStreamSynchronize(CUstream stream) {
+  countEntry(__func__);
   record(streamCall(Call::Synchronizing, stream, "cuStreamSynchronize"));
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
+  countEntry(__func__);
   // cuMemAlloc's alignment (at least 256 bytes: operators check it).
   size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
   void *memory = std::aligned_alloc(256, rounded);
@@ -229,6 +258,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
 }
 
 CUresult cuMemFree_v2(CUdeviceptr pointer) {
+  countEntry(__func__);
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.allocations.find(pointer);
@@ -242,6 +272,7 @@ CUresult cuMemFree_v2(CUdeviceptr pointer) {
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, size_t bytes) {
+  countEntry(__func__);
   if (!isDeviceRange(to, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(reinterpret_cast<void *>(to), from, bytes);
@@ -250,6 +281,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, size_t bytes) {
 }
 
 CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
+  countEntry(__func__);
   if (!isDeviceRange(from, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(to, reinterpret_cast<const void *>(from), bytes);
@@ -259,16 +291,19 @@ CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t,
                               CUstream stream) {
+  countEntry(__func__);
   record(streamCall(Call::Copy, stream, "cuMemcpyDtoDAsync"));
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream stream) {
+  countEntry(__func__);
   record(streamCall(Call::Copy, stream, "cuMemcpy2DAsync"));
   return CUDA_SUCCESS;
 }
 
 CUresult cuStreamCreate(CUstream *stream, unsigned) {
+  countEntry(__func__);
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   uintptr_t handle = s.nextHandle++;
@@ -279,6 +314,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned) {
 }
 
 CUresult cuStreamDestroy_v2(CUstream stream) {
+  countEntry(__func__);
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   return s.streams.erase(reinterpret_cast<uintptr_t>(stream))
@@ -287,6 +323,7 @@ CUresult cuStreamDestroy_v2(CUstream stream) {
 }
 
 CUresult cuEventCreate(CUevent *event, unsigned) {
+  countEntry(__func__);
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   uintptr_t handle = s.nextHandle++;
@@ -297,6 +334,7 @@ CUresult cuEventCreate(CUevent *event, unsigned) {
 }
 
 CUresult cuEventDestroy_v2(CUevent event) {
+  countEntry(__func__);
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   return s.events.erase(reinterpret_cast<uintptr_t>(event))
@@ -305,6 +343,7 @@ CUresult cuEventDestroy_v2(CUevent event) {
 }
 
 CUresult cuEventRecord(CUevent event, CUstream stream) {
+  countEntry(__func__);
   Call call = streamCall(Call::EventRecord, stream);
   call.event = reinterpret_cast<uintptr_t>(event);
   record(std::move(call));
@@ -312,6 +351,7 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
 }
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned) {
+  countEntry(__func__);
   Call call = streamCall(Call::StreamWait, stream);
   call.event = reinterpret_cast<uintptr_t>(event);
   record(std::move(call));
@@ -320,6 +360,7 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned) {
 
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
                                CUdeviceptr pointer) {
+  countEntry(__func__);
   if (attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
     return CUDA_ERROR_NOT_SUPPORTED;
   if (!isDeviceRange(pointer, 1))
@@ -334,6 +375,7 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType,
                                 const cuuint32_t *, CUtensorMapInterleave,
                                 CUtensorMapSwizzle, CUtensorMapL2promotion,
                                 CUtensorMapFloatOOBfill) {
+  countEntry(__func__);
   std::memset(map, 0, sizeof(*map));
   return CUDA_SUCCESS;
 }

@@ -15,6 +15,7 @@
 #define HISA_TEST_FAKEDRIVER_FAKECUDA_H
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ struct Counters {
 const std::vector<Call> &calls();
 Counters counters();
 void resetCalls();
+/// How often each driver entry point was called (cuda.h's versioned name).
+std::map<std::string, int64_t> entryPointCalls();
 
 } // namespace hisa::fake_cuda
 

@@ -154,10 +154,23 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
       << hisa_last_error();
   std::vector<Call> prefill = hisa::fake_cuda::calls();
   hisa::fake_cuda::resetCalls();
+  std::map<std::string, int64_t> entriesBefore =
+      hisa::fake_cuda::entryPointCalls();
   for (int step = 0; step < 3; ++step)
     ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, stream), HISA_OK)
         << hisa_last_error();
   std::vector<Call> decode = hisa::fake_cuda::calls();
+  // Host time: a step asks the driver about x and out only (its own
+  // buffers and the weights were checked at creation), and reuses every
+  // tensor map it encoded before.
+  std::map<std::string, int64_t> entriesAfter =
+      hisa::fake_cuda::entryPointCalls();
+  EXPECT_EQ(entriesAfter["cuPointerGetAttribute"] -
+                entriesBefore["cuPointerGetAttribute"],
+            3 * 2);
+  EXPECT_EQ(entriesAfter["cuTensorMapEncodeTiled"] -
+                entriesBefore["cuTensorMapEncodeTiled"],
+            0);
   hisa::fake_cuda::Counters after = hisa::fake_cuda::counters();
   EXPECT_EQ(after.allocations, before.allocations)
       << "prefill or decode allocated device memory";

@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace {
@@ -155,13 +157,25 @@ int main(int argc, char **argv) {
   std::printf("# Host time per call on the fake driver (%d calls, median of 5 "
               "rounds)\n\n",
               calls);
-  std::printf("| call | launches | host us / call | us / launch |\n");
-  std::printf("| --- | ---: | ---: | ---: |\n");
+  std::printf("| call | launches | host us / call | us / launch | driver "
+              "calls per call |\n");
+  std::printf("| --- | ---: | ---: | ---: | --- |\n");
   for (Row &row : rows) {
     size_t launches = launchesPerCall(row.call);
+    // The driver entry points one call uses (what the real driver charges
+    // for beyond this table's time).
+    std::map<std::string, int64_t> before = hisa::fake_cuda::entryPointCalls();
+    row.call();
+    std::string entries;
+    for (auto &[name, count] : hisa::fake_cuda::entryPointCalls()) {
+      int64_t used = count - before[name];
+      if (used)
+        entries +=
+            (entries.empty() ? "" : ", ") + name + " " + std::to_string(used);
+    }
     double us = timeCall(calls, row.call);
-    std::printf("| %s | %zu | %.2f | %.2f |\n", row.what, launches, us,
-                launches ? us / double(launches) : 0.0);
+    std::printf("| %s | %zu | %.2f | %.2f | %s |\n", row.what, launches, us,
+                launches ? us / double(launches) : 0.0, entries.c_str());
   }
   hisa_v4_attention_destroy(layer);
   return 0;

@@ -79,9 +79,32 @@ struct KernelMetadata {
   /// The instructions' operations, decoded from `op` with one StringSwitch
   /// (evaluateGrid runs on every launch: no chain of string compares).
   enum class Opcode : uint8_t {
-    Arg, Const, Dim, Cast, CastUI, AddI, SubI, MulI, DivSI, DivUI,
-    CeilDivUI, CeilDivSI, FloorDivSI, RemSI, RemUI, MinSI, MaxSI, MinUI,
-    MaxUI, AndI, OrI, XOrI, ShLI, ShRUI, ShRSI, Unknown
+    Arg,
+    Const,
+    Dim,
+    Cast,
+    CastUI,
+    AddI,
+    SubI,
+    MulI,
+    DivSI,
+    DivUI,
+    CeilDivUI,
+    CeilDivSI,
+    FloorDivSI,
+    RemSI,
+    RemUI,
+    MinSI,
+    MaxSI,
+    MinUI,
+    MaxUI,
+    AndI,
+    OrI,
+    XOrI,
+    ShLI,
+    ShRUI,
+    ShRSI,
+    Unknown
   };
   static Opcode decodeOpcode(llvm::StringRef op);
 
@@ -200,6 +223,32 @@ llvm::StringRef getBuiltinKernelSource(llvm::StringRef name);
 /// Whether launches check with the driver that each pointer argument is
 /// device memory (default: yes); returns the previous setting.
 bool setDevicePointerChecks(bool enabled);
+
+/// Checks with the driver that each non-null pointer is device memory, as
+/// a launch would (and as it, not while device-pointer checks are off or a
+/// TrustedPointersScope is alive); the error names the pointer and `op`.
+/// Orchestration layers check their arguments once with it, then launch
+/// their kernels in a TrustedPointersScope.
+llvm::Error checkDevicePointers(
+    llvm::StringRef op,
+    llvm::ArrayRef<std::pair<const char *, const void *>> pointers);
+
+/// While alive, launches on this thread skip the driver's device-pointer
+/// queries: for orchestration layers whose launches read only buffers they
+/// allocated or checked once themselves (the V4 layer checks its weights
+/// at creation and x and out per call; its ~140 queries a decode step are
+/// host time on the critical path). Null pointers and alignment are still
+/// checked.
+class TrustedPointersScope {
+public:
+  TrustedPointersScope();
+  ~TrustedPointersScope();
+  TrustedPointersScope(const TrustedPointersScope &) = delete;
+  TrustedPointersScope &operator=(const TrustedPointersScope &) = delete;
+
+private:
+  bool previous;
+};
 
 /// Parses "a=1,b=2" into sorted "name=value" entries; rejects malformed text
 /// and names given more than once.

@@ -1,0 +1,154 @@
+//===- LaunchPathTest.cpp - The runtime's launch path on the fake driver --===//
+//
+// What a launch asks of the driver besides cuLaunchKernel, on the fake
+// driver (FakeCuda.h): device-pointer queries (skipped inside a
+// TrustedPointersScope, and by orchestration layers after their own
+// checks) and tensor-map encodings (reused for the same tensor, redone for
+// another). Host time per call is what these save.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCuda.h"
+
+#include "hisa/Runtime/Jit.h"
+#include "hisa/Runtime/hisa_runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cuda.h>
+
+#include <string>
+
+using namespace hisa::runtime;
+
+namespace {
+
+void *deviceBuffer(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  EXPECT_EQ(cuMemAlloc(&pointer, bytes), CUDA_SUCCESS);
+  return reinterpret_cast<void *>(pointer);
+}
+
+int64_t entryCalls(const char *name) {
+  auto calls = hisa::fake_cuda::entryPointCalls();
+  auto it = calls.find(name);
+  return it == calls.end() ? 0 : it->second;
+}
+
+LaunchArgument tensor(void *data, std::initializer_list<int64_t> sizes) {
+  LaunchArgument argument;
+  argument.kind = KernelMetadata::Argument::Tensor;
+  argument.data = data;
+  argument.sizes.assign(sizes.begin(), sizes.end());
+  return argument;
+}
+
+/// mqa_logits_decode (heads = 64, dim = 128): its keys and key scales come
+/// through TMA.
+LoadedKernel *logitsKernel() {
+  auto kernel =
+      Jit::get().getKernel(getBuiltinKernelSource("mqa_logits_decode"),
+                           "mqa_logits_decode", "dim=128,heads=64", "sm_90a");
+  EXPECT_TRUE(bool(kernel)) << (kernel ? "" : toString(kernel.takeError()));
+  return kernel ? *kernel : nullptr;
+}
+
+/// The seven arguments of a logits launch of `m` queries over rows of
+/// `row` keys.
+struct LogitsBuffers {
+  int64_t m, row;
+  void *q, *k, *scale, *weights, *starts, *ends, *logits;
+  LogitsBuffers(int64_t m, int64_t row)
+      : m(m), row(row), q(deviceBuffer(m * 64 * 128)),
+        k(deviceBuffer(m * row * 128)), scale(deviceBuffer(m * row * 4)),
+        weights(deviceBuffer(m * 64 * 4)), starts(deviceBuffer(m * 4)),
+        ends(deviceBuffer(m * 4)), logits(deviceBuffer(m * row * 4)) {}
+  llvm::Error launch(LoadedKernel &kernel, void *keys = nullptr,
+                     int64_t keyRows = -1) {
+    LaunchArgument arguments[] = {
+        tensor(q, {m * 64, 128}),
+        tensor(keys ? keys : k, {keyRows < 0 ? m * row : keyRows, 128}),
+        tensor(scale, {m * row}),
+        tensor(weights, {m, 64}),
+        tensor(starts, {m}),
+        tensor(ends, {m}),
+        tensor(logits, {m, row})};
+    return kernel.launch(arguments, nullptr);
+  }
+};
+
+TEST(LaunchPath, TensorMapsAreEncodedOncePerTensor) {
+  LoadedKernel *kernel = logitsKernel();
+  ASSERT_TRUE(kernel);
+  ASSERT_FALSE(kernel->getMetadata().tensorMaps.empty())
+      << "the kernel no longer uses TMA; pick another for this test";
+  LogitsBuffers buffers(4, 1024);
+  void *otherKeys = deviceBuffer(4 * 1024 * 128);
+  auto launch = [&](void *keys, int64_t rows) {
+    llvm::Error error = buffers.launch(*kernel, keys, rows);
+    EXPECT_FALSE(bool(error)) << toString(std::move(error));
+  };
+  auto encodes = [] { return entryCalls("cuTensorMapEncodeTiled"); };
+  int64_t maps = int64_t(kernel->getMetadata().tensorMaps.size());
+  int64_t before = encodes();
+  launch(buffers.k, 4096);
+  EXPECT_EQ(encodes() - before, maps);
+  // The same tensors again: the encodings are reused.
+  launch(buffers.k, 4096);
+  launch(buffers.k, 4096);
+  EXPECT_EQ(encodes() - before, maps);
+  // Another key buffer, then other sizes: its map is encoded anew (never a
+  // stale map), the others are reused.
+  launch(otherKeys, 4096);
+  EXPECT_EQ(encodes() - before, maps + 1);
+  launch(otherKeys, 4000);
+  EXPECT_EQ(encodes() - before, maps + 2);
+  // Alternating between them encodes nothing (several kept per map).
+  launch(buffers.k, 4096);
+  launch(otherKeys, 4096);
+  launch(otherKeys, 4000);
+  EXPECT_EQ(encodes() - before, maps + 2);
+}
+
+TEST(LaunchPath, TrustedPointersScopeSkipsThePointerQueries) {
+  LoadedKernel *kernel = logitsKernel();
+  ASSERT_TRUE(kernel);
+  LogitsBuffers buffers(2, 256);
+  auto queries = [] { return entryCalls("cuPointerGetAttribute"); };
+  int64_t before = queries();
+  ASSERT_FALSE(bool(buffers.launch(*kernel)));
+  EXPECT_EQ(queries() - before, 7);
+  {
+    TrustedPointersScope trusted;
+    ASSERT_FALSE(bool(buffers.launch(*kernel)));
+    EXPECT_EQ(queries() - before, 7);
+    // Nested scopes restore what they found.
+    { TrustedPointersScope inner; }
+    ASSERT_FALSE(bool(buffers.launch(*kernel)));
+    EXPECT_EQ(queries() - before, 7);
+  }
+  ASSERT_FALSE(bool(buffers.launch(*kernel)));
+  EXPECT_EQ(queries() - before, 14);
+
+  // Outside a scope a host pointer is still refused, naming the argument.
+  alignas(256) static char host[2 * 256 * 128];
+  llvm::Error error = buffers.launch(*kernel, host);
+  ASSERT_TRUE(bool(error));
+  std::string message = toString(std::move(error));
+  EXPECT_NE(message.find("'k'"), std::string::npos) << message;
+}
+
+TEST(LaunchPath, CheckDevicePointersNamesTheArgument) {
+  int host[4];
+  void *device = deviceBuffer(64);
+  llvm::Error error =
+      checkDevicePointers("an_op", {{"first", device}, {"second", host}});
+  ASSERT_TRUE(bool(error));
+  std::string message = toString(std::move(error));
+  EXPECT_NE(message.find("second"), std::string::npos) << message;
+  EXPECT_NE(message.find("an_op"), std::string::npos) << message;
+  // Null pointers are the launches' to refuse (with their sizes in view).
+  EXPECT_FALSE(bool(checkDevicePointers("an_op", {{"none", nullptr}})));
+}
+
+} // namespace
