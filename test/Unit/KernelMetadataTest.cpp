@@ -72,11 +72,12 @@ TEST(KernelMetadata, RejectsMalformedTensorMaps) {
     bad.insert(bad.find("inst "), line);
     llvm::Expected<KernelMetadata> parsed = KernelMetadata::parse(bad);
     EXPECT_FALSE(static_cast<bool>(parsed)) << line;
-    if (!parsed)
+    if (!parsed) {
       EXPECT_NE(llvm::toString(parsed.takeError())
                     .find("malformed kernel metadata line: 'tensormap"),
                 std::string::npos)
           << line;
+    }
   }
 }
 
