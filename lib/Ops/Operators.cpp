@@ -167,6 +167,10 @@ Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
         formatv("{0}: row_length = {1} is not a multiple of 4", op, rowLength));
   if (Error error = checkIndexRange(op, "m * row_length", m * rowLength))
     return error;
+  // One grid row per query.
+  if (m > 65535)
+    return argumentError(formatv(
+        "{0}: m = {1} exceeds 65535 (the grid's second dimension)", op, m));
   if (m == 0 || rowLength == 0)
     return Error::success();
   LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),

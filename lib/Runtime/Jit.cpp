@@ -215,7 +215,9 @@ private:
     CUtensorMap map;
   };
   struct RecentMaps {
-    SmallVector<EncodedMap, 2> entries;
+    // std::vector: CUtensorMap is over-aligned (64-128 bytes), which
+    // SmallVector's heap storage does not guarantee; aligned new does.
+    std::vector<EncodedMap> entries;
     size_t next = 0; ///< the entry a new encoding replaces once full
   };
   std::mutex recentMapsMutex;

@@ -311,10 +311,11 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     return context.takeError();
   // The weights are device memory, checked once: the forwards' launches
   // skip the per-launch pointer queries (runtime::TrustedPointersScope).
+  std::vector<std::pair<const char *, const void *>> weightPointers;
   for (const Named &weight : needed)
-    if (Error error =
-            driver.checkDevicePointer(weight.pointer, weight.name, op))
-      return std::move(error);
+    weightPointers.push_back({weight.name, weight.pointer});
+  if (Error error = runtime::checkDevicePointers(op, weightPointers))
+    return std::move(error);
 
   if (maxPrefillTokens < 0)
     return argumentError(formatv("{0}: max_prefill_tokens = {1} is negative",
@@ -521,9 +522,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   // x and out are checked here; everything else the launches read is the
   // layer's own memory or the weights checked at creation, so the launches
   // skip the driver's pointer queries (~140 a decode step).
-  if (Error error = buffers_->driver->checkDevicePointer(x, "x", op))
-    return error;
-  if (Error error = buffers_->driver->checkDevicePointer(out, "out", op))
+  if (Error error = runtime::checkDevicePointers(op, {{"x", x}, {"out", out}}))
     return error;
   runtime::TrustedPointersScope trustedPointers;
   const Config &c = config_;
@@ -552,6 +551,19 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     lanes.push_back(SideStreams::IndexLane);
   if (Error error = streams.forkFrom(stream, lanes))
     return error;
+  // Once forked, the branches are joined on every exit, errors included:
+  // an unjoined branch fails a CUDA graph capture, and outside one the
+  // next forward's q branch would race with it.
+  struct JoinOnExit {
+    SideStreams &streams;
+    void *stream;
+    ArrayRef<SideStreams::Lane> lanes;
+    bool joined = false;
+    ~JoinOnExit() {
+      if (!joined)
+        consumeError(streams.joinInto(stream, lanes));
+    }
+  } joinOnExit{streams, stream, lanes};
   void *kvStream = streams.lane(SideStreams::KvLane);
   void *compressStream = streams.lane(SideStreams::CompressLane);
   void *indexStream = streams.lane(SideStreams::IndexLane);
@@ -651,6 +663,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (ratio == 4)
     if (Error error = runIndexer(x, seq, decode, indexStream))
       return error;
+  joinOnExit.joined = true;
   if (Error error = streams.joinInto(stream, lanes))
     return error;
 

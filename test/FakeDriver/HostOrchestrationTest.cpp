@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -74,52 +75,81 @@ std::multiset<std::string> kernels(const std::vector<Call> &calls) {
 /// Checks that a forward on `stream` is capturable and its branches are
 /// forked from and joined into `stream`: nothing blocks the host; work runs
 /// on `stream` or on side streams; a side stream's first operation waits
-/// for an event last recorded on `stream`, its last records an event that
-/// `stream` then waits for, and nothing runs on it after that.
+/// for an event last recorded on `stream` (the fork), its last records an
+/// event that `stream` waits for before it assembles the index rows
+/// (`v4_indices`, which reads the branches' results), and nothing runs on
+/// it after that; the indexer's branch (the one scoring keys) waits for
+/// q_lora: an event recorded on `stream` after its RMSNorm.
 void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
                            const char *what) {
   SCOPED_TRACE(what);
-  std::map<uintptr_t, uintptr_t> lastRecordedOn; // event -> stream
-  std::map<uintptr_t, std::vector<const Call *>> sides;
-  for (const Call &call : calls) {
+  std::map<uintptr_t, std::vector<size_t>> sides; // stream -> call indices
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Call &call = calls[i];
     EXPECT_NE(call.kind, Call::Synchronizing)
         << call.name << " blocks the host (a CUDA graph capture fails)";
     if (call.stream != stream)
-      sides[call.stream].push_back(&call);
-    if (call.kind == Call::EventRecord)
-      lastRecordedOn[call.event] = call.stream;
+      sides[call.stream].push_back(i);
   }
   EXPECT_FALSE(sides.empty()) << "no side stream was used";
+  // The stream that last recorded an event before call `i`, and the index
+  // of that record.
+  auto lastRecord = [&](uintptr_t event, size_t i) -> std::optional<size_t> {
+    for (size_t j = i; j-- > 0;)
+      if (calls[j].kind == Call::EventRecord && calls[j].event == event)
+        return j;
+    return std::nullopt;
+  };
+  auto indicesLaunch = std::find_if(calls.begin(), calls.end(), [&](auto &c) {
+    return c.kind == Call::Launch && c.name == "v4_indices";
+  });
+  ASSERT_NE(indicesLaunch, calls.end()) << "no v4_indices launch";
+  size_t indicesAt = indicesLaunch - calls.begin();
   for (auto &[side, own] : sides) {
     ASSERT_FALSE(own.empty());
-    // Forked: the first operation waits for the caller's stream.
-    const Call *first = own.front();
-    EXPECT_EQ(first->kind, Call::StreamWait)
-        << "side stream " << side << " starts with " << first->name;
-    // Joined: the last operation records an event the caller's stream
-    // waits for, after which the side stream stays idle.
-    const Call *last = own.back();
-    ASSERT_EQ(last->kind, Call::EventRecord)
-        << "side stream " << side << " ends with " << last->name;
-    auto at = std::find_if(calls.begin(), calls.end(),
-                           [&](const Call &call) { return &call == last; });
-    bool joined = std::any_of(at, calls.end(), [&](const Call &call) {
-      return call.kind == Call::StreamWait && call.stream == stream &&
-             call.event == last->event;
-    });
-    EXPECT_TRUE(joined) << "side stream " << side << " is never joined";
-  }
-  // Every wait of a side stream is on an event recorded before on some
-  // stream (the fork's on the caller's, the indexer's q_lora on the
-  // caller's): none waits for an event nobody recorded.
-  std::set<uintptr_t> recorded;
-  for (const Call &call : calls) {
-    if (call.kind == Call::EventRecord)
-      recorded.insert(call.event);
-    if (call.kind == Call::StreamWait) {
-      EXPECT_TRUE(recorded.count(call.event))
-          << "a wait for an event not recorded in this forward";
+    // Forked: the first operation waits for what `stream` queued.
+    const Call &first = calls[own.front()];
+    ASSERT_EQ(first.kind, Call::StreamWait)
+        << "side stream " << side << " starts with " << first.name;
+    std::optional<size_t> fork = lastRecord(first.event, own.front());
+    ASSERT_TRUE(fork) << "side stream " << side
+                      << " waits for an event not recorded before";
+    EXPECT_EQ(calls[*fork].stream, stream)
+        << "side stream " << side << " is not forked from the caller's";
+    // Joined before the index rows: the last operation records an event the
+    // caller's stream waits for before v4_indices; nothing runs after it.
+    const Call &last = calls[own.back()];
+    ASSERT_EQ(last.kind, Call::EventRecord)
+        << "side stream " << side << " ends with " << last.name;
+    bool joined = false;
+    for (size_t j = own.back() + 1; j < indicesAt; ++j)
+      joined |= calls[j].kind == Call::StreamWait &&
+                calls[j].stream == stream && calls[j].event == last.event;
+    EXPECT_TRUE(joined) << "side stream " << side
+                        << " is not joined before v4_indices";
+    // The indexer's branch reads q_lora: it waits for an event the caller's
+    // stream recorded after its RMSNorm.
+    bool scoresKeys = false;
+    for (size_t i : own)
+      scoresKeys |= calls[i].kind == Call::Launch &&
+                    (calls[i].name == "mqa_logits_decode" ||
+                     calls[i].name == "pool_mqa_logits");
+    if (!scoresKeys)
+      continue;
+    bool waitsForQr = false;
+    for (size_t i : own) {
+      if (calls[i].kind != Call::StreamWait || i == own.front())
+        continue;
+      std::optional<size_t> record = lastRecord(calls[i].event, i);
+      if (!record || calls[*record].stream != stream)
+        continue;
+      for (size_t j = 0; j < *record; ++j)
+        waitsForQr |= calls[j].stream == stream &&
+                      calls[j].kind == Call::Launch &&
+                      calls[j].name == "v4_rmsnorm";
     }
+    EXPECT_TRUE(waitsForQr)
+        << "the indexer's branch does not wait for q_lora's RMSNorm";
   }
 }
 

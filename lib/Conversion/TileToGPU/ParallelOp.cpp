@@ -7,6 +7,8 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace hisa::tile;
 
@@ -50,52 +52,87 @@ static FailureOr<int64_t> getReplicaBits(FragmentLayoutAttr attr,
   return mask;
 }
 
-/// The shared tiles `op` writes (stores and atomics).
+/// The tile `value` is a view of (tile.view chains), or `value` itself.
+static Value getViewedTile(Value value) {
+  while (auto view = value.getDefiningOp<ViewOp>())
+    value = view.getSource();
+  return value;
+}
+
+/// The shared tiles `op` writes (stores and atomics), seen through views.
 static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
   SmallPtrSet<Value, 4> tiles;
   op.walk([&](StoreOp store) {
     if (isa<SharedType>(store.getDest().getType()))
-      tiles.insert(store.getDest());
+      tiles.insert(getViewedTile(store.getDest()));
   });
   op.walk([&](AtomicOp atomic) {
     if (isa<SharedType>(atomic.getDest().getType()))
-      tiles.insert(atomic.getDest());
+      tiles.insert(getViewedTile(atomic.getDest()));
   });
   return tiles;
 }
 
 /// Whether an op before `op` may still be reading a shared tile that `op`
 /// writes when a faster thread starts writing it (write after read): some
-/// op reads it since the last block barrier. Scans the ops before `op` in
-/// its block, then before its enclosing ops up to the launch, and stops at
-/// a barrier: a lowered one, or a parallel that writes shared memory (it
-/// ends with one). (A loop's next iteration against reads later in its
-/// body is not covered: the loops that need it end with a writing
-/// parallel.)
+/// op reads it (directly or through a view) since the last block barrier.
+/// Scans the ops before `op` in its block; inside a loop, also the body's
+/// ops after `op` (the previous iteration's); then the ops before each
+/// enclosing op up to the launch. Stops at a barrier: a lowered one, or a
+/// parallel that writes shared memory (it ends with one).
 static bool mayOverwriteWhatOthersRead(ParallelOp op,
                                        const SmallPtrSet<Value, 4> &written) {
   auto readsWritten = [&](Operation *root) {
     bool reads = false;
     root->walk([&](Operation *inner) {
-      if (isa<StoreOp, AtomicOp, AllocOp>(inner))
+      if (isa<StoreOp, AtomicOp, AllocOp, ViewOp>(inner))
         return;
       for (Value operand : inner->getOperands())
-        reads |= written.contains(operand);
+        reads |= written.contains(getViewedTile(operand));
     });
     return reads;
   };
-  for (Operation *at = op; at && !isa<LaunchOp, gpu::GPUFuncOp>(at);
-       at = at->getParentOp()) {
-    for (Operation *previous = at->getPrevNode(); previous;
+  // Ops whose lowering ends with a block barrier after all their reads:
+  // a parallel that writes shared memory, a scan, and copies, fills and
+  // casts into a shared tile (MemoryOps.cpp, ScanOps.cpp).
+  auto endsWithBarrier = [](Operation *candidate) {
+    if (isa<gpu::BarrierOp, ScanOp>(candidate))
+      return true;
+    if (auto parallel = dyn_cast<ParallelOp>(candidate))
+      return !getWrittenSharedTiles(parallel).empty();
+    if (auto copy = dyn_cast<CopyOp>(candidate))
+      return isa<SharedType>(copy.getDest().getType());
+    if (auto cast = dyn_cast<CastOp>(candidate))
+      return isa<SharedType>(cast.getDest().getType());
+    if (auto fill = dyn_cast<FillOp>(candidate))
+      return isa<SharedType>(fill.getDest().getType());
+    if (auto clear = dyn_cast<ClearOp>(candidate))
+      return isa<SharedType>(clear.getDest().getType());
+    return false;
+  };
+  /// Scans [first, last] backwards: true on a read, false on a barrier or
+  /// at the end of the range (nullopt: neither).
+  auto scanBack = [&](Operation *last,
+                      Operation *stopBefore) -> std::optional<bool> {
+    for (Operation *previous = last; previous && previous != stopBefore;
          previous = previous->getPrevNode()) {
-      if (isa<gpu::BarrierOp>(previous))
-        return false;
-      if (auto parallel = dyn_cast<ParallelOp>(previous);
-          parallel && !getWrittenSharedTiles(parallel).empty())
+      if (endsWithBarrier(previous))
         return false;
       if (readsWritten(previous))
         return true;
     }
+    return std::nullopt;
+  };
+  for (Operation *at = op; at && !isa<LaunchOp, gpu::GPUFuncOp>(at);
+       at = at->getParentOp()) {
+    if (std::optional<bool> found = scanBack(at->getPrevNode(), nullptr))
+      return *found;
+    // The previous iteration of an enclosing loop ran the body's ops after
+    // `at` last.
+    Operation *parent = at->getParentOp();
+    if (parent && isa<scf::ForOp, scf::WhileOp, PipelinedOp>(parent))
+      if (std::optional<bool> found = scanBack(&at->getBlock()->back(), at))
+        return *found;
   }
   return false;
 }

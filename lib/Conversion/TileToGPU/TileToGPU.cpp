@@ -264,18 +264,18 @@ void KernelLowering::emitIf(OpBuilder &b, Value condition,
 }
 
 void KernelLowering::roleRendezvous(OpBuilder &b) {
-  // barrier.sync without .aligned: the roles reach it at different
-  // instructions, which `bar.sync` (= barrier.sync.aligned) leaves undefined
-  // (compute-sanitizer's synccheck reported divergent threads, racecheck
-  // the mbarrier initialization racing the producer's first arrival).
+  // barrier.sync without .aligned (llvm.nvvm.barrier.cta.sync.count, a
+  // convergent intrinsic): the roles reach it at different instructions,
+  // which `bar.sync` (= barrier.sync.aligned) leaves undefined
+  // (compute-sanitizer's synccheck reported divergent threads).
   Location loc = func.getLoc();
-  std::string ptx = "barrier.sync " + std::to_string(kRoleRendezvousBarrier) +
-                    ", " + std::to_string(threads + kProducerThreads) + ";";
-  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange(), ptx, "~{memory}",
-                            /*has_side_effects=*/true,
-                            /*is_align_stack=*/false, LLVM::TailCallKind::None,
-                            LLVM::AsmDialectAttr(),
-                            /*operand_attrs=*/ArrayAttr());
+  Type i32 = b.getI32Type();
+  Value id = arith::ConstantIntOp::create(b, loc, i32, kRoleRendezvousBarrier);
+  Value count =
+      arith::ConstantIntOp::create(b, loc, i32, threads + kProducerThreads);
+  LLVM::CallIntrinsicOp::create(
+      b, loc, b.getStringAttr("llvm.nvvm.barrier.cta.sync.count"),
+      ValueRange{id, count});
 }
 
 void KernelLowering::barrier(OpBuilder &b) {

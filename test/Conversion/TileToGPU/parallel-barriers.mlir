@@ -70,3 +70,66 @@ tile.kernel @read_before_a_barrier(%out: !tile.global<[64], f32>) {
     tile.copy %t to %out[%c0] : !tile.shared<[64], f32> to !tile.global<[64], f32>
   }
 }
+
+// -----
+
+// In a loop, the previous iteration's reads after the write count too:
+// the next iteration's write waits for them.
+// CHECK-LABEL: gpu.func @loop_carried
+// CHECK: scf.for
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.store {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+tile.kernel @loop_carried(%out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 64 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0.0 : f32
+    tile.fill %r, %zero : !tile.frag<[64], f32>, f32
+    scf.for %step = %c0 to %c4 step %c1 {
+      tile.parallel (%i) in [64] {
+        %v = tile.load %r[%i] : !tile.frag<[64], f32>
+        tile.store %v, %t[%i] : !tile.shared<[64], f32>
+      }
+      tile.parallel (%i) in [64] {
+        %c1_i = arith.constant 1 : index
+        %j = arith.xori %i, %c1_i : index
+        %b = tile.load %t[%j] : !tile.shared<[64], f32>
+        tile.store %b, %r[%i] : !tile.frag<[64], f32>
+      }
+    }
+    tile.copy %r to %out[%c0] : !tile.frag<[64], f32> to !tile.global<[64], f32>
+  }
+}
+
+// -----
+
+// A read through a view of the tile counts as a read of the tile.
+// CHECK-LABEL: gpu.func @through_a_view
+// CHECK: memref.load {{.*}} : memref<2x32xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: workgroup
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.store {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+tile.kernel @through_a_view(%out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 64 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %r = tile.alloc : !tile.frag<[2, 32], f32>
+    %v = tile.view %t : !tile.shared<[64], f32> to !tile.shared<[2, 32], f32>
+    tile.parallel (%a, %b) in [2, 32] {
+      %x = tile.load %v[%a, %b] : !tile.shared<[2, 32], f32>
+      tile.store %x, %r[%a, %b] : !tile.frag<[2, 32], f32>
+    }
+    tile.parallel (%i) in [64] {
+      %f = arith.constant 1.0 : f32
+      tile.store %f, %t[%i] : !tile.shared<[64], f32>
+    }
+    %c0 = arith.constant 0 : index
+    tile.copy %t to %out[%c0] : !tile.shared<[64], f32> to !tile.global<[64], f32>
+  }
+}
