@@ -101,11 +101,14 @@ char *offsetBytes(const void *base, uint64_t bytes) {
 /// the layer; a forward only records and waits, which a CUDA graph
 /// captures as parallel branches.
 struct SideStreams {
-  static constexpr int kLanes = 3;
-  enum Lane { KvLane = 0, CompressLane = 1, IndexLane = 2 };
+  static constexpr int kLanes = 4;
+  /// The kv branch, the compressor's, the indexer's q and scores, the
+  /// indexer's keys (its compressor and fp8 conversion).
+  enum Lane { KvLane = 0, CompressLane = 1, IndexLane = 2, IndexKeysLane = 3 };
   CudaDriver *driver = nullptr;
   CUstream lanes[kLanes] = {};
-  CUevent fork = nullptr, qrReady = nullptr, done[kLanes] = {};
+  CUevent fork = nullptr, qrReady = nullptr, keysReady = nullptr,
+          done[kLanes] = {};
 
   SideStreams() = default;
   SideStreams(const SideStreams &) = delete;
@@ -116,7 +119,8 @@ struct SideStreams {
     for (CUstream lane : lanes)
       if (lane)
         (void)driver->streamDestroy(lane);
-    for (CUevent event : {fork, qrReady, done[0], done[1], done[2]})
+    for (CUevent event :
+         {fork, qrReady, keysReady, done[0], done[1], done[2], done[3]})
       if (event)
         (void)driver->eventDestroy(event);
   }
@@ -135,7 +139,8 @@ struct SideStreams {
       if (Error error = check(cuda.streamCreate(&lane, CU_STREAM_NON_BLOCKING),
                               "cuStreamCreate"))
         return error;
-    for (CUevent *event : {&fork, &qrReady, &done[0], &done[1], &done[2]})
+    for (CUevent *event :
+         {&fork, &qrReady, &keysReady, &done[0], &done[1], &done[2], &done[3]})
       if (Error error = check(cuda.eventCreate(event, CU_EVENT_DISABLE_TIMING),
                               "cuEventCreate"))
         return error;
@@ -402,7 +407,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
       {&b.splitK[0], splitBytes, "the split-k projections' partial sums"},
       {&b.splitK[1], splitBytes, "the split-k projections' partial sums"},
       {&b.splitK[2], splitBytes, "the split-k projections' partial sums"},
-      {&b.splitK[3], splitBytes, "the split-k projections' partial sums"}};
+      {&b.splitK[3], splitBytes, "the split-k projections' partial sums"},
+      {&b.splitK[4], splitBytes, "the split-k projections' partial sums"}};
   for (Piece &piece : pieces)
     if (Error error = piece.buffer->allocate(driver, piece.bytes, piece.what))
       return std::move(error);
@@ -544,11 +550,13 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   // The branches: q on the caller's stream; kv, the compressor and the
   // indexer on side streams, joined back before the index rows.
   SideStreams &streams = b.streams;
-  SmallVector<SideStreams::Lane, 3> lanes = {SideStreams::KvLane};
+  SmallVector<SideStreams::Lane, 4> lanes = {SideStreams::KvLane};
   if (ratio)
     lanes.push_back(SideStreams::CompressLane);
-  if (ratio == 4)
+  if (ratio == 4) {
     lanes.push_back(SideStreams::IndexLane);
+    lanes.push_back(SideStreams::IndexKeysLane);
+  }
   if (Error error = streams.forkFrom(stream, lanes))
     return error;
   // Once forked, the branches are joined on every exit, errors included:
@@ -754,13 +762,17 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   int32_t *positions = b.positions.as<int32_t>();
   const int32_t *base = decode ? positions : b.zeros.as<int32_t>();
 
+  // Two branches meet at the scores: the keys (on their own stream) and
+  // the q and weights (on `stream`, which also scores).
+  void *keysStream = b.streams.lane(SideStreams::IndexKeysLane);
+
   // Its compressor (ratio 4 with overlap, 128 dims): entries Hadamard + fp4
   // quantized in the kernel, into the key cache [batch, capacity, 128].
   if (Error error = project(x, w.iWkv, b.indexKv.get(), tokens, 2 * kIndexDim,
-                            c.dim, 1, stream))
+                            c.dim, 1, keysStream))
     return error;
   if (Error error = project(x, w.iWgate, b.indexScore.get(), tokens,
-                            2 * kIndexDim, c.dim, 1, stream))
+                            2 * kIndexDim, c.dim, 1, keysStream))
     return error;
   ops::CompressShape shape;
   shape.batch = batch_;
@@ -775,13 +787,14 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
     if (Error error = ops::v4CompressDecode(
             b.indexKv.get(), b.indexScore.get(), w.iApe, w.iNorm, cos, sin,
             b.indexStateKv.as<float>(), b.indexStateScore.as<float>(),
-            b.indexKeys.get(), positions, shape, eps, stream))
+            b.indexKeys.get(), positions, shape, eps, keysStream))
       return error;
   } else {
     if (Error error = ops::v4CompressPrefill(
             b.indexKv.get(), b.indexScore.get(), w.iApe, w.iNorm, cos, sin,
             b.indexStateKv.as<float>(), b.indexStateScore.as<float>(),
-            b.indexKeys.get(), b.zeros.as<int32_t>(), shape, seq, eps, stream))
+            b.indexKeys.get(), b.zeros.as<int32_t>(), shape, seq, eps,
+            keysStream))
       return error;
   }
   // The new keys in fp8: prefill all, decode the entry a token completed
@@ -789,12 +802,18 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   if (Error error = ops::v4ToFp8(b.indexKeys.get(), b.indexKeys8.get(),
                                  b.indexKeyScale.as<float>(), nullptr, nullptr,
                                  decode ? positions : nullptr, batch_, stride,
-                                 0, decode ? 1 : seq / 4, 1.0f, stream))
+                                 0, decode ? 1 : seq / 4, 1.0f, keysStream))
+    return error;
+  if (Error error = b.streams.record(b.streams.keysReady, keysStream))
     return error;
 
   // Its q: qr * i_wq, RoPE on each head's last 64 dims, Hadamard + fp4,
   // fp8 with the row scales folded into the head weights (x * i_weights *
-  // index_dim^-1/2 * heads^-1/2).
+  // index_dim^-1/2 * heads^-1/2). The weights need only x: first, while
+  // q_lora is computed.
+  if (Error error = project(x, w.iWeights, b.indexWeights.get(), tokens, heads,
+                            c.dim, 1, stream))
+    return error;
   if (Error error = b.streams.wait(stream, b.streams.qrReady))
     return error;
   if (Error error = project(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
@@ -804,9 +823,6 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
                                 kIndexDim, seq, maxSeq_, false, stream))
     return error;
   if (Error error = ops::v4HadamardFp4(b.indexQ.get(), tokens * heads, stream))
-    return error;
-  if (Error error = project(x, w.iWeights, b.indexWeights.get(), tokens, heads,
-                            c.dim, 1, stream))
     return error;
   float factor = 1.0f / std::sqrt(float(kIndexDim) * float(heads));
   if (Error error = ops::v4ToFp8(
@@ -826,6 +842,8 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
     if (Error error = ops::v4IndexWindows(starts, ends, positions, tokens, 1,
                                           /*capacity=*/0, 4, stream))
       return error;
+    if (Error error = b.streams.wait(stream, b.streams.keysReady))
+      return error;
     auto *logits = static_cast<float *>(b.indexerWorkspace.get());
     if (Error error = ops::mqaLogitsDecode(
             b.indexQ8.get(), b.indexKeys8.get(), b.indexKeyScale.as<float>(),
@@ -843,6 +861,8 @@ Error Attention::runIndexer(const void *x, int64_t seq, bool decode,
   // one sequence's worth, shared by the per-sequence calls (and aligned).
   if (Error error = ops::v4IndexWindows(starts, ends, b.zeros.as<int32_t>(),
                                         seq, seq, /*capacity=*/0, 4, stream))
+    return error;
+  if (Error error = b.streams.wait(stream, b.streams.keysReady))
     return error;
   indexShape.m = seq;
   indexShape.n = std::max<int64_t>(capacity, 1);

@@ -79,7 +79,8 @@ std::multiset<std::string> kernels(const std::vector<Call> &calls) {
 /// event that `stream` waits for before it assembles the index rows
 /// (`v4_indices`, which reads the branches' results), and nothing runs on
 /// it after that; the indexer's branch (the one scoring keys) waits for
-/// q_lora: an event recorded on `stream` after its RMSNorm.
+/// q_lora (an event recorded on `stream` after its RMSNorm) and for the
+/// keys (an event recorded on the keys' branch after their fp8 conversion).
 void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
                            const char *what) {
   SCOPED_TRACE(what);
@@ -150,6 +151,31 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
     }
     EXPECT_TRUE(waitsForQr)
         << "the indexer's branch does not wait for q_lora's RMSNorm";
+    // ... and for the keys: an event recorded on another side stream after
+    // it converted them to fp8 (v4_to_fp8), before the first scoring launch.
+    size_t firstScore = 0;
+    for (size_t i : own)
+      if (calls[i].kind == Call::Launch &&
+          (calls[i].name == "mqa_logits_decode" ||
+           calls[i].name == "pool_mqa_logits")) {
+        firstScore = i;
+        break;
+      }
+    bool waitsForKeys = false;
+    for (size_t i : own) {
+      if (i > firstScore || calls[i].kind != Call::StreamWait)
+        continue;
+      std::optional<size_t> record = lastRecord(calls[i].event, i);
+      if (!record || calls[*record].stream == stream ||
+          calls[*record].stream == side)
+        continue;
+      for (size_t j = 0; j < *record; ++j)
+        waitsForKeys |= calls[j].stream == calls[*record].stream &&
+                        calls[j].kind == Call::Launch &&
+                        calls[j].name == "v4_to_fp8";
+    }
+    EXPECT_TRUE(waitsForKeys)
+        << "the indexer's scores do not wait for the fp8 keys";
   }
 }
 
