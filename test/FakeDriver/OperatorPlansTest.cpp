@@ -1,0 +1,164 @@
+//===- OperatorPlansTest.cpp - What the operators launch, without a GPU ---===//
+//
+// The C ABI operators on the fake driver (FakeCuda.h): which kernels a call
+// launches, in what order, on the caller's stream, with which grids, and
+// that none allocates or blocks (so a CUDA graph can capture it). The GPU
+// tests check the numbers; these check the plans, in CI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCuda.h"
+
+#include "hisa/Runtime/hisa_runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cuda.h>
+
+#include <string>
+#include <vector>
+
+using hisa::fake_cuda::Call;
+
+namespace {
+
+void *deviceBuffer(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  EXPECT_EQ(cuMemAlloc(&pointer, bytes), CUDA_SUCCESS);
+  return reinterpret_cast<void *>(pointer);
+}
+
+CUstream someStream() {
+  CUstream stream = nullptr;
+  EXPECT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  return stream;
+}
+
+/// The launches among the calls recorded since the last reset, after
+/// checking that every call ran on `stream` and none blocked the host.
+std::vector<Call> launchesOn(CUstream stream) {
+  std::vector<Call> launches;
+  for (const Call &call : hisa::fake_cuda::calls()) {
+    EXPECT_EQ(call.stream, reinterpret_cast<uintptr_t>(stream))
+        << call.name << " is not on the caller's stream";
+    EXPECT_NE(call.kind, Call::Synchronizing) << call.name << " blocks";
+    if (call.kind == Call::Launch)
+      launches.push_back(call);
+  }
+  return launches;
+}
+
+std::vector<std::string> names(const std::vector<Call> &launches) {
+  std::vector<std::string> result;
+  for (const Call &call : launches)
+    result.push_back(call.name);
+  return result;
+}
+
+TEST(OperatorPlans, HisaIndexerIsThreeLaunchesInItsWorkspace) {
+  const int64_t m = 1000, n = 3000, heads = 64, dim = 128, kb = 128,
+                blockTopk = 16, topkTokens = 256;
+  uint64_t bytes = 0;
+  ASSERT_EQ(hisa_hisa_indexer_workspace_size(m, n, heads, dim, kb, blockTopk,
+                                             topkTokens, &bytes),
+            HISA_OK)
+      << hisa_last_error();
+  void *q = deviceBuffer(m * heads * dim), *k = deviceBuffer(n * dim);
+  auto *scale = static_cast<float *>(deviceBuffer(n * 4));
+  auto *weights = static_cast<float *>(deviceBuffer(m * heads * 4));
+  auto *ks = static_cast<int32_t *>(deviceBuffer(m * 4));
+  auto *ke = static_cast<int32_t *>(deviceBuffer(m * 4));
+  auto *out = static_cast<int32_t *>(deviceBuffer(m * topkTokens * 4));
+  void *workspace = deviceBuffer(bytes);
+  CUstream stream = someStream();
+  auto call = [&] {
+    return hisa_hisa_indexer(q, k, scale, weights, ks, ke, out, m, n, heads,
+                             dim, kb, blockTopk, topkTokens, workspace, bytes,
+                             stream);
+  };
+  ASSERT_EQ(call(), HISA_OK) << hisa_last_error(); // compiles
+  int64_t allocations = hisa::fake_cuda::counters().allocations;
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(call(), HISA_OK) << hisa_last_error();
+  std::vector<Call> launches = launchesOn(stream);
+  EXPECT_EQ(names(launches), (std::vector<std::string>{
+                                 "fp8_block_mean_pooling", "pool_topk_blocks",
+                                 "block_sparse_topk_tokens"}));
+  EXPECT_EQ(hisa::fake_cuda::counters().allocations, allocations);
+  // Stage 2: one block per query.
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_EQ(launches[2].grid[0] * launches[2].grid[1] * launches[2].grid[2],
+            unsigned(m));
+  // A workspace one byte short is refused, naming the size it needs.
+  EXPECT_EQ(hisa_hisa_indexer(q, k, scale, weights, ks, ke, out, m, n, heads,
+                              dim, kb, blockTopk, topkTokens, workspace,
+                              bytes - 1, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find(std::to_string(bytes)),
+            std::string::npos)
+      << hisa_last_error();
+}
+
+TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
+  const int64_t heads = 64, topk = 640, nkv = 4096;
+  CUstream stream = someStream();
+  auto run = [&](int64_t batch, std::vector<Call> &launches) {
+    uint64_t bytes = 0;
+    ASSERT_EQ(hisa_sparse_attn_workspace_size(batch, 1, heads, topk, &bytes),
+              HISA_OK)
+        << hisa_last_error();
+    void *q = deviceBuffer(batch * heads * 512 * 2);
+    void *kv = deviceBuffer(batch * nkv * 512 * 2);
+    auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
+    auto *idx = static_cast<int32_t *>(deviceBuffer(batch * topk * 4));
+    void *o = deviceBuffer(batch * heads * 512 * 2);
+    void *workspace = bytes ? deviceBuffer(bytes) : nullptr;
+    auto call = [&] {
+      return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, batch, 1, heads,
+                              nkv, topk, 0.044f, workspace, bytes, stream);
+    };
+    ASSERT_EQ(call(), HISA_OK) << hisa_last_error();
+    hisa::fake_cuda::resetCalls();
+    ASSERT_EQ(call(), HISA_OK) << hisa_last_error();
+    launches = launchesOn(stream);
+  };
+  // One token: its 10 index tiles split over blocks, then combined.
+  std::vector<Call> few;
+  run(1, few);
+  ASSERT_EQ(names(few),
+            (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
+  EXPECT_EQ(few[0].grid[0], 10u);
+  // 128 tokens fill the GPU: one warp-specialized launch, a block each.
+  std::vector<Call> many;
+  run(128, many);
+  ASSERT_EQ(names(many), (std::vector<std::string>{"sparse_attn_ws"}));
+  EXPECT_EQ(many[0].grid[0], 128u);
+  EXPECT_EQ(many[0].block[0], 384u); // two consumer warpgroups + a producer
+}
+
+TEST(OperatorPlans, TopkIsOneLaunchABlockPerRow) {
+  const int64_t rows = 37, columns = 5000, k = 300;
+  auto *x = static_cast<float *>(deviceBuffer(rows * columns * 4));
+  auto *out = static_cast<int32_t *>(deviceBuffer(rows * k * 4));
+  CUstream stream = someStream();
+  ASSERT_EQ(hisa_topk(x, nullptr, nullptr, out, rows, columns, k, 0, stream),
+            HISA_OK)
+      << hisa_last_error();
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(hisa_topk(x, nullptr, nullptr, out, rows, columns, k, 0, stream),
+            HISA_OK)
+      << hisa_last_error();
+  std::vector<Call> launches = launchesOn(stream);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].name.rfind("topk_f32", 0), 0u) << launches[0].name;
+  EXPECT_EQ(launches[0].grid[0], unsigned(rows));
+  // k > C is fine (-1 fill); a host pointer is refused, naming it.
+  int host[4];
+  EXPECT_EQ(hisa_topk(reinterpret_cast<float *>(host), nullptr, nullptr, out,
+                      rows, columns, k, 0, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("x"), std::string::npos)
+      << hisa_last_error();
+}
+
+} // namespace
