@@ -15,6 +15,15 @@
 // are split over `splits` blocks per output tile, each writing its f32
 // partial sum to y [splits, M, y_cols]; linear_reduce adds them up. The k
 // steps must divide evenly (the operator checks).
+// linear_staged: the epilogue through shared memory — the bf16 tile into a
+// staging tile (swizzled by tile-assign-layouts: conflict-free 4-byte
+// stores), then to y in 16-byte pieces, one row segment per warp — instead
+// of each thread's 4-byte pair stores straight to global memory (wq_b's
+// 4.3 GB output: 62% of cuBLAS). The staging tile reuses the pipeline's
+// buffers (live after the loop only). NOT yet measured on a GPU: the
+// operators keep `linear` until it is.
+// hisa-variant linear_staged replaces "@linear(" with "@linear_staged("
+// hisa-variant linear_staged replaces "    tile.copy %rounded to %y[%row0, %y_col0] : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>" with "    %staging = tile.alloc : !tile.shared<[block_m, block_n], bf16> tile.copy %rounded to %staging : !tile.frag<[block_m, block_n], bf16> to !tile.shared<[block_m, block_n], bf16> tile.copy %staging to %y[%row0, %y_col0] : !tile.shared<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>"
 // hisa-variant linear_partial replaces "@linear(" with "@linear_partial("
 // hisa-variant linear_partial replaces "%y: !tile.global<[?, y_cols], bf16>)" with "%y: !tile.global<[?, ?, y_cols], f32>)"
 // hisa-variant linear_partial replaces "    tile.cast %acc to %rounded : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>" with "    // The f32 partial sum leaves as it is."

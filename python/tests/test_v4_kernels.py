@@ -230,6 +230,25 @@ def test_linear(m, n, k, groups):
     assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
 
 
+@pytest.mark.parametrize("m,n,k,groups", [(300, 1024, 1024, 1), (129, 512, 256, 2), (5, 256, 64, 1)])
+def test_linear_staged_is_linear(m, n, k, groups):
+    """linear_staged (the epilogue through a swizzled shared tile and
+    16-byte stores) writes exactly linear's bits, partial row and column
+    tiles included, and nothing outside y."""
+    seed = fresh_seed(torch)
+    x = torch.randn(m, groups * k, device="cuda").bfloat16()
+    w = (torch.randn(groups * n, k, device="cuda") * k ** -0.5).bfloat16()
+    params = {"k": k, "n": n, "groups": groups, "x_cols": groups * k, "y_cols": groups * n}
+    y = torch.empty(m, groups * n, device="cuda").bfloat16()
+    # y inside a larger buffer: rows past m must stay untouched.
+    padded = torch.full((m + 7, groups * n), float("nan"), device="cuda").bfloat16()
+    hisa.jit.get_kernel("linear", params).launch(x, w, y)
+    hisa.jit.get_kernel("linear_staged", params).launch(x, w, padded[:m])
+    torch.cuda.synchronize()
+    assert torch.equal(padded[:m], y), f"staged output differs, seed {seed}"
+    assert padded[m:].isnan().all(), f"wrote past y, seed {seed}"
+
+
 @pytest.mark.parametrize("m,n,k,groups,splits", [(64, 4096, 8192, 1, 4), (3, 1024, 4096, 8, 2),
                                                  (37, 64, 1024, 1, 8)])
 def test_linear_split_k(m, n, k, groups, splits):

@@ -635,6 +635,7 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
       {"linear_reduce", ""},
       {"cp_windows", ""},
       {"mqa_logits_decode", "dim=128,heads=64"},
+      {"linear_staged", "k=1024,n=32768,x_cols=1024,y_cols=32768"},
   };
   for (const Case &c : cases) {
     auto compiled = getJit().compile(getBuiltinKernelSource(c.kernel), c.kernel,

@@ -219,6 +219,43 @@ struct TileAssignLayoutsPass
     });
     if (gemms.wasInterrupted())
       return failure();
+    // A staging tile (a fragment copied into it, every use a tile.copy: an
+    // epilogue through shared memory) gets the same swizzle as a gemm
+    // operand of its shape: the fragment's 4-byte pieces of 8 rows then
+    // land in different banks (a plain layout of 512-byte rows puts them in
+    // the same 4 banks, 8-way conflicts), and the 16-byte pieces the copy
+    // out reads stay whole. Copies address it through the swizzle.
+    launch.walk([&](AllocOp alloc) {
+      auto shared = dyn_cast<SharedType>(alloc.getType());
+      if (!shared || alloc->hasAttr("tile.swizzle"))
+        return;
+      std::optional<SmallVector<int64_t>> shape =
+          shared.getTileShape().getStaticSizes();
+      if (!shape || shape->size() != 2)
+        return;
+      bool fromFragment = false, onlyCopies = true;
+      for (Operation *user : alloc->getUsers()) {
+        auto copy = dyn_cast<CopyOp>(user);
+        if (!copy || copy.getRowIndices()) {
+          onlyCopies = false;
+          break;
+        }
+        fromFragment |= copy.getDest() == alloc.getResult() &&
+                        isa<FragmentType>(copy.getSource().getType());
+      }
+      if (!onlyCopies || !fromFragment)
+        return;
+      int64_t rowBytes =
+          (*shape)[1] * shared.getElementType().getIntOrFloatBitWidth() / 8;
+      int64_t swizzle = rowBytes == 32 || rowBytes == 64 ? rowBytes
+                        : rowBytes % 128 == 0            ? 128
+                                                         : 0;
+      if (!swizzle || (*shape)[0] % 8 != 0)
+        return;
+      alloc->setAttr(
+          "tile.swizzle",
+          IntegerAttr::get(IntegerType::get(launch.getContext(), 64), swizzle));
+    });
     // A view of an accumulator keeps its registers: the layout of the view
     // is the accumulator's map, re-delinearized for the new shape.
     launch.walk([&](ViewOp view) {

@@ -272,3 +272,40 @@ tile.kernel @accumulator_reduction() {
     tile.reduce sum %c to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
   }
 }
+
+// -----
+
+// A staging tile (a fragment copied in, every use a copy) gets the swizzle
+// of a gemm operand of its shape (conflict-free stores of the fragment's
+// pieces); a shared tile that a parallel also reads keeps its plain layout,
+// as does one whose rows are no multiple of 128 bytes.
+// CHECK-LABEL: tile.kernel @staging
+// CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[64, 128], bf16>
+// CHECK: tile.alloc : !tile.shared<[64, 128], bf16>
+// CHECK: tile.alloc : !tile.shared<[64, 40], bf16>
+tile.kernel @staging(%y: !tile.global<[64, 128], bf16>, %z: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %staged = tile.alloc : !tile.shared<[64, 128], bf16>
+    %read = tile.alloc : !tile.shared<[64, 128], bf16>
+    %narrow = tile.alloc : !tile.shared<[64, 40], bf16>
+    %f = tile.alloc : !tile.frag<[64, 128], bf16>
+    %g = tile.alloc : !tile.frag<[64, 40], bf16>
+    %sums = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : bf16
+    tile.fill %f, %one : !tile.frag<[64, 128], bf16>, bf16
+    tile.fill %g, %one : !tile.frag<[64, 40], bf16>, bf16
+    tile.copy %f to %staged : !tile.frag<[64, 128], bf16> to !tile.shared<[64, 128], bf16>
+    tile.copy %staged to %y[%c0, %c0] : !tile.shared<[64, 128], bf16> to !tile.global<[64, 128], bf16>
+    tile.copy %f to %read : !tile.frag<[64, 128], bf16> to !tile.shared<[64, 128], bf16>
+    tile.parallel (%i) in [64] {
+      %v = tile.load %read[%i, %c0] : !tile.shared<[64, 128], bf16>
+      %w = arith.extf %v : bf16 to f32
+      tile.store %w, %sums[%i] : !tile.frag<[64], f32>
+    }
+    tile.copy %g to %narrow : !tile.frag<[64, 40], bf16> to !tile.shared<[64, 40], bf16>
+    tile.copy %narrow to %y[%c0, %c0] : !tile.shared<[64, 40], bf16> to !tile.global<[64, 128], bf16>
+    tile.copy %sums to %z[%c0] : !tile.frag<[64], f32> to !tile.global<[64], f32>
+  }
+}

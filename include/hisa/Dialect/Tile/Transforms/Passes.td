@@ -102,7 +102,11 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
     A `tile.gemm` fixes the layout of its accumulator: on sm_90a the wgmma
     m64nN layout split over the warpgroups by the warp policy, elsewhere the
     mma.sync m16n8k16 layout split over the warps; its shared operands get
-    the swizzled layout of one 32/64/128-byte atom per K-major row.
+    the swizzled layout of one 32/64/128-byte atom per K-major row. So does
+    a staging tile: a shared tile that a fragment is copied into and that
+    only copies use (an epilogue through shared memory), whose rows are 32,
+    64 or a multiple of 128 bytes and whose row count is a multiple of 8:
+    the fragment's pieces of 8 rows then land in different banks.
 
     Fragments are distributed, so the pass also checks that they are accessed
     where their elements live: inside a `tile.parallel` of the same shape, at
