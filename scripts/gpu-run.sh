@@ -450,6 +450,17 @@ if [[ ${HISA_GPU_RUN_BENCH:-1} != 0 ]]; then
       2>&1 | tee "$out/$bench.log"
     rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc
   done
+  # The C ABI's host time per call with the real driver
+  # (test/FakeDriver/HostOverheadBench.cpp; carry the 36 KB binary).
+  host_bench=${HISA_HOST_BENCH:-$root/build/test/FakeDriver/HisaHostOverheadBench}
+  if [[ -x $host_bench ]]; then
+    echo "== HisaHostOverheadBench (real driver)"
+    cuda_lib=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
+    LD_LIBRARY_PATH="${cuda_lib:+$(dirname "$cuda_lib"):}$(dirname "$HISA_RUNTIME_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      "$host_bench" 2000 > "$out/host_overhead.md" 2> "$out/host_overhead.log"
+    rc=$?; [[ $rc != 0 ]] && bench_rc=$rc
+    cat "$out/host_overhead.md"
+  fi
 fi
 
 {
@@ -470,7 +481,7 @@ try:
 except Exception as exc:
     print(f"Tests: no junit report ({exc}); pytest exit status {rc}")
 PY
-  for table in bench_memory_bound bench_mqa bench_jit bench_topk bench_indexer bench_sparse_attn bench_v4_layer; do
+  for table in bench_memory_bound bench_mqa bench_jit bench_topk bench_indexer bench_sparse_attn bench_v4_layer host_overhead; do
     if [[ -f $out/$table.md ]]; then
       echo
       cat "$out/$table.md"

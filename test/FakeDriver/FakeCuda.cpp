@@ -12,6 +12,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -110,6 +111,26 @@ std::map<std::string, int64_t> entryPointCalls() {
 } // namespace hisa::fake_cuda
 
 extern "C" {
+
+/// The calls of driver entry point `name` so far (-1: none by that name):
+/// what a program that only dlopens the driver (HostOverheadBench) asks
+/// the fake, found with dlsym.
+int64_t hisa_fake_cuda_entry_calls(const char *name) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().entryCalls.find(name);
+  return it == state().entryCalls.end() ? 0 : it->second;
+}
+
+/// The names of the entry points called so far, comma-separated, into
+/// `buffer` (truncated to `size`).
+void hisa_fake_cuda_entry_names(char *buffer, size_t size) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  std::string names;
+  for (auto &[name, count] : state().entryCalls)
+    names += (names.empty() ? "" : ",") + name;
+  if (size)
+    std::snprintf(buffer, size, "%s", names.c_str());
+}
 
 CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
 

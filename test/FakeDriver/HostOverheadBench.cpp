@@ -1,20 +1,26 @@
-//===- HostOverheadBench.cpp - Host time per call, without a GPU ----------===//
+//===- HostOverheadBench.cpp - Host time per call of the C ABI ------------===//
 //
-// The host side of hisa's calls on the fake driver (FakeCuda.h), whose
-// cuLaunchKernel only records: what the C ABI, the operators and the JIT
-// runtime cost per call, before the real driver's launch (~2-3 us on the
-// H200 machine) and before Python's binding. Prints a markdown table.
+// The host time of hisa's calls with whatever libcuda.so.1 the runtime
+// loads: the fake driver (FakeCuda.h, whose cuLaunchKernel only records:
+// hisa's own code per call, on a machine without a GPU), or the real one
+// on a GPU machine (hisa's code plus the driver's: what a C++ server pays
+// per call; the GPU's work is only waited for between rounds); with the
+// fake, the driver entry points each call uses are listed too. Prints a
+// markdown table.
 //
 //   build/test/FakeDriver/HisaHostOverheadBench [calls]
 //
+// It links libhisa_runtime.so (the C ABI only) and finds libcuda.so.1 on
+// its run path (the fake's folder, here) or the system's (on a GPU machine
+// where that folder does not exist; LD_LIBRARY_PATH also comes first).
+//
 //===----------------------------------------------------------------------===//
-
-#include "FakeCuda.h"
 
 #include "hisa/Runtime/hisa_runtime.h"
 #include "hisa/hisa.hpp"
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,16 +29,76 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
 
+/// The few driver functions the benchmark itself needs (memory, a stream),
+/// from the libcuda.so.1 it loads first: this binary's run path has the
+/// fake; without it (a GPU machine) the system's driver. The runtime, which
+/// opens the same soname, then gets the same library.
+struct Driver {
+  void *library = nullptr;
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) retain = nullptr;
+  decltype(&::cuCtxSetCurrent) setCurrent = nullptr;
+  decltype(&::cuMemAlloc) memAlloc = nullptr;
+  decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
+  decltype(&::cuStreamCreate) streamCreate = nullptr;
+  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+};
+
+Driver &driver() {
+  static Driver *loaded = [] {
+    auto *d = new Driver;
+    d->library = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!d->library) {
+      std::fprintf(stderr, "no libcuda.so.1: %s\n", dlerror());
+      std::exit(1);
+    }
+    auto get = [&](auto &slot, const char *name) {
+      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(
+          dlsym(d->library, name));
+      if (!slot) {
+        std::fprintf(stderr, "libcuda.so.1 lacks %s\n", name);
+        std::exit(1);
+      }
+    };
+    get(d->init, "cuInit");
+    get(d->retain, "cuDevicePrimaryCtxRetain");
+    get(d->setCurrent, "cuCtxSetCurrent");
+    get(d->memAlloc, "cuMemAlloc_v2");
+    get(d->memcpyHtoD, "cuMemcpyHtoD_v2");
+    get(d->streamCreate, "cuStreamCreate");
+    get(d->streamSynchronize, "cuStreamSynchronize");
+    CUcontext context = nullptr;
+    if (d->init(0) != CUDA_SUCCESS || d->retain(&context, 0) != CUDA_SUCCESS ||
+        d->setCurrent(context) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "no CUDA context on device 0\n");
+      std::exit(1);
+    }
+    return d;
+  }();
+  return *loaded;
+}
+
+/// Device memory of zeros (valid inputs: top-k of equal values, attention
+/// of zeros, empty windows).
 void *deviceBuffer(size_t bytes) {
   CUdeviceptr pointer = 0;
-  if (cuMemAlloc(&pointer, bytes) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "fake cuMemAlloc failed\n");
+  if (driver().memAlloc(&pointer, bytes) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuMemAlloc of %zu bytes failed\n", bytes);
     std::exit(1);
   }
+  std::vector<char> zeros(std::min<size_t>(bytes, 1 << 20), 0);
+  for (size_t at = 0; at < bytes; at += zeros.size())
+    if (driver().memcpyHtoD(pointer + at, zeros.data(),
+                            std::min(zeros.size(), bytes - at)) !=
+        CUDA_SUCCESS) {
+      std::fprintf(stderr, "cuMemcpyHtoD failed\n");
+      std::exit(1);
+    }
   return reinterpret_cast<void *>(pointer);
 }
 
@@ -43,12 +109,56 @@ void check(int status, const char *what) {
   }
 }
 
-/// Median over 5 rounds of the mean host time of `calls` calls, in us.
-double timeCall(int calls, const std::function<void()> &call) {
+/// A function of the loaded libcuda.so.1 that only the fake driver has
+/// (null with the real one).
+void *fakeDriverSymbol(const char *name) {
+  return dlsym(driver().library, name);
+}
+
+/// The fake driver's calls of each entry point so far (empty with the real
+/// driver).
+std::map<std::string, int64_t> entryPointCalls() {
+  using Count = int64_t (*)(const char *);
+  using Names = void (*)(char *, size_t);
+  static auto count =
+      reinterpret_cast<Count>(fakeDriverSymbol("hisa_fake_cuda_entry_calls"));
+  static auto names =
+      reinterpret_cast<Names>(fakeDriverSymbol("hisa_fake_cuda_entry_names"));
+  std::map<std::string, int64_t> calls;
+  if (!count || !names)
+    return calls;
+  std::vector<char> buffer(8192);
+  names(buffer.data(), buffer.size());
+  std::string list(buffer.data());
+  for (size_t start = 0; start < list.size();) {
+    size_t end = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, end - start);
+    calls[name] = count(name.c_str());
+    start = end + 1;
+  }
+  return calls;
+}
+
+/// The driver entry points one call uses, "name count, ..." ("-" with the
+/// real driver).
+std::string entriesPerCall(const std::function<void()> &call) {
+  std::map<std::string, int64_t> before = entryPointCalls();
+  call();
+  std::string entries;
+  for (auto &[name, count] : entryPointCalls())
+    if (int64_t used = count - before[name])
+      entries +=
+          (entries.empty() ? "" : ", ") + name + " " + std::to_string(used);
+  return entries.empty() ? "-" : entries;
+}
+
+/// Median over 5 rounds of the mean host time of `calls` calls, in us; the
+/// GPU catches up between rounds.
+double timeCall(int calls, const std::function<void()> &call, CUstream stream) {
   call(); // compiles and loads what the call needs
+  driver().streamSynchronize(stream);
   std::vector<double> rounds;
   for (int round = 0; round < 5; ++round) {
-    hisa::fake_cuda::resetCalls();
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < calls; ++i)
       call();
@@ -56,18 +166,10 @@ double timeCall(int calls, const std::function<void()> &call) {
     rounds.push_back(
         std::chrono::duration<double, std::micro>(stop - start).count() /
         calls);
+    driver().streamSynchronize(stream);
   }
   std::sort(rounds.begin(), rounds.end());
   return rounds[rounds.size() / 2];
-}
-
-size_t launchesPerCall(const std::function<void()> &call) {
-  hisa::fake_cuda::resetCalls();
-  call();
-  size_t launches = 0;
-  for (const hisa::fake_cuda::Call &recorded : hisa::fake_cuda::calls())
-    launches += recorded.kind == hisa::fake_cuda::Call::Launch;
-  return launches;
 }
 
 } // namespace
@@ -75,7 +177,11 @@ size_t launchesPerCall(const std::function<void()> &call) {
 int main(int argc, char **argv) {
   int calls = argc > 1 ? std::atoi(argv[1]) : 2000;
   CUstream stream = nullptr;
-  cuStreamCreate(&stream, 0);
+  if (driver().streamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuStreamCreate failed\n");
+    return 1;
+  }
+  bool fake = fakeDriverSymbol("hisa_fake_cuda_entry_calls") != nullptr;
 
   struct Row {
     const char *what;
@@ -154,28 +260,16 @@ int main(int argc, char **argv) {
          check(hisa_v4_attention_set_length(layer, 1000, stream), "set_length");
        }});
 
-  std::printf("# Host time per call on the fake driver (%d calls, median of 5 "
-              "rounds)\n\n",
-              calls);
-  std::printf("| call | launches | host us / call | us / launch | driver "
-              "calls per call |\n");
-  std::printf("| --- | ---: | ---: | ---: | --- |\n");
+  std::printf("# Host time per call, %s (%d calls, median of 5 rounds)\n\n",
+              fake ? "fake driver: hisa's own code" : "real driver", calls);
+  std::printf("| call | host us / call | driver calls per call |\n");
+  std::printf("| --- | ---: | --- |\n");
   for (Row &row : rows) {
-    size_t launches = launchesPerCall(row.call);
-    // The driver entry points one call uses (what the real driver charges
-    // for beyond this table's time).
-    std::map<std::string, int64_t> before = hisa::fake_cuda::entryPointCalls();
-    row.call();
-    std::string entries;
-    for (auto &[name, count] : hisa::fake_cuda::entryPointCalls()) {
-      int64_t used = count - before[name];
-      if (used)
-        entries +=
-            (entries.empty() ? "" : ", ") + name + " " + std::to_string(used);
-    }
-    double us = timeCall(calls, row.call);
-    std::printf("| %s | %zu | %.2f | %.2f | %s |\n", row.what, launches, us,
-                launches ? us / double(launches) : 0.0, entries.c_str());
+    row.call(); // compiles and loads what the call needs
+    driver().streamSynchronize(stream);
+    std::string entries = entriesPerCall(row.call);
+    double us = timeCall(calls, row.call, stream);
+    std::printf("| %s | %.2f | %s |\n", row.what, us, entries.c_str());
   }
   hisa_v4_attention_destroy(layer);
   return 0;
