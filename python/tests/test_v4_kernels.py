@@ -230,11 +230,13 @@ def test_linear(m, n, k, groups):
     assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
 
 
-@pytest.mark.parametrize("m,n,k,groups", [(300, 1024, 1024, 1), (129, 512, 256, 2), (5, 256, 64, 1)])
+@pytest.mark.parametrize("m,n,k,groups", [(300, 1024, 1024, 1), (129, 512, 256, 2), (5, 256, 64, 1),
+                                            (37, 320, 64, 1)])
 def test_linear_staged_is_linear(m, n, k, groups):
     """linear_staged (the epilogue through a swizzled shared tile and
-    16-byte stores) writes exactly linear's bits, partial row and column
-    tiles included, and nothing outside y."""
+    16-byte stores) writes exactly linear's bits, partial row tiles and a
+    partial column tile (n = 320 of 256-wide tiles) included, and nothing
+    outside y."""
     seed = fresh_seed(torch)
     x = torch.randn(m, groups * k, device="cuda").bfloat16()
     w = (torch.randn(groups * n, k, device="cuda") * k ** -0.5).bfloat16()

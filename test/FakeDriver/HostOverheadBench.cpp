@@ -8,7 +8,7 @@
 // fake, the driver entry points each call uses are listed too. Prints a
 // markdown table.
 //
-//   build/test/FakeDriver/HisaHostOverheadBench [calls]
+//   build/test/FakeDriver/HisaHostOverheadBench [rounds]
 //
 // It links libhisa_runtime.so (the C ABI only) and finds libcuda.so.1 on
 // its run path (the fake's folder, here) or the system's (on a GPU machine
@@ -152,30 +152,32 @@ std::string entriesPerCall(const std::function<void()> &call) {
   return entries.empty() ? "-" : entries;
 }
 
-/// Median over 5 rounds of the mean host time of `calls` calls, in us; the
-/// GPU catches up between rounds.
-double timeCall(int calls, const std::function<void()> &call, CUstream stream) {
-  call(); // compiles and loads what the call needs
-  driver().streamSynchronize(stream);
-  std::vector<double> rounds;
-  for (int round = 0; round < 5; ++round) {
+/// Median over `rounds` rounds of the mean host time of `perRound` calls,
+/// in us. The GPU catches up between rounds, and a round is short enough
+/// that its launches fit the driver's queue (a full queue would make
+/// cuLaunchKernel wait for the GPU: GPU time, not host time).
+double timeCall(int rounds, int perRound, const std::function<void()> &call,
+                CUstream stream) {
+  std::vector<double> times;
+  for (int round = 0; round < rounds; ++round) {
+    driver().streamSynchronize(stream);
     auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i)
+    for (int i = 0; i < perRound; ++i)
       call();
     auto stop = std::chrono::steady_clock::now();
-    rounds.push_back(
+    times.push_back(
         std::chrono::duration<double, std::micro>(stop - start).count() /
-        calls);
-    driver().streamSynchronize(stream);
+        perRound);
   }
-  std::sort(rounds.begin(), rounds.end());
-  return rounds[rounds.size() / 2];
+  driver().streamSynchronize(stream);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  int calls = argc > 1 ? std::atoi(argv[1]) : 2000;
+  int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
   CUstream stream = nullptr;
   if (driver().streamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuStreamCreate failed\n");
@@ -185,6 +187,7 @@ int main(int argc, char **argv) {
 
   struct Row {
     const char *what;
+    int perRound; ///< calls a round: their launches fit the driver's queue
     std::function<void()> call;
   };
   std::vector<Row> rows;
@@ -193,7 +196,7 @@ int main(int argc, char **argv) {
   const int64_t rowsTopk = 64, columns = 1024, k = 64;
   auto *x = static_cast<float *>(deviceBuffer(rowsTopk * columns * 4));
   auto *topkOut = static_cast<int32_t *>(deviceBuffer(rowsTopk * k * 4));
-  rows.push_back({"hisa_topk [64, 1024], k = 64", [&] {
+  rows.push_back({"hisa_topk [64, 1024], k = 64", 64, [&] {
                     check(hisa_topk(x, nullptr, nullptr, topkOut, rowsTopk,
                                     columns, k, 0, stream),
                           "hisa_topk");
@@ -214,7 +217,7 @@ int main(int argc, char **argv) {
         "hisa_hisa_indexer_workspace_size");
   void *indexerWorkspace = deviceBuffer(indexerBytes);
   rows.push_back(
-      {"hisa_hisa_indexer M = N = 1024", [&] {
+      {"hisa_hisa_indexer M = N = 1024", 32, [&] {
          check(hisa_hisa_indexer(q, kKeys, kScale, weights, ks, ke, indexerOut,
                                  m, n, heads, dim, kb, blockTopk, topkTokens,
                                  indexerWorkspace, indexerBytes, stream),
@@ -228,7 +231,7 @@ int main(int argc, char **argv) {
   auto *sink = static_cast<float *>(deviceBuffer(attnHeads * 4));
   auto *idx = static_cast<int32_t *>(deviceBuffer(seq * topk * 4));
   void *o = deviceBuffer(seq * attnHeads * 512 * 2);
-  rows.push_back({"hisa_sparse_attn S = 128, H = 64, K = 640", [&] {
+  rows.push_back({"hisa_sparse_attn S = 128, H = 64, K = 640", 64, [&] {
                     check(hisa_sparse_attn(qa, kv, sink, idx, o, nullptr, 1,
                                            seq, attnHeads, nkv, topk, 0.044f,
                                            nullptr, 0, stream),
@@ -254,21 +257,22 @@ int main(int argc, char **argv) {
   void *outDecode = deviceBuffer(batch * config.dim * 2);
   check(hisa_v4_attention_set_length(layer, 1000, stream), "set_length");
   rows.push_back(
-      {"V4 layer decode step (CSA, B = 64)", [&] {
+      {"V4 layer decode step (CSA, B = 64) + set_length", 8, [&] {
          check(hisa_v4_attention_decode(layer, xDecode, outDecode, stream),
                "hisa_v4_attention_decode");
          check(hisa_v4_attention_set_length(layer, 1000, stream), "set_length");
        }});
 
-  std::printf("# Host time per call, %s (%d calls, median of 5 rounds)\n\n",
-              fake ? "fake driver: hisa's own code" : "real driver", calls);
+  std::printf("# Host time per call, %s (median of %d rounds of a few "
+              "calls)\n\n",
+              fake ? "fake driver: hisa's own code" : "real driver", rounds);
   std::printf("| call | host us / call | driver calls per call |\n");
   std::printf("| --- | ---: | --- |\n");
   for (Row &row : rows) {
     row.call(); // compiles and loads what the call needs
     driver().streamSynchronize(stream);
     std::string entries = entriesPerCall(row.call);
-    double us = timeCall(calls, row.call, stream);
+    double us = timeCall(rounds, row.perRound, row.call, stream);
     std::printf("| %s | %.2f | %s |\n", row.what, us, entries.c_str());
   }
   hisa_v4_attention_destroy(layer);

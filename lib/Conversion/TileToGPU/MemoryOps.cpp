@@ -224,6 +224,13 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
     int64_t vector = isVectorizable(windowMemref, offsets, layout->vector)
                          ? layout->vector
                          : 1;
+    // A swizzled shared tile keeps 16-byte pieces whole, no longer runs.
+    if (auto alloc = window.getDefiningOp<AllocOp>();
+        alloc && alloc->hasAttr("tile.swizzle")) {
+      int64_t bytes = elementType.getIntOrFloatBitWidth() / 8;
+      while (vector > 1 && vector * bytes > 16)
+        vector /= 2;
+    }
     SmallVector<Value> &regs = registers[tile];
     // A replicated fragment (e.g. a reduction result left in the lanes it
     // combined) is stored by one thread of each replica group.

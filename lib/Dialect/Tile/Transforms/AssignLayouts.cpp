@@ -233,17 +233,29 @@ struct TileAssignLayoutsPass
           shared.getTileShape().getStaticSizes();
       if (!shape || shape->size() != 2)
         return;
-      bool fromFragment = false, onlyCopies = true;
+      // Every use a whole-tile copy to or from a fragment or global memory:
+      // the paths that address the tile through its swizzle (a window into
+      // it, a local tile or another shared tile on the other side would
+      // index it as a plain array).
+      bool fromFragment = false, onlyWholeCopies = true;
       for (Operation *user : alloc->getUsers()) {
         auto copy = dyn_cast<CopyOp>(user);
         if (!copy || copy.getRowIndices()) {
-          onlyCopies = false;
+          onlyWholeCopies = false;
           break;
         }
-        fromFragment |= copy.getDest() == alloc.getResult() &&
-                        isa<FragmentType>(copy.getSource().getType());
+        bool isSource = copy.getSource() == alloc.getResult();
+        Type other =
+            isSource ? copy.getDest().getType() : copy.getSource().getType();
+        bool windowed = isSource ? !copy.getSourceOffsets().empty()
+                                 : !copy.getDestOffsets().empty();
+        if (windowed || !isa<FragmentType, GlobalType>(other)) {
+          onlyWholeCopies = false;
+          break;
+        }
+        fromFragment |= !isSource && isa<FragmentType>(other);
       }
-      if (!onlyCopies || !fromFragment)
+      if (!onlyWholeCopies || !fromFragment)
         return;
       int64_t rowBytes =
           (*shape)[1] * shared.getElementType().getIntOrFloatBitWidth() / 8;

@@ -275,20 +275,28 @@ tile.kernel @accumulator_reduction() {
 
 // -----
 
-// A staging tile (a fragment copied in, every use a copy) gets the swizzle
-// of a gemm operand of its shape (conflict-free stores of the fragment's
-// pieces); a shared tile that a parallel also reads keeps its plain layout,
-// as does one whose rows are no multiple of 128 bytes.
+// A staging tile (a fragment copied in, every use a whole-tile copy to or
+// from a fragment or global memory) gets the swizzle of a gemm operand of
+// its shape (conflict-free stores of the fragment's pieces); a shared tile
+// that a parallel also reads keeps its plain layout, as do one whose rows
+// are no multiple of 128 bytes, one copied on into a local tile and one
+// copied through a window (those copies address a plain array).
 // CHECK-LABEL: tile.kernel @staging
 // CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[64, 128], bf16>
 // CHECK: tile.alloc : !tile.shared<[64, 128], bf16>
 // CHECK: tile.alloc : !tile.shared<[64, 40], bf16>
+// CHECK: tile.alloc : !tile.shared<[8, 64], f32>
+// CHECK: tile.alloc : !tile.shared<[64, 64], bf16>
 tile.kernel @staging(%y: !tile.global<[64, 128], bf16>, %z: !tile.global<[64], f32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
     %staged = tile.alloc : !tile.shared<[64, 128], bf16>
     %read = tile.alloc : !tile.shared<[64, 128], bf16>
     %narrow = tile.alloc : !tile.shared<[64, 40], bf16>
+    %to_local = tile.alloc : !tile.shared<[8, 64], f32>
+    %windowed = tile.alloc : !tile.shared<[64, 64], bf16>
+    %small = tile.alloc : !tile.local<[8, 64], f32>
+    %h = tile.alloc : !tile.frag<[8, 64], f32>
     %f = tile.alloc : !tile.frag<[64, 128], bf16>
     %g = tile.alloc : !tile.frag<[64, 40], bf16>
     %sums = tile.alloc : !tile.frag<[64], f32>
@@ -307,5 +315,15 @@ tile.kernel @staging(%y: !tile.global<[64, 128], bf16>, %z: !tile.global<[64], f
     tile.copy %g to %narrow : !tile.frag<[64, 40], bf16> to !tile.shared<[64, 40], bf16>
     tile.copy %narrow to %y[%c0, %c0] : !tile.shared<[64, 40], bf16> to !tile.global<[64, 128], bf16>
     tile.copy %sums to %z[%c0] : !tile.frag<[64], f32> to !tile.global<[64], f32>
+    %zero = arith.constant 0.0 : f32
+    tile.fill %h, %zero : !tile.frag<[8, 64], f32>, f32
+    tile.copy %h to %to_local : !tile.frag<[8, 64], f32> to !tile.shared<[8, 64], f32>
+    tile.copy %to_local to %small : !tile.shared<[8, 64], f32> to !tile.local<[8, 64], f32>
+    tile.copy %f to %staged : !tile.frag<[64, 128], bf16> to !tile.shared<[64, 128], bf16>
+    %part = tile.alloc : !tile.frag<[8, 64], bf16>
+    tile.copy %windowed[%c0, %c0] to %part : !tile.shared<[64, 64], bf16> to !tile.frag<[8, 64], bf16>
+    %half = tile.alloc : !tile.frag<[64, 64], bf16>
+    tile.fill %half, %one : !tile.frag<[64, 64], bf16>, bf16
+    tile.copy %half to %windowed : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
   }
 }
