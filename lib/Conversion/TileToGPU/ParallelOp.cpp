@@ -100,8 +100,10 @@ static bool mayOverwriteWhatOthersRead(ParallelOp op,
       return true;
     if (auto parallel = dyn_cast<ParallelOp>(candidate))
       return !getWrittenSharedTiles(parallel).empty();
+    // (Not a pipelined loop's own copies: staged, they end with none.)
     if (auto copy = dyn_cast<CopyOp>(candidate))
-      return isa<SharedType>(copy.getDest().getType());
+      return isa<SharedType>(copy.getDest().getType()) &&
+             !isa<PipelinedOp>(copy->getParentOp());
     if (auto cast = dyn_cast<CastOp>(candidate))
       return isa<SharedType>(cast.getDest().getType());
     if (auto fill = dyn_cast<FillOp>(candidate))

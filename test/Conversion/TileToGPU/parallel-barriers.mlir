@@ -133,3 +133,42 @@ tile.kernel @through_a_view(%out: !tile.global<[64], f32>) {
     tile.copy %t to %out[%c0] : !tile.shared<[64], f32> to !tile.global<[64], f32>
   }
 }
+
+// -----
+
+// In a pipelined body, a read and a later write of a shared tile are
+// separated by a barrier; the loop's own staged (cp.async) copies between
+// them end with none and do not count as one.
+// CHECK-LABEL: gpu.func @staged_copy_between
+// CHECK: scf.for
+// CHECK: memref.load {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: workgroup
+// CHECK: memref.store {{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+tile.kernel @staged_copy_between(%in: !tile.global<[?, 64], f32>, %out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 64 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %stage = tile.alloc : !tile.shared<[1, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0.0 : f32
+    tile.fill %r, %zero : !tile.frag<[64], f32>, f32
+    tile.pipelined %i = %c0 to %c4 step %c1 num_stages = 2 {
+      tile.parallel (%j) in [64] {
+        %c1_j = arith.constant 1 : index
+        %p = arith.xori %j, %c1_j : index
+        %x = tile.load %t[%p] : !tile.shared<[64], f32>
+        tile.store %x, %r[%j] : !tile.frag<[64], f32>
+      }
+      tile.copy %in[%i, %c0] to %stage : !tile.global<[?, 64], f32> to !tile.shared<[1, 64], f32>
+      tile.parallel (%j) in [64] {
+        %v = tile.load %r[%j] : !tile.frag<[64], f32>
+        tile.store %v, %t[%j] : !tile.shared<[64], f32>
+      }
+    }
+    tile.copy %r to %out[%c0] : !tile.frag<[64], f32> to !tile.global<[64], f32>
+  }
+}
