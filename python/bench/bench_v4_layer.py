@@ -152,6 +152,36 @@ def decode_projection_rows(config, lines, copy_bw, m=64):
                               f"({100 * weight_bytes / best / copy_bw:.0f}%)"]))
 
 
+def decode_indexer_rows(lines, copy_bw, batch=64, context=65536, topk=512):
+    """The CSA decode indexer's two kernels at the decode shape (every
+    sequence's query over its context // 4 compressed keys, all visible):
+    mqa_logits_decode against the bandwidth of its fp8 keys, then the exact
+    top-k of the [batch, keys] logits."""
+    keys = context // 4
+    stride = (keys + 3) // 4 * 4
+    q = torch.randn(batch * 64, 128, device="cuda").to(torch.float8_e4m3fn)
+    k = torch.randn(batch * stride, 128, device="cuda").to(torch.float8_e4m3fn)
+    scale = torch.rand(batch * stride, device="cuda") + 0.5
+    weights = torch.randn(batch, 64, device="cuda")
+    starts = torch.zeros(batch, dtype=torch.int32, device="cuda")
+    ends = torch.full((batch,), keys, dtype=torch.int32, device="cuda")
+    logits = torch.empty(batch, stride, device="cuda")
+    kernel = hisa.jit.get_kernel("mqa_logits_decode", {"heads": 64, "dim": 128})
+    t_logits = bench(lambda: kernel.launch(q, k, scale, weights, starts, ends, logits))
+    kernel.launch(q, k, scale, weights, starts, ends, logits)
+    t_topk = bench(lambda: hisa.topk(logits, topk, starts=starts, ends=ends))
+    key_bytes = batch * keys * (128 + 4)
+    logit_bytes = batch * keys * 4
+    lines += ["", fmt_row([f"decode indexer kernel (B = {batch}, {keys} keys each)", "time (us)",
+                           "bytes read (MB)", "GB/s (% of copy)"]),
+              fmt_row(["---"] + ["---:"] * 3)]
+    for name, t, nbytes in (("mqa_logits_decode", t_logits, key_bytes),
+                            (f"topk k = {topk}", t_topk, logit_bytes)):
+        lines.append(fmt_row([name, f"{t * 1e6:.1f}", f"{nbytes / 1e6:.0f}",
+                              f"{nbytes / t / 1e9:.0f} ({100 * nbytes / t / copy_bw:.0f}%)"]))
+    torch.cuda.empty_cache()
+
+
 def prefill_rows(ratio, seq, lines):
     config = ref.Config(compress_ratio=ratio)
     weights = flash_weights(config)
@@ -266,6 +296,11 @@ def main(argv=None):
             lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]] + [""] * 6))
     errors += projection_rows(ref.Config(), args.seq, lines)
     decode_projection_rows(ref.Config(), lines, copy_bw)
+    try:
+        decode_indexer_rows(lines, copy_bw, args.decode_batch, args.context)
+    except Exception as exc:
+        errors += 1
+        lines.append(f"decode indexer kernels: error: {exc}"[:200])
     lines += ["", fmt_row(["ratio", "B", "context", "decode step eager (us)",
                            "CUDA graph (us)", "host wall per step (us)",
                            "kernels: projections / compressor / indexer / attention / rest (us)",
