@@ -97,6 +97,22 @@ Error checkWorkspace(const char *op, void *workspace, uint64_t bytes,
   return Error::success();
 }
 
+/// The device pointers both indexers take, checked once per call (their
+/// launches then skip the per-launch queries).
+Error checkIndexerPointers(const char *op, const void *q, const void *k,
+                           const float *kScale, const float *weights,
+                           const int32_t *ks, const int32_t *ke,
+                           const int32_t *out, const void *workspace) {
+  return runtime::checkDevicePointers(op, {{"q", q},
+                                           {"k", k},
+                                           {"k_scale", kScale},
+                                           {"weights", weights},
+                                           {"ks", ks},
+                                           {"ke", ke},
+                                           {"out", out},
+                                           {"workspace", workspace}});
+}
+
 } // namespace
 
 Expected<uint64_t> hisaIndexerWorkspaceSize(const IndexerShape &shape) {
@@ -117,15 +133,8 @@ Error hisaIndexer(const void *q, const void *k, const float *kScale,
     return error;
   if (shape.m == 0)
     return Error::success();
-  if (Error error =
-          runtime::checkDevicePointers(op, {{"q", q},
-                                            {"k", k},
-                                            {"k_scale", kScale},
-                                            {"weights", weights},
-                                            {"ks", ks},
-                                            {"ke", ke},
-                                            {"out", out},
-                                            {"workspace", workspace}}))
+  if (Error error = checkIndexerPointers(op, q, k, kScale, weights, ks, ke, out,
+                                         workspace))
     return error;
   runtime::TrustedPointersScope trustedPointers;
   auto *base = static_cast<char *>(workspace);
@@ -166,15 +175,8 @@ Error flatIndexer(const void *q, const void *k, const float *kScale,
     return error;
   if (shape.m == 0)
     return Error::success();
-  if (Error error =
-          runtime::checkDevicePointers(op, {{"q", q},
-                                            {"k", k},
-                                            {"k_scale", kScale},
-                                            {"weights", weights},
-                                            {"ks", ks},
-                                            {"ke", ke},
-                                            {"out", out},
-                                            {"workspace", workspace}}))
+  if (Error error = checkIndexerPointers(op, q, k, kScale, weights, ks, ke, out,
+                                         workspace))
     return error;
   runtime::TrustedPointersScope trustedPointers;
   auto *logits = static_cast<float *>(workspace);

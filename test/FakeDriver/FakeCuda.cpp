@@ -76,6 +76,20 @@ Call streamCall(Call::Kind kind, CUstream stream, const char *name = "") {
   return call;
 }
 
+/// A fresh stream or event handle, kept in `live` and counted.
+uintptr_t newHandle(std::set<uintptr_t> &live, int64_t &created) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  uintptr_t handle = state().nextHandle++;
+  live.insert(handle);
+  ++created;
+  return handle;
+}
+
+CUresult dropHandle(std::set<uintptr_t> &live, uintptr_t handle) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return live.erase(handle) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 /// Whether [pointer, pointer + bytes) lies in one allocation.
 bool isDeviceRange(uintptr_t pointer, size_t bytes) {
   State &s = state();
@@ -96,6 +110,13 @@ const std::vector<Call> &calls() { return state().calls; }
 Counters counters() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().counters;
+}
+
+void *deviceBuffer(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  if (cuMemAlloc_v2(&pointer, bytes) != CUDA_SUCCESS)
+    std::abort();
+  return reinterpret_cast<void *>(pointer);
 }
 
 void resetCalls() {
@@ -325,42 +346,26 @@ CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream stream) {
 
 CUresult cuStreamCreate(CUstream *stream, unsigned) {
   countEntry(__func__);
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  uintptr_t handle = s.nextHandle++;
-  s.streams.insert(handle);
-  ++s.counters.streamsCreated;
-  *stream = reinterpret_cast<CUstream>(handle);
+  *stream = reinterpret_cast<CUstream>(
+      newHandle(state().streams, state().counters.streamsCreated));
   return CUDA_SUCCESS;
 }
 
 CUresult cuStreamDestroy_v2(CUstream stream) {
   countEntry(__func__);
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.streams.erase(reinterpret_cast<uintptr_t>(stream))
-             ? CUDA_SUCCESS
-             : CUDA_ERROR_INVALID_HANDLE;
+  return dropHandle(state().streams, reinterpret_cast<uintptr_t>(stream));
 }
 
 CUresult cuEventCreate(CUevent *event, unsigned) {
   countEntry(__func__);
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  uintptr_t handle = s.nextHandle++;
-  s.events.insert(handle);
-  ++s.counters.eventsCreated;
-  *event = reinterpret_cast<CUevent>(handle);
+  *event = reinterpret_cast<CUevent>(
+      newHandle(state().events, state().counters.eventsCreated));
   return CUDA_SUCCESS;
 }
 
 CUresult cuEventDestroy_v2(CUevent event) {
   countEntry(__func__);
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.events.erase(reinterpret_cast<uintptr_t>(event))
-             ? CUDA_SUCCESS
-             : CUDA_ERROR_INVALID_HANDLE;
+  return dropHandle(state().events, reinterpret_cast<uintptr_t>(event));
 }
 
 CUresult cuEventRecord(CUevent event, CUstream stream) {

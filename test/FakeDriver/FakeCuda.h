@@ -14,6 +14,7 @@
 #ifndef HISA_TEST_FAKEDRIVER_FAKECUDA_H
 #define HISA_TEST_FAKEDRIVER_FAKECUDA_H
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -45,6 +46,10 @@ struct Counters {
   int64_t streamsCreated = 0;
   int64_t eventsCreated = 0;
 };
+
+/// "Device" memory of the fake (host memory it tracks); aborts when the
+/// fake refuses (tests only).
+void *deviceBuffer(size_t bytes);
 
 /// The calls recorded since the last reset (not thread-safe against calls
 /// in flight: read them between operations).

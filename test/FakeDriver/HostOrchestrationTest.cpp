@@ -28,15 +28,9 @@
 #include <vector>
 
 using hisa::fake_cuda::Call;
+using hisa::fake_cuda::deviceBuffer;
 
 namespace {
-
-/// "Device" memory from the fake driver (host memory it tracks).
-void *deviceBuffer(size_t bytes) {
-  CUdeviceptr pointer = 0;
-  EXPECT_EQ(cuMemAlloc(&pointer, bytes), CUDA_SUCCESS);
-  return reinterpret_cast<void *>(pointer);
-}
 
 hisa_v4_config smallConfig(int64_t ratio) {
   hisa_v4_config config = hisa::v4::flashConfig(ratio);

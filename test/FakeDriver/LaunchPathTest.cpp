@@ -20,14 +20,9 @@
 #include <string>
 
 using namespace hisa::runtime;
+using hisa::fake_cuda::deviceBuffer;
 
 namespace {
-
-void *deviceBuffer(size_t bytes) {
-  CUdeviceptr pointer = 0;
-  EXPECT_EQ(cuMemAlloc(&pointer, bytes), CUDA_SUCCESS);
-  return reinterpret_cast<void *>(pointer);
-}
 
 int64_t entryCalls(const char *name) {
   auto calls = hisa::fake_cuda::entryPointCalls();

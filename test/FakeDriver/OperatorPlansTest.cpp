@@ -19,14 +19,9 @@
 #include <vector>
 
 using hisa::fake_cuda::Call;
+using hisa::fake_cuda::deviceBuffer;
 
 namespace {
-
-void *deviceBuffer(size_t bytes) {
-  CUdeviceptr pointer = 0;
-  EXPECT_EQ(cuMemAlloc(&pointer, bytes), CUDA_SUCCESS);
-  return reinterpret_cast<void *>(pointer);
-}
 
 CUstream someStream() {
   CUstream stream = nullptr;

@@ -112,8 +112,8 @@ static bool mayOverwriteWhatOthersRead(ParallelOp op,
       return isa<SharedType>(clear.getDest().getType());
     return false;
   };
-  /// Scans [first, last] backwards: true on a read, false on a barrier or
-  /// at the end of the range (nullopt: neither).
+  /// Scans backwards from `last` to just after `stopBefore` (or the block's
+  /// start): true on a read, false on a barrier, nullopt on neither.
   auto scanBack = [&](Operation *last,
                       Operation *stopBefore) -> std::optional<bool> {
     for (Operation *previous = last; previous && previous != stopBefore;
