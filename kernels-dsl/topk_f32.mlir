@@ -37,9 +37,171 @@
 // hisa-variant topk_bf16 replaces "f32>" with "bf16>"
 // hisa-variant topk_bf16 replaces "@select_key(" with "@select_key_bf16("
 // hisa-variant topk_bf16 replaces "(f32) -> i32" with "(bf16) -> i32"
+// A bf16 key's low 16 bits are 0: its radix select ends after two passes.
+// hisa-variant topk_bf16 replaces "%last_shift = arith.constant 0 : i32" with "%last_shift = arith.constant 16 : i32"
 
 // From hisa's device library (kernels-dsl/lib/select_key.mlir).
 func.func private @select_key(f32) -> i32
+
+// The keys of four columns of a row, c + 256 j for j = 0..3, from the cache
+// or from x; key 0 ("not selectable") for a column past the window's end,
+// which every pass below skips (`safe`, a column inside the window, is read
+// in its place). The four reads are issued before any key is
+// used: with one read in flight per thread, the passes over x waited on
+// memory latency (a cached row of 32768 columns leaves one block per SM).
+func.func private @topk_keys4(%x: !tile.global<[?, ?], f32>,
+                              %keys: !tile.shared<[cache], i32>,
+                              %row: index, %c: index, %safe: index,
+                              %start: index, %end: index, %from_cache: i1)
+    -> (i32, i32, i32, i32) {
+  %zero = arith.constant 0 : i32
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %c768 = arith.constant 768 : index
+  %c_1 = arith.addi %c, %c256 : index
+  %c_2 = arith.addi %c, %c512 : index
+  %c_3 = arith.addi %c, %c768 : index
+  %inside_0 = arith.cmpi ult, %c, %end : index
+  %inside_1 = arith.cmpi ult, %c_1, %end : index
+  %inside_2 = arith.cmpi ult, %c_2, %end : index
+  %inside_3 = arith.cmpi ult, %c_3, %end : index
+  %at_0 = arith.select %inside_0, %c, %safe : index
+  %at_1 = arith.select %inside_1, %c_1, %safe : index
+  %at_2 = arith.select %inside_2, %c_2, %safe : index
+  %at_3 = arith.select %inside_3, %c_3, %safe : index
+  %k0, %k1, %k2, %k3 = scf.if %from_cache -> (i32, i32, i32, i32) {
+    %s0 = arith.subi %at_0, %start : index
+    %s1 = arith.subi %at_1, %start : index
+    %s2 = arith.subi %at_2, %start : index
+    %s3 = arith.subi %at_3, %start : index
+    %h0 = tile.load %keys[%s0] : !tile.shared<[cache], i32>
+    %h1 = tile.load %keys[%s1] : !tile.shared<[cache], i32>
+    %h2 = tile.load %keys[%s2] : !tile.shared<[cache], i32>
+    %h3 = tile.load %keys[%s3] : !tile.shared<[cache], i32>
+    scf.yield %h0, %h1, %h2, %h3 : i32, i32, i32, i32
+  } else {
+    %v0 = tile.load %x[%row, %at_0] : !tile.global<[?, ?], f32>
+    %v1 = tile.load %x[%row, %at_1] : !tile.global<[?, ?], f32>
+    %v2 = tile.load %x[%row, %at_2] : !tile.global<[?, ?], f32>
+    %v3 = tile.load %x[%row, %at_3] : !tile.global<[?, ?], f32>
+    %g0 = func.call @select_key(%v0) : (f32) -> i32
+    %g1 = func.call @select_key(%v1) : (f32) -> i32
+    %g2 = func.call @select_key(%v2) : (f32) -> i32
+    %g3 = func.call @select_key(%v3) : (f32) -> i32
+    scf.yield %g0, %g1, %g2, %g3 : i32, i32, i32, i32
+  }
+  %key0 = arith.select %inside_0, %k0, %zero : i32
+  %key1 = arith.select %inside_1, %k1, %zero : i32
+  %key2 = arith.select %inside_2, %k2, %zero : i32
+  %key3 = arith.select %inside_3, %k3, %zero : i32
+  return %key0, %key1, %key2, %key3 : i32, i32, i32, i32
+}
+
+// Pass 1 for one column: its key into the cache (a cached row inside the
+// window) and the key's top 8 bits into the warp's histogram.
+func.func private @topk_count_first(%key: i32, %column: index, %start: index,
+                                    %end: index, %cached: i1, %warp: index,
+                                    %keys: !tile.shared<[cache], i32>,
+                                    %hist: !tile.shared<[8, 256], i32>) {
+  %zero = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %inside = arith.cmpi ult, %column, %end : index
+  %store = arith.andi %cached, %inside : i1
+  scf.if %store {
+    %at = arith.subi %column, %start : index
+    tile.store %key, %keys[%at] : !tile.shared<[cache], i32>
+  }
+  %selectable = arith.cmpi ne, %key, %zero : i32
+  scf.if %selectable {
+    %c24 = arith.constant 24 : i32
+    %digit = arith.shrui %key, %c24 : i32
+    %bin = arith.index_cast %digit : i32 to index
+    %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
+  }
+  return
+}
+
+// A later pass for one key: the digit at `shift` into the warp's histogram
+// when the key has the threshold's prefix (the bits above shift + 8).
+func.func private @topk_count_digit(%key: i32, %shift: i32, %above: i32,
+                                    %prefix_high: i32, %warp: index,
+                                    %hist: !tile.shared<[8, 256], i32>) {
+  %zero = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %key_high = arith.shrui %key, %above : i32
+  %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+  %selectable = arith.cmpi ne, %key, %zero : i32
+  %counted = arith.andi %same_prefix, %selectable : i1
+  scf.if %counted {
+    %shifted = arith.shrui %key, %shift : i32
+    %mask = arith.constant 255 : i32
+    %digit = arith.andi %shifted, %mask : i32
+    %bin = arith.index_cast %digit : i32 to index
+    %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
+  }
+  return
+}
+
+// Compaction for one key: above the 16-bit prefix it is selected now, with
+// the prefix it becomes a candidate.
+func.func private @topk_compact_key(%key: i32, %column: index, %prefix16: i32,
+                                    %row: index, %column_base: index,
+                                    %state: !tile.shared<[2, 5], i32>,
+                                    %out: !tile.global<[?, ?], i32>,
+                                    %candidate_keys: !tile.shared<[candidates], i32>,
+                                    %candidate_columns: !tile.shared<[candidates], i32>) {
+  %zero = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c16_i32 = arith.constant 16 : i32
+  %key16 = arith.shrui %key, %c16_i32 : i32
+  %selectable = arith.cmpi ne, %key, %zero : i32
+  %higher = arith.cmpi ugt, %key16, %prefix16 : i32
+  %same = arith.cmpi eq, %key16, %prefix16 : i32
+  %taken = arith.andi %selectable, %higher : i1
+  %candidate = arith.andi %selectable, %same : i1
+  scf.if %taken {
+    %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+    %slot = arith.index_cast %slot_i32 : i32 to index
+    %column_index = arith.subi %column, %column_base : index
+    %column_i32 = arith.index_cast %column_index : index to i32
+    tile.store %column_i32, %out[%row, %slot] : !tile.global<[?, ?], i32>
+  }
+  scf.if %candidate {
+    %at_i32 = tile.atomic add %one, %state[%c1, %c3] : !tile.shared<[2, 5], i32>
+    %at = arith.index_cast %at_i32 : i32 to index
+    %c_i32 = arith.index_cast %column : index to i32
+    tile.store %key, %candidate_keys[%at] : !tile.shared<[candidates], i32>
+    tile.store %c_i32, %candidate_columns[%at] : !tile.shared<[candidates], i32>
+  }
+  return
+}
+
+// Selection for one key: above the threshold, or equal to it when every key
+// at the threshold is needed, it claims the next slot.
+func.func private @topk_take_key(%key: i32, %column: index, %threshold: i32,
+                                 %all_at_threshold: i1, %row: index,
+                                 %column_base: index,
+                                 %state: !tile.shared<[2, 5], i32>,
+                                 %out: !tile.global<[?, ?], i32>) {
+  %one = arith.constant 1 : i32
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %above = arith.cmpi ugt, %key, %threshold : i32
+  %at_threshold = arith.cmpi eq, %key, %threshold : i32
+  %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+  %take = arith.ori %above, %equal_taken : i1
+  scf.if %take {
+    %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+    %slot = arith.index_cast %slot_i32 : i32 to index
+    %column_index = arith.subi %column, %column_base : index
+    %column_i32 = arith.index_cast %column_index : index to i32
+    tile.store %column_i32, %out[%row, %slot] : !tile.global<[?, ?], i32>
+  }
+  return
+}
 
 tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %starts: !tile.global<[?], i32>,
@@ -119,25 +281,37 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
 
     // 1. Keys and the histogram of their top 8 bits.
     tile.fill %hist, %zero : !tile.shared<[8, 256], i32>, i32
+    // Eight columns a thread per step, all read before any is used
+    // (@topk_keys4; -0.0 is 0.0, -inf/NaN key 0: kernels-dsl/lib/select_key.mlir).
     tile.parallel (%t) in [256] {
       %first = arith.addi %start, %t : index
-      scf.for %c = %first to %end step %c256 {
-        %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-        // (kernels-dsl/lib/select_key.mlir: -0.0 is 0.0, -inf/NaN key 0.)
-        %key = func.call @select_key(%v) : (f32) -> i32
-        %selectable = arith.cmpi ne, %key, %zero : i32
-        scf.if %cached {
-          %at = arith.subi %c, %start : index
-          tile.store %key, %keys[%at] : !tile.shared<[cache], i32>
-        }
-        scf.if %selectable {
-          %c24 = arith.constant 24 : i32
-          %digit = arith.shrui %key, %c24 : i32
-          %bin = arith.index_cast %digit : i32 to index
-          %c32_w = arith.constant 32 : index
-          %warp = arith.divui %t, %c32_w : index
-          %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
-        }
+      %c32_w = arith.constant 32 : index
+      %warp = arith.divui %t, %c32_w : index
+      %c2048 = arith.constant 2048 : index
+      %from_x = arith.constant false
+      scf.for %c = %first to %end step %c2048 {
+        %c1024 = arith.constant 1024 : index
+        %c_4 = arith.addi %c, %c1024 : index
+        %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %from_x)
+            : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
+        %k4, %k5, %k6, %k7 = func.call @topk_keys4(%x, %keys, %row, %c_4, %c, %start, %end, %from_x)
+            : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
+        %c512 = arith.constant 512 : index
+        %c768 = arith.constant 768 : index
+        %c_1 = arith.addi %c, %c256 : index
+        %c_2 = arith.addi %c, %c512 : index
+        %c_3 = arith.addi %c, %c768 : index
+        %c_5 = arith.addi %c_4, %c256 : index
+        %c_6 = arith.addi %c_4, %c512 : index
+        %c_7 = arith.addi %c_4, %c768 : index
+        func.call @topk_count_first(%k0, %c, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k1, %c_1, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k2, %c_2, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k3, %c_3, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k4, %c_4, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k5, %c_5, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k6, %c_6, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k7, %c_7, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
       }
     }
     tile.parallel (%b) in [256] {
@@ -168,7 +342,9 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         : (i32, i1, index, i1) -> (i32, i1, index, i1) {
       %c2_index = arith.constant 2 : index
       %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 5], i32>
-      %more_bits = arith.cmpi sge, %shift, %zero : i32
+      // The lowest digit that holds key bits (16 for bf16, above).
+      %last_shift = arith.constant 0 : i32
+      %more_bits = arith.cmpi sge, %shift, %last_shift : i32
       %not_done = arith.cmpi eq, %done_i32, %zero : i32
       %needed = arith.xori %take_all, %true : i1
       %go_on = arith.andi %more_bits, %not_done : i1
@@ -202,38 +378,19 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %prefix16 = arith.shrui %prefix, %c16_i32 : i32
         tile.parallel (%t) in [256] {
           %first = arith.addi %start, %t : index
-          scf.for %c = %first to %end step %c256 {
-            %key = scf.if %cached -> (i32) {
-              %at = arith.subi %c, %start : index
-              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
-              scf.yield %cached_key : i32
-            } else {
-              %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-              %read_key = func.call @select_key(%v) : (f32) -> i32
-              scf.yield %read_key : i32
-            }
-            %key16 = arith.shrui %key, %c16_i32 : i32
-            %selectable = arith.cmpi ne, %key, %zero : i32
-            %higher = arith.cmpi ugt, %key16, %prefix16 : i32
-            %same = arith.cmpi eq, %key16, %prefix16 : i32
-            %taken = arith.andi %selectable, %higher : i1
-            %candidate = arith.andi %selectable, %same : i1
-            scf.if %taken {
-              %c3 = arith.constant 3 : index
-              %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
-              %slot = arith.index_cast %slot_i32 : i32 to index
-              %column_index = arith.subi %c, %column_base : index
-              %column = arith.index_cast %column_index : index to i32
-              tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
-            }
-            scf.if %candidate {
-              %c3 = arith.constant 3 : index
-              %at_i32 = tile.atomic add %one, %state[%c1, %c3] : !tile.shared<[2, 5], i32>
-              %at = arith.index_cast %at_i32 : i32 to index
-              %c_i32 = arith.index_cast %c : index to i32
-              tile.store %key, %candidate_keys[%at] : !tile.shared<[candidates], i32>
-              tile.store %c_i32, %candidate_columns[%at] : !tile.shared<[candidates], i32>
-            }
+          %c1024 = arith.constant 1024 : index
+          scf.for %c = %first to %end step %c1024 {
+            %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %cached)
+                : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
+            %c512 = arith.constant 512 : index
+            %c768 = arith.constant 768 : index
+            %c_1 = arith.addi %c, %c256 : index
+            %c_2 = arith.addi %c, %c512 : index
+            %c_3 = arith.addi %c, %c768 : index
+            func.call @topk_compact_key(%k0, %c, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_compact_key(%k1, %c_1, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_compact_key(%k2, %c_2, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_compact_key(%k3, %c_3, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
           }
         }
       }
@@ -272,29 +429,16 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %prefix_high = arith.shrui %prefix, %above : i32
         tile.parallel (%t) in [256] {
           %first = arith.addi %start, %t : index
-          scf.for %c = %first to %end step %c256 {
-            %key = scf.if %cached -> (i32) {
-              %at = arith.subi %c, %start : index
-              %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
-              scf.yield %cached_key : i32
-            } else {
-              %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-              %read_key = func.call @select_key(%v) : (f32) -> i32
-              scf.yield %read_key : i32
-            }
-            %key_high = arith.shrui %key, %above : i32
-            %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
-            %selectable = arith.cmpi ne, %key, %zero : i32
-            %counted = arith.andi %same_prefix, %selectable : i1
-            scf.if %counted {
-              %shifted = arith.shrui %key, %shift : i32
-              %mask = arith.constant 255 : i32
-              %digit = arith.andi %shifted, %mask : i32
-              %bin = arith.index_cast %digit : i32 to index
-              %c32_w = arith.constant 32 : index
+          %c32_w = arith.constant 32 : index
           %warp = arith.divui %t, %c32_w : index
-          %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[8, 256], i32>
-            }
+          %c1024 = arith.constant 1024 : index
+          scf.for %c = %first to %end step %c1024 {
+            %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %cached)
+                : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
+            func.call @topk_count_digit(%k0, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[8, 256], i32>) -> ()
+            func.call @topk_count_digit(%k1, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[8, 256], i32>) -> ()
+            func.call @topk_count_digit(%k2, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[8, 256], i32>) -> ()
+            func.call @topk_count_digit(%k3, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[8, 256], i32>) -> ()
           }
         }
       }
@@ -427,28 +571,19 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     } else {
       tile.parallel (%t) in [256] {
         %first = arith.addi %start, %t : index
-        scf.for %c = %first to %end step %c256 {
-          %key = scf.if %cached -> (i32) {
-            %at = arith.subi %c, %start : index
-            %cached_key = tile.load %keys[%at] : !tile.shared<[cache], i32>
-            scf.yield %cached_key : i32
-          } else {
-            %v = tile.load %x[%row, %c] : !tile.global<[?, ?], f32>
-            %read_key = func.call @select_key(%v) : (f32) -> i32
-            scf.yield %read_key : i32
-          }
-          %above = arith.cmpi ugt, %key, %threshold : i32
-          %at_threshold = arith.cmpi eq, %key, %threshold : i32
-          %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
-          %take = arith.ori %above, %equal_taken : i1
-          scf.if %take {
-            %c3 = arith.constant 3 : index
-            %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
-            %slot = arith.index_cast %slot_i32 : i32 to index
-            %column_index = arith.subi %c, %column_base : index
-            %column = arith.index_cast %column_index : index to i32
-            tile.store %column, %out[%row, %slot] : !tile.global<[?, ?], i32>
-          }
+        %c1024 = arith.constant 1024 : index
+        scf.for %c = %first to %end step %c1024 {
+          %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %cached)
+              : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
+          %c512 = arith.constant 512 : index
+          %c768 = arith.constant 768 : index
+          %c_1 = arith.addi %c, %c256 : index
+          %c_2 = arith.addi %c, %c512 : index
+          %c_3 = arith.addi %c, %c768 : index
+          func.call @topk_take_key(%k0, %c, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
+          func.call @topk_take_key(%k1, %c_1, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
+          func.call @topk_take_key(%k2, %c_2, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
+          func.call @topk_take_key(%k3, %c_3, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
         }
       }
     }

@@ -39,6 +39,16 @@ static LogicalResult verifyInsideLaunch(Operation *op) {
   return success();
 }
 
+/// Per-element ops (atomics, warp collectives) belong in a tile.parallel
+/// body, or in a device function whose calls sit in one: the verifier sees
+/// them again once tile-inline-functions has inlined the call.
+static bool isInParallelBody(Operation *op) {
+  if (op->getParentOfType<ParallelOp>())
+    return true;
+  auto function = op->getParentOfType<mlir::func::FuncOp>();
+  return function && function.isPrivate() && !op->getParentOfType<LaunchOp>();
+}
+
 static std::string describe(Type type) {
   return (getTileMemoryKindName(type) + " tile " +
           formatDims(shapeOf(type).getDims()))
@@ -1000,7 +1010,7 @@ LogicalResult AtomicOp::verify() {
   if ((kind == AtomicKind::UMax || kind == AtomicKind::UMin) && !isInt)
     return emitOpError("'") << stringifyAtomicKind(kind)
                             << "' needs integer elements, got " << element;
-  if (!(*this)->getParentOfType<ParallelOp>())
+  if (!isInParallelBody(*this))
     return emitOpError("must be in a tile.parallel body (one atomic per "
                        "element of its domain)");
   return verifyElementAccess(*this, destType, getIndices());
@@ -1045,7 +1055,7 @@ LogicalResult ScanOp::verify() {
 /// Warp collectives act on the elements of a tile.parallel domain, a warp's
 /// worth at a time.
 static LogicalResult verifyWarpCollective(Operation *op) {
-  if (!op->getParentOfType<ParallelOp>())
+  if (!isInParallelBody(op))
     return op->emitOpError("must be in a tile.parallel body (it combines the "
                            "domain's elements a warp at a time)");
   return success();

@@ -70,3 +70,23 @@ func.func @not_device(%t: !tile.shared<[32], i32>) {
   tile.fill %t, %z : !tile.shared<[32], i32>, i32
   return
 }
+
+// -----
+
+// An atomic in a device function is checked where the call is inlined: here
+// outside any tile.parallel.
+func.func private @count(%hist: !tile.shared<[32], i32>, %bin: index) {
+  %one = arith.constant 1 : i32
+  // expected-error @+1 {{'tile.atomic' op must be in a tile.parallel body (one atomic per element of its domain)}}
+  %old = tile.atomic add %one, %hist[%bin] : !tile.shared<[32], i32>
+  return
+}
+
+tile.kernel @atomic_outside_parallel(%out: !tile.global<[1], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %hist = tile.alloc : !tile.shared<[32], i32>
+    %c0 = arith.constant 0 : index
+    func.call @count(%hist, %c0) : (!tile.shared<[32], i32>, index) -> ()
+  }
+}

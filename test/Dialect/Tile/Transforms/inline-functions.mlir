@@ -54,3 +54,39 @@ tile.kernel @plain(%out: !tile.global<[1], i32>) {
   tile.launch (%bx) in (%c1) threads 32 {
   }
 }
+
+// -----
+
+// Per-element ops (an atomic, a ballot) in a device function called from a
+// tile.parallel body: the function verifies on its own and the inlined ops
+// are in the parallel body.
+
+func.func private @count_key(%key: i32, %hist: !tile.shared<[256], i32>) -> i32 {
+  %one = arith.constant 1 : i32
+  %c24 = arith.constant 24 : i32
+  %digit = arith.shrui %key, %c24 : i32
+  %bin = arith.index_cast %digit : i32 to index
+  %old = tile.atomic add %one, %hist[%bin] : !tile.shared<[256], i32>
+  %zero = arith.constant 0 : i32
+  %set = arith.cmpi ne, %key, %zero : i32
+  %lanes = tile.vote ballot %set : i32
+  return %lanes : i32
+}
+
+tile.kernel @histogram(%keys: !tile.global<[?], i32>, %out: !tile.global<[?], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %hist = tile.alloc : !tile.shared<[256], i32>
+    tile.parallel (%i) in [256] {
+      %key = tile.load %keys[%i] : !tile.global<[?], i32>
+      %lanes = func.call @count_key(%key, %hist) : (i32, !tile.shared<[256], i32>) -> i32
+      tile.store %lanes, %out[%i] : !tile.global<[?], i32>
+    }
+  }
+}
+
+// CHECK-NOT: func.func
+// CHECK-LABEL: tile.kernel @histogram
+// CHECK: tile.parallel
+// CHECK: tile.atomic add %{{.*}}, %{{.*}}[%{{.*}}] : !tile.shared<[256], i32>
+// CHECK: tile.vote ballot

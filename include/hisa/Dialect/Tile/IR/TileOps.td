@@ -480,7 +480,8 @@ def Tile_AtomicOp : Tile_Op<"atomic", [
     returning the element's previous value: the building block of
     histograms, counters and claimed slots (exact top-k). One atomic is
     performed per element of the enclosing `tile.parallel` domain, so it
-    must sit in a `tile.parallel` body; the indices may be any values
+    must sit in a `tile.parallel` body (or in a device function, checked
+    again where its call is inlined); the indices may be any values
     computed there (a bin, a slot). Kinds: `add` (integers and floats),
     `max` / `min` (signed integers, floats), `umax` / `umin` (integers as
     unsigned). Elements are 32- or 64-bit integers or f32. An atomic outside
