@@ -207,9 +207,10 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %starts: !tile.global<[?], i32>,
                       %ends: !tile.global<[?], i32>,
                       %out: !tile.global<[?, ?], i32>)
-    params {cache = 8192, compact = 0, candidates = 32, windowed = 0, relative = 0} {
+    params {cache = 8192, compact = 0, candidates = 32, windowed = 0, relative = 0,
+            min_blocks = 1} {
   %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
-  tile.launch (%row) in (%rows) threads 256 {
+  tile.launch (%row) in (%rows) threads 256 blocks_per_sm "min_blocks" {
     %keys = tile.alloc : !tile.shared<[cache], i32>
     // One histogram per warp (8 x 256 bins): the top bits of real data fall
     // in a few bins, and a block-wide histogram would serialize the atomics
@@ -281,37 +282,26 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
 
     // 1. Keys and the histogram of their top 8 bits.
     tile.fill %hist, %zero : !tile.shared<[8, 256], i32>, i32
-    // Eight columns a thread per step, all read before any is used
+    // Four columns a thread per step, all read before any is used
     // (@topk_keys4; -0.0 is 0.0, -inf/NaN key 0: kernels-dsl/lib/select_key.mlir).
     tile.parallel (%t) in [256] {
       %first = arith.addi %start, %t : index
       %c32_w = arith.constant 32 : index
       %warp = arith.divui %t, %c32_w : index
-      %c2048 = arith.constant 2048 : index
+      %c1024 = arith.constant 1024 : index
       %from_x = arith.constant false
-      scf.for %c = %first to %end step %c2048 {
-        %c1024 = arith.constant 1024 : index
-        %c_4 = arith.addi %c, %c1024 : index
+      scf.for %c = %first to %end step %c1024 {
         %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %from_x)
-            : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
-        %k4, %k5, %k6, %k7 = func.call @topk_keys4(%x, %keys, %row, %c_4, %c, %start, %end, %from_x)
             : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
         %c512 = arith.constant 512 : index
         %c768 = arith.constant 768 : index
         %c_1 = arith.addi %c, %c256 : index
         %c_2 = arith.addi %c, %c512 : index
         %c_3 = arith.addi %c, %c768 : index
-        %c_5 = arith.addi %c_4, %c256 : index
-        %c_6 = arith.addi %c_4, %c512 : index
-        %c_7 = arith.addi %c_4, %c768 : index
         func.call @topk_count_first(%k0, %c, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
         func.call @topk_count_first(%k1, %c_1, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
         func.call @topk_count_first(%k2, %c_2, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
         func.call @topk_count_first(%k3, %c_3, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
-        func.call @topk_count_first(%k4, %c_4, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
-        func.call @topk_count_first(%k5, %c_5, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
-        func.call @topk_count_first(%k6, %c_6, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
-        func.call @topk_count_first(%k7, %c_7, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
       }
     }
     tile.parallel (%b) in [256] {
@@ -364,9 +354,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       %capacity_index = tile.param "candidates" : index
       %capacity = arith.index_cast %capacity_index : index to i32
       %fits = arith.cmpi sle, %bin_keys, %capacity : i32
-      %uncached = arith.xori %cached, %true : i1
-      %fits_uncached = arith.andi %fits, %uncached : i1
-      %compact_third = arith.andi %third_pass, %fits_uncached : i1
+      %compact_third = arith.andi %third_pass, %fits : i1
       %compact_now = arith.andi %compact_third, %compaction : i1
       %any_candidates = arith.ori %compact_now, %compacted : i1
       // Constant false without compaction: the candidate code folds away.

@@ -44,28 +44,41 @@ int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
 /// their threshold bin fits the candidate list.
 constexpr int64_t kTopkCacheSizes[] = {2048, 8192, 16384, 32768, 49152};
 
-/// The top-k specialization for rows of `columns`: the key cache and, where
-/// rows can be past it, candidate compaction (elsewhere compiled out, with a
-/// token candidate list, so that cached rows keep their speed).
+/// The top-k specialization for rows of `columns`: the key cache, the
+/// candidate list that the threshold's 16-bit bin moves to after the second
+/// pass when it fits (so that the last passes and the selection read the
+/// candidates, not the row), and the blocks per SM the registers are
+/// bounded for (what the cache's shared memory allows; ptxas keeps these
+/// without spills).
 std::string topkParams(int64_t columns, bool windowed, bool relative) {
-  int64_t cache = 0, candidates = 32, compact = 0;
+  int64_t cache = 0, candidates = 128, compact = 1, minBlocks = 1;
   for (int64_t size : kTopkCacheSizes)
     if (columns <= size) {
       cache = size;
       break;
     }
-  if (cache == 0) {
+  if (cache == 2048) {
+    // Short rows: four passes over 8 KiB of keys cost less than the
+    // compaction's code, which would cost them a block per SM.
+    candidates = 32;
+    compact = 0;
+    minBlocks = 6;
+  } else if (cache == 8192) {
+    minBlocks = 5;
+  } else if (cache == 16384) {
+    minBlocks = 3;
+  } else if (cache == 0) {
     // Longer rows are re-read; windows may still fit the largest cache.
     // Without windows no row is cached: the cache is minimal and the
-    // candidate list takes its place.
+    // candidate list takes its place (compacted ties are ranked pairwise,
+    // so it stays short).
     cache = windowed ? kTopkCacheSizes[4] : 256;
-    // Compacted ties are ranked pairwise: the list stays short.
     candidates = 1024;
-    compact = 1;
+    minBlocks = windowed ? 1 : 5;
   }
-  return formatv("cache={0},candidates={1},compact={2},relative={3},"
-                 "windowed={4}",
-                 cache, candidates, compact, relative ? 1 : 0,
+  return formatv("cache={0},candidates={1},compact={2},min_blocks={3},"
+                 "relative={4},windowed={5}",
+                 cache, candidates, compact, minBlocks, relative ? 1 : 0,
                  windowed ? 1 : 0);
 }
 
