@@ -23,104 +23,6 @@
 // From hisa's device library (kernels-dsl/lib/select_key.mlir).
 func.func private @select_key(f32) -> i32
 
-// The select passes read four keys a thread per step, slots c + 128 j for
-// j = 0..3 (key 0, "not selectable", past the last slot), all loaded before
-// any is used: one shared-memory load and its dependent atomic at a time
-// left the passes waiting on shared-memory latency.
-func.func private @slot_keys4(%keys: !tile.shared<[topk*kb], i32>, %c: index,
-                              %length: index) -> (i32, i32, i32, i32) {
-  %zero = arith.constant 0 : i32
-  %c128 = arith.constant 128 : index
-  %c256 = arith.constant 256 : index
-  %c384 = arith.constant 384 : index
-  %c_1 = arith.addi %c, %c128 : index
-  %c_2 = arith.addi %c, %c256 : index
-  %c_3 = arith.addi %c, %c384 : index
-  %inside_1 = arith.cmpi ult, %c_1, %length : index
-  %inside_2 = arith.cmpi ult, %c_2, %length : index
-  %inside_3 = arith.cmpi ult, %c_3, %length : index
-  %at_1 = arith.select %inside_1, %c_1, %c : index
-  %at_2 = arith.select %inside_2, %c_2, %c : index
-  %at_3 = arith.select %inside_3, %c_3, %c : index
-  %k0 = tile.load %keys[%c] : !tile.shared<[topk*kb], i32>
-  %k1 = tile.load %keys[%at_1] : !tile.shared<[topk*kb], i32>
-  %k2 = tile.load %keys[%at_2] : !tile.shared<[topk*kb], i32>
-  %k3 = tile.load %keys[%at_3] : !tile.shared<[topk*kb], i32>
-  %key1 = arith.select %inside_1, %k1, %zero : i32
-  %key2 = arith.select %inside_2, %k2, %zero : i32
-  %key3 = arith.select %inside_3, %k3, %zero : i32
-  return %k0, %key1, %key2, %key3 : i32, i32, i32, i32
-}
-
-// The first pass for one key: its top 8 bits into the warp's histogram
-// when it is selectable.
-func.func private @count_top_digit(%key: i32, %warp: index,
-                                   %hist: !tile.shared<[4, 256], i32>) {
-  %zero = arith.constant 0 : i32
-  %one = arith.constant 1 : i32
-  %selectable = arith.cmpi ne, %key, %zero : i32
-  scf.if %selectable {
-    %c24 = arith.constant 24 : i32
-    %digit = arith.shrui %key, %c24 : i32
-    %bin = arith.index_cast %digit : i32 to index
-    %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
-  }
-  return
-}
-
-// A later pass for one key: the digit at `shift` into the warp's histogram
-// when the key is selectable and has the prefix found so far (the bits
-// above `above` = shift + 8).
-func.func private @count_digit(%key: i32, %shift: i32, %above: i32,
-                               %prefix_high: i32, %warp: index,
-                               %hist: !tile.shared<[4, 256], i32>) {
-  %zero = arith.constant 0 : i32
-  %one = arith.constant 1 : i32
-  %key_high = arith.shrui %key, %above : i32
-  %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
-  %selectable = arith.cmpi ne, %key, %zero : i32
-  %counted = arith.andi %same_prefix, %selectable : i1
-  scf.if %counted {
-    %shifted = arith.shrui %key, %shift : i32
-    %mask = arith.constant 255 : i32
-    %digit = arith.andi %shifted, %mask : i32
-    %bin = arith.index_cast %digit : i32 to index
-    %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
-  }
-  return
-}
-
-// Selection for one slot's key: above the threshold, or equal to it when
-// every key at the threshold is needed, it claims the next output slot and
-// writes its offset in the query's window.
-func.func private @take_slot(%key: i32, %c: index, %threshold: i32,
-                             %all_at_threshold: i1, %bx: index, %start: index,
-                             %kb: index, %index_tile: !tile.shared<[topk], i32>,
-                             %state: !tile.shared<[2, 4], i32>,
-                             %out: !tile.global<[?, ?], i32>) {
-  %one = arith.constant 1 : i32
-  %c0 = arith.constant 0 : index
-  %c3 = arith.constant 3 : index
-  %above = arith.cmpi ugt, %key, %threshold : i32
-  %at_threshold = arith.cmpi eq, %key, %threshold : i32
-  %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
-  %take = arith.ori %above, %equal_taken : i1
-  scf.if %take {
-    %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
-    %slot = arith.index_cast %slot_i32 : i32 to index
-    %t_block = arith.divui %c, %kb : index
-    %i_row = arith.remui %c, %kb : index
-    %block_i32 = tile.load %index_tile[%t_block] : !tile.shared<[topk], i32>
-    %block = arith.index_cast %block_i32 : i32 to index
-    %first_row = arith.muli %block, %kb : index
-    %row = arith.addi %first_row, %i_row : index
-    %offset = arith.subi %row, %start : index
-    %offset_i32 = arith.index_cast %offset : index to i32
-    tile.store %offset_i32, %out[%bx, %slot] : !tile.global<[?, ?], i32>
-  }
-  return
-}
-
 tile.kernel @block_sparse_topk_tokens(
     %q: !tile.global<[?, heads, dim], f8E4M3FN>,
     %k: !tile.global<[?, dim], f8E4M3FN>,
@@ -231,13 +133,15 @@ tile.kernel @block_sparse_topk_tokens(
     tile.parallel (%warp, %lane) in [4, 32] {
       %warp_first = arith.muli %warp, %c32 : index
       %t = arith.addi %warp_first, %lane : index
-      %c512 = arith.constant 512 : index
-      scf.for %c = %t to %length step %c512 {
-        %k0, %k1, %k2, %k3 = func.call @slot_keys4(%keys, %c, %length) : (!tile.shared<[topk*kb], i32>, index, index) -> (i32, i32, i32, i32)
-        func.call @count_top_digit(%k0, %warp, %hist) : (i32, index, !tile.shared<[4, 256], i32>) -> ()
-        func.call @count_top_digit(%k1, %warp, %hist) : (i32, index, !tile.shared<[4, 256], i32>) -> ()
-        func.call @count_top_digit(%k2, %warp, %hist) : (i32, index, !tile.shared<[4, 256], i32>) -> ()
-        func.call @count_top_digit(%k3, %warp, %hist) : (i32, index, !tile.shared<[4, 256], i32>) -> ()
+      scf.for %c = %t to %length step %c128 {
+        %key = tile.load %keys[%c] : !tile.shared<[topk*kb], i32>
+        %selectable = arith.cmpi ne, %key, %zero : i32
+        scf.if %selectable {
+          %c24 = arith.constant 24 : i32
+          %digit = arith.shrui %key, %c24 : i32
+          %bin = arith.index_cast %digit : i32 to index
+          %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
+        }
       }
     }
     tile.parallel (%b) in [256] {
@@ -286,13 +190,19 @@ tile.kernel @block_sparse_topk_tokens(
         tile.parallel (%warp, %lane) in [4, 32] {
           %warp_first = arith.muli %warp, %c32 : index
           %t = arith.addi %warp_first, %lane : index
-          %c512 = arith.constant 512 : index
-          scf.for %c = %t to %length step %c512 {
-            %k0, %k1, %k2, %k3 = func.call @slot_keys4(%keys, %c, %length) : (!tile.shared<[topk*kb], i32>, index, index) -> (i32, i32, i32, i32)
-            func.call @count_digit(%k0, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[4, 256], i32>) -> ()
-            func.call @count_digit(%k1, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[4, 256], i32>) -> ()
-            func.call @count_digit(%k2, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[4, 256], i32>) -> ()
-            func.call @count_digit(%k3, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[4, 256], i32>) -> ()
+          scf.for %c = %t to %length step %c128 {
+            %key = tile.load %keys[%c] : !tile.shared<[topk*kb], i32>
+            %key_high = arith.shrui %key, %above : i32
+            %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+            %selectable = arith.cmpi ne, %key, %zero : i32
+            %counted = arith.andi %same_prefix, %selectable : i1
+            scf.if %counted {
+              %shifted = arith.shrui %key, %shift : i32
+              %mask = arith.constant 255 : i32
+              %digit = arith.andi %shifted, %mask : i32
+              %bin = arith.index_cast %digit : i32 to index
+              %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
+            }
           }
         }
         tile.parallel (%b) in [256] {
@@ -357,18 +267,26 @@ tile.kernel @block_sparse_topk_tokens(
     tile.parallel (%warp, %lane) in [4, 32] {
       %warp_first = arith.muli %warp, %c32 : index
       %t = arith.addi %warp_first, %lane : index
-      %c256 = arith.constant 256 : index
-      %c384 = arith.constant 384 : index
-      %c512 = arith.constant 512 : index
-      scf.for %c = %t to %length step %c512 {
-        %k0, %k1, %k2, %k3 = func.call @slot_keys4(%keys, %c, %length) : (!tile.shared<[topk*kb], i32>, index, index) -> (i32, i32, i32, i32)
-        %c_1 = arith.addi %c, %c128 : index
-        %c_2 = arith.addi %c, %c256 : index
-        %c_3 = arith.addi %c, %c384 : index
-        func.call @take_slot(%k0, %c, %threshold, %all_at_threshold, %bx, %start, %kb, %index_tile, %state, %out) : (i32, index, i32, i1, index, index, index, !tile.shared<[topk], i32>, !tile.shared<[2, 4], i32>, !tile.global<[?, ?], i32>) -> ()
-        func.call @take_slot(%k1, %c_1, %threshold, %all_at_threshold, %bx, %start, %kb, %index_tile, %state, %out) : (i32, index, i32, i1, index, index, index, !tile.shared<[topk], i32>, !tile.shared<[2, 4], i32>, !tile.global<[?, ?], i32>) -> ()
-        func.call @take_slot(%k2, %c_2, %threshold, %all_at_threshold, %bx, %start, %kb, %index_tile, %state, %out) : (i32, index, i32, i1, index, index, index, !tile.shared<[topk], i32>, !tile.shared<[2, 4], i32>, !tile.global<[?, ?], i32>) -> ()
-        func.call @take_slot(%k3, %c_3, %threshold, %all_at_threshold, %bx, %start, %kb, %index_tile, %state, %out) : (i32, index, i32, i1, index, index, index, !tile.shared<[topk], i32>, !tile.shared<[2, 4], i32>, !tile.global<[?, ?], i32>) -> ()
+      scf.for %c = %t to %length step %c128 {
+        %key = tile.load %keys[%c] : !tile.shared<[topk*kb], i32>
+        %above = arith.cmpi ugt, %key, %threshold : i32
+        %at_threshold = arith.cmpi eq, %key, %threshold : i32
+        %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
+        %take = arith.ori %above, %equal_taken : i1
+        scf.if %take {
+          %c3 = arith.constant 3 : index
+          %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
+          %slot = arith.index_cast %slot_i32 : i32 to index
+          %t_block = arith.divui %c, %kb : index
+          %i_row = arith.remui %c, %kb : index
+          %block_i32 = tile.load %index_tile[%t_block] : !tile.shared<[topk], i32>
+          %block = arith.index_cast %block_i32 : i32 to index
+          %first_row = arith.muli %block, %kb : index
+          %row = arith.addi %first_row, %i_row : index
+          %offset = arith.subi %row, %start : index
+          %offset_i32 = arith.index_cast %offset : index to i32
+          tile.store %offset_i32, %out[%bx, %slot] : !tile.global<[?, ?], i32>
+        }
       }
     }
 
