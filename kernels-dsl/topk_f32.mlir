@@ -10,7 +10,8 @@
 // bits flipped for negatives), with -inf and NaN mapped to 0, the key of
 // "not selectable". A row of at most `cache` columns keeps its keys in
 // shared memory; a longer one re-reads x at every pass until its threshold
-// bin is small enough to compact (below).
+// bin is small enough to compact (below; the passes and the selection then
+// read the candidates, cached or not).
 //
 //   1. Keys, and the histogram of their top 8 bits.
 //   2. Radix select, 8 bits a pass from the top: the suffix sums of the
@@ -19,8 +20,9 @@
 //      A pass narrows the threshold's prefix by 8 bits and stops early when
 //      the whole bin is needed. No candidate buffer that can overflow:
 //      every pass counts the keys that share the prefix found so far, and
-//      a row past the cache moves its 16-bit threshold bin to a candidate
-//      list only when the count says it fits, so any input is exact.
+//      a row moves its 16-bit threshold bin to a candidate list (where the
+//      specialization compacts) only when the count says it fits, so any
+//      input is exact.
 //   3. Every key above the threshold (or at least the threshold, when all
 //      keys equal to it are needed) claims a slot with a shared atomic.
 //   4. When more keys equal the threshold than are needed, the first ones
@@ -37,8 +39,11 @@
 // hisa-variant topk_bf16 replaces "f32>" with "bf16>"
 // hisa-variant topk_bf16 replaces "@select_key(" with "@select_key_bf16("
 // hisa-variant topk_bf16 replaces "(f32) -> i32" with "(bf16) -> i32"
-// A bf16 key's low 16 bits are 0: its radix select ends after two passes.
-// hisa-variant topk_bf16 replaces "%last_shift = arith.constant 0 : i32" with "%last_shift = arith.constant 16 : i32"
+// A bf16 key's low 16 bits follow from its sign (0 for positive values, all
+// ones for negative ones: the key inverts a negative float's bits), so its
+// radix select ends after the pass at bit 8, the one that compacts.
+// hisa-variant topk_bf16 replaces "%last_shift = arith.constant 0 : i32" with "%last_shift = arith.constant 8 : i32"
+// hisa-variant topk_bf16 replaces "%last_pass_shift = arith.constant 0 : i32" with "%last_pass_shift = arith.constant 8 : i32"
 
 // From hisa's device library (kernels-dsl/lib/select_key.mlir).
 func.func private @select_key(f32) -> i32
@@ -226,14 +231,13 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // A pass reads the p of its parity and writes the other: the threads
     // still reading one never race with the writer of the next.
     %state = tile.alloc : !tile.shared<[2, 5], i32>
-    // For a row past the cache: the keys (and columns) that share the
-    // threshold's top 16 bits, once they are few enough, so that the last
-    // two passes and the selection read these instead of x. Exact: they are
+    // The keys (and columns) that share the threshold's top 16 bits, once
+    // they are few enough, so that the last two passes and the selection
+    // read these instead of the row (x or the cache). Exact: they are
     // compacted only when the count (known from the second pass) fits
     // `candidates`. Only specializations with `compact` set have the code
-    // (the operator layer sets it where rows can be past the cache): cached
-    // rows' passes read shared memory already, and the extra code and
-    // footprint cost them (measured: [32768, 1024] k=64 254 -> 289 us).
+    // (the operator layer leaves it out for rows of up to 2048 columns,
+    // whose passes over 8 KiB of keys cost less than the code's registers).
     %candidate_keys = tile.alloc : !tile.shared<[candidates], i32>
     %candidate_columns = tile.alloc : !tile.shared<[candidates], i32>
     %c0 = arith.constant 0 : index
@@ -486,7 +490,16 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // 3. Keys above the threshold, or at least the threshold when all of
     //    those equal to it are needed (always so when every selectable key
     //    is taken: the threshold is then 1, the least selectable key).
-    %found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 5], i32>
+    %prefix_found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 5], i32>
+    // The bits below the last pass's digit (none for f32; bf16's follow
+    // from the sign: a key without the top bit is a negative value's).
+    %last_pass_shift = arith.constant 0 : i32
+    %low_one = arith.constant 1 : i32
+    %low_range = arith.shli %low_one, %last_pass_shift : i32
+    %low_bits = arith.subi %low_range, %low_one : i32
+    %negative_key = arith.cmpi sge, %prefix_found, %zero : i32
+    %negative_low = arith.ori %prefix_found, %low_bits : i32
+    %found = arith.select %negative_key, %negative_low, %prefix_found : i32
     %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 5], i32>
     %c2 = arith.constant 2 : index
     %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 5], i32>

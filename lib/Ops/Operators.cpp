@@ -39,42 +39,28 @@ int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
   return kb == 128 ? 3 : 1;
 }
 
-/// Rows (windows) of at most this many columns keep their keys in shared
-/// memory for the select passes; longer ones re-read x at every pass until
-/// their threshold bin fits the candidate list.
-constexpr int64_t kTopkCacheSizes[] = {2048, 8192, 16384, 32768, 49152};
-
-/// The top-k specialization for rows of `columns`: the key cache, the
-/// candidate list that the threshold's 16-bit bin moves to after the second
-/// pass when it fits (so that the last passes and the selection read the
-/// candidates, not the row), and the blocks per SM the registers are
-/// bounded for (what the cache's shared memory allows; ptxas keeps these
-/// without spills).
+/// The top-k specialization for rows of `columns`: the key cache (rows,
+/// or windows, of at most that many columns keep their keys in shared
+/// memory; longer ones re-read x at every pass), the candidate list that
+/// the threshold's 16-bit bin moves to after the second pass when it fits
+/// (so that the last passes and the selection read the candidates, not the
+/// row), and the blocks per SM the registers are bounded for. Measured on
+/// the H200 (docs/performance.md, ninth session): past 8192 columns,
+/// re-reading rows with five blocks per SM (the re-reads mostly hit L2)
+/// beats one to three blocks per SM holding 64-192 KiB caches, e.g. causal
+/// rows of 32768 columns 6.35 -> 2.99 ms.
 std::string topkParams(int64_t columns, bool windowed, bool relative) {
-  int64_t cache = 0, candidates = 128, compact = 1, minBlocks = 1;
-  for (int64_t size : kTopkCacheSizes)
-    if (columns <= size) {
-      cache = size;
-      break;
-    }
-  if (cache == 2048) {
+  int64_t cache, candidates, compact, minBlocks;
+  if (columns <= 2048) {
     // Short rows: four passes over 8 KiB of keys cost less than the
     // compaction's code, which would cost them a block per SM.
-    candidates = 32;
-    compact = 0;
-    minBlocks = 6;
-  } else if (cache == 8192) {
-    minBlocks = 5;
-  } else if (cache == 16384) {
-    minBlocks = 3;
-  } else if (cache == 0) {
-    // Longer rows are re-read; windows may still fit the largest cache.
-    // Without windows no row is cached: the cache is minimal and the
-    // candidate list takes its place (compacted ties are ranked pairwise,
-    // so it stays short).
-    cache = windowed ? kTopkCacheSizes[4] : 256;
-    candidates = 1024;
-    minBlocks = windowed ? 1 : 5;
+    cache = 2048, candidates = 32, compact = 0, minBlocks = 6;
+  } else if (columns <= 8192) {
+    cache = 8192, candidates = 128, compact = 1, minBlocks = 5;
+  } else {
+    // No row is cached: the cache is minimal and the candidate list takes
+    // its place (compacted ties are ranked pairwise, so it stays short).
+    cache = 256, candidates = 1024, compact = 1, minBlocks = 5;
   }
   return formatv("cache={0},candidates={1},compact={2},min_blocks={3},"
                  "relative={4},windowed={5}",

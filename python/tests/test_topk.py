@@ -136,6 +136,24 @@ def test_compaction_with_ties(dtype, ties, windowed):
         run(x, k)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("ties", [1, 60, 128, 129, 500])
+@pytest.mark.parametrize("columns", [3000, 8000, 16000])
+def test_cached_compaction_with_ties(dtype, ties, columns):
+    # Cached rows of more than 2048 columns move their threshold bin to a
+    # candidate list of 128 when it fits: here the bin is the `ties` equal
+    # values at the threshold (half of them needed) among 1000 larger and
+    # smaller random ones, on either side of the list's size.
+    fresh_seed(torch)
+    rows = 5
+    x = torch.rand(rows, columns, device="cuda") * 0.5
+    for r in range(rows):
+        perm = torch.randperm(columns, device="cuda")
+        x[r, perm[:1000]] = 5.0 + torch.rand(1000, device="cuda")
+        x[r, perm[1000:1000 + ties]] = 2.0
+    run(x.to(dtype), 1000 + (ties + 1) // 2)
+
+
 @pytest.mark.parametrize("columns,k", [(4096, 100), (60_000, 2048)])
 def test_all_equal(columns, k):
     # Every key is the threshold: the first k columns, through the ordered

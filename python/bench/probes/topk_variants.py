@@ -38,22 +38,24 @@ def spec(cache, candidates, compact, min_blocks=1, windowed=0):
 #  parameters for the other source (which predates min_blocks))
 CASES = [
     (32768, 8192, 2048, False,
-     {"no compaction, min_blocks 1": spec(8192, 32, 0),
-      "compaction (128), min_blocks 1": spec(8192, 128, 1),
-      "compaction (128), min_blocks 5": spec(8192, 128, 1, 5)},
+     {"cache 8192, no compaction, min_blocks 1": spec(8192, 32, 0),
+      "cache 256 (re-read), compaction (1024), min_blocks 5": spec(256, 1024, 1, 5)},
      dict(cache=8192, candidates=32, compact=0, relative=0, windowed=0)),
     (32768, 1024, 64, False,
-     {"no compaction, min_blocks 1": spec(2048, 32, 0),
-      "compaction (128), min_blocks 5": spec(2048, 128, 1, 5)},
+     {"no compaction, min_blocks 1": spec(2048, 32, 0)},
      dict(cache=2048, candidates=32, compact=0, relative=0, windowed=0)),
-    (8192, 131072, 2048, False,
-     {"min_blocks 1": spec(256, 1024, 1)},
+    (8192, 131072, 2048, False, {},
      dict(cache=256, candidates=1024, compact=1, relative=0, windowed=0)),
     (16384, 16384, 2048, True,
-     {"no compaction, min_blocks 1": spec(16384, 32, 0, 1, 1)},
+     {"cache 16384, no compaction, min_blocks 3": spec(16384, 32, 0, 3, 1),
+      "cache 8192, compaction (1024), min_blocks 5": spec(8192, 1024, 1, 5, 1)},
      dict(cache=16384, candidates=32, compact=0, relative=0, windowed=1)),
+    (32768, 32768, 2048, True,
+     {"cache 32768, no compaction": spec(32768, 32, 0, 1, 1)},
+     dict(cache=32768, candidates=32, compact=0, relative=0, windowed=1)),
     (64, 16388, 512, True,
-     {"no compaction": spec(32768, 32, 0, 1, 1)},
+     {"cache 32768, compaction (128)": spec(32768, 128, 1, 1, 1),
+      "cache 8192, compaction (1024), min_blocks 5": spec(8192, 1024, 1, 5, 1)},
      dict(cache=32768, candidates=32, compact=0, relative=0, windowed=1)),
 ]
 
@@ -94,7 +96,7 @@ def main():
             kernel = jit.get_kernel("topk_f32", params)
             buf = torch.empty_like(out)
             impls.append((label, lambda i, kernel=kernel, buf=buf: kernel.launch(x, starts, ends, buf), buf))
-        if other_source is not None:
+        if other_source is not None and other_params is not None:
             kernel = jit.get_kernel("topk_f32", other_params, source=other_source)
             buf = torch.empty_like(out)
             impls.append(("previous source", lambda i, kernel=kernel, buf=buf: kernel.launch(x, starts, ends, buf), buf))
