@@ -48,8 +48,13 @@ int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
 /// the H200 (docs/performance.md, ninth session): past 8192 columns,
 /// re-reading rows with five blocks per SM (the re-reads mostly hit L2)
 /// beats one to three blocks per SM holding 64-192 KiB caches, e.g. causal
-/// rows of 32768 columns 6.35 -> 2.99 ms.
-std::string topkParams(int64_t columns, bool windowed, bool relative) {
+/// rows of 32768 columns 6.35 -> 2.99 ms, unless there are too few rows to
+/// fill the GPU twice over: then each block keeps its row (decode's 64 rows
+/// of 16388 columns: 26.5 -> 22.3 us).
+std::string topkParams(int64_t rows, int64_t columns, bool windowed,
+                       bool relative) {
+  constexpr int64_t kLargestCache = 49152; // 192 KiB of keys
+  constexpr int64_t kFewRows = 2 * 132;    // two blocks per H200 SM
   int64_t cache, candidates, compact, minBlocks;
   if (columns <= 2048) {
     // Short rows: four passes over 8 KiB of keys cost less than the
@@ -57,6 +62,9 @@ std::string topkParams(int64_t columns, bool windowed, bool relative) {
     cache = 2048, candidates = 32, compact = 0, minBlocks = 6;
   } else if (columns <= 8192) {
     cache = 8192, candidates = 128, compact = 1, minBlocks = 5;
+  } else if (rows <= kFewRows && columns <= kLargestCache) {
+    cache = columns <= 16384 ? 16384 : columns <= 32768 ? 32768 : kLargestCache;
+    candidates = 128, compact = 1, minBlocks = 1;
   } else {
     // No row is cached: the cache is minimal and the candidate list takes
     // its place (compacted ties are ranked pairwise, so it stays short).
@@ -245,8 +253,8 @@ static Error runTopk(const char *op, const char *kernel, const void *x,
   LaunchArgument arguments[] = {
       tensor(x, {rows, columns}), tensor(windowStarts, {windowed ? rows : 1}),
       tensor(windowEnds, {windowed ? rows : 1}), tensor(out, {rows, k})};
-  return runOperator(kernel, topkParams(columns, windowed, relative), arguments,
-                     stream);
+  return runOperator(kernel, topkParams(rows, columns, windowed, relative),
+                     arguments, stream);
 }
 
 Error topk(const float *x, const int32_t *starts, const int32_t *ends,
