@@ -246,10 +246,16 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   std::multiset<std::string> prefillKernels = kernels(prefill);
   std::multiset<std::string> decodeKernels = kernels(decode);
   for (const char *kernel :
-       {"linear", "v4_rmsnorm", "v4_rope", "v4_indices", "v4_advance"}) {
+       {"v4_rmsnorm", "v4_rope", "v4_indices", "v4_advance"}) {
     EXPECT_TRUE(prefillKernels.count(kernel)) << kernel;
     EXPECT_TRUE(decodeKernels.count(kernel)) << kernel;
   }
+  // Prefill-sized projections store through a staging tile; decode-sized
+  // whole-k ones directly.
+  EXPECT_TRUE(prefillKernels.count("linear_staged"));
+  EXPECT_FALSE(prefillKernels.count("linear"));
+  EXPECT_TRUE(decodeKernels.count("linear"));
+  EXPECT_FALSE(decodeKernels.count("linear_staged"));
   EXPECT_TRUE(decodeKernels.count("v4_ring_write"));
   // Decode-sized projections split over k (ops::linearSplits).
   EXPECT_TRUE(decodeKernels.count("linear_partial"));
