@@ -336,7 +336,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         : (i32, i1, index, i1) -> (i32, i1, index, i1) {
       %c2_index = arith.constant 2 : index
       %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 5], i32>
-      // The lowest digit that holds key bits (16 for bf16, above).
+      // The last pass's digit (8 for bf16, whose key bits end there: above).
       %last_shift = arith.constant 0 : i32
       %more_bits = arith.cmpi sge, %shift, %last_shift : i32
       %not_done = arith.cmpi eq, %done_i32, %zero : i32

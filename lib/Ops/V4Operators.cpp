@@ -162,8 +162,11 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
     return error;
   if (m == 0)
     return Error::success();
-  if (Error error =
-          checkPointers(op, {{"x", x, 16}, {"w", w, 16}, {"y", y, 2}}))
+  // Prefill-sized m stores y in 16-byte pieces (linear_staged, below),
+  // decode-sized m in bf16 pairs.
+  bool staged = m > 64;
+  if (Error error = checkPointers(
+          op, {{"x", x, 16}, {"w", w, 16}, {"y", y, staged ? 16u : 4u}}))
     return error;
   LaunchArgument arguments[] = {tensor(x, {m, groups * k}),
                                 tensor(w, {groups * n, k}),
@@ -172,7 +175,7 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
   // 16-byte stores (linear_staged; H200, V4-Flash's projections at M =
   // 65536: 89-93% -> 95-97% of cuBLAS, wq_b's 4.3 GB output 61% -> 70%).
   // Decode-sized 64 x 64 tiles keep the direct stores (not measured there).
-  const char *kernel = m > 64 ? "linear_staged" : "linear";
+  const char *kernel = staged ? "linear_staged" : "linear";
   return runOperator(kernel, linearParams(linearTile(m, k), n, k, groups, 1),
                      arguments, stream);
 }

@@ -525,6 +525,13 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (!x || !out)
     return argumentError(
         formatv("{0}: {1} must not be NULL", op, !x ? "x" : "out"));
+  // The projections read x and write out in 16-byte pieces.
+  for (auto [name, pointer] :
+       {std::pair<const char *, const void *>{"x", x},
+        std::pair<const char *, const void *>{"out", out}})
+    if (reinterpret_cast<uintptr_t>(pointer) % 16)
+      return argumentError(
+          formatv("{0}: {1} ({2}) must be 16-byte aligned", op, name, pointer));
   // x and out are checked here; everything else the launches read is the
   // layer's own memory or the weights checked at creation, so the launches
   // skip the driver's pointer queries (~140 a decode step).

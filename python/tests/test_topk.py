@@ -137,21 +137,46 @@ def test_compaction_with_ties(dtype, ties, windowed):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("ties", [1, 60, 128, 129, 500])
+@pytest.mark.parametrize("ties", [2, 60, 128, 129, 500])
 @pytest.mark.parametrize("columns", [3000, 8000, 16000])
-def test_cached_compaction_with_ties(dtype, ties, columns):
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_cached_compaction_with_ties(dtype, ties, columns, sign):
     # Cached rows of more than 2048 columns move their threshold bin to a
     # candidate list of 128 when it fits: here the bin is the `ties` equal
     # values at the threshold (half of them needed) among 1000 larger and
-    # smaller random ones, on either side of the list's size.
+    # smaller random ones, on either side of the list's size. sign = -1
+    # puts the threshold among negative values (bf16 completes a negative
+    # threshold's low key bits from its sign).
     fresh_seed(torch)
     rows = 5
-    x = torch.rand(rows, columns, device="cuda") * 0.5
+    if sign > 0:
+        x = torch.rand(rows, columns, device="cuda") * 0.5
+        top, tie = lambda: 5.0 + torch.rand(1000, device="cuda"), 2.0
+    else:
+        x = -5.0 - torch.rand(rows, columns, device="cuda")
+        top, tie = lambda: -0.1 * torch.rand(1000, device="cuda"), -2.0
     for r in range(rows):
         perm = torch.randperm(columns, device="cuda")
-        x[r, perm[:1000]] = 5.0 + torch.rand(1000, device="cuda")
-        x[r, perm[1000:1000 + ties]] = 2.0
+        x[r, perm[:1000]] = top()
+        x[r, perm[1000:1000 + ties]] = tie
     run(x.to(dtype), 1000 + (ties + 1) // 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("windowed", [False, True])
+def test_many_long_rows(dtype, windowed):
+    # More rows than two per SM, past 8192 columns: the rows are re-read
+    # from x at every walk (no cache), with the 1024-candidate list.
+    fresh_seed(torch)
+    rows, columns, k = 300, 9000, 1000
+    x = torch.randn(rows, columns, device="cuda").to(dtype)
+    x[::7, ::5] = NEG_INF
+    if windowed:
+        starts = torch.randint(0, 2000, (rows,), device="cuda", dtype=torch.int32)
+        ends = starts + torch.randint(0, 7000, (rows,), device="cuda", dtype=torch.int32)
+        run(x, k, starts, ends)
+    else:
+        run(x, k)
 
 
 @pytest.mark.parametrize("columns,k", [(4096, 100), (60_000, 2048)])

@@ -198,6 +198,20 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, stream), HISA_OK)
       << hisa_last_error();
 
+  // x and out move in 16-byte pieces: a misaligned one is refused by name
+  // before anything is launched.
+  auto *shifted = static_cast<char *>(out) + 4;
+  EXPECT_EQ(hisa_v4_attention_prefill(layer, x, seq, shifted, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("out"), std::string::npos)
+      << hisa_last_error();
+  EXPECT_NE(std::string(hisa_last_error()).find("16-byte aligned"),
+            std::string::npos)
+      << hisa_last_error();
+  EXPECT_EQ(
+      hisa_v4_attention_decode(layer, static_cast<char *>(x) + 2, out, stream),
+      HISA_ERROR_INVALID_ARGUMENT);
+
   hisa::fake_cuda::Counters before = hisa::fake_cuda::counters();
   hisa::fake_cuda::resetCalls();
   ASSERT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, stream), HISA_OK)

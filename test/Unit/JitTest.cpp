@@ -612,8 +612,9 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
     const char *params;
   };
   const Case cases[] = {
-      {"linear", "block_k=64,block_m=128,block_n=256,groups=1,k=4096,n=1024,"
-                 "x_cols=4096,y_cols=1024"},
+      {"linear_staged",
+       "block_k=64,block_m=128,block_n=256,groups=1,k=4096,n=1024,"
+       "x_cols=4096,y_cols=1024"},
       {"linear", "block_k=128,block_m=64,block_n=64,groups=8,k=4096,n=1024,"
                  "x_cols=32768,y_cols=8192"},
       {"v4_rmsnorm", "dim=512"},

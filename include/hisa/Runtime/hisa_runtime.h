@@ -209,6 +209,8 @@ HISA_EXPORT int hisa_v4_attention_create(const hisa_v4_config *config,
                                          int64_t batch, int64_t max_seq,
                                          int64_t max_prefill_tokens,
                                          hisa_v4_attention **layer);
+/* x and out: 16-byte aligned device memory, as Attention::prefill and
+ * Attention::decode (include/hisa/V4/Attention.h) describe them. */
 HISA_EXPORT int hisa_v4_attention_prefill(hisa_v4_attention *layer,
                                           const void *x, int64_t seq, void *out,
                                           void *stream);

@@ -71,7 +71,8 @@ public:
   ~Attention();
 
   /// x [batch, seq, dim] bf16 -> out [batch, seq, dim] bf16; resets the
-  /// caches to the prompt (start_pos 0).
+  /// caches to the prompt (start_pos 0). x and out (here and in decode) are
+  /// 16-byte aligned device memory: the projections move 16-byte pieces.
   llvm::Error prefill(const void *x, int64_t seq, void *out, void *stream);
 
   /// x [batch, dim] bf16, the token at position length() of every sequence

@@ -557,7 +557,8 @@ def Tile_WarpScanOp : Tile_Op<"warp_scan", [AllTypesMatch<["value", "prefix",
     the first), `total` over the whole group. The parallel's domain must
     fill whole warps (a multiple of 32 elements, one per thread per step)
     and every element of a group must reach the op (not under an `scf.if`
-    that differs between them): these are warp shuffles.
+    that differs between them): these are warp shuffles. A device function
+    may hold it; it is checked again where its call is inlined.
 
     ```mlir
     %rank, %count = tile.warp_scan sum %flag exclusive : i32
@@ -579,7 +580,8 @@ def Tile_VoteOp : Tile_Op<"vote"> {
     `tile.warp_scan` (with the same conditions): `ballot` gives an `i32`
     whose bit j is `predicate` of the group's element j; `any` and `all`
     give an `i1`. With the ballot, `math.ctpop` of the bits below this
-    element's (`linear % 32`) is its rank among those voting true.
+    element's (`linear % 32`) is its rank among those voting true. A
+    device function may hold it (checked again where it is inlined).
 
     ```mlir
     %bits = tile.vote ballot %is_tie : i32
