@@ -350,7 +350,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
       return WalkResult::advance();
     tileOps.push_back(op);
     // These lower their own bodies.
-    if (isa<ParallelOp, PipelinedOp>(op))
+    if (isa<ParallelOp, PipelinedOp, PerWarpgroupOp>(op))
       return WalkResult::skip();
     return WalkResult::advance();
   });
@@ -376,6 +376,10 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             .Case(
                 [&](ParallelOp parallel) { return lowerParallel(parallel, b); })
             .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })
+            .Case([&](PerWarpgroupOp region) {
+              return region.emitOpError("is not lowered yet (its design: "
+                                        "docs/proposals/per-warpgroup.md)");
+            })
             .Case([&](ReduceOp reduce) { return lowerReduce(reduce, b); })
             .Case([&](ScanOp scan) { return lowerScan(scan, b); })
             .Case([&](WarpScanOp scan) {

@@ -203,7 +203,7 @@ tile.kernel @yield_in_kernel() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 32 {
   }
-  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.launch, tile.parallel, tile.pipelined'}}
+  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.launch, tile.parallel, tile.pipelined, tile.per_warpgroup'}}
   tile.yield
 }
 
@@ -939,5 +939,43 @@ tile.kernel @gather_with_offsets(%kv: !tile.global<[?, 64], f32>) {
     %c0 = arith.constant 0 : index
     // expected-error @+1 {{'tile.copy' op a gather (rows) takes no window offsets}}
     tile.copy %kv[%c0, %c0] rows(%rows[%c0] : !tile.shared<[64], i32>) to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @per_warpgroup_one_warpgroup() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    // expected-error @+1 {{'tile.per_warpgroup' op needs a launch of at least two whole warpgroups (threads a multiple of 128, >= 256), got 128 threads}}
+    tile.per_warpgroup (%wg) {
+    }
+  }
+}
+
+// -----
+
+tile.kernel @per_warpgroup_nested() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    tile.parallel (%i) in [256] {
+      // expected-error @+1 {{'tile.per_warpgroup' op must sit directly in a tile.launch body (each warpgroup of the block runs it)}}
+      tile.per_warpgroup (%wg) {
+      }
+    }
+  }
+}
+
+// -----
+
+tile.kernel @per_warpgroup_scan() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %counts = tile.alloc : !tile.shared<[256], i32>
+    %sums = tile.alloc : !tile.shared<[256], i32>
+    tile.per_warpgroup (%wg) {
+      // expected-error @+1 {{'tile.scan' op is not supported inside tile.per_warpgroup (it involves every thread of the block)}}
+      %total = tile.scan sum %counts to %sums : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+    }
   }
 }

@@ -956,6 +956,58 @@ LogicalResult PipelinedOp::verifyRegions() {
 }
 
 //===----------------------------------------------------------------------===//
+// PerWarpgroupOp
+//===----------------------------------------------------------------------===//
+
+ParseResult PerWarpgroupOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::Argument warpgroup;
+  if (parser.parseLParen() || parser.parseArgument(warpgroup) ||
+      parser.parseRParen() ||
+      parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  warpgroup.type = parser.getBuilder().getIndexType();
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, {warpgroup}))
+    return failure();
+  ensureTerminator(*body, parser.getBuilder(), result.location);
+  return success();
+}
+
+void PerWarpgroupOp::print(OpAsmPrinter &p) {
+  p << " (";
+  p.printOperand(getWarpgroup());
+  p << ")";
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs());
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+}
+
+LogicalResult PerWarpgroupOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 1 || !body.getArgument(0).getType().isIndex())
+    return emitOpError("body must have one index argument (the warpgroup)");
+  auto launch = dyn_cast<LaunchOp>((*this)->getParentOp());
+  if (!launch)
+    return emitOpError("must sit directly in a tile.launch body (each "
+                       "warpgroup of the block runs it)");
+  int64_t threads = launch.getThreads();
+  if (threads % 128 != 0 || threads < 256)
+    return emitOpError("needs a launch of at least two whole warpgroups "
+                       "(threads a multiple of 128, >= 256), got ")
+           << threads << " threads";
+  WalkResult walk = getBody().walk([&](Operation *op) {
+    if (isa<PipelinedOp, ScanOp, PerWarpgroupOp>(op)) {
+      op->emitOpError("is not supported inside tile.per_warpgroup (it "
+                      "involves every thread of the block)");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+//===----------------------------------------------------------------------===//
 // LoadOp, StoreOp
 //===----------------------------------------------------------------------===//
 

@@ -183,8 +183,9 @@ def Tile_LaunchOp : Tile_Op<"launch", [
 }
 
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["LaunchOp", "ParallelOp", "PipelinedOp"]>]> {
-  let summary = "Terminates the body of launch, parallel and pipelined";
+    ParentOneOf<["LaunchOp", "ParallelOp", "PipelinedOp", "PerWarpgroupOp"]>]> {
+  let summary = "Terminates the body of launch, parallel, pipelined and "
+                "per_warpgroup";
   let assemblyFormat = "attr-dict";
 }
 
@@ -439,6 +440,36 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::Value getInductionVar() { return getBody().getArgument(0); }
+  }];
+}
+
+def Tile_PerWarpgroupOp : Tile_Op<"per_warpgroup", [
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "Code each consumer warpgroup runs with its own index "
+                "(verified; not lowered yet)";
+  let description = [{
+    The body runs once per warpgroup of the launch's threads (128 threads
+    each), `%wg` being the warpgroup's index in [0, threads / 128): the
+    region in which issue 11's attention schedule gives each warpgroup its
+    own keys, its own [64, 64] scores and P, and makes the cross-warpgroup
+    steps explicit (docs/proposals/per-warpgroup.md has the design). It sits
+    directly in a tile.launch body of at least two warpgroups and holds no
+    tile.pipelined, tile.scan or nested tile.per_warpgroup.
+
+    This first step defines and verifies the op; tile-to-nvvm refuses it
+    with a diagnostic until its lowering lands.
+
+    ```mlir
+    tile.per_warpgroup (%wg) {
+      ...
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Value getWarpgroup() { return getBody().getArgument(0); }
   }];
 }
 
