@@ -51,44 +51,53 @@ func.func private @select_key(f32) -> i32
 // The keys of four columns of a row, c + 256 j for j = 0..3, from the cache
 // or from x; key 0 ("not selectable") for a column past the window's end,
 // which every pass below skips (`safe`, a column inside the window, is read
-// in its place). The four reads are issued before any key is
+// in its place). Columns are i32 (the operator bounds rows to 2^30 columns): 64-bit
+// index arithmetic doubled the compares, selects and adds of every walk. The four reads are issued before any key is
 // used: with one read in flight per thread, the passes over x waited on
 // memory latency (a cached row of 32768 columns leaves one block per SM).
 func.func private @topk_keys4(%x: !tile.global<[?, ?], f32>,
                               %keys: !tile.shared<[cache], i32>,
-                              %row: index, %c: index, %safe: index,
-                              %start: index, %end: index, %from_cache: i1)
+                              %row: index, %c: i32, %safe: i32, %start: i32,
+                              %end: i32, %from_cache: i1)
     -> (i32, i32, i32, i32) {
   %zero = arith.constant 0 : i32
-  %c256 = arith.constant 256 : index
-  %c512 = arith.constant 512 : index
-  %c768 = arith.constant 768 : index
-  %c_1 = arith.addi %c, %c256 : index
-  %c_2 = arith.addi %c, %c512 : index
-  %c_3 = arith.addi %c, %c768 : index
-  %inside_0 = arith.cmpi ult, %c, %end : index
-  %inside_1 = arith.cmpi ult, %c_1, %end : index
-  %inside_2 = arith.cmpi ult, %c_2, %end : index
-  %inside_3 = arith.cmpi ult, %c_3, %end : index
-  %at_0 = arith.select %inside_0, %c, %safe : index
-  %at_1 = arith.select %inside_1, %c_1, %safe : index
-  %at_2 = arith.select %inside_2, %c_2, %safe : index
-  %at_3 = arith.select %inside_3, %c_3, %safe : index
+  %c256 = arith.constant 256 : i32
+  %c512 = arith.constant 512 : i32
+  %c768 = arith.constant 768 : i32
+  %c_1 = arith.addi %c, %c256 : i32
+  %c_2 = arith.addi %c, %c512 : i32
+  %c_3 = arith.addi %c, %c768 : i32
+  %inside_0 = arith.cmpi ult, %c, %end : i32
+  %inside_1 = arith.cmpi ult, %c_1, %end : i32
+  %inside_2 = arith.cmpi ult, %c_2, %end : i32
+  %inside_3 = arith.cmpi ult, %c_3, %end : i32
+  %at_0 = arith.select %inside_0, %c, %safe : i32
+  %at_1 = arith.select %inside_1, %c_1, %safe : i32
+  %at_2 = arith.select %inside_2, %c_2, %safe : i32
+  %at_3 = arith.select %inside_3, %c_3, %safe : i32
   %k0, %k1, %k2, %k3 = scf.if %from_cache -> (i32, i32, i32, i32) {
-    %s0 = arith.subi %at_0, %start : index
-    %s1 = arith.subi %at_1, %start : index
-    %s2 = arith.subi %at_2, %start : index
-    %s3 = arith.subi %at_3, %start : index
+    %s0_i32 = arith.subi %at_0, %start : i32
+    %s1_i32 = arith.subi %at_1, %start : i32
+    %s2_i32 = arith.subi %at_2, %start : i32
+    %s3_i32 = arith.subi %at_3, %start : i32
+    %s0 = arith.index_castui %s0_i32 : i32 to index
+    %s1 = arith.index_castui %s1_i32 : i32 to index
+    %s2 = arith.index_castui %s2_i32 : i32 to index
+    %s3 = arith.index_castui %s3_i32 : i32 to index
     %h0 = tile.load %keys[%s0] : !tile.shared<[cache], i32>
     %h1 = tile.load %keys[%s1] : !tile.shared<[cache], i32>
     %h2 = tile.load %keys[%s2] : !tile.shared<[cache], i32>
     %h3 = tile.load %keys[%s3] : !tile.shared<[cache], i32>
     scf.yield %h0, %h1, %h2, %h3 : i32, i32, i32, i32
   } else {
-    %v0 = tile.load %x[%row, %at_0] : !tile.global<[?, ?], f32>
-    %v1 = tile.load %x[%row, %at_1] : !tile.global<[?, ?], f32>
-    %v2 = tile.load %x[%row, %at_2] : !tile.global<[?, ?], f32>
-    %v3 = tile.load %x[%row, %at_3] : !tile.global<[?, ?], f32>
+    %x0 = arith.index_castui %at_0 : i32 to index
+    %x1 = arith.index_castui %at_1 : i32 to index
+    %x2 = arith.index_castui %at_2 : i32 to index
+    %x3 = arith.index_castui %at_3 : i32 to index
+    %v0 = tile.load %x[%row, %x0] : !tile.global<[?, ?], f32>
+    %v1 = tile.load %x[%row, %x1] : !tile.global<[?, ?], f32>
+    %v2 = tile.load %x[%row, %x2] : !tile.global<[?, ?], f32>
+    %v3 = tile.load %x[%row, %x3] : !tile.global<[?, ?], f32>
     %g0 = func.call @select_key(%v0) : (f32) -> i32
     %g1 = func.call @select_key(%v1) : (f32) -> i32
     %g2 = func.call @select_key(%v2) : (f32) -> i32
@@ -104,16 +113,17 @@ func.func private @topk_keys4(%x: !tile.global<[?, ?], f32>,
 
 // Pass 1 for one column: its key into the cache (a cached row inside the
 // window) and the key's top 8 bits into the warp's histogram.
-func.func private @topk_count_first(%key: i32, %column: index, %start: index,
-                                    %end: index, %cached: i1, %warp: index,
+func.func private @topk_count_first(%key: i32, %column: i32, %start: i32,
+                                    %end: i32, %cached: i1, %warp: index,
                                     %keys: !tile.shared<[cache], i32>,
                                     %hist: !tile.shared<[8, 256], i32>) {
   %zero = arith.constant 0 : i32
   %one = arith.constant 1 : i32
-  %inside = arith.cmpi ult, %column, %end : index
+  %inside = arith.cmpi ult, %column, %end : i32
   %store = arith.andi %cached, %inside : i1
   scf.if %store {
-    %at = arith.subi %column, %start : index
+    %at_i32 = arith.subi %column, %start : i32
+    %at = arith.index_castui %at_i32 : i32 to index
     tile.store %key, %keys[%at] : !tile.shared<[cache], i32>
   }
   %selectable = arith.cmpi ne, %key, %zero : i32
@@ -147,19 +157,75 @@ func.func private @topk_count_digit(%key: i32, %shift: i32, %above: i32,
   return
 }
 
-// Compaction for one key: above the 16-bit prefix it is selected now, with
-// the prefix it becomes a candidate.
-func.func private @topk_compact_key(%key: i32, %column: index, %prefix16: i32,
-                                    %row: index, %column_base: index,
-                                    %state: !tile.shared<[2, 5], i32>,
-                                    %out: !tile.global<[?, ?], i32>,
-                                    %candidate_keys: !tile.shared<[candidates], i32>,
-                                    %candidate_columns: !tile.shared<[candidates], i32>) {
+// Slots for the keys of four columns that are taken (t0..t3), with one
+// shared atomic per warp and step: ballots rank each lane's keys within the
+// warp, the warp's first lane claims the warp's total and the others read
+// the base it got. Every lane of the warp must call it (the walks that do
+// step over a warp's columns together).
+func.func private @topk_claim4(%t0: i1, %t1: i1, %t2: i1, %t3: i1, %lane: i32,
+                               %state: !tile.shared<[2, 5], i32>)
+    -> (i32, i32, i32, i32) {
   %zero = arith.constant 0 : i32
   %one = arith.constant 1 : i32
   %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index
+  %b0 = tile.vote ballot %t0 : i32
+  %b1 = tile.vote ballot %t1 : i32
+  %b2 = tile.vote ballot %t2 : i32
+  %b3 = tile.vote ballot %t3 : i32
+  %lane_bit = arith.shli %one, %lane : i32
+  %below = arith.subi %lane_bit, %one : i32
+  %m0 = arith.andi %b0, %below : i32
+  %m1 = arith.andi %b1, %below : i32
+  %m2 = arith.andi %b2, %below : i32
+  %m3 = arith.andi %b3, %below : i32
+  %r0 = math.ctpop %m0 : i32
+  %r1 = math.ctpop %m1 : i32
+  %r2 = math.ctpop %m2 : i32
+  %r3 = math.ctpop %m3 : i32
+  %n0 = math.ctpop %b0 : i32
+  %n1 = math.ctpop %b1 : i32
+  %n2 = math.ctpop %b2 : i32
+  %n3 = math.ctpop %b3 : i32
+  %n01 = arith.addi %n0, %n1 : i32
+  %n012 = arith.addi %n01, %n2 : i32
+  %total = arith.addi %n012, %n3 : i32
+  %first_lane = arith.cmpi eq, %lane, %zero : i32
+  %some = arith.cmpi ne, %total, %zero : i32
+  %claim = arith.andi %first_lane, %some : i1
+  %claimed = scf.if %claim -> (i32) {
+    %old = tile.atomic add %total, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+    scf.yield %old : i32
+  } else {
+    scf.yield %zero : i32
+  }
+  %base = tile.warp_broadcast %claimed, %zero : i32
+  %base1 = arith.addi %base, %n0 : i32
+  %base2 = arith.addi %base, %n01 : i32
+  %base3 = arith.addi %base, %n012 : i32
+  %s0 = arith.addi %base, %r0 : i32
+  %s1 = arith.addi %base1, %r1 : i32
+  %s2 = arith.addi %base2, %r2 : i32
+  %s3 = arith.addi %base3, %r3 : i32
+  return %s0, %s1, %s2, %s3 : i32, i32, i32, i32
+}
+
+// The column of a taken key into its slot (relative to column_base).
+func.func private @topk_store_slot(%taken: i1, %slot: i32, %column: i32,
+                                   %row: index, %column_base: i32,
+                                   %out: !tile.global<[?, ?], i32>) {
+  scf.if %taken {
+    %at = arith.index_castui %slot : i32 to index
+    %relative = arith.subi %column, %column_base : i32
+    tile.store %relative, %out[%row, %at] : !tile.global<[?, ?], i32>
+  }
+  return
+}
+
+// Compaction for one key: above the 16-bit prefix it is taken now (its
+// slot comes from @topk_claim4), with the prefix it becomes a candidate.
+func.func private @topk_compact_test(%key: i32, %prefix16: i32) -> (i1, i1) {
+  %zero = arith.constant 0 : i32
   %c16_i32 = arith.constant 16 : i32
   %key16 = arith.shrui %key, %c16_i32 : i32
   %selectable = arith.cmpi ne, %key, %zero : i32
@@ -167,45 +233,34 @@ func.func private @topk_compact_key(%key: i32, %column: index, %prefix16: i32,
   %same = arith.cmpi eq, %key16, %prefix16 : i32
   %taken = arith.andi %selectable, %higher : i1
   %candidate = arith.andi %selectable, %same : i1
-  scf.if %taken {
-    %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
-    %slot = arith.index_cast %slot_i32 : i32 to index
-    %column_index = arith.subi %column, %column_base : index
-    %column_i32 = arith.index_cast %column_index : index to i32
-    tile.store %column_i32, %out[%row, %slot] : !tile.global<[?, ?], i32>
-  }
+  return %taken, %candidate : i1, i1
+}
+
+func.func private @topk_add_candidate(%candidate: i1, %key: i32, %column: i32,
+                                      %state: !tile.shared<[2, 5], i32>,
+                                      %candidate_keys: !tile.shared<[candidates], i32>,
+                                      %candidate_columns: !tile.shared<[candidates], i32>) {
   scf.if %candidate {
+    %one = arith.constant 1 : i32
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
     %at_i32 = tile.atomic add %one, %state[%c1, %c3] : !tile.shared<[2, 5], i32>
-    %at = arith.index_cast %at_i32 : i32 to index
-    %c_i32 = arith.index_cast %column : index to i32
+    %at = arith.index_castui %at_i32 : i32 to index
     tile.store %key, %candidate_keys[%at] : !tile.shared<[candidates], i32>
-    tile.store %c_i32, %candidate_columns[%at] : !tile.shared<[candidates], i32>
+    tile.store %column, %candidate_columns[%at] : !tile.shared<[candidates], i32>
   }
   return
 }
 
 // Selection for one key: above the threshold, or equal to it when every key
-// at the threshold is needed, it claims the next slot.
-func.func private @topk_take_key(%key: i32, %column: index, %threshold: i32,
-                                 %all_at_threshold: i1, %row: index,
-                                 %column_base: index,
-                                 %state: !tile.shared<[2, 5], i32>,
-                                 %out: !tile.global<[?, ?], i32>) {
-  %one = arith.constant 1 : i32
-  %c0 = arith.constant 0 : index
-  %c3 = arith.constant 3 : index
+// at the threshold is needed, it is taken.
+func.func private @topk_take_test(%key: i32, %threshold: i32,
+                                  %all_at_threshold: i1) -> i1 {
   %above = arith.cmpi ugt, %key, %threshold : i32
   %at_threshold = arith.cmpi eq, %key, %threshold : i32
   %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
   %take = arith.ori %above, %equal_taken : i1
-  scf.if %take {
-    %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
-    %slot = arith.index_cast %slot_i32 : i32 to index
-    %column_index = arith.subi %column, %column_base : index
-    %column_i32 = arith.index_cast %column_index : index to i32
-    tile.store %column_i32, %out[%row, %slot] : !tile.global<[?, ?], i32>
-  }
-  return
+  return %take : i1
 }
 
 tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
@@ -280,6 +335,10 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     }
     %column_base = arith.select %is_windowed, %given_start, %c0 : index
     %cached = arith.cmpi ule, %length, %cache : index
+    // The walks' column arithmetic is 32-bit (@topk_keys4).
+    %start_i32 = arith.index_cast %start : index to i32
+    %end_i32 = arith.index_cast %end : index to i32
+    %column_base_i32 = arith.index_cast %column_base : index to i32
     // Whether this specialization compacts rows past the cache at all.
     %compact_param = tile.param "compact" : index
     %compaction = arith.cmpi ne, %compact_param, %c0 : index
@@ -289,23 +348,25 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // Four columns a thread per step, all read before any is used
     // (@topk_keys4; -0.0 is 0.0, -inf/NaN key 0: kernels-dsl/lib/select_key.mlir).
     tile.parallel (%t) in [256] {
-      %first = arith.addi %start, %t : index
+      %t_i32 = arith.index_castui %t : index to i32
+      %first = arith.addi %start_i32, %t_i32 : i32
       %c32_w = arith.constant 32 : index
       %warp = arith.divui %t, %c32_w : index
-      %c1024 = arith.constant 1024 : index
+      %c1024 = arith.constant 1024 : i32
       %from_x = arith.constant false
-      scf.for %c = %first to %end step %c1024 {
-        %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %from_x)
-            : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
-        %c512 = arith.constant 512 : index
-        %c768 = arith.constant 768 : index
-        %c_1 = arith.addi %c, %c256 : index
-        %c_2 = arith.addi %c, %c512 : index
-        %c_3 = arith.addi %c, %c768 : index
-        func.call @topk_count_first(%k0, %c, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
-        func.call @topk_count_first(%k1, %c_1, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
-        func.call @topk_count_first(%k2, %c_2, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
-        func.call @topk_count_first(%k3, %c_3, %start, %end, %cached, %warp, %keys, %hist) : (i32, index, index, index, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+      scf.for %c = %first to %end_i32 step %c1024 : i32 {
+        %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start_i32, %end_i32, %from_x)
+            : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, i32, i32, i32, i32, i1) -> (i32, i32, i32, i32)
+        %c256_i32 = arith.constant 256 : i32
+        %c512 = arith.constant 512 : i32
+        %c768 = arith.constant 768 : i32
+        %c_1 = arith.addi %c, %c256_i32 : i32
+        %c_2 = arith.addi %c, %c512 : i32
+        %c_3 = arith.addi %c, %c768 : i32
+        func.call @topk_count_first(%k0, %c, %start_i32, %end_i32, %cached, %warp, %keys, %hist) : (i32, i32, i32, i32, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k1, %c_1, %start_i32, %end_i32, %cached, %warp, %keys, %hist) : (i32, i32, i32, i32, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k2, %c_2, %start_i32, %end_i32, %cached, %warp, %keys, %hist) : (i32, i32, i32, i32, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
+        func.call @topk_count_first(%k3, %c_3, %start_i32, %end_i32, %cached, %warp, %keys, %hist) : (i32, i32, i32, i32, i1, index, !tile.shared<[cache], i32>, !tile.shared<[8, 256], i32>) -> ()
       }
     }
     tile.parallel (%b) in [256] {
@@ -369,20 +430,37 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %c16_i32 = arith.constant 16 : i32
         %prefix16 = arith.shrui %prefix, %c16_i32 : i32
         tile.parallel (%t) in [256] {
-          %first = arith.addi %start, %t : index
-          %c1024 = arith.constant 1024 : index
-          scf.for %c = %first to %end step %c1024 {
-            %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %cached)
-                : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
-            %c512 = arith.constant 512 : index
-            %c768 = arith.constant 768 : index
-            %c_1 = arith.addi %c, %c256 : index
-            %c_2 = arith.addi %c, %c512 : index
-            %c_3 = arith.addi %c, %c768 : index
-            func.call @topk_compact_key(%k0, %c, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
-            func.call @topk_compact_key(%k1, %c_1, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
-            func.call @topk_compact_key(%k2, %c_2, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
-            func.call @topk_compact_key(%k3, %c_3, %prefix16, %row, %column_base, %state, %out, %candidate_keys, %candidate_columns) : (i32, index, i32, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+          // A warp steps over its 32 x 4 columns together (@topk_claim4).
+          %t_i32 = arith.index_castui %t : index to i32
+          %c31_i32 = arith.constant 31 : i32
+          %lane = arith.andi %t_i32, %c31_i32 : i32
+          %warp_t = arith.subi %t_i32, %lane : i32
+          %warp_first = arith.addi %start_i32, %warp_t : i32
+          %c1024 = arith.constant 1024 : i32
+          scf.for %cw = %warp_first to %end_i32 step %c1024 : i32 {
+            %c = arith.addi %cw, %lane : i32
+            %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %cw, %start_i32, %end_i32, %cached)
+                : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, i32, i32, i32, i32, i1) -> (i32, i32, i32, i32)
+            %c256_i32 = arith.constant 256 : i32
+            %c512 = arith.constant 512 : i32
+            %c768 = arith.constant 768 : i32
+            %c_1 = arith.addi %c, %c256_i32 : i32
+            %c_2 = arith.addi %c, %c512 : i32
+            %c_3 = arith.addi %c, %c768 : i32
+            %t0, %a0 = func.call @topk_compact_test(%k0, %prefix16) : (i32, i32) -> (i1, i1)
+            %t1, %a1 = func.call @topk_compact_test(%k1, %prefix16) : (i32, i32) -> (i1, i1)
+            %t2, %a2 = func.call @topk_compact_test(%k2, %prefix16) : (i32, i32) -> (i1, i1)
+            %t3, %a3 = func.call @topk_compact_test(%k3, %prefix16) : (i32, i32) -> (i1, i1)
+            %s0, %s1, %s2, %s3 = func.call @topk_claim4(%t0, %t1, %t2, %t3, %lane, %state)
+                : (i1, i1, i1, i1, i32, !tile.shared<[2, 5], i32>) -> (i32, i32, i32, i32)
+            func.call @topk_store_slot(%t0, %s0, %c, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
+            func.call @topk_store_slot(%t1, %s1, %c_1, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
+            func.call @topk_store_slot(%t2, %s2, %c_2, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
+            func.call @topk_store_slot(%t3, %s3, %c_3, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
+            func.call @topk_add_candidate(%a0, %k0, %c, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_add_candidate(%a1, %k1, %c_1, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_add_candidate(%a2, %k2, %c_2, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_add_candidate(%a3, %k3, %c_3, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
           }
         }
       }
@@ -420,13 +498,14 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %above = arith.addi %shift, %c8_i32 : i32
         %prefix_high = arith.shrui %prefix, %above : i32
         tile.parallel (%t) in [256] {
-          %first = arith.addi %start, %t : index
+          %t_i32 = arith.index_castui %t : index to i32
+          %first = arith.addi %start_i32, %t_i32 : i32
           %c32_w = arith.constant 32 : index
           %warp = arith.divui %t, %c32_w : index
-          %c1024 = arith.constant 1024 : index
-          scf.for %c = %first to %end step %c1024 {
-            %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %cached)
-                : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
+          %c1024 = arith.constant 1024 : i32
+          scf.for %c = %first to %end_i32 step %c1024 : i32 {
+            %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start_i32, %end_i32, %cached)
+                : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, i32, i32, i32, i32, i1) -> (i32, i32, i32, i32)
             func.call @topk_count_digit(%k0, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[8, 256], i32>) -> ()
             func.call @topk_count_digit(%k1, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[8, 256], i32>) -> ()
             func.call @topk_count_digit(%k2, %shift, %above, %prefix_high, %warp, %hist) : (i32, i32, i32, i32, index, !tile.shared<[8, 256], i32>) -> ()
@@ -571,20 +650,33 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       }
     } else {
       tile.parallel (%t) in [256] {
-        %first = arith.addi %start, %t : index
-        %c1024 = arith.constant 1024 : index
-        scf.for %c = %first to %end step %c1024 {
-          %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %c, %start, %end, %cached)
-              : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, index, index, index, index, i1) -> (i32, i32, i32, i32)
-          %c512 = arith.constant 512 : index
-          %c768 = arith.constant 768 : index
-          %c_1 = arith.addi %c, %c256 : index
-          %c_2 = arith.addi %c, %c512 : index
-          %c_3 = arith.addi %c, %c768 : index
-          func.call @topk_take_key(%k0, %c, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
-          func.call @topk_take_key(%k1, %c_1, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
-          func.call @topk_take_key(%k2, %c_2, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
-          func.call @topk_take_key(%k3, %c_3, %threshold, %all_at_threshold, %row, %column_base, %state, %out) : (i32, index, i32, i1, index, index, !tile.shared<[2, 5], i32>, !tile.global<[?, ?], i32>) -> ()
+        // A warp steps over its 32 x 4 columns together (@topk_claim4).
+        %t_i32 = arith.index_castui %t : index to i32
+        %c31_i32 = arith.constant 31 : i32
+        %lane = arith.andi %t_i32, %c31_i32 : i32
+        %warp_t = arith.subi %t_i32, %lane : i32
+        %warp_first = arith.addi %start_i32, %warp_t : i32
+        %c1024 = arith.constant 1024 : i32
+        scf.for %cw = %warp_first to %end_i32 step %c1024 : i32 {
+          %c = arith.addi %cw, %lane : i32
+          %k0, %k1, %k2, %k3 = func.call @topk_keys4(%x, %keys, %row, %c, %cw, %start_i32, %end_i32, %cached)
+              : (!tile.global<[?, ?], f32>, !tile.shared<[cache], i32>, index, i32, i32, i32, i32, i1) -> (i32, i32, i32, i32)
+          %c256_i32 = arith.constant 256 : i32
+          %c512 = arith.constant 512 : i32
+          %c768 = arith.constant 768 : i32
+          %c_1 = arith.addi %c, %c256_i32 : i32
+          %c_2 = arith.addi %c, %c512 : i32
+          %c_3 = arith.addi %c, %c768 : i32
+          %t0 = func.call @topk_take_test(%k0, %threshold, %all_at_threshold) : (i32, i32, i1) -> i1
+          %t1 = func.call @topk_take_test(%k1, %threshold, %all_at_threshold) : (i32, i32, i1) -> i1
+          %t2 = func.call @topk_take_test(%k2, %threshold, %all_at_threshold) : (i32, i32, i1) -> i1
+          %t3 = func.call @topk_take_test(%k3, %threshold, %all_at_threshold) : (i32, i32, i1) -> i1
+          %s0, %s1, %s2, %s3 = func.call @topk_claim4(%t0, %t1, %t2, %t3, %lane, %state)
+              : (i1, i1, i1, i1, i32, !tile.shared<[2, 5], i32>) -> (i32, i32, i32, i32)
+          func.call @topk_store_slot(%t0, %s0, %c, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
+          func.call @topk_store_slot(%t1, %s1, %c_1, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
+          func.call @topk_store_slot(%t2, %s2, %c_2, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
+          func.call @topk_store_slot(%t3, %s3, %c_3, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
         }
       }
     }

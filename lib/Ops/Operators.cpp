@@ -231,8 +231,13 @@ static Error runTopk(const char *op, const char *kernel, const void *x,
     return error;
   if (Error error = checkNonNegative(op, "columns", columns))
     return error;
-  if (Error error = checkIndexRange(op, "columns", columns))
-    return error;
+  // The kernel's column arithmetic is 32-bit and steps 1024 columns past
+  // the last one (kernels-dsl/topk_f32.mlir, @topk_keys4).
+  constexpr int64_t kTopkMaxColumns = int64_t(1) << 30;
+  if (columns > kTopkMaxColumns)
+    return argumentError(formatv("{0}: columns = {1} exceeds {2} (the "
+                                 "kernel's 32-bit column arithmetic)",
+                                 op, columns, kTopkMaxColumns));
   // k > C is allowed: the slots past the row's values hold -1.
   if (k < 1)
     return argumentError(formatv("{0}: k must be >= 1, got {1}", op, k));

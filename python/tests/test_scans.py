@@ -1,10 +1,10 @@
-"""tile.scan, tile.warp_scan and tile.vote on the GPU.
+"""tile.scan, tile.warp_scan, tile.warp_broadcast and tile.vote on the GPU.
 
 The kernel test/Conversion/TileToGPU/Inputs/scans.mlir scans each row of x
 (1000 elements over 128 threads: runs of 8, a partial last warp) forwards
 (inclusive sum), backwards (exclusive suffix sum) and with a running f32
-max, and takes warp prefix sums, ballots and any/all of each 32-element
-group. Checked against torch on random data, all-zero and all-odd rows.
+max, and takes warp prefix sums, ballots, any/all and a broadcast from lane
+(5 lane + 3) % 32 of each 32-element group. Checked against torch on random data, all-zero and all-odd rows.
 """
 
 import pytest
@@ -26,10 +26,12 @@ def run_scans(x, f):
         ballots=torch.empty(rows, 32, dtype=torch.int32, **dev),
         group_totals=torch.empty(rows, 32, dtype=torch.int32, **dev),
         any_all=torch.empty(rows, 32, dtype=torch.int32, **dev),
+        broadcast=torch.empty(rows, 1024, dtype=torch.int32, **dev),
     )
     kernel.launch(
         x, out["inclusive"], out["suffix"], out["totals"], f, out["running_max"],
         out["warp_prefix"], out["ballots"], out["group_totals"], out["any_all"],
+        out["broadcast"],
     )
     torch.cuda.synchronize()
     return out
@@ -57,6 +59,9 @@ def check(x, f):
     assert torch.equal(out["ballots"].long() & 0xFFFFFFFF, ballots)
     any_all = odd.any(2).int() + 2 * odd.all(2).int()
     assert torch.equal(out["any_all"], any_all)
+    source = (torch.arange(32, device="cuda") * 5 + 3) % 32
+    broadcast = groups[:, :, source]
+    assert torch.equal(out["broadcast"].long(), broadcast.reshape(x.shape[0], 1024))
 
 
 @pytest.mark.parametrize("rows", [1, 7, 300])

@@ -118,6 +118,13 @@ TEST(Topk, ChecksItsArguments) {
                       8, 1, nullptr),
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("relative"), std::string::npos) << lastError();
+  // The kernel's 32-bit column arithmetic bounds rows to 2^30 columns.
+  EXPECT_EQ(hisa_topk(fake<float>(), nullptr, nullptr, fake<int32_t>(), 1,
+                      (int64_t(1) << 30) + 1, 8, 0, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("columns = 1073741825 exceeds 1073741824"),
+            std::string::npos)
+      << lastError();
   // Zero rows: nothing to do, no kernel needed.
   EXPECT_EQ(
       hisa_topk(nullptr, nullptr, nullptr, nullptr, 0, 100, 8, 0, nullptr),

@@ -134,6 +134,8 @@ public:
   mlir::LogicalResult lowerScan(ScanOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerWarpScan(WarpScanOp op, mlir::OpBuilder &b,
                                     const ElementContext *context);
+  mlir::LogicalResult lowerWarpBroadcast(WarpBroadcastOp op, mlir::OpBuilder &b,
+                                         const ElementContext *context);
   mlir::LogicalResult lowerVote(VoteOp op, mlir::OpBuilder &b,
                                 const ElementContext *context);
   mlir::LogicalResult lowerGemm(GemmOp op, mlir::OpBuilder &b);

@@ -153,7 +153,7 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
   bool hasAtomics = false, hasWarpCollectives = false;
   op.walk([&](Operation *inner) {
     hasAtomics |= isa<AtomicOp>(inner);
-    hasWarpCollectives |= isa<VoteOp, WarpScanOp>(inner);
+    hasWarpCollectives |= isa<VoteOp, WarpScanOp, WarpBroadcastOp>(inner);
   });
   Value owner;
   if (hasAtomics) {

@@ -220,6 +220,21 @@ LogicalResult KernelLowering::lowerWarpScan(WarpScanOp op, OpBuilder &b,
   return success();
 }
 
+LogicalResult
+KernelLowering::lowerWarpBroadcast(WarpBroadcastOp op, OpBuilder &b,
+                                   const ElementContext *context) {
+  if (failed(verifyWarpLanes(op, context, threads)))
+    return failure();
+  Location loc = op.getLoc();
+  Value result = gpu::ShuffleOp::create(
+                     b, loc, op.getValue(), op.getLane(),
+                     arith::ConstantIntOp::create(b, loc, b.getI32Type(), 32),
+                     gpu::ShuffleMode::IDX)
+                     .getShuffleResult();
+  op.getResult().replaceAllUsesWith(result);
+  return success();
+}
+
 LogicalResult KernelLowering::lowerVote(VoteOp op, OpBuilder &b,
                                         const ElementContext *context) {
   if (failed(verifyWarpLanes(op, context, threads)))

@@ -386,6 +386,9 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               return lowerWarpScan(scan, b, context);
             })
             .Case([&](VoteOp vote) { return lowerVote(vote, b, context); })
+            .Case([&](WarpBroadcastOp broadcast) {
+              return lowerWarpBroadcast(broadcast, b, context);
+            })
             .Case([&](GemmOp gemm) { return lowerGemm(gemm, b); })
             .Case([&](DimOp dim) {
               Value memref = memrefs.lookup(dim.getSource());

@@ -35,28 +35,15 @@ def spec(cache, candidates, compact, min_blocks=1, windowed=0):
 
 
 # (rows, columns, k, causal windows, {label: parameters of the built-in source},
-#  parameters for the other source (which predates min_blocks))
+#  parameters for the other source: what the operator layer picks today,
+#  ops::topkParams in lib/Ops/Operators.cpp)
 CASES = [
-    (32768, 8192, 2048, False,
-     {"cache 8192, no compaction, min_blocks 1": spec(8192, 32, 0),
-      "cache 256 (re-read), compaction (1024), min_blocks 5": spec(256, 1024, 1, 5)},
-     dict(cache=8192, candidates=32, compact=0, relative=0, windowed=0)),
-    (32768, 1024, 64, False,
-     {"no compaction, min_blocks 1": spec(2048, 32, 0)},
-     dict(cache=2048, candidates=32, compact=0, relative=0, windowed=0)),
-    (8192, 131072, 2048, False, {},
-     dict(cache=256, candidates=1024, compact=1, relative=0, windowed=0)),
-    (16384, 16384, 2048, True,
-     {"cache 16384, no compaction, min_blocks 3": spec(16384, 32, 0, 3, 1),
-      "cache 8192, compaction (1024), min_blocks 5": spec(8192, 1024, 1, 5, 1)},
-     dict(cache=16384, candidates=32, compact=0, relative=0, windowed=1)),
-    (32768, 32768, 2048, True,
-     {"cache 32768, no compaction": spec(32768, 32, 0, 1, 1)},
-     dict(cache=32768, candidates=32, compact=0, relative=0, windowed=1)),
-    (64, 16388, 512, True,
-     {"cache 32768, compaction (128)": spec(32768, 128, 1, 1, 1),
-      "cache 8192, compaction (1024), min_blocks 5": spec(8192, 1024, 1, 5, 1)},
-     dict(cache=32768, candidates=32, compact=0, relative=0, windowed=1)),
+    (32768, 8192, 2048, False, {}, spec(8192, 128, 1, 5)),
+    (32768, 1024, 64, False, {}, spec(2048, 32, 0, 6)),
+    (8192, 131072, 2048, False, {}, spec(256, 1024, 1, 5)),
+    (16384, 16384, 2048, True, {}, spec(256, 1024, 1, 5, 1)),
+    (32768, 32768, 2048, True, {}, spec(256, 1024, 1, 5, 1)),
+    (64, 16388, 512, True, {}, spec(32768, 128, 1, 1, 1)),
 ]
 
 

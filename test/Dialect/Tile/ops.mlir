@@ -176,6 +176,7 @@ tile.kernel @atomics(%g: !tile.global<[?], i32>, %f: !tile.global<[4], f32>) {
 // CHECK: %{{.*}}, %{{.*}} = tile.warp_scan sum %{{.*}} exclusive : i32
 // CHECK: %{{.*}} = tile.vote ballot %{{.*}} : i32
 // CHECK: %{{.*}} = tile.vote any %{{.*}} : i1
+// CHECK: %{{.*}} = tile.warp_broadcast %{{.*}}, %{{.*}} : i32
 tile.kernel @scans() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
@@ -190,6 +191,8 @@ tile.kernel @scans() {
       %odd = arith.cmpi ne, %v, %zero : i32
       %bits = tile.vote ballot %odd : i32
       %some = tile.vote any %odd : i1
+      %lane0 = arith.constant 0 : i32
+      %base = tile.warp_broadcast %count, %lane0 : i32
     }
   }
 }

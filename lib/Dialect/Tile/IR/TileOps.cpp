@@ -1069,7 +1069,7 @@ LogicalResult AtomicOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// ScanOp, WarpScanOp, VoteOp
+// ScanOp, WarpScanOp, WarpBroadcastOp, VoteOp
 //===----------------------------------------------------------------------===//
 
 static LogicalResult verifyScanKind(Operation *op, ReduceKind kind) {
@@ -1118,6 +1118,8 @@ LogicalResult WarpScanOp::verify() {
     return failure();
   return verifyWarpCollective(*this);
 }
+
+LogicalResult WarpBroadcastOp::verify() { return verifyWarpCollective(*this); }
 
 LogicalResult VoteOp::verify() {
   bool wantsMask = getKind() == VoteKind::Ballot;

@@ -1,6 +1,7 @@
 // Block-wide scans and warp collectives of each row of x (1000 elements,
 // 128 threads: runs of 8 per thread, partial warps at the end): a GPU test
-// of tile.scan, tile.warp_scan and tile.vote (python/tests/test_scans.py).
+// of tile.scan, tile.warp_scan, tile.warp_broadcast and tile.vote
+// (python/tests/test_scans.py).
 tile.kernel @scans(%x: !tile.global<[?, 1000], i32>,
                    %inclusive: !tile.global<[?, 1000], i32>,
                    %suffix: !tile.global<[?, 1000], i32>,
@@ -10,7 +11,8 @@ tile.kernel @scans(%x: !tile.global<[?, 1000], i32>,
                    %warp_prefix: !tile.global<[?, 1024], i32>,
                    %ballots: !tile.global<[?, 32], i32>,
                    %group_totals: !tile.global<[?, 32], i32>,
-                   %any_all: !tile.global<[?, 32], i32>) {
+                   %any_all: !tile.global<[?, 32], i32>,
+                   %broadcast: !tile.global<[?, 1024], i32>) {
   %rows = tile.dim %x, 0 : !tile.global<[?, 1000], i32>
   tile.launch (%bx) in (%rows) threads 128 {
     %s = tile.alloc : !tile.shared<[1000], i32>
@@ -47,6 +49,15 @@ tile.kernel @scans(%x: !tile.global<[?, 1000], i32>,
       %v = arith.select %inside, %loaded, %zero : i32
       %prefix, %count = tile.warp_scan sum %v exclusive : i32
       tile.store %prefix, %warp_prefix[%bx, %i] : !tile.global<[?, 1024], i32>
+      // Each element reads lane (5 lane + 3) % 32 of its group.
+      %lane_index = arith.remui %i, %c32 : index
+      %lane_i32 = arith.index_cast %lane_index : index to i32
+      %five = arith.constant 5 : i32
+      %three = arith.constant 3 : i32
+      %scaled = arith.muli %lane_i32, %five : i32
+      %source = arith.addi %scaled, %three : i32
+      %read = tile.warp_broadcast %v, %source : i32
+      tile.store %read, %broadcast[%bx, %i] : !tile.global<[?, 1024], i32>
       %low = arith.andi %v, %one : i32
       %odd = arith.cmpi ne, %low, %zero : i32
       %bits = tile.vote ballot %odd : i32

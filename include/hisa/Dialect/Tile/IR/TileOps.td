@@ -604,6 +604,30 @@ def Tile_WarpScanOp : Tile_Op<"warp_scan", [AllTypesMatch<["value", "prefix",
   let hasVerifier = 1;
 }
 
+def Tile_WarpBroadcastOp : Tile_Op<"warp_broadcast",
+                                   [AllTypesMatch<["value", "result"]>]> {
+  let summary = "One element's value, given to every element of its warp";
+  let description = [{
+    In a `tile.parallel` body, over the same groups of 32 elements as
+    `tile.warp_scan` (with the same conditions): `result` is `value` of
+    the group's element `lane` (0 to 31, read modulo 32; it may differ
+    between elements). With a ballot it turns one atomic per warp into
+    slots for every lane: the first lane claims the group's total, the
+    others read the base it got. A device function may hold it (checked
+    again where it is inlined).
+
+    ```mlir
+    %base = tile.warp_broadcast %claimed, %c0_i32 : i32
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[I32, F32]>:$value, I32:$lane);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $value `,` $lane attr-dict `:` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_VoteOp : Tile_Op<"vote"> {
   let summary = "Warp-wide vote: ballot, any, all";
   let description = [{
