@@ -241,6 +241,13 @@ private:
 /// The runtime's version string.
 inline std::string version() { return hisa_version(); }
 
+/// Whether kernels are launched as programmatic dependents of the previous
+/// kernel in their stream (hisa_set_programmatic_launch); returns the
+/// previous setting.
+inline bool setProgrammaticLaunch(bool enabled) {
+  return hisa_set_programmatic_launch(enabled ? 1 : 0) != 0;
+}
+
 } // namespace hisa
 
 #endif // HISA_HISA_HPP

@@ -103,6 +103,10 @@ int hisa_set_device_pointer_checks(int enabled) {
   return setDevicePointerChecks(enabled != 0) ? 1 : 0;
 }
 
+int hisa_set_programmatic_launch(int enabled) {
+  return setProgrammaticLaunch(enabled != 0) ? 1 : 0;
+}
+
 const char *hisa_builtin_kernel_source(const char *name) {
   if (!name)
     return nullptr;
@@ -396,13 +400,13 @@ int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
 int hisa_cp_hisa_indexer_workspace_size(int64_t total, int64_t world,
                                         int64_t rank, int64_t heads,
                                         int64_t dim, int64_t kb,
-                                        int64_t block_topk,
-                                        int64_t topk_tokens, uint64_t *bytes) {
+                                        int64_t block_topk, int64_t topk_tokens,
+                                        uint64_t *bytes) {
   if (!bytes)
     return statusOf(createStringError(
         std::make_error_code(std::errc::invalid_argument),
         "cp_hisa_indexer_workspace_size: bytes must not be NULL"));
-  hisa::cp::IndexerCpShape shape{total, world, heads, dim,
+  hisa::cp::IndexerCpShape shape{total, world,      heads,      dim,
                                  kb,    block_topk, topk_tokens};
   Expected<uint64_t> size = hisa::cp::hisaIndexerCpWorkspaceSize(shape, rank);
   if (!size)
@@ -417,11 +421,11 @@ int hisa_cp_hisa_indexer(const void *q, const void *k, const float *k_scale,
                          int64_t block_topk, int64_t topk_tokens,
                          void *nccl_comm, void *workspace,
                          uint64_t workspace_bytes, void *stream) {
-  hisa::cp::IndexerCpShape shape{total, world, heads, dim,
+  hisa::cp::IndexerCpShape shape{total, world,      heads,      dim,
                                  kb,    block_topk, topk_tokens};
   return statusOf(hisa::cp::hisaIndexerCp(q, k, k_scale, weights, out, shape,
-                                          nccl_comm, workspace,
-                                          workspace_bytes, stream));
+                                          nccl_comm, workspace, workspace_bytes,
+                                          stream));
 }
 
 int hisa_cp_sparse_attn_workspace_size(int64_t total, int64_t world,

@@ -528,6 +528,9 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
       ptx = cast<gpu::ObjectAttr>(object).getObject().getValue().str();
   if (ptx.empty())
     return failure("produced no PTX");
+  // The lowering puts it at the kernel's entry (sm_90 and later).
+  metadata.waitsForPrerequisiteGrids =
+      StringRef(ptx).contains("griddepcontrol.wait");
 
   std::string ptxas = findPtxas();
   if (ptxas.empty()) {

@@ -55,6 +55,7 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(funcSetAttribute, cuFuncSetAttribute, true)                                \
   X(funcGetAttribute, cuFuncGetAttribute, true)                                \
   X(launchKernel, cuLaunchKernel, true)                                        \
+  X(launchKernelEx, cuLaunchKernelEx, false)                                   \
   X(streamSynchronize, cuStreamSynchronize, true)                              \
   X(memAlloc, cuMemAlloc, true)                                                \
   X(memFree, cuMemFree, true)                                                  \
@@ -274,12 +275,33 @@ llvm::Error CudaDriver::launch(CUfunction function,
                                const std::array<unsigned, 3> &grid,
                                const std::array<unsigned, 3> &block,
                                unsigned dynamicSharedBytes, CUstream stream,
-                               void **kernelParams,
-                               llvm::StringRef kernelName) const {
-  CUresult result = launchKernel(function, grid[0], grid[1], grid[2], block[0],
-                                 block[1], block[2], dynamicSharedBytes, stream,
-                                 kernelParams, /*extra=*/nullptr);
-  llvm::Error error = checkCuda(result, "cuLaunchKernel", kernelName);
+                               void **kernelParams, llvm::StringRef kernelName,
+                               bool programmatic) const {
+  CUresult result;
+  const char *call = "cuLaunchKernel";
+  if (programmatic && launchKernelEx) {
+    CUlaunchAttribute attribute;
+    std::memset(&attribute, 0, sizeof(attribute));
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config;
+    std::memset(&config, 0, sizeof(config));
+    config.gridDimX = grid[0], config.gridDimY = grid[1],
+    config.gridDimZ = grid[2];
+    config.blockDimX = block[0], config.blockDimY = block[1],
+    config.blockDimZ = block[2];
+    config.sharedMemBytes = dynamicSharedBytes;
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    call = "cuLaunchKernelEx";
+    result = launchKernelEx(&config, function, kernelParams, /*extra=*/nullptr);
+  } else {
+    result = launchKernel(function, grid[0], grid[1], grid[2], block[0],
+                          block[1], block[2], dynamicSharedBytes, stream,
+                          kernelParams, /*extra=*/nullptr);
+  }
+  llvm::Error error = checkCuda(result, call, kernelName);
   if (!error)
     return error;
   // Most launch failures come from the configuration; show it.

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <limits>
 #include <mutex>
@@ -183,6 +184,21 @@ Error encodeTensorMap(CudaDriver &driver, const KernelMetadata::TensorMap &map,
 std::atomic<bool> devicePointerChecks{true};
 /// TrustedPointersScope: this thread's launches skip the queries.
 thread_local bool trustedPointers = false;
+
+/// setProgrammaticLaunch / hisa_set_programmatic_launch; HISA_PDL=0 turns
+/// it off for the process (a debugging aid: every launch then waits for the
+/// previous kernel to finish before its blocks are scheduled).
+std::atomic<bool> programmaticLaunchEnabled{true};
+bool programmaticLaunch() {
+  static const bool fromEnvironment = [] {
+    const char *value = std::getenv("HISA_PDL");
+    if (value && StringRef(value) == "0")
+      programmaticLaunchEnabled.store(false);
+    return true;
+  }();
+  (void)fromEnvironment;
+  return programmaticLaunchEnabled.load(std::memory_order_relaxed);
+}
 
 class LoadedKernelImpl : public LoadedKernel {
 public:
@@ -370,15 +386,21 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
     }
     params.push_back(&encoded);
   }
-  return driver->launch(function, blocks,
-                        {static_cast<unsigned>(metadata.threads), 1, 1},
-                        static_cast<unsigned>(metadata.sharedBytes),
-                        static_cast<CUstream>(stream), params.data(), kernel);
+  return driver->launch(
+      function, blocks, {static_cast<unsigned>(metadata.threads), 1, 1},
+      static_cast<unsigned>(metadata.sharedBytes),
+      static_cast<CUstream>(stream), params.data(), kernel,
+      metadata.waitsForPrerequisiteGrids && programmaticLaunch());
 }
 
 } // namespace
 
 LoadedKernel::~LoadedKernel() = default;
+
+bool hisa::runtime::setProgrammaticLaunch(bool enabled) {
+  programmaticLaunch(); // reads HISA_PDL once, before it is overridden
+  return programmaticLaunchEnabled.exchange(enabled);
+}
 
 bool hisa::runtime::setDevicePointerChecks(bool enabled) {
   return devicePointerChecks.exchange(enabled);

@@ -9,6 +9,7 @@
 //   tensormap <argument> <element bytes> <swizzle bytes> <rank> <box...>
 //   inst <op> <a> <b> <immediate> <bits>
 //   grid <value id>...
+//   gridwait                  (the kernel waits for its prerequisite grids)
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +61,8 @@ std::string KernelMetadata::serialize() const {
   for (int64_t value : gridValues)
     os << " " << value;
   os << "\n";
+  if (waitsForPrerequisiteGrids)
+    os << "gridwait\n";
   return text;
 }
 
@@ -141,6 +144,8 @@ Expected<KernelMetadata> KernelMetadata::parse(StringRef text) {
         return malformed(line);
       inst.bits = bits;
       metadata.program.push_back(inst);
+    } else if (fields[0] == "gridwait" && fields.size() == 1) {
+      metadata.waitsForPrerequisiteGrids = true;
     } else if (fields[0] == "grid") {
       for (size_t i = 1; i < fields.size(); ++i) {
         int64_t value;

@@ -25,6 +25,7 @@ from ._lib import (
     NoDeviceError,
     is_available,
     lib_path,
+    set_programmatic_launch,
     version,
 )
 
@@ -57,6 +58,7 @@ __all__ = [
     "jit",
     "lib_path",
     "ops",
+    "set_programmatic_launch",
     "v4",
     "version",
     *_OPS,

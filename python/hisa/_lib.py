@@ -173,6 +173,7 @@ _SIGNATURES = {
     "hisa_v4_attention_destroy": (None, [ctypes.c_void_p]),
     "hisa_version": (ctypes.c_char_p, []),
     "hisa_set_device_pointer_checks": (ctypes.c_int, [ctypes.c_int]),
+    "hisa_set_programmatic_launch": (ctypes.c_int, [ctypes.c_int]),
     "hisa_builtin_kernel_source": (ctypes.c_char_p, [ctypes.c_char_p]),
     "hisa_kernel_get": (
         ctypes.c_int,
@@ -396,6 +397,15 @@ def last_error() -> str:
 def version() -> str:
     """hisa_version(): the compiler version (part of every cache key)."""
     return _decode(lib().hisa_version())
+
+
+def set_programmatic_launch(enabled: bool) -> bool:
+    """hisa_set_programmatic_launch(): whether hisa's kernels are launched as
+    programmatic dependents of the previous kernel in their stream (their
+    blocks are scheduled while its last wave runs; the results are the
+    same). On by default; HISA_PDL=0 turns it off. Returns the previous
+    setting."""
+    return bool(lib().hisa_set_programmatic_launch(1 if enabled else 0))
 
 
 def check(status: int, function: str, context: str = "") -> None:

@@ -276,6 +276,27 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
   return CUDA_SUCCESS;
 }
 
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
+                          void **, void **) {
+  countEntry(__func__);
+  if (!config)
+    return CUDA_ERROR_INVALID_VALUE;
+  Call call =
+      streamCall(Call::Launch, config->hStream,
+                 reinterpret_cast<FakeFunction *>(function)->name.c_str());
+  call.grid[0] = config->gridDimX, call.grid[1] = config->gridDimY,
+  call.grid[2] = config->gridDimZ;
+  call.block[0] = config->blockDimX, call.block[1] = config->blockDimY,
+  call.block[2] = config->blockDimZ;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id ==
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      call.programmatic =
+          config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+  record(std::move(call));
+  return CUDA_SUCCESS;
+}
+
 CUresult cuStreamSynchronize(CUstream stream) {
   countEntry(__func__);
   record(streamCall(Call::Synchronizing, stream, "cuStreamSynchronize"));

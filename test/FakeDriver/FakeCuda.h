@@ -25,7 +25,7 @@ namespace hisa::fake_cuda {
 /// One recorded driver call that a stream orders (or that blocks the host).
 struct Call {
   enum Kind {
-    Launch,       ///< cuLaunchKernel: `name` is the kernel
+    Launch,       ///< cuLaunchKernel(Ex): `name` is the kernel
     Copy,         ///< cuMemcpyDtoDAsync / cuMemcpy2DAsync
     EventRecord,  ///< `event` recorded on `stream`
     StreamWait,   ///< `stream` waits for `event`
@@ -37,6 +37,8 @@ struct Call {
   uintptr_t event = 0;
   unsigned grid[3] = {0, 0, 0};
   unsigned block[3] = {0, 0, 0};
+  /// A launch with programmatic stream serialization (cuLaunchKernelEx).
+  bool programmatic = false;
 };
 
 struct Counters {

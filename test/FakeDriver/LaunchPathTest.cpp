@@ -105,6 +105,37 @@ TEST(LaunchPath, TensorMapsAreEncodedOncePerTensor) {
   EXPECT_EQ(encodes() - before, maps + 2);
 }
 
+TEST(LaunchPath, KernelsAreProgrammaticDependentsUnlessTurnedOff) {
+  LoadedKernel *kernel = logitsKernel();
+  ASSERT_TRUE(kernel);
+  // The lowering makes every sm_90 kernel wait for its prerequisite grids
+  // at entry; the metadata says so, and only such kernels get the
+  // attribute.
+  EXPECT_TRUE(kernel->getMetadata().waitsForPrerequisiteGrids);
+  LogitsBuffers buffers(2, 256);
+  auto lastLaunch = [] {
+    const auto &calls = hisa::fake_cuda::calls();
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it)
+      if (it->kind == hisa::fake_cuda::Call::Launch)
+        return *it;
+    return hisa::fake_cuda::Call{};
+  };
+  int64_t ex = entryCalls("cuLaunchKernelEx");
+  int64_t plain = entryCalls("cuLaunchKernel");
+  ASSERT_FALSE(bool(buffers.launch(*kernel)));
+  EXPECT_TRUE(lastLaunch().programmatic);
+  EXPECT_EQ(lastLaunch().name, "mqa_logits_decode");
+  EXPECT_EQ(entryCalls("cuLaunchKernelEx") - ex, 1);
+  // Turned off: an ordinary launch; the setter returns what it replaced.
+  EXPECT_TRUE(hisa_set_programmatic_launch(0));
+  ASSERT_FALSE(bool(buffers.launch(*kernel)));
+  EXPECT_FALSE(lastLaunch().programmatic);
+  EXPECT_EQ(entryCalls("cuLaunchKernel") - plain, 1);
+  EXPECT_FALSE(setProgrammaticLaunch(true));
+  ASSERT_FALSE(bool(buffers.launch(*kernel)));
+  EXPECT_TRUE(lastLaunch().programmatic);
+}
+
 TEST(LaunchPath, TrustedPointersScopeSkipsThePointerQueries) {
   LoadedKernel *kernel = logitsKernel();
   ASSERT_TRUE(kernel);

@@ -98,18 +98,30 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
   auto has = [&](const char *name) {
     return std::find(names.begin(), names.end(), name) != names.end();
   };
-  for (const char *name :
-       {"cuInit", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2",
-        "cuMemcpyDtoH_v2", "cuLaunchKernel", "cuStreamSynchronize",
-        "cuModuleLoadData", "cuModuleLoadDataEx", "cuPointerGetAttribute",
-        "cuDevicePrimaryCtxRetain", "cuFuncSetAttribute",
-        "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2", "cuStreamCreate",
-        "cuStreamDestroy_v2", "cuEventDestroy_v2", "cuStreamWaitEvent",
-        "cuEventRecord"})
+  for (const char *name : {"cuInit",
+                           "cuMemAlloc_v2",
+                           "cuMemFree_v2",
+                           "cuMemcpyHtoD_v2",
+                           "cuMemcpyDtoH_v2",
+                           "cuLaunchKernel",
+                           "cuLaunchKernelEx",
+                           "cuStreamSynchronize",
+                           "cuModuleLoadData",
+                           "cuModuleLoadDataEx",
+                           "cuPointerGetAttribute",
+                           "cuDevicePrimaryCtxRetain",
+                           "cuFuncSetAttribute",
+                           "cuMemcpyDtoDAsync_v2",
+                           "cuMemcpy2DAsync_v2",
+                           "cuStreamCreate",
+                           "cuStreamDestroy_v2",
+                           "cuEventDestroy_v2",
+                           "cuStreamWaitEvent",
+                           "cuEventRecord"})
     EXPECT_TRUE(has(name)) << name;
   EXPECT_FALSE(has("cuMemAlloc"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
-  EXPECT_EQ(names.size(), 32u);
+  EXPECT_EQ(names.size(), 33u);
 }
 
 TEST(CudaDriver, CheckCudaNamesTheCallAndTheKernel) {

@@ -40,6 +40,23 @@ TEST(KernelMetadata, RoundTrips) {
   ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
   EXPECT_EQ(parsed->serialize(), metadata.serialize());
   EXPECT_EQ(parsed->arguments[0].shape, (std::vector<int64_t>{-1, 128}));
+  EXPECT_FALSE(parsed->waitsForPrerequisiteGrids);
+}
+
+TEST(KernelMetadata, RoundTripsTheGridWait) {
+  KernelMetadata metadata = makePooling();
+  metadata.waitsForPrerequisiteGrids = true;
+  llvm::Expected<KernelMetadata> parsed =
+      KernelMetadata::parse(metadata.serialize());
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_TRUE(parsed->waitsForPrerequisiteGrids);
+  EXPECT_EQ(parsed->serialize(), metadata.serialize());
+  // Entries written before the record existed launch without the attribute.
+  std::string text = metadata.serialize();
+  text.erase(text.find("gridwait\n"));
+  parsed = KernelMetadata::parse(text);
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_FALSE(parsed->waitsForPrerequisiteGrids);
 }
 
 TEST(KernelMetadata, RoundTripsTensorMaps) {

@@ -134,13 +134,19 @@ public:
   /// cuLaunchKernel with a checked result; a failure names the kernel and the
   /// launch configuration. Only reports errors the launch itself detects;
   /// faults while the kernel runs surface at the next synchronization.
+  /// `programmatic`: launched (cuLaunchKernelEx) as a programmatic dependent
+  /// of the previous kernel in the stream; only for kernels that wait for
+  /// their prerequisite grids before touching memory. Without
+  /// cuLaunchKernelEx in the driver it is an ordinary launch.
   llvm::Error launch(CUfunction function, const std::array<unsigned, 3> &grid,
                      const std::array<unsigned, 3> &block,
                      unsigned dynamicSharedBytes, CUstream stream,
-                     void **kernelParams, llvm::StringRef kernelName) const;
+                     void **kernelParams, llvm::StringRef kernelName,
+                     bool programmatic = false) const;
 
   // Entry points. All are non-null after a successful load() except
-  // moduleLoadDataEx and tensorMapEncodeTiled, which may be null.
+  // moduleLoadDataEx, launchKernelEx and tensorMapEncodeTiled, which may be
+  // null.
   decltype(&::cuInit) init = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
@@ -158,6 +164,7 @@ public:
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
   decltype(&::cuFuncGetAttribute) funcGetAttribute = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;

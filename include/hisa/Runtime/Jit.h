@@ -125,6 +125,10 @@ struct KernelMetadata {
   std::vector<TensorMap> tensorMaps;
   std::vector<Instruction> program;
   std::vector<int64_t> gridValues; // value ids of the grid extents
+  /// The kernel waits for its prerequisite grids (griddepcontrol.wait)
+  /// before it touches memory, so it may be launched as a programmatic
+  /// dependent of the previous kernel in its stream.
+  bool waitsForPrerequisiteGrids = false;
 
   std::string serialize() const;
   static llvm::Expected<KernelMetadata> parse(llvm::StringRef text);
@@ -223,6 +227,12 @@ llvm::StringRef getBuiltinKernelSource(llvm::StringRef name);
 /// Whether launches check with the driver that each pointer argument is
 /// device memory (default: yes); returns the previous setting.
 bool setDevicePointerChecks(bool enabled);
+
+/// Whether kernels that wait for their prerequisite grids are launched as
+/// programmatic dependents of the previous kernel in their stream (default:
+/// yes, unless HISA_PDL=0 at the first launch): their blocks are scheduled
+/// while the previous grid's last wave runs. Returns the previous setting.
+bool setProgrammaticLaunch(bool enabled);
 
 /// Checks with the driver that each non-null pointer is device memory, as
 /// a launch would (and as it, not while device-pointer checks are off or a

@@ -45,6 +45,15 @@ HISA_EXPORT const char *hisa_builtin_kernel_source(const char *name);
  * the driver queries. Process-wide; returns the previous setting. */
 HISA_EXPORT int hisa_set_device_pointer_checks(int enabled);
 
+/* Whether hisa's kernels are launched as programmatic dependents of the
+ * previous kernel in their stream (cuLaunchKernelEx with programmatic stream
+ * serialization; CUDA graphs capture it as a programmatic edge): each kernel
+ * waits for the grids before it at its entry (griddepcontrol.wait), so its
+ * blocks may be scheduled while the previous grid's last wave still runs.
+ * The results are the same either way. On by default (HISA_PDL=0 in the
+ * environment turns it off); process-wide; returns the previous setting. */
+HISA_EXPORT int hisa_set_programmatic_launch(int enabled);
+
 /* ---- JIT ---------------------------------------------------------------- */
 
 typedef struct hisa_kernel
@@ -247,11 +256,13 @@ HISA_EXPORT int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
 HISA_EXPORT int hisa_cp_hisa_indexer_workspace_size(
     int64_t total, int64_t world, int64_t rank, int64_t heads, int64_t dim,
     int64_t kb, int64_t block_topk, int64_t topk_tokens, uint64_t *bytes);
-HISA_EXPORT int hisa_cp_hisa_indexer(
-    const void *q, const void *k, const float *k_scale, const float *weights,
-    int32_t *out, int64_t total, int64_t world, int64_t heads, int64_t dim,
-    int64_t kb, int64_t block_topk, int64_t topk_tokens, void *nccl_comm,
-    void *workspace, uint64_t workspace_bytes, void *stream);
+HISA_EXPORT int hisa_cp_hisa_indexer(const void *q, const void *k,
+                                     const float *k_scale, const float *weights,
+                                     int32_t *out, int64_t total, int64_t world,
+                                     int64_t heads, int64_t dim, int64_t kb,
+                                     int64_t block_topk, int64_t topk_tokens,
+                                     void *nccl_comm, void *workspace,
+                                     uint64_t workspace_bytes, void *stream);
 HISA_EXPORT int hisa_cp_sparse_attn_workspace_size(int64_t total, int64_t world,
                                                    int64_t rank, int64_t heads,
                                                    int64_t topk,

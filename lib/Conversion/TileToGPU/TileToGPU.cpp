@@ -412,6 +412,17 @@ LogicalResult KernelLowering::run() {
   Block &entry = func.getBody().front();
   OpBuilder b(&entry, entry.begin());
   Location loc = func.getLoc();
+  // Programmatic dependent launch (the runtime launches hisa kernels with
+  // it): wait for the grids this one depends on before touching memory,
+  // then let the next grid be scheduled, so that its blocks start while
+  // this grid's last wave runs and wait here in turn (a dependent grid is
+  // only launched once every block of this one has started).
+  // griddepcontrol is sm_90's; KernelMetadata records whether it is there.
+  if (StringRef(chip).starts_with("sm_90")) {
+    NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+    NVVM::GriddepcontrolOp::create(b, loc,
+                                   NVVM::GridDepActionKind::launch_dependents);
+  }
   threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   auto sharedBytes = launch->getAttrOfType<IntegerAttr>("tile.shared_bytes");
   if (!sharedBytes)
