@@ -108,17 +108,23 @@ Error runCompress(const char *op, const void *kv, const void *score,
 
 namespace {
 
-/// linear's tile for m: decode-sized m (one token per sequence) gets 64 x 64
-/// tiles with deeper k steps, so that the weights stream through more
-/// blocks (with 128 x 256 tiles wo_b's 4096 columns gave 16 blocks: 16 SMs
-/// reading 64 MiB).
+/// linear's tile for m (and, at decode-sized m, n, k and groups). Prefill-
+/// sized m: 128 x 256 tiles. Decode-sized m (one token per sequence) streams
+/// the weights: 64-row tiles, 128 columns wide where the shape has enough
+/// of them (half the re-reads of x per weight byte; two blocks per SM with
+/// 64-deep k steps), else 64 wide with 128-deep steps. Measured on H200 at
+/// m = 64 over block_n {64, 128, 256} x block_k {64, 128} x split-k
+/// (python/bench/probes/linear_decode_sweep.py, docs/performance.md): this
+/// rule picks the best or near-best configuration of each V4 projection.
 struct LinearTile {
   int64_t blockM, blockN, blockK;
 };
-LinearTile linearTile(int64_t m, int64_t k) {
-  bool skinny = m <= 64;
-  LinearTile tile{skinny ? 64 : 128, skinny ? 64 : kLinearBlockN,
-                  skinny ? 128 : kLinearBlockK};
+LinearTile linearTile(int64_t m, int64_t n, int64_t k, int64_t groups) {
+  if (m > 64)
+    return {128, kLinearBlockN, kLinearBlockK};
+  constexpr int64_t kSms = 132;
+  bool wide = groups == 1 && ((n >= 1024 && k >= 4096) || n > 64 * kSms);
+  LinearTile tile{64, wide ? 128 : 64, wide ? 64 : 128};
   if (k % tile.blockK)
     tile.blockK = kLinearBlockK;
   return tile;
@@ -176,7 +182,8 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
   // 65536: 89-93% -> 95-97% of cuBLAS, wq_b's 4.3 GB output 61% -> 70%).
   // Decode-sized 64 x 64 tiles keep the direct stores (not measured there).
   const char *kernel = staged ? "linear_staged" : "linear";
-  return runOperator(kernel, linearParams(linearTile(m, k), n, k, groups, 1),
+  return runOperator(kernel,
+                     linearParams(linearTile(m, n, k, groups), n, k, groups, 1),
                      arguments, stream);
 }
 
@@ -186,7 +193,7 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
   const char *op = "linear_split_k";
   if (Error error = checkLinear(op, m, n, k, groups))
     return error;
-  LinearTile tile = linearTile(m, k);
+  LinearTile tile = linearTile(m, n, k, groups);
   if (splits < 2 || splits > 16 || (k / tile.blockK) % splits)
     return argumentError(formatv(
         "{0}: splits = {1} must lie in [2, 16] and divide the {2} k steps of "
@@ -219,19 +226,28 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
 }
 
 int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
-  constexpr int64_t kMaxTiles = 64, kSms = 132, kBlocksPerSm = 4;
+  // Split k until the tiles fill about one wave of 128 blocks, or until the
+  // f32 partial sums (written, then read by linear_reduce) reach a quarter
+  // of the weight bytes: beyond that their traffic costs more than the
+  // parallelism gains (H200, m = 64: splitting wq_a 16 ways took 14.0 us,
+  // 8 ways 7.5; wo_b 8 ways 35.5 us, 4 ways 25.5).
+  constexpr int64_t kWave = 128;
   if (m < 1 || m > 64 || groups != 1 || n < 1 || k < kLinearBlockK ||
       k % kLinearBlockK)
     return 1;
-  LinearTile tile = linearTile(m, k);
+  LinearTile tile = linearTile(m, n, k, groups);
   int64_t tiles = (n + tile.blockN - 1) / tile.blockN;
-  if (tiles > kMaxTiles)
-    return 1;
   int64_t steps = k / tile.blockK;
-  for (int64_t splits : {16, 8, 4, 2})
-    if (steps % splits == 0 && tiles * splits <= kSms * kBlocksPerSm)
-      return splits;
-  return 1;
+  int64_t weightBytes = n * k * 2;
+  int64_t splits = 1;
+  for (int64_t next : {2, 4, 8, 16}) {
+    if (tiles * splits >= kWave || 4 * splits * m * n * 4 >= weightBytes)
+      break;
+    if (steps % next)
+      break;
+    splits = next;
+  }
+  return splits;
 }
 
 Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,

@@ -32,15 +32,21 @@ SHAPES = [("wq_a", 1024, 4096, 1), ("wq_b", 32768, 1024, 1), ("wkv", 512, 4096, 
           ("i_wq", 8192, 1024, 1)]
 
 
-def operator_choice(n, k, groups):
-    """ops::linearTile and ops::linearSplits (lib/Ops/V4Operators.cpp) at m = 64."""
-    block_k = 128 if k % 128 == 0 else 64
-    tiles = -(-n // 64)
+def operator_choice(n, k, groups, m=M):
+    """ops::linearTile and ops::linearSplits (lib/Ops/V4Operators.cpp) at m <= 64."""
+    wide = groups == 1 and ((n >= 1024 and k >= 4096) or n > 64 * 132)
+    block_n, block_k = (128, 64) if wide else (64, 128)
+    if k % block_k:
+        block_k = 64
     splits = 1
-    if groups == 1 and tiles <= 64:
+    if groups == 1:
+        tiles = -(-n // block_n)
         steps = k // block_k
-        splits = next((s for s in (16, 8, 4, 2) if steps % s == 0 and tiles * s <= 4 * 132), 1)
-    return 64, block_k, splits
+        for nxt in (2, 4, 8, 16):
+            if tiles * splits >= 128 or 4 * splits * m * n * 4 >= n * k * 2 or steps % nxt:
+                break
+            splits = nxt
+    return block_n, block_k, splits
 
 
 def reference(x, w, groups, k, n):
