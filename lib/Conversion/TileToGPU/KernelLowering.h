@@ -131,6 +131,7 @@ public:
   mlir::Value getStageView(mlir::OpBuilder &b, mlir::Value tile,
                            mlir::Value stage);
   mlir::LogicalResult lowerReduce(ReduceOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerPerWarpgroup(PerWarpgroupOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerScan(ScanOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerWarpScan(WarpScanOp op, mlir::OpBuilder &b,
                                     const ElementContext *context);
@@ -208,6 +209,9 @@ public:
   int64_t threads;
   std::string chip;
   mlir::Value threadId;
+  /// The warpgroup index while a tile.per_warpgroup body is lowered (then
+  /// `threadId` and `threads` are the warpgroup's own); null elsewhere.
+  mlir::Value warpgroup;
   /// Gemms at the top of a pipelined body, after the fence and barrier that
   /// the pipeline emits (see isFencedByPipeline).
   llvm::SmallPtrSet<mlir::Operation *, 4> fencedGemms;

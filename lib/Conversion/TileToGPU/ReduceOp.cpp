@@ -12,6 +12,8 @@
 #include "Combiner.h"
 #include "KernelLowering.h"
 
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -227,11 +229,21 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
                           "tile-plan-shared-memory first");
   auto workgroup =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  // Inside tile.per_warpgroup each warpgroup combines its own 4 warps in
+  // its own slice (the plan reserves 4 bytes per output and warp of the
+  // block).
+  Value scratchBytes = index(b, scratchOffset.getInt());
+  if (warpgroup)
+    scratchBytes = arith::AddIOp::create(
+        b, loc, scratchBytes,
+        arith::MulIOp::create(b, loc, warpgroup,
+                              index(b, (kWarpgroupThreads / 32) * outputs *
+                                           getElementBytes(elementType))));
   Value scratch = memref::ViewOp::create(
       b, loc,
       MemRefType::get({slices * outputs}, elementType,
                       MemRefLayoutAttrInterface(), workgroup),
-      sharedBase, index(b, scratchOffset.getInt()), ValueRange());
+      sharedBase, scratchBytes, ValueRange());
   barrier(b);
   Value laneBits = arith::AndIOp::create(b, loc, threadId, index(b, laneMask));
   Value writer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,

@@ -377,8 +377,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
                 [&](ParallelOp parallel) { return lowerParallel(parallel, b); })
             .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })
             .Case([&](PerWarpgroupOp region) {
-              return region.emitOpError("is not lowered yet (its design: "
-                                        "docs/proposals/per-warpgroup.md)");
+              return lowerPerWarpgroup(region, b);
             })
             .Case([&](ReduceOp reduce) { return lowerReduce(reduce, b); })
             .Case([&](ScanOp scan) { return lowerScan(scan, b); })

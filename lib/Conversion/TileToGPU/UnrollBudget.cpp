@@ -57,16 +57,18 @@ LogicalResult hisa::tile::checkUnrollBudget(LaunchOp launch, int64_t budget) {
     }
   };
   launch.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    // A tile.per_warpgroup body's elements are spread over one warpgroup.
+    int64_t over = isInPerWarpgroup(op) ? kWarpgroupThreads : threads;
     if (auto parallel = dyn_cast<ParallelOp>(op)) {
       int64_t bodyOps = 0;
       parallel.getBody().walk([&](Operation *nested) {
         bodyOps += nested->getNumRegions() ? kControlFlowCost : 1;
       });
-      add(op, perThread(parallel.getExtents(), threads) * bodyOps);
+      add(op, perThread(parallel.getExtents(), over) * bodyOps);
       return WalkResult::skip(); // counted with the iterations
     }
     if (isa<CopyOp, FillOp, ClearOp, CastOp, ReduceOp>(op))
-      add(op, perThreadElements(op, threads));
+      add(op, perThreadElements(op, over));
     else
       add(op, 1);
     return WalkResult::advance();

@@ -990,3 +990,18 @@ tile.kernel @per_warpgroup_scan() {
     }
   }
 }
+
+// -----
+
+tile.kernel @per_warpgroup_mixed_scope(%out: !tile.global<[64, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.alloc' op is used both inside and outside tile.per_warpgroup (inside, each warpgroup has its own copy): fill, use and store it in the bodies}}
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.clear %acc : !tile.frag<[64, 64], f32>
+    tile.per_warpgroup (%wg) {
+      tile.copy %acc to %out[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[64, 64], f32>
+    }
+  }
+}

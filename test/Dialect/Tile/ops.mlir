@@ -251,7 +251,7 @@ tile.kernel @warp_specialized(%k: !tile.global<[?, 64], bf16>, %n: index) {
 
 // -----
 
-// tile.per_warpgroup: each warpgroup's own index (verified; not lowered yet).
+// tile.per_warpgroup: each warpgroup's own index.
 // CHECK-LABEL: tile.kernel @per_warpgroup
 // CHECK: tile.per_warpgroup (%[[WG:.*]]) {
 // CHECK: tile.store %{{.*}}, %{{.*}}[%[[WG]]] : !tile.shared<[2], i32>

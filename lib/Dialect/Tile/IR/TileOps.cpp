@@ -508,7 +508,10 @@ LogicalResult LaunchOp::verifyRegions() {
       return;
     int64_t bytes = getElementBytes(tile->second);
     if (isa<FragmentType>(type)) {
-      elements = (*elements + threads - 1) / threads;
+      // A warpgroup's copy is spread over its 128 threads.
+      int64_t over =
+          getFragmentScopeThreads(alloc.getResult(), threads).value_or(threads);
+      elements = (*elements + over - 1) / over;
       bytes = std::max<int64_t>(4, bytes);
     }
     std::optional<int64_t> total = checkedMul(*elements, bytes);
@@ -533,19 +536,45 @@ LogicalResult LaunchOp::verifyRegions() {
 // AllocOp, ViewOp
 //===----------------------------------------------------------------------===//
 
+bool hisa::tile::isInPerWarpgroup(Operation *op) {
+  return op->getParentOfType<PerWarpgroupOp>() != nullptr;
+}
+
+std::optional<int64_t> hisa::tile::getFragmentScopeThreads(Value fragment,
+                                                           int64_t threads) {
+  bool inside = false, outside = false;
+  if (Operation *definition = fragment.getDefiningOp())
+    (isInPerWarpgroup(definition) ? inside : outside) |=
+        !isa<AllocOp>(definition);
+  for (Operation *user : fragment.getUsers())
+    (isInPerWarpgroup(user) ? inside : outside) = true;
+  if (inside && outside)
+    return std::nullopt;
+  return inside ? kWarpgroupThreads : threads;
+}
+
 LogicalResult AllocOp::verify() {
   // Types built by passes (e.g. tile-bind-params) skip the type verifier.
   if (failed(verifyTileFootprint([&] { return emitOpError(); },
                                  getResult().getType())))
     return failure();
   auto fragment = dyn_cast<FragmentType>(getResult().getType());
-  if (!fragment || !fragment.getLayout())
+  if (!fragment)
     return success();
-  int64_t threads = (*this)->getParentOfType<LaunchOp>().getThreads();
-  if (fragment.getLayout().getThreads() != threads)
+  int64_t launchThreads = (*this)->getParentOfType<LaunchOp>().getThreads();
+  std::optional<int64_t> threads =
+      getFragmentScopeThreads(getResult(), launchThreads);
+  if (!threads)
+    return emitOpError("is used both inside and outside tile.per_warpgroup "
+                       "(inside, each warpgroup has its own copy): fill, "
+                       "use and store it in the bodies");
+  if (!fragment.getLayout())
+    return success();
+  if (fragment.getLayout().getThreads() != *threads)
     return emitOpError("fragment layout is for ")
-           << fragment.getLayout().getThreads()
-           << " threads but the launch has " << threads;
+           << fragment.getLayout().getThreads() << " threads but the "
+           << (*threads == launchThreads ? "launch" : "warpgroup") << " has "
+           << *threads;
   return success();
 }
 

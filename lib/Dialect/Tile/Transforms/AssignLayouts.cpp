@@ -1,6 +1,8 @@
 //===- AssignLayouts.cpp - Give every fragment a thread layout ------------===//
 
 #include "hisa/Dialect/Tile/IR/TileLayouts.h"
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
+#include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -32,18 +34,30 @@ struct TileAssignLayoutsPass
   }
 
   LogicalResult assignLaunch(LaunchOp launch) {
-    int64_t threads = launch.getThreads();
+    int64_t launchThreads = launch.getThreads();
     // Shapes are grouped: fragments of one shape, parallel domains of that
-    // shape, and both sides of a view share a layout.
+    // shape, and both sides of a view share a layout. Values spread over a
+    // warpgroup (inside tile.per_warpgroup) form groups of their own: the
+    // same shape is laid out over 128 threads there.
     SmallVector<Shape> shapes;
+    SmallVector<int64_t> scopes; // threads of each shape's group
     llvm::EquivalenceClasses<unsigned> classes;
-    auto shapeId = [&](ArrayRef<int64_t> shape) -> unsigned {
+    auto shapeId = [&](ArrayRef<int64_t> shape, int64_t scope) -> unsigned {
       for (auto [i, known] : llvm::enumerate(shapes))
-        if (ArrayRef<int64_t>(known) == shape)
+        if (ArrayRef<int64_t>(known) == shape && scopes[i] == scope)
           return i;
       shapes.push_back(Shape(shape));
+      scopes.push_back(scope);
       classes.insert(shapes.size() - 1);
       return shapes.size() - 1;
+    };
+    auto opScope = [&](Operation *op) {
+      return isInPerWarpgroup(op) ? kWarpgroupThreads : launchThreads;
+    };
+    DenseMap<Value, int64_t> fragmentScopes;
+    auto valueScope = [&](Value value) {
+      auto it = fragmentScopes.find(value);
+      return it != fragmentScopes.end() ? it->second : launchThreads;
     };
     llvm::MapVector<unsigned, int64_t> elementBytes; // shape -> min bytes
 
@@ -60,7 +74,15 @@ struct TileAssignLayoutsPass
           return op->emitOpError("fragment shape ")
                  << formatDims(fragment.getDims())
                  << " is not bound; run tile-bind-params first";
-        unsigned id = shapeId(*sizes);
+        std::optional<int64_t> scope =
+            getFragmentScopeThreads(result, launchThreads);
+        if (!scope)
+          return op->emitOpError("fragment ")
+                 << formatDims(fragment.getDims())
+                 << " is used both inside and outside tile.per_warpgroup "
+                    "(inside, each warpgroup has its own copy)";
+        fragmentScopes[result] = *scope;
+        unsigned id = shapeId(*sizes, *scope);
         int64_t bytes = std::max<int64_t>(
             1, fragment.getElementType().getIntOrFloatBitWidth() / 8);
         auto [it, inserted] = elementBytes.insert({id, bytes});
@@ -71,8 +93,12 @@ struct TileAssignLayoutsPass
           auto sourceSizes = cast<FragmentType>(view.getSource().getType())
                                  .getTileShape()
                                  .getStaticSizes();
+          if (valueScope(view.getSource()) != *scope)
+            return view.emitOpError("views a fragment of another scope (one "
+                                    "side is inside tile.per_warpgroup, the "
+                                    "other outside)");
           if (sourceSizes)
-            classes.unionSets(id, shapeId(*sourceSizes));
+            classes.unionSets(id, shapeId(*sourceSizes, *scope));
         }
       }
       if (auto parallel = dyn_cast<ParallelOp>(op)) {
@@ -82,7 +108,7 @@ struct TileAssignLayoutsPass
           return parallel.emitOpError("domain ")
                  << formatDims(parallel.getExtents())
                  << " is not bound; run tile-bind-params first";
-        shapeId(*sizes);
+        shapeId(*sizes, opScope(parallel));
         parallels.push_back(parallel);
       }
       return WalkResult::advance();
@@ -113,6 +139,7 @@ struct TileAssignLayoutsPass
       // element per thread per step makes each warp-wide access contiguous.
       int64_t vector = minBytes ? vectorBytes / minBytes : 1;
       vector = std::min(vector, gcd);
+      int64_t threads = scopes[(*it)->getData()];
       vector = std::min(vector, std::max<int64_t>(1, minElements / threads));
       vector =
           std::max<int64_t>(1, llvm::bit_floor(static_cast<uint64_t>(vector)));
@@ -131,10 +158,12 @@ struct TileAssignLayoutsPass
       if (!cShape)
         return gemm.emitOpError("accumulator shape is not bound");
       int64_t m = (*cShape)[0], n = (*cShape)[1];
+      // Inside tile.per_warpgroup a gemm is one warpgroup's.
+      int64_t threads = opScope(gemm);
       FragmentLayoutAttr layout = getGemmAccumulatorLayout(gemm, m, n, threads);
       if (!layout)
         return failure();
-      unsigned id = shapeId(*cShape);
+      unsigned id = shapeId(*cShape, threads);
       FragmentLayoutAttr known = accumulators.lookup(id);
       if (known && !areEquivalentLayouts(known, layout))
         return gemm.emitOpError("splits its accumulator over the warpgroups "
@@ -165,7 +194,7 @@ struct TileAssignLayoutsPass
                  << 32 / bytes << " (one wgmma k step), got " << aShape[1];
         FragmentLayoutAttr aLayout = getWgmmaOperandALayout(
             launch.getContext(), aShape[0], aShape[1], bytes, *partition);
-        unsigned aId = shapeId(aShape);
+        unsigned aId = shapeId(aShape, threads);
         // An accumulator of A's shape may already hold the same layout
         // under another map (16-bit A: a cast score tile feeding the next
         // gemm); it stays.
@@ -279,8 +308,9 @@ struct TileAssignLayoutsPass
       auto resultShape = resultType.getTileShape().getStaticSizes();
       if (!sourceShape || !resultShape)
         return;
+      int64_t scope = valueScope(view.getSource());
       FragmentLayoutAttr accumulator =
-          accumulators.lookup(shapeId(*sourceShape));
+          accumulators.lookup(shapeId(*sourceShape, scope));
       if (!accumulator)
         return;
       AffineMap map = accumulator.getMap();
@@ -296,7 +326,7 @@ struct TileAssignLayoutsPass
         AffineExpr coord = linear.floorDiv(stride);
         coords.push_back(i == 0 ? coord : coord % size);
       }
-      accumulators[shapeId(*resultShape)] = FragmentLayoutAttr::get(
+      accumulators[shapeId(*resultShape, scope)] = FragmentLayoutAttr::get(
           launch.getContext(), accumulator.getThreads(),
           accumulator.getValues(),
           AffineMap::get(2, 0, coords, launch.getContext()));
@@ -310,21 +340,23 @@ struct TileAssignLayoutsPass
       auto sourceShape = sourceType.getTileShape().getStaticSizes();
       if (!destType || !sourceShape)
         return;
+      int64_t scope = valueScope(reduce.getSource());
       FragmentLayoutAttr accumulator =
-          accumulators.lookup(shapeId(*sourceShape));
+          accumulators.lookup(shapeId(*sourceShape, scope));
       auto destShape = destType.getTileShape().getStaticSizes();
-      if (!accumulator || !destShape || accumulators.count(shapeId(*destShape)))
+      if (!accumulator || !destShape || valueScope(reduce.getDest()) != scope ||
+          accumulators.count(shapeId(*destShape, scope)))
         return;
       if (FragmentLayoutAttr reduced =
               getReducedLayout(accumulator, *sourceShape, reduce.getDim()))
-        accumulators[shapeId(*destShape)] = reduced;
+        accumulators[shapeId(*destShape, scope)] = reduced;
     });
 
-    auto layoutFor = [&](ArrayRef<int64_t> shape) {
-      unsigned id = shapeId(shape);
+    auto layoutFor = [&](ArrayRef<int64_t> shape, int64_t scope) {
+      unsigned id = shapeId(shape, scope);
       if (FragmentLayoutAttr accumulator = accumulators.lookup(id))
         return accumulator;
-      VectorLayout layout{Shape(shape), threads,
+      VectorLayout layout{Shape(shape), scope,
                           vectorOfLeader.lookup(classes.getLeaderValue(id))};
       return layout.toAttr(launch.getContext());
     };
@@ -332,12 +364,13 @@ struct TileAssignLayoutsPass
     for (Value fragment : fragments) {
       auto type = cast<FragmentType>(fragment.getType());
       auto sizes = *type.getTileShape().getStaticSizes();
-      fragment.setType(FragmentType::get(type.getContext(), type.getDims(),
-                                         type.getElementType(),
-                                         layoutFor(sizes)));
+      fragment.setType(FragmentType::get(
+          type.getContext(), type.getDims(), type.getElementType(),
+          layoutFor(sizes, valueScope(fragment))));
     }
     for (ParallelOp parallel : parallels)
-      parallel.setLayoutAttr(layoutFor(*parallel.getDomain().getStaticSizes()));
+      parallel.setLayoutAttr(
+          layoutFor(*parallel.getDomain().getStaticSizes(), opScope(parallel)));
     return verifyFragmentAccesses(launch);
   }
 

@@ -76,7 +76,11 @@ struct TileReportResourcesPass
           tileBytes += *bytes;
           ++sharedTiles;
         } else if (isa<FragmentType>(type)) {
-          fragmentBytes += *bytes;
+          // Per thread, rounded up below; a warpgroup's copy (inside
+          // tile.per_warpgroup) is spread over 128 threads, not all.
+          int64_t over = getFragmentScopeThreads(alloc.getResult(), threads)
+                             .value_or(threads);
+          fragmentBytes += *bytes * threads / over;
         } else {
           localBytes += *bytes;
         }

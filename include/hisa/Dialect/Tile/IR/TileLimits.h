@@ -42,6 +42,13 @@ inline constexpr int64_t kProducerThreads = 128;
 /// thread of the block). Barrier 0 (__syncthreads) is not used there.
 inline constexpr int64_t kConsumerBarrier = 1;
 inline constexpr int64_t kRoleRendezvousBarrier = 2;
+/// Threads of a warpgroup: what a tile.per_warpgroup body's fragments and
+/// tile.parallel domains are spread over.
+inline constexpr int64_t kWarpgroupThreads = 128;
+/// Named barrier of warpgroup w's own synchronization inside a
+/// tile.per_warpgroup body: kWarpgroupBarrierBase + w (ids 3 .. 3 + W - 1;
+/// the hardware has 16).
+inline constexpr int64_t kWarpgroupBarrierBase = 3;
 /// Registers a producer thread keeps (setmaxnreg): the address arithmetic
 /// of a 64-row gather of 1 KiB rows spills at 56 and fits at 72 (ptxas,
 /// sparse_attn_ws). With two consumer warpgroups, 128 x 72 + 256 x 216 is

@@ -26,6 +26,16 @@ namespace hisa::tile {
 /// compute a kernel's launch grid: the JIT evaluates exactly these on the
 /// host, besides integer constants, casts, tile.param and tile.dim.
 llvm::ArrayRef<llvm::StringRef> getGridBinaryOpNames();
+
+/// Whether `op` is inside a tile.per_warpgroup body.
+bool isInPerWarpgroup(mlir::Operation *op);
+
+/// The threads a fragment value is spread over: a warpgroup's
+/// (kWarpgroupThreads) when it is used inside tile.per_warpgroup bodies
+/// (each warpgroup has its own copy), the launch's otherwise; nullopt when
+/// it is used both inside and outside one.
+std::optional<int64_t> getFragmentScopeThreads(mlir::Value fragment,
+                                               int64_t launchThreads);
 } // namespace hisa::tile
 
 #endif // HISA_DIALECT_TILE_IR_TILEOPS_H

@@ -445,8 +445,7 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
 
 def Tile_PerWarpgroupOp : Tile_Op<"per_warpgroup", [
     SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
-  let summary = "Code each consumer warpgroup runs with its own index "
-                "(verified; not lowered yet)";
+  let summary = "Code each consumer warpgroup runs with its own index";
   let description = [{
     The body runs once per warpgroup of the launch's threads (128 threads
     each), `%wg` being the warpgroup's index in [0, threads / 128): the
@@ -456,12 +455,23 @@ def Tile_PerWarpgroupOp : Tile_Op<"per_warpgroup", [
     directly in a tile.launch body of at least two warpgroups and holds no
     tile.pipelined, tile.scan or nested tile.per_warpgroup.
 
-    This first step defines and verifies the op; tile-to-nvvm refuses it
-    with a diagnostic until its lowering lands.
+    Inside, everything is the warpgroup's own: a fragment used in the body
+    is one copy per warpgroup, laid out over its 128 threads (it may not
+    also be used outside: fill, use and store it in bodies); a tile.gemm is
+    one warpgroup's wgmma chain (a [64, N] accumulator is m64nN, not split
+    over warpgroups); tile.parallel domains and copies are spread over the
+    warpgroup's threads; barriers synchronize the warpgroup only (named
+    barrier 3 + wg); cross-warp reductions use the warpgroup's part of the
+    reduction scratch. Shared tiles are the block's: warpgroups that write
+    the same one race.
 
     ```mlir
     tile.per_warpgroup (%wg) {
-      ...
+      tile.gemm %q, %k, %s transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16>
+            -> !tile.frag<[64, 64], f32>
+      tile.copy %s to %out[%wg, %c0, %c0]
+          : !tile.frag<[64, 64], f32> to !tile.global<[2, 64, 64], f32>
     }
     ```
   }];

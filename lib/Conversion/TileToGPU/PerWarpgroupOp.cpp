@@ -1,0 +1,85 @@
+//===- PerWarpgroupOp.cpp - Lower tile.per_warpgroup ----------------------===//
+//
+// The body runs in every consumer warpgroup at once, each with its own
+// index: it is lowered with the thread numbering of one warpgroup (thread
+// id modulo 128, 128 threads), so its fragments (laid out over 128 threads
+// by tile-assign-layouts), tile.parallel domains and gemms (one warpgroup's
+// wgmma, no group offset) are the warpgroup's own. Its block barriers
+// synchronize that warpgroup only: named barrier kWarpgroupBarrierBase + wg
+// over 128 threads. Cross-warp reductions use the warpgroup's slice of the
+// reduction scratch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace hisa::tile;
+
+LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
+                                                OpBuilder &b) {
+  if (warpgroup)
+    return op.emitOpError("is nested in another tile.per_warpgroup");
+  Location loc = op.getLoc();
+  Value wg =
+      arith::DivUIOp::create(b, loc, threadId, index(b, kWarpgroupThreads));
+  Value local =
+      arith::RemUIOp::create(b, loc, threadId, index(b, kWarpgroupThreads));
+  // The body, in a region of its own while it is lowered, so that the
+  // barriers its ops emit can be told from the block's.
+  auto region = scf::ExecuteRegionOp::create(b, loc, TypeRange());
+  Block *block = new Block();
+  region.getRegion().push_back(block);
+  Block &body = op.getBody().front();
+  op.getWarpgroup().replaceAllUsesWith(wg);
+  body.getTerminator()->erase();
+  SmallVector<Operation *> roots;
+  for (Operation &inner : body.getOperations())
+    roots.push_back(&inner);
+  block->getOperations().splice(block->end(), body.getOperations());
+  OpBuilder end = OpBuilder::atBlockEnd(block);
+  scf::YieldOp::create(end, loc);
+
+  Value blockThreadId = threadId;
+  int64_t blockThreads = threads;
+  threadId = local;
+  threads = kWarpgroupThreads;
+  warpgroup = wg;
+  LogicalResult result = success();
+  for (Operation *root : roots)
+    if (failed(lowerNested(root, nullptr))) {
+      result = failure();
+      break;
+    }
+  threadId = blockThreadId;
+  threads = blockThreads;
+  warpgroup = Value();
+  if (failed(result))
+    return failure();
+
+  SmallVector<gpu::BarrierOp> barriers;
+  region.walk([&](gpu::BarrierOp barrier) { barriers.push_back(barrier); });
+  if (barriers.empty())
+    return success();
+  OpBuilder at(region);
+  Type i32 = at.getI32Type();
+  Value id = arith::AddIOp::create(
+      at, loc, arith::IndexCastOp::create(at, loc, i32, wg),
+      arith::ConstantIntOp::create(at, loc, i32, kWarpgroupBarrierBase));
+  for (gpu::BarrierOp barrier : barriers) {
+    OpBuilder nb(barrier);
+    NVVM::BarrierOp::create(nb, barrier.getLoc(), TypeRange(), id,
+                            arith::ConstantIntOp::create(
+                                nb, barrier.getLoc(), i32, kWarpgroupThreads),
+                            NVVM::BarrierReductionAttr(), Value());
+    barrier->erase();
+  }
+  return success();
+}
