@@ -2,7 +2,8 @@
 
 The kernel test/Conversion/TileToGPU/Inputs/per-warpgroup.mlir runs a body
 in each of its two consumer warpgroups: a [64, 64] bf16 gemm of its own
-(one warpgroup's wgmma chain), scaled by wg + 1, the row max in registers,
+rows of a (its A operand picked among two shared tiles by the warpgroup
+index; one warpgroup's wgmma chain), scaled by wg + 1, the row max in registers,
 both stored at [wg], and the column sums (across the warpgroup's 4 warps,
 through its own slice of the reduction scratch). Checked against torch on fresh random data, with
 values that make every row's max differ between the warpgroups.
@@ -19,16 +20,15 @@ torch, hisa = require_gpu()
 def test_each_warpgroup_computes_its_own(trial):
     fresh_seed(torch)
     kernel = lowering_test_kernel(hisa, "per-warpgroup.mlir", "per_warpgroup_gemm")
-    a = torch.randn(64, 64, device="cuda").bfloat16()
+    a = torch.randn(128, 64, device="cuda").bfloat16()
     b = torch.randn(64, 64, device="cuda").bfloat16()
     out = torch.full((2, 64, 64), float("nan"), device="cuda")
     row_max = torch.full((2, 64), float("nan"), device="cuda")
     col_sum = torch.full((2, 64), float("nan"), device="cuda")
     kernel.launch(a, b, out, row_max, col_sum)
     torch.cuda.synchronize()
-    product = a.float() @ b.float().t()
     for wg in range(2):
-        want = product * (wg + 1)
+        want = (a[64 * wg:64 * (wg + 1)].float() @ b.float().t()) * (wg + 1)
         torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-3)
         torch.testing.assert_close(row_max[wg], want.max(dim=1).values, rtol=1e-4, atol=1e-3)
         torch.testing.assert_close(col_sum[wg], want.sum(dim=0), rtol=1e-4, atol=1e-2)

@@ -249,8 +249,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   if (aFragment && !hasWgmma(chip))
     return op.emitOpError("with A in registers needs wgmma (sm_90a); target ")
            << chip << " reads A from shared memory";
-  auto aAlloc = op.getA().getDefiningOp<AllocOp>();
-  auto bAlloc = op.getB().getDefiningOp<AllocOp>();
+  AllocOp aAlloc = getRootAlloc(op.getA());
+  AllocOp bAlloc = getRootAlloc(op.getB());
   if (!bAlloc || !bAlloc->hasAttr("tile.swizzle") ||
       (!aFragment && (!aAlloc || !aAlloc->hasAttr("tile.swizzle"))))
     return op.emitOpError("operands have no swizzled layout; run "
@@ -271,7 +271,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   int64_t k = *bType.getTileShape().getStaticSize(bKMajor ? 1 : 0);
   auto geometryOf = [&](Value tile, bool kMajor) {
     auto type = cast<SharedType>(tile.getType());
-    auto alloc = tile.getDefiningOp<AllocOp>();
+    AllocOp alloc = getRootAlloc(tile);
     return OperandGeometry{
         kMajor, *type.getTileShape().getStaticSize(0),
         cast<IntegerAttr>(alloc->getAttr("tile.swizzle")).getInt(),
@@ -297,9 +297,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       continue;
     auto type = cast<SharedType>(tile.getType());
     int64_t rowBytes = *type.getTileShape().getStaticSize(1) * elementBytes;
-    int64_t swizzle = cast<IntegerAttr>(tile.getDefiningOp<AllocOp>()->getAttr(
-                                            "tile.swizzle"))
-                          .getInt();
+    int64_t swizzle =
+        cast<IntegerAttr>(getRootAlloc(tile)->getAttr("tile.swizzle")).getInt();
     if (rowBytes <= 128 ? swizzle != rowBytes
                         : swizzle != 128 || rowBytes % 128 != 0)
       return op.emitOpError("operand swizzle does not match its ")

@@ -132,6 +132,7 @@ public:
                            mlir::Value stage);
   mlir::LogicalResult lowerReduce(ReduceOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerPerWarpgroup(PerWarpgroupOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerPick(PickOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerScan(ScanOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerWarpScan(WarpScanOp op, mlir::OpBuilder &b,
                                     const ElementContext *context);
@@ -212,6 +213,12 @@ public:
   /// The warpgroup index while a tile.per_warpgroup body is lowered (then
   /// `threadId` and `threads` are the warpgroup's own); null elsewhere.
   mlir::Value warpgroup;
+  /// Bytes of the reduction scratch each warpgroup owns inside a
+  /// tile.per_warpgroup body: 4 warps x the most outputs of any reduction
+  /// of the launch x 4 bytes (tile-plan-shared-memory reserves that for
+  /// every warp of the block), the same for every reduction so that the
+  /// warpgroups' slices never overlap.
+  int64_t warpgroupScratchBytes = 0;
   /// Gemms at the top of a pipelined body, after the fence and barrier that
   /// the pipeline emits (see isFencedByPipeline).
   llvm::SmallPtrSet<mlir::Operation *, 4> fencedGemms;

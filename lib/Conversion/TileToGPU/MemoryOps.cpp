@@ -104,6 +104,24 @@ LogicalResult KernelLowering::lowerAlloc(AllocOp op, OpBuilder &b) {
   return success();
 }
 
+LogicalResult KernelLowering::lowerPick(PickOp op, OpBuilder &b) {
+  // The candidates' memrefs (the same type), chosen by the index; an index
+  // past the end takes the last.
+  Location loc = op.getLoc();
+  ValueRange tiles = op.getTiles();
+  Value chosen = memrefs.lookup(tiles.back());
+  for (int64_t i = int64_t(tiles.size()) - 2; i >= 0; --i) {
+    Value candidate = memrefs.lookup(tiles[i]);
+    if (!candidate || !chosen)
+      return op.emitOpError("picks a tile that is not lowered yet");
+    Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                     op.getIndex(), index(b, i));
+    chosen = arith::SelectOp::create(b, loc, is, candidate, chosen);
+  }
+  memrefs[op.getResult()] = chosen;
+  return success();
+}
+
 LogicalResult KernelLowering::lowerView(ViewOp op, OpBuilder &b) {
   Type type = op.getResult().getType();
   if (isa<FragmentType>(type)) {
@@ -225,7 +243,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
                          ? layout->vector
                          : 1;
     // A swizzled shared tile keeps 16-byte pieces whole, no longer runs.
-    if (auto alloc = window.getDefiningOp<AllocOp>();
+    if (auto alloc = getRootAlloc(window);
         alloc && alloc->hasAttr("tile.swizzle")) {
       int64_t bytes = elementType.getIntOrFloatBitWidth() / 8;
       while (vector > 1 && vector * bytes > 16)
@@ -522,8 +540,7 @@ static arith::AtomicRMWKind getRMWKind(AtomicKind kind, Type element) {
 LogicalResult KernelLowering::lowerAtomic(AtomicOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   Value dest = op.getDest();
-  if (auto alloc = dest.getDefiningOp<AllocOp>();
-      alloc && alloc->hasAttr("tile.swizzle"))
+  if (auto alloc = getRootAlloc(dest); alloc && alloc->hasAttr("tile.swizzle"))
     return op.emitOpError("cannot update a swizzled (tile.gemm operand) "
                           "shared tile element-wise");
   Value memref = memrefs.lookup(dest);

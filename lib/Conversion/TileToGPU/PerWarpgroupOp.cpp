@@ -6,8 +6,9 @@
 // by tile-assign-layouts), tile.parallel domains and gemms (one warpgroup's
 // wgmma, no group offset) are the warpgroup's own. Its block barriers
 // synchronize that warpgroup only: named barrier kWarpgroupBarrierBase + wg
-// over 128 threads. Cross-warp reductions use the warpgroup's slice of the
-// reduction scratch.
+// over 128 threads; the whole block meets before and after the body.
+// Cross-warp reductions use the warpgroup's slice of the reduction scratch
+// (the same stride for every reduction: the plan's scratch split in W).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,11 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
       arith::DivUIOp::create(b, loc, threadId, index(b, kWarpgroupThreads));
   Value local =
       arith::RemUIOp::create(b, loc, threadId, index(b, kWarpgroupThreads));
+  // The whole block meets before and after the body: what the launch's
+  // threads wrote before it (shared tiles, the reduction scratch) is read
+  // inside by either warpgroup, and what either writes inside may be read
+  // after it; the barriers inside synchronize one warpgroup only.
+  gpu::BarrierOp::create(b, loc);
   // The body, in a region of its own while it is lowered, so that the
   // barriers its ops emit can be told from the block's.
   auto region = scf::ExecuteRegionOp::create(b, loc, TypeRange());
@@ -46,6 +52,16 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
   block->getOperations().splice(block->end(), body.getOperations());
   OpBuilder end = OpBuilder::atBlockEnd(block);
   scf::YieldOp::create(end, loc);
+
+  // (The launch's body is in the function by now.)
+  int64_t mostOutputs = 0;
+  func.walk([&](ReduceOp reduce) {
+    std::optional<int64_t> outputs = getStaticElementCount(
+        getTileShapeAndElementType(reduce.getDest().getType())
+            ->first.getDims());
+    mostOutputs = std::max(mostOutputs, outputs.value_or(0));
+  });
+  warpgroupScratchBytes = (kWarpgroupThreads / 32) * mostOutputs * 4;
 
   Value blockThreadId = threadId;
   int64_t blockThreads = threads;
@@ -66,6 +82,7 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
 
   SmallVector<gpu::BarrierOp> barriers;
   region.walk([&](gpu::BarrierOp barrier) { barriers.push_back(barrier); });
+  gpu::BarrierOp::create(b, loc); // after the region (b's insertion point)
   if (barriers.empty())
     return success();
   OpBuilder at(region);

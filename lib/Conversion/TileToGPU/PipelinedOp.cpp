@@ -106,6 +106,10 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
         isa<SharedType>(copy.getDest().getType()))
       staged.copies.push_back(copy);
   for (CopyOp copy : staged.copies) {
+    if (copy.getDest().getDefiningOp<PickOp>())
+      return copy.emitOpError("copies into a tile.pick in a pipelined loop; "
+                              "a loop's stage buffers cannot be picked (copy "
+                              "into the tile.alloc itself)");
     auto alloc = copy.getDest().getDefiningOp<AllocOp>();
     auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
                          : IntegerAttr();

@@ -230,15 +230,13 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   auto workgroup =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   // Inside tile.per_warpgroup each warpgroup combines its own 4 warps in
-  // its own slice (the plan reserves 4 bytes per output and warp of the
-  // block).
+  // its own slice (warpgroupScratchBytes apart).
   Value scratchBytes = index(b, scratchOffset.getInt());
   if (warpgroup)
     scratchBytes = arith::AddIOp::create(
         b, loc, scratchBytes,
         arith::MulIOp::create(b, loc, warpgroup,
-                              index(b, (kWarpgroupThreads / 32) * outputs *
-                                           getElementBytes(elementType))));
+                              index(b, warpgroupScratchBytes)));
   Value scratch = memref::ViewOp::create(
       b, loc,
       MemRefType::get({slices * outputs}, elementType,

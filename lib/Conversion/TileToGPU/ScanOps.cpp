@@ -101,7 +101,7 @@ verifyWarpLanes(Operation *op, const ElementContext *context, int64_t threads) {
 LogicalResult KernelLowering::lowerScan(ScanOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   for (Value tile : {op.getSource(), op.getDest()})
-    if (auto alloc = tile.getDefiningOp<AllocOp>();
+    if (auto alloc = getRootAlloc(tile);
         alloc && alloc->hasAttr("tile.swizzle"))
       return op.emitOpError("cannot scan a swizzled (tile.gemm operand) "
                             "shared tile");

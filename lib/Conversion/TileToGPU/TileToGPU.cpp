@@ -289,7 +289,7 @@ void KernelLowering::barrier(OpBuilder &b) {
 
 SmallVector<Value> KernelLowering::sharedIndices(OpBuilder &b, Value tile,
                                                  ArrayRef<Value> coords) {
-  auto alloc = tile.getDefiningOp<AllocOp>();
+  AllocOp alloc = getRootAlloc(tile);
   if (!alloc || !alloc->hasAttr("tile.swizzle"))
     return SmallVector<Value>(coords);
   // The swizzled layout wgmma reads (S = 32, 64 or 128 bytes): the tile's
@@ -360,6 +360,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case([&](AllocOp alloc) { return lowerAlloc(alloc, b); })
             .Case([&](ViewOp view) { return lowerView(view, b); })
+            .Case([&](PickOp pick) { return lowerPick(pick, b); })
             .Case([&](CopyOp copy) { return lowerCopy(copy, b); })
             .Case([&](FillOp fill) {
               return lowerFill(fill, fill.getDest(), fill.getValue(), b);

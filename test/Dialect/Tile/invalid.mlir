@@ -1005,3 +1005,77 @@ tile.kernel @per_warpgroup_mixed_scope(%out: !tile.global<[64, 64], f32>) {
     }
   }
 }
+
+// -----
+
+tile.kernel @pick_one() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc : !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.pick' op needs at least two tiles to choose from, got 1}}
+    %p = tile.pick %c0 [%a] : !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @pick_types() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc : !tile.shared<[64], f32>
+    %b = tile.alloc : !tile.shared<[32], f32>
+    // (The custom form gives every tile the result's type: the generic one
+    // reaches the verifier.)
+    // expected-error @+1 {{'tile.pick' op tile 1 has type '!tile.shared<[32], f32>' but the result has type '!tile.shared<[64], f32>'}}
+    %p = "tile.pick"(%c0, %a, %b) : (index, !tile.shared<[64], f32>, !tile.shared<[32], f32>) -> !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @pick_of_a_view() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc : !tile.shared<[64], f32>
+    %b = tile.alloc : !tile.shared<[8, 8], f32>
+    %v = tile.view %b : !tile.shared<[8, 8], f32> to !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.pick' op tile 1 must be a tile.alloc result (its layout and place in shared memory are the pick's)}}
+    %p = tile.pick %c0 [%a, %v] : !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @per_warpgroup_with_warp_specialization(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+    // expected-error @+1 {{'tile.per_warpgroup' op is not supported yet in a launch with a warp_specialized tile.pipelined (docs/proposals/per-warpgroup.md, step 6)}}
+    tile.per_warpgroup (%wg) {
+    }
+  }
+}
+
+// -----
+
+tile.kernel @per_warpgroup_view_of_outer_fragment(%out: !tile.global<[64, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.alloc' op is used both inside and outside tile.per_warpgroup}}
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.clear %acc : !tile.frag<[64, 64], f32>
+    %flat = tile.view %acc : !tile.frag<[64, 64], f32> to !tile.frag<[4096], f32>
+    tile.per_warpgroup (%wg) {
+      %again = tile.view %flat : !tile.frag<[4096], f32> to !tile.frag<[64, 64], f32>
+      tile.copy %again to %out[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[64, 64], f32>
+    }
+  }
+}

@@ -255,13 +255,16 @@ tile.kernel @warp_specialized(%k: !tile.global<[?, 64], bf16>, %n: index) {
 // CHECK-LABEL: tile.kernel @per_warpgroup
 // CHECK: tile.per_warpgroup (%[[WG:.*]]) {
 // CHECK: tile.store %{{.*}}, %{{.*}}[%[[WG]]] : !tile.shared<[2], i32>
+// CHECK: tile.pick %[[WG]] [%{{.*}}, %{{.*}}] : !tile.shared<[2], i32>
 tile.kernel @per_warpgroup(%out: !tile.global<[2], i32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 256 {
     %owner = tile.alloc : !tile.shared<[2], i32>
+    %other = tile.alloc : !tile.shared<[2], i32>
     tile.per_warpgroup (%wg) {
       %v = arith.index_cast %wg : index to i32
       tile.store %v, %owner[%wg] : !tile.shared<[2], i32>
+      %mine = tile.pick %wg [%owner, %other] : !tile.shared<[2], i32>
     }
     tile.copy %owner to %out : !tile.shared<[2], i32> to !tile.global<[2], i32>
   }

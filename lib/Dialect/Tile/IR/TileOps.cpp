@@ -536,6 +536,64 @@ LogicalResult LaunchOp::verifyRegions() {
 // AllocOp, ViewOp
 //===----------------------------------------------------------------------===//
 
+AllocOp hisa::tile::getRootAlloc(Value tile) {
+  if (auto pick = tile.getDefiningOp<PickOp>())
+    return pick.getTiles().front().getDefiningOp<AllocOp>();
+  return tile.getDefiningOp<AllocOp>();
+}
+
+SmallVector<AllocOp> hisa::tile::getPossibleAllocs(Value tile) {
+  SmallVector<AllocOp> allocs;
+  if (auto pick = tile.getDefiningOp<PickOp>()) {
+    for (Value candidate : pick.getTiles())
+      if (auto alloc = candidate.getDefiningOp<AllocOp>())
+        allocs.push_back(alloc);
+  } else if (auto alloc = tile.getDefiningOp<AllocOp>()) {
+    allocs.push_back(alloc);
+  }
+  return allocs;
+}
+
+ParseResult PickOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand index;
+  SmallVector<OpAsmParser::UnresolvedOperand> tiles;
+  Type type;
+  if (parser.parseOperand(index) ||
+      parser.parseOperandList(tiles, OpAsmParser::Delimiter::Square) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(type))
+    return failure();
+  Builder &builder = parser.getBuilder();
+  if (parser.resolveOperand(index, builder.getIndexType(), result.operands) ||
+      parser.resolveOperands(tiles, type, result.operands))
+    return failure();
+  result.addTypes(type);
+  return success();
+}
+
+void PickOp::print(OpAsmPrinter &p) {
+  p << ' ' << getIndex() << " [" << getTiles() << ']';
+  p.printOptionalAttrDict((*this)->getAttrs());
+  p << " : " << getResult().getType();
+}
+
+LogicalResult PickOp::verify() {
+  if (getTiles().size() < 2)
+    return emitOpError("needs at least two tiles to choose from, got ")
+           << getTiles().size();
+  for (auto [i, tile] : llvm::enumerate(getTiles())) {
+    if (tile.getType() != getResult().getType())
+      return emitOpError("tile ")
+             << i << " has type " << tile.getType()
+             << " but the result has type " << getResult().getType();
+    if (!tile.getDefiningOp<AllocOp>())
+      return emitOpError("tile ")
+             << i << " must be a tile.alloc result (its layout and place "
+             << "in shared memory are the pick's)";
+  }
+  return verifyInsideLaunch(*this);
+}
+
 bool hisa::tile::isInPerWarpgroup(Operation *op) {
   return op->getParentOfType<PerWarpgroupOp>() != nullptr;
 }
@@ -546,8 +604,16 @@ std::optional<int64_t> hisa::tile::getFragmentScopeThreads(Value fragment,
   if (Operation *definition = fragment.getDefiningOp())
     (isInPerWarpgroup(definition) ? inside : outside) |=
         !isa<AllocOp>(definition);
-  for (Operation *user : fragment.getUsers())
-    (isInPerWarpgroup(user) ? inside : outside) = true;
+  // Uses through views count as the fragment's own.
+  SmallVector<Value> worklist{fragment};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      (isInPerWarpgroup(user) ? inside : outside) |= !isa<ViewOp>(user);
+      if (auto view = dyn_cast<ViewOp>(user))
+        worklist.push_back(view.getResult());
+    }
+  }
   if (inside && outside)
     return std::nullopt;
   return inside ? kWarpgroupThreads : threads;
@@ -1025,6 +1091,16 @@ LogicalResult PerWarpgroupOp::verifyRegions() {
     return emitOpError("needs a launch of at least two whole warpgroups "
                        "(threads a multiple of 128, >= 256), got ")
            << threads << " threads";
+  // The roles of a warp-specialized launch and the warpgroups' named
+  // barriers have not been made to work together yet.
+  WalkResult specialized = launch.getBody().walk([&](PipelinedOp loop) {
+    return loop.getWarpSpecialized() ? WalkResult::interrupt()
+                                     : WalkResult::advance();
+  });
+  if (specialized.wasInterrupted())
+    return emitOpError("is not supported yet in a launch with a "
+                       "warp_specialized tile.pipelined "
+                       "(docs/proposals/per-warpgroup.md, step 6)");
   WalkResult walk = getBody().walk([&](Operation *op) {
     if (isa<PipelinedOp, ScanOp, PerWarpgroupOp>(op)) {
       op->emitOpError("is not supported inside tile.per_warpgroup (it "

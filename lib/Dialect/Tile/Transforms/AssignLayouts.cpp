@@ -212,10 +212,11 @@ struct TileAssignLayoutsPass
         if (isa<FragmentType>(operand.getType()))
           continue;
         auto shared = dyn_cast<SharedType>(operand.getType());
-        auto alloc = operand.getDefiningOp<AllocOp>();
-        if (!shared || !alloc)
+        // A tile.pick operand: every candidate gets the layout.
+        SmallVector<AllocOp> allocs = getPossibleAllocs(operand);
+        if (!shared || allocs.empty())
           return gemm.emitOpError("operands must be shared tiles allocated "
-                                  "by tile.alloc");
+                                  "by tile.alloc (or picked among them)");
         std::optional<SmallVector<int64_t>> shape =
             shared.getTileShape().getStaticSizes();
         if (!shape)
@@ -240,9 +241,11 @@ struct TileAssignLayoutsPass
                  << formatDims(shared.getDims())
                  << " spans several 128-byte swizzle panels and needs a "
                     "multiple of 8 rows";
-        alloc->setAttr("tile.swizzle",
-                       IntegerAttr::get(
-                           IntegerType::get(launch.getContext(), 64), swizzle));
+        for (AllocOp alloc : allocs)
+          alloc->setAttr(
+              "tile.swizzle",
+              IntegerAttr::get(IntegerType::get(launch.getContext(), 64),
+                               swizzle));
       }
       return WalkResult::advance();
     });

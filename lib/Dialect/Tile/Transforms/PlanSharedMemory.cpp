@@ -104,7 +104,7 @@ struct TilePlanSharedMemoryPass
       if (!tileBytes)
         return overflow(alloc, "the tile");
       SharedTile tile{alloc, *tileBytes, UINT_MAX, at};
-      // Uses through views keep the tile alive too.
+      // Uses through views and picks keep the tile alive too.
       SmallVector<Value> worklist{alloc.getResult()};
       while (!worklist.empty()) {
         Value value = worklist.pop_back_val();
@@ -114,6 +114,8 @@ struct TilePlanSharedMemoryPass
           tile.lastUse = std::max(tile.lastUse, use);
           if (auto view = dyn_cast<ViewOp>(user))
             worklist.push_back(view.getResult());
+          if (auto pick = dyn_cast<PickOp>(user))
+            worklist.push_back(pick.getResult());
         }
       }
       if (tile.firstUse == UINT_MAX)

@@ -27,6 +27,15 @@ namespace hisa::tile {
 /// host, besides integer constants, casts, tile.param and tile.dim.
 llvm::ArrayRef<llvm::StringRef> getGridBinaryOpNames();
 
+/// The tile.alloc behind a shared tile value: the value's own, or for a
+/// tile.pick the first candidate's (all have its type and layout); null
+/// for anything else.
+AllocOp getRootAlloc(mlir::Value tile);
+
+/// The tile.allocs a shared tile value may be: itself, or every candidate
+/// of a tile.pick.
+llvm::SmallVector<AllocOp> getPossibleAllocs(mlir::Value tile);
+
 /// Whether `op` is inside a tile.per_warpgroup body.
 bool isInPerWarpgroup(mlir::Operation *op);
 

@@ -225,6 +225,29 @@ def Tile_ViewOp : Tile_Op<"view", [Pure,
   let hasVerifier = 1;
 }
 
+def Tile_PickOp : Tile_Op<"pick", [Pure]> {
+  let summary = "One of several shared tiles of the same type, chosen at run "
+                "time";
+  let description = [{
+    The tile `tiles[index]` (the last one when `index` is past the end): a
+    shared tile chosen by a value computed in the kernel, such as the
+    warpgroup index of a tile.per_warpgroup body (each warpgroup's own keys
+    or P). The candidates are tile.alloc results of one type; the result
+    may be a gemm operand (the candidates then all get wgmma's swizzled
+    layout), or be loaded, stored and copied outside pipelined loops (a
+    pipelined loop's stage buffers cannot be picked).
+
+    ```mlir
+    %k_own = tile.pick %wg [%k0, %k1] : !tile.shared<[64, 512], bf16>
+    ```
+  }];
+  let arguments = (ins Index:$index, Variadic<Tile_SharedType>:$tiles);
+  let results = (outs Tile_SharedType:$result);
+  // `%index [%a, %b] : type`: every tile has the result's type.
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Whole-tile operations
 //===----------------------------------------------------------------------===//
