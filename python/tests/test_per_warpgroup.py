@@ -6,7 +6,9 @@ rows of a (its A operand picked among two shared tiles by the warpgroup
 index; one warpgroup's wgmma chain), scaled by wg + 1, the row max in registers,
 both stored at [wg], and the column sums (across the warpgroup's 4 warps,
 through its own slice of the reduction scratch). Checked against torch on fresh random data, with
-values that make every row's max differ between the warpgroups.
+values that make every row's max differ between the warpgroups; and a
+second kernel (per-warpgroup-exchange.mlir) whose warpgroups exchange their row maxima through shared
+tiles and tile.barrier.
 """
 
 import pytest
@@ -32,3 +34,21 @@ def test_each_warpgroup_computes_its_own(trial):
         torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-3)
         torch.testing.assert_close(row_max[wg], want.max(dim=1).values, rtol=1e-4, atol=1e-3)
         torch.testing.assert_close(col_sum[wg], want.sum(dim=0), rtol=1e-4, atol=1e-2)
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_warpgroups_exchange_row_maxima(trial):
+    # Each warpgroup writes the row max of its own scores to its own shared
+    # tile (tile.pick), all meet at tile.barrier, each combines both.
+    fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "per-warpgroup-exchange.mlir", "per_warpgroup_exchange")
+    a = torch.randn(128, 64, device="cuda").bfloat16()
+    b = torch.randn(64, 64, device="cuda").bfloat16()
+    out = torch.full((2, 64), float("nan"), device="cuda")
+    kernel.launch(a, b, out)
+    torch.cuda.synchronize()
+    maxima = [((a[64 * wg:64 * (wg + 1)].float() @ b.float().t()) * (wg + 1)).max(dim=1).values
+              for wg in range(2)]
+    want = torch.maximum(maxima[0], maxima[1])
+    for wg in range(2):
+        torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-3)

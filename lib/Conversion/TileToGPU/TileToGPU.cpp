@@ -361,6 +361,17 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             .Case([&](AllocOp alloc) { return lowerAlloc(alloc, b); })
             .Case([&](ViewOp view) { return lowerView(view, b); })
             .Case([&](PickOp pick) { return lowerPick(pick, b); })
+            .Case([&](BarrierOp barrier) {
+              // Inside tile.per_warpgroup, where gpu.barrier becomes the
+              // warpgroup's named barrier, the block's barrier 0 itself.
+              if (warpgroup)
+                NVVM::BarrierOp::create(b, barrier.getLoc(), TypeRange(),
+                                        Value(), Value(),
+                                        NVVM::BarrierReductionAttr(), Value());
+              else
+                gpu::BarrierOp::create(b, barrier.getLoc());
+              return success();
+            })
             .Case([&](CopyOp copy) { return lowerCopy(copy, b); })
             .Case([&](FillOp fill) {
               return lowerFill(fill, fill.getDest(), fill.getValue(), b);

@@ -1079,3 +1079,15 @@ tile.kernel @per_warpgroup_view_of_outer_fragment(%out: !tile.global<[64, 64], f
     }
   }
 }
+
+// -----
+
+tile.kernel @barrier_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    tile.parallel (%i) in [128] {
+      // expected-error @+1 {{'tile.barrier' op cannot be in a tile.parallel body (every thread of the block meets at it once)}}
+      tile.barrier
+    }
+  }
+}

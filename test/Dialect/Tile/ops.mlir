@@ -256,6 +256,7 @@ tile.kernel @warp_specialized(%k: !tile.global<[?, 64], bf16>, %n: index) {
 // CHECK: tile.per_warpgroup (%[[WG:.*]]) {
 // CHECK: tile.store %{{.*}}, %{{.*}}[%[[WG]]] : !tile.shared<[2], i32>
 // CHECK: tile.pick %[[WG]] [%{{.*}}, %{{.*}}] : !tile.shared<[2], i32>
+// CHECK: tile.barrier
 tile.kernel @per_warpgroup(%out: !tile.global<[2], i32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 256 {
@@ -265,6 +266,7 @@ tile.kernel @per_warpgroup(%out: !tile.global<[2], i32>) {
       %v = arith.index_cast %wg : index to i32
       tile.store %v, %owner[%wg] : !tile.shared<[2], i32>
       %mine = tile.pick %wg [%owner, %other] : !tile.shared<[2], i32>
+      tile.barrier
     }
     tile.copy %owner to %out : !tile.shared<[2], i32> to !tile.global<[2], i32>
   }

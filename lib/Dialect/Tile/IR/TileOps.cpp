@@ -577,6 +577,13 @@ void PickOp::print(OpAsmPrinter &p) {
   p << " : " << getResult().getType();
 }
 
+LogicalResult BarrierOp::verify() {
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("cannot be in a tile.parallel body (every thread of "
+                       "the block meets at it once)");
+  return verifyInsideLaunch(*this);
+}
+
 LogicalResult PickOp::verify() {
   if (getTiles().size() < 2)
     return emitOpError("needs at least two tiles to choose from, got ")

@@ -506,6 +506,32 @@ def Tile_PerWarpgroupOp : Tile_Op<"per_warpgroup", [
   }];
 }
 
+def Tile_BarrierOp : Tile_Op<"barrier"> {
+  let summary = "Every warpgroup of the block meets here";
+  let description = [{
+    A block-wide barrier (`bar.sync 0`): shared-memory writes before it are
+    visible to every thread after it. The tile ops place the barriers they
+    need themselves, so outside tile.per_warpgroup this is rarely needed;
+    inside a body, where the ops' own barriers synchronize one warpgroup,
+    it is how warpgroups hand data to each other through shared tiles (each
+    writes its own tile, chosen with tile.pick, then all meet, then each
+    reads the others'). Every warpgroup must reach the same barriers (no
+    control flow that differs between warpgroups around it), or the block
+    hangs; it may not sit in a tile.parallel body.
+
+    ```mlir
+    tile.per_warpgroup (%wg) {
+      %mine = tile.pick %wg [%max0, %max1] : !tile.shared<[64], f32>
+      tile.copy %row_max to %mine : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+      tile.barrier
+      // read %max0 and %max1
+    }
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 def Tile_LoadOp : Tile_Op<"load", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Reads one element of a tile or global tensor";
