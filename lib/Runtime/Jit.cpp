@@ -185,18 +185,16 @@ std::atomic<bool> devicePointerChecks{true};
 /// TrustedPointersScope: this thread's launches skip the queries.
 thread_local bool trustedPointers = false;
 
-/// setProgrammaticLaunch / hisa_set_programmatic_launch; HISA_PDL=0 turns
-/// it off for the process (a debugging aid: every launch then waits for the
-/// previous kernel to finish before its blocks are scheduled).
-std::atomic<bool> programmaticLaunchEnabled{true};
+/// setProgrammaticLaunch / hisa_set_programmatic_launch; HISA_PDL=0 in the
+/// environment when the library loads turns it off (a debugging aid: every
+/// launch then waits for the previous kernel to finish before its blocks
+/// are scheduled).
+bool programmaticLaunchByDefault() {
+  const char *value = std::getenv("HISA_PDL");
+  return !(value && StringRef(value) == "0");
+}
+std::atomic<bool> programmaticLaunchEnabled{programmaticLaunchByDefault()};
 bool programmaticLaunch() {
-  static const bool fromEnvironment = [] {
-    const char *value = std::getenv("HISA_PDL");
-    if (value && StringRef(value) == "0")
-      programmaticLaunchEnabled.store(false);
-    return true;
-  }();
-  (void)fromEnvironment;
   return programmaticLaunchEnabled.load(std::memory_order_relaxed);
 }
 
@@ -398,7 +396,6 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
 LoadedKernel::~LoadedKernel() = default;
 
 bool hisa::runtime::setProgrammaticLaunch(bool enabled) {
-  programmaticLaunch(); // reads HISA_PDL once, before it is overridden
   return programmaticLaunchEnabled.exchange(enabled);
 }
 

@@ -18,6 +18,11 @@ from hisa_testutil import fresh_seed, lowering_test_kernel, require_gpu
 torch, hisa = require_gpu()
 
 
+def scores(a, b, wg):
+    """Warpgroup wg's scaled scores: its 64 rows of a times b^T, times wg + 1."""
+    return (a[64 * wg:64 * (wg + 1)].float() @ b.float().t()) * (wg + 1)
+
+
 @pytest.mark.parametrize("trial", range(3))
 def test_each_warpgroup_computes_its_own(trial):
     fresh_seed(torch)
@@ -30,7 +35,7 @@ def test_each_warpgroup_computes_its_own(trial):
     kernel.launch(a, b, out, row_max, col_sum)
     torch.cuda.synchronize()
     for wg in range(2):
-        want = (a[64 * wg:64 * (wg + 1)].float() @ b.float().t()) * (wg + 1)
+        want = scores(a, b, wg)
         torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-3)
         torch.testing.assert_close(row_max[wg], want.max(dim=1).values, rtol=1e-4, atol=1e-3)
         torch.testing.assert_close(col_sum[wg], want.sum(dim=0), rtol=1e-4, atol=1e-2)
@@ -47,8 +52,7 @@ def test_warpgroups_exchange_row_maxima(trial):
     out = torch.full((2, 64), float("nan"), device="cuda")
     kernel.launch(a, b, out)
     torch.cuda.synchronize()
-    maxima = [((a[64 * wg:64 * (wg + 1)].float() @ b.float().t()) * (wg + 1)).max(dim=1).values
-              for wg in range(2)]
+    maxima = [scores(a, b, wg).max(dim=1).values for wg in range(2)]
     want = torch.maximum(maxima[0], maxima[1])
     for wg in range(2):
         torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-3)

@@ -230,7 +230,7 @@ bool setDevicePointerChecks(bool enabled);
 
 /// Whether kernels that wait for their prerequisite grids are launched as
 /// programmatic dependents of the previous kernel in their stream (default:
-/// yes, unless HISA_PDL=0 at the first launch): their blocks are scheduled
+/// yes, unless HISA_PDL=0 when the library loads): their blocks are scheduled
 /// while the previous grid's last wave runs. Returns the previous setting.
 bool setProgrammaticLaunch(bool enabled);
 

@@ -214,10 +214,9 @@ public:
   /// `threadId` and `threads` are the warpgroup's own); null elsewhere.
   mlir::Value warpgroup;
   /// Bytes of the reduction scratch each warpgroup owns inside a
-  /// tile.per_warpgroup body: 4 warps x the most outputs of any reduction
-  /// of the launch x 4 bytes (tile-plan-shared-memory reserves that for
-  /// every warp of the block), the same for every reduction so that the
-  /// warpgroups' slices never overlap.
+  /// tile.per_warpgroup body: the plan's scratch split evenly between the
+  /// warpgroups, the same for every reduction so that the warpgroups'
+  /// slices never overlap.
   int64_t warpgroupScratchBytes = 0;
   /// Gemms at the top of a pipelined body, after the fence and barrier that
   /// the pipeline emits (see isFencedByPipeline).

@@ -53,15 +53,17 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
   OpBuilder end = OpBuilder::atBlockEnd(block);
   scf::YieldOp::create(end, loc);
 
-  // (The launch's body is in the function by now.)
-  int64_t mostOutputs = 0;
-  func.walk([&](ReduceOp reduce) {
-    std::optional<int64_t> outputs = getStaticElementCount(
-        getTileShapeAndElementType(reduce.getDest().getType())
-            ->first.getDims());
-    mostOutputs = std::max(mostOutputs, outputs.value_or(0));
-  });
-  warpgroupScratchBytes = (kWarpgroupThreads / 32) * mostOutputs * 4;
+  // The plan's reduction scratch (what lies past tile.scratch_offset: the
+  // most outputs of any reduction x 4 bytes x every warp of the block),
+  // split evenly between the warpgroups.
+  auto sharedBytes = launch->getAttrOfType<IntegerAttr>("tile.shared_bytes");
+  auto scratchOffset =
+      launch->getAttrOfType<IntegerAttr>("tile.scratch_offset");
+  if (!sharedBytes || !scratchOffset)
+    return op.emitOpError("has no shared-memory plan; run "
+                          "tile-plan-shared-memory first");
+  warpgroupScratchBytes = (sharedBytes.getInt() - scratchOffset.getInt()) /
+                          (launch.getThreads() / kWarpgroupThreads);
 
   Value blockThreadId = threadId;
   int64_t blockThreads = threads;

@@ -12,8 +12,6 @@
 #include "Combiner.h"
 #include "KernelLowering.h"
 
-#include "hisa/Dialect/Tile/IR/TileLimits.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -365,9 +365,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               // Inside tile.per_warpgroup, where gpu.barrier becomes the
               // warpgroup's named barrier, the block's barrier 0 itself.
               if (warpgroup)
-                NVVM::BarrierOp::create(b, barrier.getLoc(), TypeRange(),
-                                        Value(), Value(),
-                                        NVVM::BarrierReductionAttr(), Value());
+                NVVM::BarrierOp::create(b, barrier.getLoc());
               else
                 gpu::BarrierOp::create(b, barrier.getLoc());
               return success();
