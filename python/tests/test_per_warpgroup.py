@@ -56,3 +56,21 @@ def test_warpgroups_exchange_row_maxima(trial):
     want = torch.maximum(maxima[0], maxima[1])
     for wg in range(2):
         torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("steps", [1, 3, 8])
+def test_warpgroups_in_a_warp_specialized_loop(steps):
+    # The producer warpgroup fills two-stage buffers; each consumer
+    # warpgroup accumulates its own rows of a (picked by %wg among the
+    # stage buffers) times b^T.
+    fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "per-warpgroup-ws.mlir", "per_warpgroup_ws")
+    a = torch.randn(128 * steps, 64, device="cuda").bfloat16()
+    b = torch.randn(64 * steps, 64, device="cuda").bfloat16()
+    out = torch.full((2, 64, 64), float("nan"), device="cuda")
+    kernel.launch(a, b, out)
+    torch.cuda.synchronize()
+    for wg in range(2):
+        want = sum(a[128 * t + 64 * wg:128 * t + 64 * (wg + 1)].float()
+                   @ b[64 * t:64 * (t + 1)].float().t() for t in range(steps))
+        torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-2)

@@ -363,11 +363,22 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             .Case([&](PickOp pick) { return lowerPick(pick, b); })
             .Case([&](BarrierOp barrier) {
               // Inside tile.per_warpgroup, where gpu.barrier becomes the
-              // warpgroup's named barrier, the block's barrier 0 itself.
-              if (warpgroup)
-                NVVM::BarrierOp::create(b, barrier.getLoc());
-              else
-                gpu::BarrierOp::create(b, barrier.getLoc());
+              // warpgroup's named barrier, the block's barrier itself: 0,
+              // or the consumers' one beside a producer warpgroup.
+              Location loc = barrier.getLoc();
+              if (warpgroup && roleSplit) {
+                Type i32 = b.getI32Type();
+                NVVM::BarrierOp::create(
+                    b, loc, TypeRange(),
+                    arith::ConstantIntOp::create(b, loc, i32, kConsumerBarrier),
+                    arith::ConstantIntOp::create(b, loc, i32,
+                                                 launch.getThreads()),
+                    NVVM::BarrierReductionAttr(), Value());
+              } else if (warpgroup) {
+                NVVM::BarrierOp::create(b, loc);
+              } else {
+                gpu::BarrierOp::create(b, loc);
+              }
               return success();
             })
             .Case([&](CopyOp copy) { return lowerCopy(copy, b); })

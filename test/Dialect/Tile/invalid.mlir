@@ -970,7 +970,7 @@ tile.kernel @per_warpgroup_nested() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 256 {
     tile.parallel (%i) in [256] {
-      // expected-error @+1 {{'tile.per_warpgroup' op must sit directly in a tile.launch body (each warpgroup of the block runs it)}}
+      // expected-error @+1 {{'tile.per_warpgroup' op must sit directly in a tile.launch body, or in the body of a tile.pipelined that does (each warpgroup of the block runs it)}}
       tile.per_warpgroup (%wg) {
       }
     }
@@ -1044,22 +1044,6 @@ tile.kernel @pick_of_a_view() {
     %v = tile.view %b : !tile.shared<[8, 8], f32> to !tile.shared<[64], f32>
     // expected-error @+1 {{'tile.pick' op tile 1 must be a tile.alloc result (its layout and place in shared memory are the pick's)}}
     %p = tile.pick %c0 [%a, %v] : !tile.shared<[64], f32>
-  }
-}
-
-// -----
-
-tile.kernel @per_warpgroup_with_warp_specialization(%k: !tile.global<[?, 64], bf16>, %n: index) {
-  %c1 = arith.constant 1 : index
-  tile.launch (%bx) in (%c1) threads 256 {
-    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
-    %c0 = arith.constant 0 : index
-    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
-      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
-    }
-    // expected-error @+1 {{'tile.per_warpgroup' op is not supported yet in a launch with a warp_specialized tile.pipelined (docs/proposals/per-warpgroup.md, step 6)}}
-    tile.per_warpgroup (%wg) {
-    }
   }
 }
 

@@ -1089,25 +1089,22 @@ LogicalResult PerWarpgroupOp::verifyRegions() {
   Block &body = getBody().front();
   if (body.getNumArguments() != 1 || !body.getArgument(0).getType().isIndex())
     return emitOpError("body must have one index argument (the warpgroup)");
-  auto launch = dyn_cast<LaunchOp>((*this)->getParentOp());
+  // Directly in the launch, or in the body of a tile.pipelined that is
+  // (each iteration's per-warpgroup part of a key loop; with
+  // warp_specialized, the consumers' part while the producer fills stages).
+  Operation *parent = (*this)->getParentOp();
+  if (isa<PipelinedOp>(parent))
+    parent = parent->getParentOp();
+  auto launch = dyn_cast<LaunchOp>(parent);
   if (!launch)
-    return emitOpError("must sit directly in a tile.launch body (each "
-                       "warpgroup of the block runs it)");
+    return emitOpError("must sit directly in a tile.launch body, or in the "
+                       "body of a tile.pipelined that does (each warpgroup "
+                       "of the block runs it)");
   int64_t threads = launch.getThreads();
   if (threads % 128 != 0 || threads < 256)
     return emitOpError("needs a launch of at least two whole warpgroups "
                        "(threads a multiple of 128, >= 256), got ")
            << threads << " threads";
-  // The roles of a warp-specialized launch and the warpgroups' named
-  // barriers have not been made to work together yet.
-  WalkResult specialized = launch.getBody().walk([&](PipelinedOp loop) {
-    return loop.getWarpSpecialized() ? WalkResult::interrupt()
-                                     : WalkResult::advance();
-  });
-  if (specialized.wasInterrupted())
-    return emitOpError("is not supported yet in a launch with a "
-                       "warp_specialized tile.pipelined "
-                       "(docs/proposals/per-warpgroup.md, step 6)");
   WalkResult walk = getBody().walk([&](Operation *op) {
     if (isa<PipelinedOp, ScanOp, PerWarpgroupOp>(op)) {
       op->emitOpError("is not supported inside tile.per_warpgroup (it "

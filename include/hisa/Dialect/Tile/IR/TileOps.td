@@ -475,8 +475,11 @@ def Tile_PerWarpgroupOp : Tile_Op<"per_warpgroup", [
     region in which issue 11's attention schedule gives each warpgroup its
     own keys, its own [64, 64] scores and P, and makes the cross-warpgroup
     steps explicit (docs/proposals/per-warpgroup.md has the design). It sits
-    directly in a tile.launch body of at least two warpgroups and holds no
-    tile.pipelined, tile.scan or nested tile.per_warpgroup.
+    directly in a tile.launch body of at least two warpgroups, or in the
+    body of a tile.pipelined that does (with warp_specialized: the
+    consumers' part of each iteration, on the stage buffers the producer
+    filled), and holds no tile.pipelined, tile.scan or nested
+    tile.per_warpgroup.
 
     Inside, everything is the warpgroup's own: a fragment used in the body
     is one copy per warpgroup, laid out over its 128 threads (it may not
