@@ -74,3 +74,30 @@ def test_warpgroups_in_a_warp_specialized_loop(steps):
         want = sum(a[128 * t + 64 * wg:128 * t + 64 * (wg + 1)].float()
                    @ b[64 * t:64 * (t + 1)].float().t() for t in range(steps))
         torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-2)
+
+
+@pytest.mark.parametrize("steps", [1, 2, 5, 8])
+def test_released_copies_and_named_barriers(steps):
+    # One stage, buffers handed back copy by copy (tile.release); the
+    # warpgroups run out of step and hand s over through shared memory and
+    # named barriers (release-ws.mlir). Some gathered rows are -1 (zeros).
+    fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "release-ws.mlir", "release_ws")
+    a = torch.randn(128 * steps, 64, device="cuda").bfloat16()
+    b = torch.randn(300, 64, device="cuda").bfloat16()
+    idx = torch.randint(0, 300, (64 * steps,), device="cuda", dtype=torch.int32)
+    idx[torch.rand(64 * steps, device="cuda") < 0.1] = -1
+    out = torch.full((2, 64, 64), float("nan"), device="cuda")
+    kernel.launch(a, b, idx, out)
+    torch.cuda.synchronize()
+    gathered = torch.where((idx >= 0)[:, None], b[idx.clamp(min=0).long()],
+                           torch.zeros_like(b[:1])).float()
+    want = [torch.zeros(64, 64, device="cuda") for _ in range(2)]
+    for t in range(steps):
+        bt = gathered[64 * t:64 * (t + 1)].t()
+        a0 = a[128 * t:128 * t + 64].float()
+        a1 = a[128 * t + 64:128 * (t + 1)].float()
+        want[0] += a0 @ bt
+        want[1] += (a1 @ bt) + (a0 @ bt)
+    for wg in range(2):
+        torch.testing.assert_close(out[wg], want[wg], rtol=1e-4, atol=2e-2)

@@ -18,7 +18,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
+
+#include <optional>
 
 namespace hisa::tile {
 
@@ -71,6 +74,43 @@ public:
   /// A warp_specialized tile.pipelined: the consumers' loop here, the
   /// producer warpgroup's into the else-block of `roleSplit`.
   mlir::LogicalResult lowerWarpSpecialized(PipelinedOp op, mlir::OpBuilder &b);
+  /// The consumers' state of a warp-specialized loop with tile.release
+  /// (StageRelease.cpp): each copy has its own full/empty mbarriers per
+  /// stage.
+  struct ReleasedCopies {
+    /// The copy (its number in the body) that fills each stage buffer.
+    llvm::DenseMap<mlir::Value, int64_t> copyOf;
+    int64_t copies = 0, stages = 0;
+    bool anyCpAsync = false;
+    mlir::Value mbarriers;           // !llvm.ptr<3>
+    mlir::Value stage;               // this iteration's stage (index)
+    mlir::Value parity;              // this iteration's round parity (i32)
+    mlir::Value waitedMask;          // memref<i32>: copies waited for
+    mlir::Value releasedMask;        // memref<i32>: copies released
+    mlir::Operation *loop = nullptr; // the consumers' scf.for
+    /// Copies waited for on every path so far in this iteration.
+    llvm::SmallDenseSet<int64_t> awaited;
+  };
+  std::optional<ReleasedCopies> releasedCopies;
+  /// Copy `copy`'s "full" (or "empty") mbarrier of stage `stage`.
+  mlir::Value getCopyMbarrier(mlir::OpBuilder &b, mlir::Value mbarriers,
+                              mlir::Value copy, mlir::Value stage, bool empty,
+                              int64_t copies, int64_t stages);
+  /// The copy (an index value) whose buffer `tile` is (through views and
+  /// picks), null when it is none.
+  mlir::FailureOr<mlir::Value> getReleasedCopyIndex(mlir::OpBuilder &b,
+                                                    mlir::Operation *user,
+                                                    mlir::Value tile);
+  /// Waits for copy `copy`'s data unless this thread did already in this
+  /// iteration.
+  void awaitCopy(mlir::OpBuilder &b, mlir::Value copy);
+  /// Releases copy `copy`'s buffer (after waiting for it) unless this
+  /// thread did already in this iteration.
+  void releaseCopy(mlir::OpBuilder &b, mlir::Value copy);
+  mlir::LogicalResult lowerRelease(ReleaseOp op, mlir::OpBuilder &b);
+  /// Waits for the copies whose buffers `op` reads, before it.
+  mlir::LogicalResult awaitCopiesReadBy(mlir::Operation *op,
+                                        mlir::OpBuilder &b);
   mlir::LogicalResult lowerBodyInLoop(mlir::Block &body,
                                       llvm::ArrayRef<CopyOp> producers,
                                       mlir::scf::ForOp loop,
@@ -265,6 +305,11 @@ llvm::SmallVector<mlir::Value> staticCoordinates(mlir::OpBuilder &b,
                                                  mlir::Location loc,
                                                  llvm::ArrayRef<int64_t> shape,
                                                  int64_t element);
+
+/// Waits until the phase of parity `parity` (i32) of `mbarrier` (a shared
+/// pointer) completes.
+void waitForPhase(mlir::OpBuilder &b, mlir::Location loc, mlir::Value mbarrier,
+                  mlir::Value parity);
 
 /// Whether `value` is provably a multiple of `divisor` (constants, and sums
 /// and products of multiples), e.g. a k-loop offset `t * block_k`.

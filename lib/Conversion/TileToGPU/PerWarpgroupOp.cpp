@@ -37,7 +37,9 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
   // threads wrote before it (shared tiles, the reduction scratch) is read
   // inside by either warpgroup, and what either writes inside may be read
   // after it; the barriers inside synchronize one warpgroup only.
-  gpu::BarrierOp::create(b, loc);
+  bool synchronized = !op.getUnsynchronized();
+  if (synchronized)
+    gpu::BarrierOp::create(b, loc);
   // The body, in a region of its own while it is lowered, so that the
   // barriers its ops emit can be told from the block's.
   auto region = scf::ExecuteRegionOp::create(b, loc, TypeRange());
@@ -84,7 +86,8 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
 
   SmallVector<gpu::BarrierOp> barriers;
   region.walk([&](gpu::BarrierOp barrier) { barriers.push_back(barrier); });
-  gpu::BarrierOp::create(b, loc); // after the region (b's insertion point)
+  if (synchronized)
+    gpu::BarrierOp::create(b, loc); // after the region (b's insertion point)
   if (barriers.empty())
     return success();
   OpBuilder at(region);

@@ -31,8 +31,8 @@ using namespace hisa::tile;
 /// pointer) completes: mbarrier.try_wait.parity in a loop. The branch back
 /// is a plain `bra`, not `bra.uni` (upstream's lowering): lanes of a warp
 /// may see the phase complete at different tries.
-static void waitForPhase(OpBuilder &b, Location loc, Value mbarrier,
-                         Value parity) {
+void hisa::tile::waitForPhase(OpBuilder &b, Location loc, Value mbarrier,
+                              Value parity) {
   // The suspend-time hint of each try, in ns (as CUTLASS uses).
   constexpr int64_t kSuspendHintNs = 10000000;
   Value address =
@@ -102,7 +102,7 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
   StagedCopies staged;
   // Producers: global-to-shared copies at the top level of the body.
   for (auto copy : body.getOps<CopyOp>())
-    if (stages > 1 && isa<GlobalType>(copy.getSource().getType()) &&
+    if (stagesCopies(op) && isa<GlobalType>(copy.getSource().getType()) &&
         isa<SharedType>(copy.getDest().getType()))
       staged.copies.push_back(copy);
   for (CopyOp copy : staged.copies) {
@@ -132,11 +132,17 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
   staged.allTma = staged.anyTma && llvm::all_of(staged.copies, isTmaCopy);
   // Whether the body itself writes shared memory (then every iteration
   // needs a fence and a barrier at its top).
-  body.walk([&](Operation *inside) {
+  // Writes in an unsynchronized tile.per_warpgroup body are the body's own
+  // business (it synchronizes its warpgroups itself).
+  body.walk<WalkOrder::PreOrder>([&](Operation *inside) {
+    if (auto region = dyn_cast<PerWarpgroupOp>(inside);
+        region && region.getUnsynchronized())
+      return WalkResult::skip();
     if (auto copy = dyn_cast<CopyOp>(inside);
         copy && llvm::is_contained(staged.copies, copy))
-      return;
+      return WalkResult::advance();
     staged.bodyWritesShared |= writesSharedTile(inside);
+    return WalkResult::advance();
   });
   return staged;
 }
@@ -493,20 +499,48 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
                                         value);
   };
 
+  // With tile.release every copy has its own "full" and "empty" mbarriers
+  // per stage (StageRelease.cpp); otherwise one pair per stage serves all.
+  bool perCopy = releasesCopies(op);
+  int64_t sets = perCopy ? int64_t(producers.size()) : 1;
+  if (perCopy && sets > kMaxReleasedCopies)
+    return op.emitOpError("has ")
+           << sets << " copies and a tile.release; at most "
+           << kMaxReleasedCopies << " copies can be released one by one";
+
   // ---- Consumers, in place of the loop -----------------------------------
   Value mbarriers = getMbarrierBase(b, offset.getInt());
   int64_t fullCount = (anyCpAsync ? kProducerThreads : 0) + (anyTma ? 1 : 0);
   emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
-    for (int64_t s = 0; s < stages; ++s) {
-      NVVM::MBarrierInitOp::create(
-          leader, loc, getStageMbarrier(leader, mbarriers, index(leader, s)),
-          constantI32(leader, fullCount), Value());
-      NVVM::MBarrierInitOp::create(
-          leader, loc,
-          getEmptyStageMbarrier(leader, mbarriers, index(leader, s), stages),
-          constantI32(leader, threads / 32), Value());
+    for (int64_t c = 0; c < sets; ++c) {
+      // A copy of its own completes on one TMA arrival (with its bytes) or
+      // on every producer thread's cp.async arrival.
+      int64_t count = fullCount;
+      if (perCopy)
+        count = isTmaCopy(producers[c]) ? 1 : kProducerThreads;
+      for (int64_t s = 0; s < stages; ++s) {
+        NVVM::MBarrierInitOp::create(
+            leader, loc,
+            getCopyMbarrier(leader, mbarriers, index(leader, c),
+                            index(leader, s), /*empty=*/false, sets, stages),
+            constantI32(leader, count), Value());
+        NVVM::MBarrierInitOp::create(
+            leader, loc,
+            getCopyMbarrier(leader, mbarriers, index(leader, c),
+                            index(leader, s), /*empty=*/true, sets, stages),
+            constantI32(leader, threads / 32), Value());
+      }
     }
   });
+  // The consumers' masks of copies waited for and released (registers
+  // after mem2reg).
+  Value waitedMask, releasedMask;
+  if (perCopy) {
+    waitedMask =
+        memref::AllocaOp::create(b, loc, MemRefType::get({}, b.getI32Type()));
+    releasedMask =
+        memref::AllocaOp::create(b, loc, MemRefType::get({}, b.getI32Type()));
+  }
   // What the consumers wrote to shared memory so far (index tiles the
   // producer's gathers read, operands of wgmma) and the mbarriers are
   // visible to both proxies and to the producer after the rendezvous.
@@ -534,16 +568,36 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       fenceSharedForAsyncProxy(inner);
     barrier(inner);
   }
-  waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
-               getRoundParity(inner, loc, k, stages));
-  // A gemm at the top of the body reads stages the "full" wait made
-  // visible (the producer fenced its cp.async pieces; TMA writes through
-  // the async proxy) and tiles written before the loop (fenced before
-  // barrier 0) or in earlier iterations (fenced above): it needs no fence
-  // and barrier of its own.
-  for (GemmOp gemm : body.getOps<GemmOp>())
-    if (isFencedByPipeline(op, gemm))
-      fencedGemms.insert(gemm);
+  if (perCopy) {
+    // Copies are waited for where they are first read.
+    Value none = constantI32(inner, 0);
+    memref::StoreOp::create(inner, loc, none, waitedMask);
+    memref::StoreOp::create(inner, loc, none, releasedMask);
+    ReleasedCopies released;
+    for (auto [c, copy] : llvm::enumerate(producers))
+      released.copyOf[copy.getDest()] = c;
+    released.copies = sets;
+    released.stages = stages;
+    released.anyCpAsync = anyCpAsync;
+    released.mbarriers = mbarriers;
+    released.stage = stage;
+    released.parity = getRoundParity(inner, loc, k, stages);
+    released.waitedMask = waitedMask;
+    released.releasedMask = releasedMask;
+    released.loop = loop;
+    releasedCopies = std::move(released);
+  } else {
+    waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
+                 getRoundParity(inner, loc, k, stages));
+    // A gemm at the top of the body reads stages the "full" wait made
+    // visible (the producer fenced its cp.async pieces; TMA writes through
+    // the async proxy) and tiles written before the loop (fenced before
+    // barrier 0) or in earlier iterations (fenced above): it needs no fence
+    // and barrier of its own.
+    for (GemmOp gemm : body.getOps<GemmOp>())
+      if (isFencedByPipeline(op, gemm))
+        fencedGemms.insert(gemm);
+  }
   SmallVector<std::pair<Value, Value>> savedViews;
   for (CopyOp copy : producers) {
     Value tile = copy.getDest();
@@ -585,17 +639,19 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     Value round =
         arith::DivSIOp::create(pInner, loc, pk, index(pInner, stages));
     // The stage was read in round - 1: wait until every consumer warp
-    // released it.
+    // released it (each copy's buffer, with tile.release, just before the
+    // copy is issued).
     Value refill = arith::CmpIOp::create(pInner, loc, arith::CmpIPredicate::sge,
                                          round, index(pInner, 1));
-    emitIf(pInner, refill, [&](OpBuilder &waiting) {
-      waitForPhase(waiting, loc,
-                   getEmptyStageMbarrier(waiting, pMbarriers, pStage, stages),
-                   getRoundParity(waiting, loc,
-                                  arith::SubIOp::create(waiting, loc, pk,
-                                                        index(waiting, stages)),
-                                  stages));
-    });
+    Value releaseParity = getRoundParity(
+        pInner, loc,
+        arith::SubIOp::create(pInner, loc, pk, index(pInner, stages)), stages);
+    if (!perCopy)
+      emitIf(pInner, refill, [&](OpBuilder &waiting) {
+        waitForPhase(waiting, loc,
+                     getEmptyStageMbarrier(waiting, pMbarriers, pStage, stages),
+                     releaseParity);
+      });
     // The copies' offsets at this iteration, recomputed by the producer.
     mapping.map(inductionVar, pLoop.getInductionVar());
     pb.setInsertionPoint(pLoop.getBody()->getTerminator());
@@ -620,8 +676,39 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
                                      index(pb, consumerThreads));
     threads = kProducerThreads;
     LogicalResult result = success();
+    if (perCopy) {
+      for (auto [c, entry] : llvm::enumerate(issued)) {
+        auto &[copy, offsets] = entry;
+        Value number = index(pb, c);
+        emitIf(pb, refill, [&](OpBuilder &waiting) {
+          waitForPhase(waiting, loc,
+                       getCopyMbarrier(waiting, pMbarriers, number, pStage,
+                                       /*empty=*/true, sets, stages),
+                       releaseParity);
+        });
+        Value full = getCopyMbarrier(pb, pMbarriers, number, pStage,
+                                     /*empty=*/false, sets, stages);
+        if (isTmaCopy(copy)) {
+          std::pair<CopyOp, ArrayRef<Value>> one{copy, offsets};
+          if (failed(issueTmaStage(
+                  pb, one, pStage, full,
+                  getTileBytes(cast<SharedType>(copy.getDest().getType())))))
+            result = failure();
+          continue;
+        }
+        if (failed(emitAsyncCopy(copy, pb, offsets, pStage)))
+          result = failure();
+        // The arrival happens once this thread's cp.async pieces so far
+        // have landed (noinc: the count already has one per thread); the
+        // consumers fence them for wgmma after their wait.
+        NVVM::CpAsyncMBarrierArriveOp::create(pb, loc, full,
+                                              /*noinc=*/true);
+      }
+    }
     SmallVector<std::pair<CopyOp, ArrayRef<Value>>> tmaCopies;
     for (auto &[copy, offsets] : issued) {
+      if (perCopy)
+        break;
       if (isTmaCopy(copy))
         tmaCopies.push_back({copy, offsets});
       else if (failed(emitAsyncCopy(copy, pb, offsets, pStage)))
@@ -631,7 +718,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       result =
           issueTmaStage(pb, tmaCopies, pStage,
                         getStageMbarrier(pb, pMbarriers, pStage), tmaBytes);
-    if (succeeded(result) && anyCpAsync) {
+    if (succeeded(result) && anyCpAsync && !perCopy) {
       // Each producer thread's pieces have landed and are visible to the
       // async proxy (wgmma) before it arrives.
       NVVM::CpAsyncCommitGroupOp::create(pb, loc);
@@ -649,12 +736,24 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   }
 
   // ---- Consumers: the body, minus the copies -------------------------------
-  if (failed(lowerBodyInLoop(body, producers, loop, inductionVar)))
+  if (failed(lowerBodyInLoop(body, producers, loop, inductionVar))) {
+    releasedCopies.reset();
     return failure();
+  }
   Block *loopBody = loop.getBody();
+  OpBuilder end(loopBody->getTerminator());
+  if (perCopy) {
+    // What the iteration did not release yet (waiting first for what it
+    // never read, so that no warp runs a phase ahead).
+    for (int64_t c = 0; c < sets; ++c)
+      releaseCopy(end, index(end, c));
+    releasedCopies.reset();
+    for (auto [tile, view] : savedViews)
+      memrefs[tile] = view;
+    return success();
+  }
   // Every warp is done with the stage (the body's wgmma groups are waited
   // for): one arrival per warp releases it to the producer.
-  OpBuilder end(loopBody->getTerminator());
   NVVM::SyncWarpOp::create(end, loc, constantI32(end, -1));
   Value lane = arith::RemUIOp::create(end, loc, threadId, index(end, 32));
   Value leader = arith::CmpIOp::create(end, loc, arith::CmpIPredicate::eq, lane,

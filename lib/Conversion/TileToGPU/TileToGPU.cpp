@@ -356,18 +356,34 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
   });
   for (Operation *op : tileOps) {
     OpBuilder b(op);
+    if (releasedCopies && failed(awaitCopiesReadBy(op, b)))
+      return failure();
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case([&](AllocOp alloc) { return lowerAlloc(alloc, b); })
             .Case([&](ViewOp view) { return lowerView(view, b); })
             .Case([&](PickOp pick) { return lowerPick(pick, b); })
+            .Case([&](ReleaseOp release) { return lowerRelease(release, b); })
             .Case([&](BarrierOp barrier) {
               // Inside tile.per_warpgroup, where gpu.barrier becomes the
               // warpgroup's named barrier, the block's barrier itself: 0,
               // or the consumers' one beside a producer warpgroup.
               Location loc = barrier.getLoc();
-              if (warpgroup && roleSplit) {
-                Type i32 = b.getI32Type();
+              Type i32 = b.getI32Type();
+              if (std::optional<int64_t> id = barrier.getId()) {
+                // A named barrier over the consumers: each warpgroup
+                // either waits at it or signals it.
+                Value named = arith::ConstantIntOp::create(
+                    b, loc, i32, kNamedBarrierBase + *id);
+                Value count = arith::ConstantIntOp::create(b, loc, i32,
+                                                           launch.getThreads());
+                if (barrier.getArriveOnly())
+                  NVVM::BarrierArriveOp::create(b, loc, named, count);
+                else
+                  NVVM::BarrierOp::create(b, loc, TypeRange(), named, count,
+                                          NVVM::BarrierReductionAttr(),
+                                          Value());
+              } else if (warpgroup && roleSplit) {
                 NVVM::BarrierOp::create(
                     b, loc, TypeRange(),
                     arith::ConstantIntOp::create(b, loc, i32, kConsumerBarrier),

@@ -1075,3 +1075,72 @@ tile.kernel @barrier_in_parallel() {
     }
   }
 }
+
+// -----
+
+tile.kernel @arrive_only_without_id() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    tile.per_warpgroup (%wg) {
+      // expected-error @+1 {{'tile.barrier' op arrive_only needs a named barrier (id = N): every thread waits at the block's barrier}}
+      tile.barrier arrive_only
+    }
+  }
+}
+
+// -----
+
+tile.kernel @named_barrier_id_out_of_range() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    tile.per_warpgroup (%wg) {
+      // expected-error @+1 {{'tile.barrier' op id must be in [0, 6), got 6}}
+      tile.barrier id = 6
+    }
+  }
+}
+
+// -----
+
+tile.kernel @named_barrier_outside_per_warpgroup() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    // expected-error @+1 {{'tile.barrier' op with an id must be in a tile.per_warpgroup body (warpgroups signal and wait for each other)}}
+    tile.barrier id = 0
+  }
+}
+
+// -----
+
+tile.kernel @release_outside_warp_specialized(%a: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %a0 = tile.alloc : !tile.shared<[64, 64], bf16>
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 {
+      tile.copy %a[%t, %c0] to %a0
+          : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      // expected-error @+1 {{'tile.release' op must be in the body of a warp_specialized tile.pipelined (directly, or in tile.per_warpgroup or scf.if there): it hands a stage buffer back to the producer}}
+      tile.release %a0 : !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @release_of_unstaged_tile(%a: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %a0 = tile.alloc : !tile.shared<[64, 64], bf16>
+    %other = tile.alloc : !tile.shared<[64, 64], bf16>
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 1 warp_specialized {
+      tile.copy %a[%t, %c0] to %a0
+          : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      // expected-error @+1 {{'tile.release' op releases a tile that no copy of the loop fills (only the producer's stage buffers, or a tile.pick among them, can be released)}}
+      tile.release %other : !tile.shared<[64, 64], bf16>
+    }
+  }
+}

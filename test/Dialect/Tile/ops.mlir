@@ -271,3 +271,36 @@ tile.kernel @per_warpgroup(%out: !tile.global<[2], i32>) {
     tile.copy %owner to %out : !tile.shared<[2], i32> to !tile.global<[2], i32>
   }
 }
+
+// -----
+
+// tile.release, named barriers and an unsynchronized tile.per_warpgroup in
+// a one-stage warp-specialized loop.
+// CHECK-LABEL: tile.kernel @released_stages
+// CHECK: tile.pipelined %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} num_stages = 1 warp_specialized {
+// CHECK: tile.per_warpgroup (%[[WG:.*]]) unsynchronized {
+// CHECK: %[[OWN:.*]] = tile.pick %[[WG]]
+// CHECK: tile.release %[[OWN]] : !tile.shared<[64, 64], bf16>
+// CHECK: tile.barrier id = 0 arrive_only
+// CHECK: tile.barrier id = 0{{$}}
+tile.kernel @released_stages(%a: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %a0 = tile.alloc : !tile.shared<[64, 64], bf16>
+    %a1 = tile.alloc : !tile.shared<[64, 64], bf16>
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 1 warp_specialized {
+      tile.copy %a[%t, %c0] to %a0
+          : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.copy %a[%t, %c0] to %a1
+          : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.per_warpgroup (%wg) unsynchronized {
+        %own = tile.pick %wg [%a0, %a1] : !tile.shared<[64, 64], bf16>
+        tile.release %own : !tile.shared<[64, 64], bf16>
+        tile.barrier id = 0 arrive_only
+        tile.barrier id = 0
+      }
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
@@ -581,7 +582,61 @@ LogicalResult BarrierOp::verify() {
   if ((*this)->getParentOfType<ParallelOp>())
     return emitOpError("cannot be in a tile.parallel body (every thread of "
                        "the block meets at it once)");
+  if (getArriveOnly() && !getId())
+    return emitOpError("arrive_only needs a named barrier (id = N): every "
+                       "thread waits at the block's barrier");
+  if (std::optional<int64_t> id = getId()) {
+    if (*id < 0 || *id >= kNamedBarriers)
+      return emitOpError("id must be in [0, ")
+             << kNamedBarriers << "), got " << *id;
+    if (!(*this)->getParentOfType<PerWarpgroupOp>())
+      return emitOpError("with an id must be in a tile.per_warpgroup body "
+                         "(warpgroups signal and wait for each other)");
+  }
   return verifyInsideLaunch(*this);
+}
+
+PipelinedOp hisa::tile::getReleasingLoop(ReleaseOp op) {
+  Operation *parent = op->getParentOp();
+  while (parent && isa<PerWarpgroupOp, scf::IfOp>(parent))
+    parent = parent->getParentOp();
+  auto loop = dyn_cast_or_null<PipelinedOp>(parent);
+  return loop && loop.getWarpSpecialized() ? loop : PipelinedOp();
+}
+
+bool hisa::tile::releasesCopies(PipelinedOp loop) {
+  bool found = false;
+  loop.getBody().walk(
+      [&](ReleaseOp release) { found |= getReleasingLoop(release) == loop; });
+  return found;
+}
+
+bool hisa::tile::stagesCopies(PipelinedOp loop) {
+  return loop.getNumStages() > 1 || releasesCopies(loop);
+}
+
+LogicalResult ReleaseOp::verify() {
+  PipelinedOp loop = getReleasingLoop(*this);
+  if (!loop)
+    return emitOpError("must be in the body of a warp_specialized "
+                       "tile.pipelined (directly, or in tile.per_warpgroup "
+                       "or scf.if there): it hands a stage buffer back to "
+                       "the producer");
+  SmallVector<Value> candidates;
+  if (auto pick = getTile().getDefiningOp<PickOp>())
+    llvm::append_range(candidates, pick.getTiles());
+  else
+    candidates.push_back(getTile());
+  for (Value candidate : candidates) {
+    bool filled =
+        llvm::any_of(loop.getBody().front().getOps<CopyOp>(),
+                     [&](CopyOp copy) { return copy.getDest() == candidate; });
+    if (!filled)
+      return emitOpError("releases a tile that no copy of the loop fills "
+                         "(only the producer's stage buffers, or a "
+                         "tile.pick among them, can be released)");
+  }
+  return success();
 }
 
 LogicalResult PickOp::verify() {
@@ -1026,9 +1081,12 @@ LogicalResult PipelinedOp::verify() {
     return emitOpError("warp_specialized must sit directly in the "
                        "tile.launch body (the producer warpgroup runs beside "
                        "the whole block)");
-  if (getNumStages() < 2)
+  bool releases = false;
+  getBody().walk([&](ReleaseOp) { releases = true; });
+  if (getNumStages() < 2 && !releases)
     return emitOpError("warp_specialized needs num_stages >= 2 (the producer "
-                       "fills one stage while the consumers read another)");
+                       "fills one stage while the consumers read another), "
+                       "or tile.release in the body");
   int64_t threads = launch.getThreads();
   if (threads % 128 != 0 || threads + kProducerThreads > 1024)
     return emitOpError("warp_specialized needs the launch's threads to be "
@@ -1068,6 +1126,9 @@ ParseResult PerWarpgroupOp::parse(OpAsmParser &parser, OperationState &result) {
       parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   warpgroup.type = parser.getBuilder().getIndexType();
+  if (succeeded(parser.parseOptionalKeyword("unsynchronized")))
+    result.addAttribute(getUnsynchronizedAttrName(result.name),
+                        parser.getBuilder().getUnitAttr());
   Region *body = result.addRegion();
   if (parser.parseRegion(*body, {warpgroup}))
     return failure();
@@ -1079,7 +1140,10 @@ void PerWarpgroupOp::print(OpAsmPrinter &p) {
   p << " (";
   p.printOperand(getWarpgroup());
   p << ")";
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs());
+  if (getUnsynchronized())
+    p << " unsynchronized";
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getUnsynchronizedAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);

@@ -72,7 +72,7 @@ struct TilePlanSharedMemoryPass
     // buffer per stage while earlier stages are computed on.
     DenseMap<Operation *, int64_t> stagesOf;
     WalkResult pipelines = launch.walk([&](PipelinedOp loop) -> WalkResult {
-      if (loop.getNumStages() < 2)
+      if (!stagesCopies(loop))
         return WalkResult::advance();
       for (auto copy : loop.getBody().getOps<CopyOp>()) {
         if (!isa<GlobalType>(copy.getSource().getType()) ||
@@ -193,9 +193,18 @@ struct TilePlanSharedMemoryPass
       int64_t offset = llvm::alignTo(end, 8);
       loop->setAttr(kMbarrierOffsetAttrName,
                     Builder(loop).getI64IntegerAttr(offset));
-      // "full" and "empty" mbarriers (see the pipelined lowering); stages
-      // are bounded by the verifier, so this cannot overflow.
-      end = offset + 16 * loop.getNumStages();
+      // "full" and "empty" mbarriers (see the pipelined lowering), per
+      // stage, or with tile.release per copy and stage; stages are bounded
+      // by the verifier, copies by the lowering, so this cannot overflow.
+      int64_t sets = 1;
+      if (releasesCopies(loop))
+        sets = std::max<int64_t>(
+            1, llvm::count_if(
+                   loop.getBody().front().getOps<CopyOp>(), [](CopyOp copy) {
+                     return isa<GlobalType>(copy.getSource().getType()) &&
+                            isa<SharedType>(copy.getDest().getType());
+                   }));
+      end = offset + 16 * loop.getNumStages() * sets;
     });
 
     // Cross-warp reductions combine per-warp partial results in shared

@@ -49,6 +49,15 @@ inline constexpr int64_t kWarpgroupThreads = 128;
 /// tile.per_warpgroup body: kWarpgroupBarrierBase + w (ids 3 .. 3 + W - 1;
 /// the hardware has 16).
 inline constexpr int64_t kWarpgroupBarrierBase = 3;
+/// `tile.barrier id = N` is named barrier kNamedBarrierBase + N over the
+/// consumer threads (above the warpgroups' ids: at most 7 warpgroups of
+/// consumers beside a producer, ids 3 .. 9).
+inline constexpr int64_t kNamedBarrierBase = 10;
+inline constexpr int64_t kNamedBarriers = 6;
+/// Copies of one warp-specialized loop with tile.release: each has its own
+/// full/empty mbarriers per stage and a bit in the consumers' wait and
+/// release masks (32-bit).
+inline constexpr int64_t kMaxReleasedCopies = 16;
 /// Registers a producer thread keeps (setmaxnreg): the address arithmetic
 /// of a 64-row gather of 1 KiB rows spills at 56 and fits at 72 (ptxas,
 /// sparse_attn_ws). With two consumer warpgroups, 128 x 72 + 256 x 216 is

@@ -36,6 +36,19 @@ AllocOp getRootAlloc(mlir::Value tile);
 /// of a tile.pick.
 llvm::SmallVector<AllocOp> getPossibleAllocs(mlir::Value tile);
 
+/// The warp_specialized tile.pipelined whose stage buffer a tile.release
+/// hands back (through tile.per_warpgroup and scf.if), or null.
+PipelinedOp getReleasingLoop(ReleaseOp op);
+
+/// Whether a tile.release in `loop`'s body hands its buffers back one copy
+/// at a time (then each copy has its own mbarriers).
+bool releasesCopies(PipelinedOp loop);
+
+/// Whether `loop`'s global-to-shared copies are staged (issued ahead into
+/// per-stage buffers): with two stages or more, or copy by copy with
+/// tile.release.
+bool stagesCopies(PipelinedOp loop);
+
 /// Whether `op` is inside a tile.per_warpgroup body.
 bool isInPerWarpgroup(mlir::Operation *op);
 

@@ -500,7 +500,18 @@ def Tile_PerWarpgroupOp : Tile_Op<"per_warpgroup", [
           : !tile.frag<[64, 64], f32> to !tile.global<[2, 64, 64], f32>
     }
     ```
+
+    The block's threads meet before and after the body, so that shared
+    tiles written before it may be read inside and those written inside
+    may be read after it. `unsynchronized` drops those two barriers: the
+    warpgroups then run the body (and, in a key loop, successive
+    iterations) out of step, which is the point of a schedule where one
+    warpgroup's softmax overlaps the other's tensor-core work; the body
+    synchronizes the warpgroups itself (named `tile.barrier`s,
+    `tile.release`), and its shared-memory writes are not fenced against
+    the previous iteration's reads by the key loop either.
   }];
+  let arguments = (ins UnitAttr:$unsynchronized);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
@@ -530,8 +541,59 @@ def Tile_BarrierOp : Tile_Op<"barrier"> {
       // read %max0 and %max1
     }
     ```
+
+    With `id = N` (0 <= N < 6) it is instead the block's named barrier
+    10 + N over the launch's (consumer) threads, and may differ between
+    warpgroups: each warpgroup either waits at it (`tile.barrier id = N`)
+    or only signals it (`tile.barrier id = N arrive_only`: it goes on at
+    once), and the waiting ones go on when every warpgroup has done one or
+    the other. This is a one-way hand-over: a warpgroup publishes a shared
+    tile and signals, another waits and reads (a schedule where the two
+    warpgroups run different code, under `scf.if` on `%wg`). Named
+    barriers are only valid in a tile.per_warpgroup body.
+
+    ```mlir
+    scf.if %first {
+      tile.copy %p to %p_shared : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.barrier id = 0 arrive_only
+    } else {
+      tile.barrier id = 0
+      // read %p_shared
+    }
+    ```
   }];
-  let assemblyFormat = "attr-dict";
+  let arguments = (ins OptionalAttr<I64Attr>:$id, UnitAttr:$arrive_only);
+  let assemblyFormat = "(`id` `=` $id^)? (`arrive_only` $arrive_only^)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def Tile_ReleaseOp : Tile_Op<"release"> {
+  let summary = "Hands a stage buffer back to the producer before the iteration ends";
+  let description = [{
+    In the body of a warp_specialized tile.pipelined, the consumers hold
+    every buffer the producer filled for an iteration until the iteration
+    ends. `tile.release %t` ends the executing warps' use of `%t` (a shared
+    tile that one of the loop's copies fills, or a tile.pick among such
+    tiles) early, so that the producer may refill it for a later iteration
+    while the rest of the iteration runs: the schedule of FlashMLA's
+    sparse attention, where each 64-key block is freed by halves. A loop
+    with a release hands each copy's buffer over on its own mbarriers
+    (rather than one per stage): the consumers wait for a copy's data just
+    before their first use of it, and every buffer not released when an
+    iteration ends is released then. Each warp releases a buffer at most
+    once per iteration (a second release is a no-op); it must not read the
+    buffer afterwards in that iteration. Every thread of a warp must
+    execute the same releases (no release under divergent control flow
+    within a warp). With a release, num_stages may be 1: the producer
+    refills a buffer as soon as every consumer warp has released it.
+
+    ```mlir
+    tile.gemm %p, %v_lo, %o : ...
+    tile.release %v_lo : !tile.shared<[64, 256], bf16>
+    ```
+  }];
+  let arguments = (ins Tile_SharedType:$tile);
+  let assemblyFormat = "$tile attr-dict `:` qualified(type($tile))";
   let hasVerifier = 1;
 }
 
