@@ -156,6 +156,9 @@ def main(argv=None):
             impls.append(("ws, partial_sums=1 (variant)",
                           kernel_variant(q, kv, sink, idx, "sparse_attn_ws",
                                          {"partial_sums": 1})))
+            impls.append(("sparse_attn_wg (variant)",
+                          kernel_variant(q, kv, sink, idx, "sparse_attn_wg",
+                                         {"topk_pad": -(-k // 128) * 128})))
         if anchor is not None and shape_index in anchor_shapes:
             try:
                 kernel = anchor.sparse_attn_fwd(b, h, s, kv.shape[1], D, k, sm_scale=SCALE)

@@ -165,6 +165,65 @@ def test_partial_sums_variant(h, k):
     assert (o.float() - expected.float()).abs().max() < 3e-2
 
 
+def run_wg_kernel(q, kv, attn_sink, idx, scale=D ** -0.5):
+    """kernels-dsl/sparse_attn_wg.mlir (the warpgroups' own keys, FlashMLA's
+    schedule) through the JIT with the operator's arguments: o and lse."""
+    b, s, h, _ = q.shape
+    nkv, k = kv.shape[1], idx.shape[2]
+    kernel = hisa.jit.get_kernel("sparse_attn_wg", {"topk_pad": -(-k // 128) * 128,
+                                                    "head_blocks": -(-h // 64), "lse": 1,
+                                                    "splits": 1})
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((b * s, h), float("nan"), device="cuda")
+    kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
+                  o.view(b * s, h, D), lse, torch.empty(1, 1, 1, D, device="cuda"),
+                  torch.empty(1, 1, 1, device="cuda"), s, nkv, scale)
+    torch.cuda.synchronize()
+    return o, lse.view(b, s, h)
+
+
+@pytest.mark.parametrize(
+    "b,s,h,nkv,k",
+    [(1, 32, 64, 4096, 640),
+     (1, 16, 128, 4096, 1152),
+     (2, 9, 64, 300, 100),
+     (1, 5, 16, 1000, 64),
+     (1, 7, 32, 50, 129),
+     (3, 3, 128, 2048, 2048),
+     (1, 200, 64, 5000, 640)],
+)
+def test_warpgroup_schedule_variant(b, s, h, nkv, k):
+    # sparse_attn_wg: each consumer warpgroup its own 64 keys per iteration,
+    # buffers released copy by copy, named-barrier hand-overs.
+    fresh_seed(torch)
+    q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
+    idx[0, 0] = -1                                 # no valid index: o = 0
+    if s > 2:
+        idx[0, 1] = 7                              # one row repeated
+        idx[0, 2, : k // 2] = -1                   # the first keys invalid
+    o, lse = run_wg_kernel(q, kv, attn_sink, idx)
+    ref_o, ref_lse = reference(q, kv, attn_sink, idx, D ** -0.5)
+    assert not torch.isnan(o).any(), "NaN in o"
+    error = (o.float() - ref_o).norm() / ref_o.norm().clamp(min=1e-30)
+    assert error < 1e-2, f"relative L2 error {error:.3e}"
+    assert torch.allclose(lse, ref_lse, atol=1e-3, rtol=1e-4), \
+        f"lse max error {(lse - ref_lse).abs().max():.3e}"
+    assert torch.equal(o[0, 0], torch.zeros_like(o[0, 0])), "all -1 row must give 0"
+
+
+@pytest.mark.parametrize("sink", [30.0, -30.0, float("-inf")])
+def test_warpgroup_schedule_extremes(sink):
+    fresh_seed(torch)
+    q, kv, attn_sink, idx = inputs(1, 8, 64, 1024, 384)
+    attn_sink.fill_(sink)
+    for scale in (1.0, 8.0):                       # scores up to ~1e3
+        o, lse = run_wg_kernel(q * scale, kv * scale, attn_sink, idx)
+        ref_o, ref_lse = reference(q * scale, kv * scale, attn_sink, idx, D ** -0.5)
+        assert not torch.isnan(o).any()
+        error = (o.float() - ref_o).norm() / ref_o.norm().clamp(min=1e-30)
+        assert error < 1e-2, f"relative L2 error {error:.3e}"
+
+
 def test_bad_arguments():
     q, kv, attn_sink, idx = inputs(1, 2, 64, 100, 64)
     with pytest.raises(ValueError, match="D = 256"):

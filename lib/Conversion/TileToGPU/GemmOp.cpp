@@ -375,6 +375,31 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       aPacked.push_back(packOperandA(b, loc, op.getA(), slice, elementBytes));
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
+  // Each operand's descriptor is made once, here (an opaque copy LLVM may
+  // not hoist), and every k step adds its offset to it: otherwise the
+  // descriptors of loop-invariant operands (single-buffered tiles) are all
+  // hoisted out of the loop and spill (sparse_attn_wg: 64 of them).
+  auto pinned = [&](Value value) {
+    auto copy = LLVM::InlineAsmOp::create(
+        b, loc, TypeRange{i64}, ValueRange{value}, "mov.b64 $0, $1;", "=l,l",
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+        /*operand_attrs=*/ArrayAttr());
+    return copy.getResult(0);
+  };
+  // Start addresses are 16-byte aligned and below 256 KiB, so adding
+  // offset / 16 to the descriptor's start field never carries out of it.
+  auto stepDescriptor = [&](Value base, int64_t bytes) -> Value {
+    return arith::AddIOp::create(
+        b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes >> 4));
+  };
+  Value bBase = pinned(makeDescriptor(b, loc, bAddress, bGeometry.swizzleBytes,
+                                      bGeometry.getLeadingBytes()));
+  Value aBase =
+      aAddress
+          ? pinned(makeDescriptor(b, loc, aAddress, aGeometry->swizzleBytes,
+                                  aGeometry->getLeadingBytes()))
+          : Value();
   for (int64_t block = 0; block < partition->rowsPerGroup / 64; ++block) {
     Value accumulator = LLVM::PoisonOp::create(b, loc, structType);
     for (int64_t i = 0; i < registersPerBlock; ++i) {
@@ -388,13 +413,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
           i);
     }
     for (int64_t step = 0; step < steps; ++step) {
-      auto offset = [&](Value base, int64_t bytes) {
-        return arith::AddIOp::create(
-            b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes));
-      };
-      Value bDescriptor =
-          makeDescriptor(b, loc, offset(bAddress, bGeometry.getOffset(0, step)),
-                         bGeometry.swizzleBytes, bGeometry.getLeadingBytes());
+      Value bDescriptor = stepDescriptor(bBase, bGeometry.getOffset(0, step));
       bool overwrite = op.getClearAccum() && step == 0;
       if (aFragment) {
         accumulator = emitWgmmaWithRegisterA(
@@ -402,9 +421,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
             bDescriptor, groupN, elementType, overwrite, !bKMajor);
         continue;
       }
-      Value aDescriptor = makeDescriptor(
-          b, loc, offset(aAddress, aGeometry->getOffset(block * 64, step)),
-          aGeometry->swizzleBytes, aGeometry->getLeadingBytes());
+      Value aDescriptor =
+          stepDescriptor(aBase, aGeometry->getOffset(block * 64, step));
       accumulator = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, structType, accumulator, aDescriptor, bDescriptor,
           NVVM::MMAShapeAttr::get(context, 64, groupN, kPerInstruction),

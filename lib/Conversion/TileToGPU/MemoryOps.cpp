@@ -187,8 +187,12 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
     for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector) {
       SmallVector<Value> coords = coordinates(b, layout, v);
       emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
+        Value column = coords[1];
+        if (!op.getSourceOffsets().empty())
+          column = arith::AddIOp::create(nested, loc, op.getSourceOffsets()[1],
+                                         column);
         SmallVector<Value> indices = {
-            gatheredRow(nested, op, op.getRowOffset(), coords[0]), coords[1]};
+            gatheredRow(nested, op, op.getRowOffset(), coords[0]), column};
         Value value =
             loadElements(nested, source, indices, layout.vector, true);
         storeElements(nested, value, tileMemref,
@@ -298,8 +302,15 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       }
       storeElements(b, value, windowMemref, indices, windowIsGlobal, inside);
     }
-    if (toShared)
+    if (toShared) {
+      // A wgmma operand (P of attention) is read through the async proxy,
+      // also by threads that a named barrier hands it to: the writers fence
+      // their generic-proxy stores.
+      if (AllocOp alloc = getRootAlloc(window);
+          alloc && alloc->hasAttr("tile.swizzle") && hasWgmma(chip))
+        fenceSharedForAsyncProxy(b);
       barrier(b);
+    }
     return success();
   }
 

@@ -536,10 +536,11 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   // after mem2reg).
   Value waitedMask, releasedMask;
   if (perCopy) {
-    waitedMask =
-        memref::AllocaOp::create(b, loc, MemRefType::get({}, b.getI32Type()));
-    releasedMask =
-        memref::AllocaOp::create(b, loc, MemRefType::get({}, b.getI32Type()));
+    // At the function's entry, where allocas are promoted to registers.
+    OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
+    Type mask = MemRefType::get({}, entry.getI32Type());
+    waitedMask = memref::AllocaOp::create(entry, loc, cast<MemRefType>(mask));
+    releasedMask = memref::AllocaOp::create(entry, loc, cast<MemRefType>(mask));
   }
   // What the consumers wrote to shared memory so far (index tiles the
   // producer's gathers read, operands of wgmma) and the mbarriers are

@@ -948,8 +948,22 @@ tile.kernel @gather_with_offsets(%kv: !tile.global<[?, 64], f32>) {
     %rows = tile.alloc : !tile.shared<[64], i32>
     %s = tile.alloc : !tile.shared<[64, 64], f32>
     %c0 = arith.constant 0 : index
-    // expected-error @+1 {{'tile.copy' op a gather (rows) takes no window offsets}}
-    tile.copy %kv[%c0, %c0] rows(%rows[%c0] : !tile.shared<[64], i32>) to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+    // expected-error @+1 {{'tile.copy' op a gather (rows) takes source offsets [0, column] only (the rows come from the row numbers)}}
+    tile.copy %kv[%c1, %c0] rows(%rows[%c0] : !tile.shared<[64], i32>) to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @gather_column_window_past_the_row(%kv: !tile.global<[?, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[64], i32>
+    %s = tile.alloc : !tile.shared<[64, 32], f32>
+    %c0 = arith.constant 0 : index
+    %c48 = arith.constant 48 : index
+    // expected-error @+1 {{'tile.copy' op gathers a column window of rows of [?, 64] into a shared tile [64, 32]; the source needs a static width and the window a constant column that keeps it inside the row}}
+    tile.copy %kv[%c0, %c48] rows(%rows[%c0] : !tile.shared<[64], i32>) to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 32], f32>
   }
 }
 

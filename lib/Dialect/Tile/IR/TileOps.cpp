@@ -736,8 +736,17 @@ LogicalResult ViewOp::verify() {
 
 LogicalResult CopyOp::verifyGather(Value rows) {
   Type sourceType = getSource().getType(), destType = getDest().getType();
-  if (!getSourceOffsets().empty() || !getDestOffsets().empty())
-    return emitOpError("a gather (rows) takes no window offsets");
+  if (!getDestOffsets().empty())
+    return emitOpError("a gather (rows) takes no destination offsets");
+  // Optional source offsets [0, column]: a column window of each row.
+  std::optional<int64_t> column = 0;
+  if (!getSourceOffsets().empty()) {
+    if (getSourceOffsets().size() != 2 ||
+        !matchPattern(getSourceOffsets()[0], m_Zero()))
+      return emitOpError("a gather (rows) takes source offsets [0, column] "
+                         "only (the rows come from the row numbers)");
+    column = getConstantIntValue(getSourceOffsets()[1]);
+  }
   TileShape source = shapeOf(sourceType), dest = shapeOf(destType);
   if (!isa<GlobalType>(sourceType) || source.getRank() != 2)
     return emitOpError("gathers rows of a 2-D global tensor, not a ")
@@ -756,10 +765,19 @@ LogicalResult CopyOp::verifyGather(Value rows) {
     return emitOpError("a gather needs the position of its first row number "
                        "(rows(%index[%first] : ...))");
   std::optional<int64_t> width = source.getStaticSize(1);
-  if (!width || source.getDims()[1] != dest.getDims()[1])
-    return emitOpError("gathers rows of ")
+  std::optional<int64_t> destWidth = dest.getStaticSize(1);
+  if (getSourceOffsets().empty()) {
+    if (!width || source.getDims()[1] != dest.getDims()[1])
+      return emitOpError("gathers rows of ")
+             << formatDims(source.getDims()) << " into a " << describe(destType)
+             << "; the rows must have the destination's static width";
+  } else if (!width || !column || !destWidth || *column < 0 ||
+             *column + *destWidth > *width) {
+    return emitOpError("gathers a column window of rows of ")
            << formatDims(source.getDims()) << " into a " << describe(destType)
-           << "; the rows must have the destination's static width";
+           << "; the source needs a static width and the window a constant "
+              "column that keeps it inside the row";
+  }
   return verifyInsideLaunch(*this);
 }
 

@@ -268,8 +268,10 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     `first + r` is past the end of `index` (a 1-D shared or local i32 tile).
     Inside `tile.pipelined` it is staged with cp.async like a window copy
     (never TMA), so `index` should be filled before the loop (e.g. all of a
-    query's top-k row numbers) and `first` follow the loop variable. It
-    takes no other offsets; the rows must have the destination's width.
+    query's top-k row numbers) and `first` follow the loop variable. Its
+    rows have the destination's width, or with source offsets `[0, c]` (c a
+    constant) it copies the columns [c, c + width) of each row (e.g. one
+    half of 1 KiB rows into each of two [64, 256] tiles).
 
     ```mlir
     tile.copy %k[%row, %c0] to %k_s
