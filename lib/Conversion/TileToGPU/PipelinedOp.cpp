@@ -930,7 +930,46 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
       });
     }
   };
-  // Gathered rows are checked piece by piece (any row may be out of range).
+  // Gathered rows of 16-byte pieces: each thread takes whole 128-byte runs
+  // of a few rows (8 threads a run, FlashMLA's producer layout), so it
+  // reads a row number and checks it once per row rather than per piece,
+  // and a warp's pieces still cover whole 128-byte lines of 4 rows.
+  int64_t rowPieces = shape.size() == 2 ? shape[1] * elementBytes / 16 : 0;
+  int64_t lanesPerRow = std::min<int64_t>(8, rowPieces);
+  if (gatherFirst && bytes == 16 && wholePieces && lanesPerRow > 0 &&
+      rowPieces % lanesPerRow == 0 && threads % lanesPerRow == 0 &&
+      shape[0] % (threads / lanesPerRow) == 0) {
+    int64_t rowGroups = threads / lanesPerRow;
+    Value lane = arith::RemUIOp::create(b, loc, threadId, index(b, lanesPerRow));
+    Value group = arith::DivUIOp::create(b, loc, threadId, index(b, lanesPerRow));
+    Value column0 = offsets.empty() ? index(b, 0) : offsets.back();
+    Value rows = memref::DimOp::create(b, loc, source, 0);
+    for (int64_t i = 0; i < shape[0] / rowGroups; ++i) {
+      Value r = arith::AddIOp::create(b, loc, group, index(b, i * rowGroups));
+      Value row = gatheredRow(b, copy, gatherFirst, r);
+      // Negative row numbers (-1: "no row") compare as huge.
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rows);
+      Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(b, 0));
+      Value sourceElements = arith::SelectOp::create(
+          b, loc, inside, index(b, layout.vector), index(b, 0));
+      for (int64_t c = 0; c < rowPieces / lanesPerRow; ++c) {
+        Value column = arith::MulIOp::create(
+            b, loc,
+            arith::AddIOp::create(b, loc, lane, index(b, c * lanesPerRow)),
+            index(b, layout.vector));
+        SmallVector<Value> from = {
+            safeRow, arith::AddIOp::create(b, loc, column0, column)};
+        SmallVector<Value> destination = sharedIndices(b, tile, {r, column});
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
+            destination, source, from, b.getIndexAttr(layout.vector),
+            sourceElements, b.getUnitAttr());
+      }
+    }
+    return success();
+  }
+  // Other gathers are checked piece by piece (any row may be out of range).
   if (gatherFirst) {
     emitPieces(b, /*checked=*/true);
     return success();
