@@ -529,14 +529,18 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
       integer(seqLen), integer(std::max<int64_t>(nkv, 0)),
       floatScalar(softmaxScale)};
   // The warp-specialized variant (a producer warpgroup gathers the rows)
-  // measured 1-5% faster on every prefill shape and on par in decode
-  // (docs/performance.md, 2026-12-02); split calls keep the plain kernel,
-  // whose blocks are few and short.
+  // with per-warpgroup row sums (partial_sums: one exchange after the loop)
+  // measured fastest on every prefill and decode shape (docs/performance.md,
+  // 2026-12-02, eleventh session: 2-3% over partial_sums=0, 4-8% over the
+  // plain kernel; sparse_attn_wg, FlashMLA's schedule, on par); split calls
+  // keep the plain kernel, whose blocks are few and short.
   const char *kernel = splits == 1 ? "sparse_attn_ws" : "sparse_attn";
   if (Error error = runOperator(
           kernel,
-          formatv("head_blocks={0},lse={1},splits={2},topk_pad={3}", headBlocks,
-                  lse && splits == 1 ? 1 : 0, splits, topkPad),
+          formatv("head_blocks={0},lse={1},partial_sums={2},splits={3},"
+                  "topk_pad={4}",
+                  headBlocks, lse && splits == 1 ? 1 : 0, splits == 1 ? 1 : 0,
+                  splits, topkPad),
           arguments, stream))
     return error;
   if (splits == 1)

@@ -106,7 +106,8 @@ def main(argv=None):
     parser.add_argument("--variants", action="store_true",
                         help="also time the kernel variants the operator does not pick: "
                              "the plain (not warp-specialized) sparse_attn where it would not "
-                             "split, partial_sums=1, and the other flash_attn kernel")
+                             "split, partial_sums=0, sparse_attn_wg, and the other flash_attn "
+                             "kernel")
     parser.add_argument("--anchor-shapes", default=None,
                         help="comma-separated SHAPES indices the anchor runs on (default: all; "
                              "TileLang compiles each shape for tens of seconds)")
@@ -153,9 +154,9 @@ def main(argv=None):
             # The operator runs sparse_attn_ws when it does not split.
             impls.append(("plain sparse_attn (variant)",
                           kernel_variant(q, kv, sink, idx, "sparse_attn")))
-            impls.append(("ws, partial_sums=1 (variant)",
+            impls.append(("ws, partial_sums=0 (variant)",
                           kernel_variant(q, kv, sink, idx, "sparse_attn_ws",
-                                         {"partial_sums": 1})))
+                                         {"partial_sums": 0})))
             impls.append(("sparse_attn_wg (variant)",
                           kernel_variant(q, kv, sink, idx, "sparse_attn_wg",
                                          {"topk_pad": -(-k // 128) * 128})))
