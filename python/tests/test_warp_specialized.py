@@ -60,8 +60,9 @@ def test_tma_producer(n):
 # another specialization).
 @pytest.mark.parametrize("b,s,h,nkv,k", [(1, 160, 64, 4096, 640), (2, 70, 128, 300, 100)])
 def test_sparse_attn_ws_matches_the_plain_kernel(b, s, h, nkv, k):
-    """The operator runs sparse_attn_ws here (no split); the plain kernel,
-    launched directly, must give the same bits."""
+    """The operator runs sparse_attn_ws with partial_sums=1 here (no
+    split); the plain kernel with the same parameters, launched directly,
+    must give the same bits."""
     fresh_seed(torch)
     q = torch.randn(b, s, h, 512, device="cuda").bfloat16()
     kv = torch.randn(b, nkv, 512, device="cuda").bfloat16()
@@ -69,7 +70,8 @@ def test_sparse_attn_ws_matches_the_plain_kernel(b, s, h, nkv, k):
     idx = torch.randint(-1, nkv, (b, s, k), device="cuda", dtype=torch.int32)
     scale = 512 ** -0.5
     operator = hisa.sparse_attn(q, kv, sink, idx, scale)
-    params = {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1}
+    params = {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1,
+              "partial_sums": 1}
     outputs = {}
     for name in ("sparse_attn", "sparse_attn_ws"):
         kernel = hisa.jit.get_kernel(name, params)
