@@ -284,6 +284,9 @@ public:
   mlir::scf::IfOp roleSplit;
   /// The tensor-map parameter each TMA copy (tile.tma) reads through.
   llvm::DenseMap<mlir::Operation *, mlir::Value> tensorMaps;
+  /// Stage buffers whose memref is the current iteration's stage (inside
+  /// their pipelined loop's body).
+  llvm::DenseSet<mlir::Value> stagedTiles;
   /// Lowered storage of global, shared and local tiles.
   llvm::DenseMap<mlir::Value, mlir::Value> memrefs;
   /// Byte offset of each shared tile in the shared buffer.

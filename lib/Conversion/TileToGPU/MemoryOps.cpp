@@ -109,6 +109,17 @@ LogicalResult KernelLowering::lowerPick(PickOp op, OpBuilder &b) {
   // past the end takes the last.
   Location loc = op.getLoc();
   ValueRange tiles = op.getTiles();
+  // Stage buffers are remapped to the iteration's stage inside their loop
+  // only: a pick made outside it would always choose stage 0.
+  for (Value tile : tiles) {
+    auto alloc = tile.getDefiningOp<AllocOp>();
+    auto stages = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
+                        : IntegerAttr();
+    if (stages && stages.getInt() > 1 && !stagedTiles.contains(tile))
+      return op.emitOpError("picks a tile that a pipelined loop fills in ")
+             << stages.getInt()
+             << " stages, outside that loop; pick inside the loop body";
+  }
   Value chosen = memrefs.lookup(tiles.back());
   for (int64_t i = int64_t(tiles.size()) - 2; i >= 0; --i) {
     Value candidate = memrefs.lookup(tiles[i]);
@@ -132,6 +143,16 @@ LogicalResult KernelLowering::lowerView(ViewOp op, OpBuilder &b) {
   }
   if (!isa<SharedType>(type))
     return op.emitOpError("views of local tiles are not supported");
+  // A view is addressed from its tile's first buffer: a tile with several
+  // pipeline stages would always read stage 0.
+  if (auto alloc = op.getSource().getDefiningOp<AllocOp>())
+    if (auto stages = alloc->getAttrOfType<IntegerAttr>("tile.stages");
+        stages && stages.getInt() > 1)
+      return op.emitOpError("views a shared tile that a pipelined loop "
+                            "fills in ")
+             << stages.getInt()
+             << " stages; read the tile itself (views of stage buffers are "
+                "not supported)";
   auto workgroup =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   int64_t offset = sharedOffsets.lookup(op.getSource());
@@ -181,7 +202,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
     Value tileMemref = memrefs.lookup(tile);
     VectorLayout layout =
         getCooperativeLayout(staticShape(tile.getType()), elementType);
-    if (!isVectorizable(source, ValueRange(), layout.vector))
+    if (!isVectorizable(source, op.getSourceOffsets(), layout.vector))
       layout.vector = 1;
     barrier(b); // earlier readers of the destination are done
     for (int64_t v = 0; v < layout.getValuesPerThread(); v += layout.vector) {

@@ -366,6 +366,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       Value tile = copy.getDest();
       savedViews.push_back({tile, memrefs.lookup(tile)});
       memrefs[tile] = getStageView(inner, tile, stage);
+      stagedTiles.insert(tile);
     }
   }
 
@@ -405,8 +406,10 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     if (deferred)
       for (Operation *issued : issueOps)
         issued->moveBefore(loopBody->getTerminator());
-    for (auto [tile, view] : savedViews)
+    for (auto [tile, view] : savedViews) {
       memrefs[tile] = view;
+      stagedTiles.erase(tile);
+    }
     if (!allTma)
       NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     // Every thread is done with the stages (their reads, waits and
@@ -604,6 +607,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     Value tile = copy.getDest();
     savedViews.push_back({tile, memrefs.lookup(tile)});
     memrefs[tile] = getStageView(inner, tile, stage);
+    stagedTiles.insert(tile);
   }
 
   // ---- Producer, in the other branch (before its copies leave the body) --
@@ -749,8 +753,10 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     for (int64_t c = 0; c < sets; ++c)
       releaseCopy(end, index(end, c));
     releasedCopies.reset();
-    for (auto [tile, view] : savedViews)
+    for (auto [tile, view] : savedViews) {
       memrefs[tile] = view;
+      stagedTiles.erase(tile);
+    }
     return success();
   }
   // Every warp is done with the stage (the body's wgmma groups are waited
@@ -766,8 +772,10 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
         NVVM::MemScopeKindAttr::get(arriving.getContext(),
                                     NVVM::MemScopeKind::CTA));
   });
-  for (auto [tile, view] : savedViews)
+  for (auto [tile, view] : savedViews) {
     memrefs[tile] = view;
+    stagedTiles.erase(tile);
+  }
   return success();
 }
 
@@ -940,8 +948,10 @@ LogicalResult KernelLowering::emitAsyncCopy(CopyOp copy, OpBuilder &b,
       rowPieces % lanesPerRow == 0 && threads % lanesPerRow == 0 &&
       shape[0] % (threads / lanesPerRow) == 0) {
     int64_t rowGroups = threads / lanesPerRow;
-    Value lane = arith::RemUIOp::create(b, loc, threadId, index(b, lanesPerRow));
-    Value group = arith::DivUIOp::create(b, loc, threadId, index(b, lanesPerRow));
+    Value lane =
+        arith::RemUIOp::create(b, loc, threadId, index(b, lanesPerRow));
+    Value group =
+        arith::DivUIOp::create(b, loc, threadId, index(b, lanesPerRow));
     Value column0 = offsets.empty() ? index(b, 0) : offsets.back();
     Value rows = memref::DimOp::create(b, loc, source, 0);
     for (int64_t i = 0; i < shape[0] / rowGroups; ++i) {

@@ -377,6 +377,10 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
                     b, loc, i32, kNamedBarrierBase + *id);
                 Value count = arith::ConstantIntOp::create(b, loc, i32,
                                                            launch.getThreads());
+                // What the threads wrote may be the other warpgroup's wgmma
+                // operand (read through the async proxy).
+                if (hasWgmma(chip))
+                  fenceSharedForAsyncProxy(b);
                 if (barrier.getArriveOnly())
                   NVVM::BarrierArriveOp::create(b, loc, named, count);
                 else

@@ -1158,3 +1158,15 @@ tile.kernel @release_of_unstaged_tile(%a: !tile.global<[?, 64], bf16>) {
     }
   }
 }
+
+// -----
+
+tile.kernel @named_barrier_beside_eight_warpgroups() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 1024 {
+    tile.per_warpgroup (%wg) {
+      // expected-error @+1 {{'tile.barrier' op with an id needs at most 896 threads in the launch (named barriers 10 + id lie above the warpgroups' own), got 1024}}
+      tile.barrier id = 0
+    }
+  }
+}

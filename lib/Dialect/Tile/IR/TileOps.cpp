@@ -592,6 +592,15 @@ LogicalResult BarrierOp::verify() {
     if (!(*this)->getParentOfType<PerWarpgroupOp>())
       return emitOpError("with an id must be in a tile.per_warpgroup body "
                          "(warpgroups signal and wait for each other)");
+    // The warpgroups' own barriers take ids 3 .. 3 + W - 1.
+    if (auto launch = (*this)->getParentOfType<LaunchOp>();
+        launch &&
+        kWarpgroupBarrierBase + launch.getThreads() / 128 > kNamedBarrierBase)
+      return emitOpError("with an id needs at most ")
+             << (kNamedBarrierBase - kWarpgroupBarrierBase) * 128
+             << " threads in the launch (named barriers 10 + id lie above "
+                "the warpgroups' own), got "
+             << launch.getThreads();
   }
   return verifyInsideLaunch(*this);
 }
@@ -629,8 +638,10 @@ LogicalResult ReleaseOp::verify() {
     candidates.push_back(getTile());
   for (Value candidate : candidates) {
     bool filled =
-        llvm::any_of(loop.getBody().front().getOps<CopyOp>(),
-                     [&](CopyOp copy) { return copy.getDest() == candidate; });
+        llvm::any_of(loop.getBody().front().getOps<CopyOp>(), [&](CopyOp copy) {
+          return copy.getDest() == candidate &&
+                 isa<GlobalType>(copy.getSource().getType());
+        });
     if (!filled)
       return emitOpError("releases a tile that no copy of the loop fills "
                          "(only the producer's stage buffers, or a "
@@ -772,7 +783,7 @@ LogicalResult CopyOp::verifyGather(Value rows) {
              << formatDims(source.getDims()) << " into a " << describe(destType)
              << "; the rows must have the destination's static width";
   } else if (!width || !column || !destWidth || *column < 0 ||
-             *column + *destWidth > *width) {
+             *destWidth > *width || *column > *width - *destWidth) {
     return emitOpError("gathers a column window of rows of ")
            << formatDims(source.getDims()) << " into a " << describe(destType)
            << "; the source needs a static width and the window a constant "
@@ -1140,13 +1151,14 @@ LogicalResult PipelinedOp::verifyRegions() {
 ParseResult PerWarpgroupOp::parse(OpAsmParser &parser, OperationState &result) {
   OpAsmParser::Argument warpgroup;
   if (parser.parseLParen() || parser.parseArgument(warpgroup) ||
-      parser.parseRParen() ||
-      parser.parseOptionalAttrDictWithKeyword(result.attributes))
+      parser.parseRParen())
     return failure();
-  warpgroup.type = parser.getBuilder().getIndexType();
   if (succeeded(parser.parseOptionalKeyword("unsynchronized")))
     result.addAttribute(getUnsynchronizedAttrName(result.name),
                         parser.getBuilder().getUnitAttr());
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  warpgroup.type = parser.getBuilder().getIndexType();
   Region *body = result.addRegion();
   if (parser.parseRegion(*body, {warpgroup}))
     return failure();

@@ -563,6 +563,13 @@ def Tile_BarrierOp : Tile_Op<"barrier"> {
       // read %p_shared
     }
     ```
+
+    Pair every signal with a wait before the same id is signalled again:
+    two signals of one warpgroup would complete the barrier without the
+    waiter. Before either form the executing threads fence their shared
+    writes for the async proxy, so a tile written before the signal may be
+    a wgmma operand of the waiting warpgroup. At most 896 launch threads
+    (the warpgroups' own barriers take ids 3 .. 3 + W - 1).
   }];
   let arguments = (ins OptionalAttr<I64Attr>:$id, UnitAttr:$arrive_only);
   let assemblyFormat = "(`id` `=` $id^)? (`arrive_only` $arrive_only^)? attr-dict";
