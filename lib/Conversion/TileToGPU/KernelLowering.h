@@ -92,6 +92,9 @@ public:
     llvm::SmallDenseSet<int64_t> awaited;
   };
   std::optional<ReleasedCopies> releasedCopies;
+  /// One mbarrier arrival per warp (lane 0, after a __syncwarp): how
+  /// consumer warps release a stage buffer.
+  void arriveOncePerWarp(mlir::OpBuilder &b, mlir::Value mbarrier);
   /// Copy `copy`'s "full" (or "empty") mbarrier of stage `stage`.
   mlir::Value getCopyMbarrier(mlir::OpBuilder &b, mlir::Value mbarriers,
                               mlir::Value copy, mlir::Value stage, bool empty,

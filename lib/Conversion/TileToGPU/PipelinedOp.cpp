@@ -59,6 +59,21 @@ static Value getRoundParity(OpBuilder &b, Location loc, Value iteration,
                             arith::ConstantIndexOp::create(b, loc, 1)));
 }
 
+void KernelLowering::arriveOncePerWarp(OpBuilder &b, Value mbarrier) {
+  Location loc = func.getLoc();
+  NVVM::SyncWarpOp::create(
+      b, loc, arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1));
+  Value lane = arith::RemUIOp::create(b, loc, threadId, index(b, 32));
+  Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                       index(b, 0));
+  emitIf(b, leader, [&](OpBuilder &arriving) {
+    NVVM::MBarrierArriveOp::create(
+        arriving, loc, Type(), mbarrier, Value(),
+        NVVM::MemScopeKindAttr::get(arriving.getContext(),
+                                    NVVM::MemScopeKind::CTA));
+  });
+}
+
 /// Whether tile op `op` writes a shared tile (its destination operand).
 static bool writesSharedTile(Operation *op) {
   Value dest = llvm::TypeSwitch<Operation *, Value>(op)
@@ -386,21 +401,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       Value started = arith::CmpIOp::create(end, loc, arith::CmpIPredicate::sge,
                                             iterationNumber, index(end, 1));
       emitIf(end, started, [&](OpBuilder &nested) {
-        NVVM::SyncWarpOp::create(
-            nested, loc,
-            arith::ConstantIntOp::create(nested, loc, nested.getI32Type(), -1));
-        Value lane =
-            arith::RemUIOp::create(nested, loc, threadId, index(nested, 32));
-        Value leader = arith::CmpIOp::create(
-            nested, loc, arith::CmpIPredicate::eq, lane, index(nested, 0));
-        emitIf(nested, leader, [&](OpBuilder &arriving) {
-          NVVM::MBarrierArriveOp::create(
-              arriving, loc, Type(),
-              getEmptyStageMbarrier(arriving, mbarriers, refilledStage, stages),
-              Value(),
-              NVVM::MemScopeKindAttr::get(arriving.getContext(),
-                                          NVVM::MemScopeKind::CTA));
-        });
+        arriveOncePerWarp(nested, getEmptyStageMbarrier(nested, mbarriers,
+                                                        refilledStage, stages));
       });
     }
     if (deferred)
@@ -761,17 +763,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   }
   // Every warp is done with the stage (the body's wgmma groups are waited
   // for): one arrival per warp releases it to the producer.
-  NVVM::SyncWarpOp::create(end, loc, constantI32(end, -1));
-  Value lane = arith::RemUIOp::create(end, loc, threadId, index(end, 32));
-  Value leader = arith::CmpIOp::create(end, loc, arith::CmpIPredicate::eq, lane,
-                                       index(end, 0));
-  emitIf(end, leader, [&](OpBuilder &arriving) {
-    NVVM::MBarrierArriveOp::create(
-        arriving, loc, Type(),
-        getEmptyStageMbarrier(arriving, mbarriers, stage, stages), Value(),
-        NVVM::MemScopeKindAttr::get(arriving.getContext(),
-                                    NVVM::MemScopeKind::CTA));
-  });
+  arriveOncePerWarp(end, getEmptyStageMbarrier(end, mbarriers, stage, stages));
   for (auto [tile, view] : savedViews) {
     memrefs[tile] = view;
     stagedTiles.erase(tile);

@@ -80,12 +80,30 @@ FailureOr<Value> KernelLowering::getReleasedCopyIndex(OpBuilder &b,
   return chosen;
 }
 
-/// 1 << copy, as i32.
-static Value copyBit(OpBuilder &b, Location loc, Value copy) {
+/// The mask in `maskMemref` (an i32 alloca), `1 << copy`, and whether that
+/// bit is clear in the mask.
+struct MaskBit {
+  Value mask, bit, clear;
+};
+static MaskBit readMaskBit(OpBuilder &b, Location loc, Value maskMemref,
+                           Value copy) {
   Type i32 = b.getI32Type();
-  return arith::ShLIOp::create(b, loc,
-                               arith::ConstantIntOp::create(b, loc, i32, 1),
-                               arith::IndexCastOp::create(b, loc, i32, copy));
+  Value bit = arith::ShLIOp::create(
+      b, loc, arith::ConstantIntOp::create(b, loc, i32, 1),
+      arith::IndexCastOp::create(b, loc, i32, copy));
+  Value mask = memref::LoadOp::create(b, loc, maskMemref);
+  Value clear =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                            arith::AndIOp::create(b, loc, mask, bit),
+                            arith::ConstantIntOp::create(b, loc, i32, 0));
+  return {mask, bit, clear};
+}
+
+/// Sets the bit of `read` in its mask.
+static void setMaskBit(OpBuilder &b, Location loc, Value maskMemref,
+                       const MaskBit &read) {
+  memref::StoreOp::create(
+      b, loc, arith::OrIOp::create(b, loc, read.mask, read.bit), maskMemref);
 }
 
 void KernelLowering::awaitCopy(OpBuilder &b, Value copy) {
@@ -94,13 +112,8 @@ void KernelLowering::awaitCopy(OpBuilder &b, Value copy) {
   std::optional<int64_t> known = getConstantIntValue(copy);
   if (known && released.awaited.contains(*known))
     return;
-  Value bit = copyBit(b, loc, copy);
-  Value mask = memref::LoadOp::create(b, loc, released.waitedMask);
-  Value pending = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::AndIOp::create(b, loc, mask, bit),
-      arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
-  emitIf(b, pending, [&](OpBuilder &waiting) {
+  MaskBit waited = readMaskBit(b, loc, released.waitedMask, copy);
+  emitIf(b, waited.clear, [&](OpBuilder &waiting) {
     waitForPhase(waiting, loc,
                  getCopyMbarrier(waiting, released.mbarriers, copy,
                                  released.stage, /*empty=*/false,
@@ -110,9 +123,7 @@ void KernelLowering::awaitCopy(OpBuilder &b, Value copy) {
     // them through the async one.
     if (released.anyCpAsync)
       fenceSharedForAsyncProxy(waiting);
-    memref::StoreOp::create(waiting, loc,
-                            arith::OrIOp::create(waiting, loc, mask, bit),
-                            released.waitedMask);
+    setMaskBit(waiting, loc, released.waitedMask, waited);
   });
 }
 
@@ -120,33 +131,14 @@ void KernelLowering::releaseCopy(OpBuilder &b, Value copy) {
   ReleasedCopies &released = *releasedCopies;
   Location loc = func.getLoc();
   awaitCopy(b, copy);
-  Value bit = copyBit(b, loc, copy);
-  Value mask = memref::LoadOp::create(b, loc, released.releasedMask);
-  Value held = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::AndIOp::create(b, loc, mask, bit),
-      arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
-  emitIf(b, held, [&](OpBuilder &releasing) {
-    // One arrival per warp, once all its lanes are done with the buffer.
-    NVVM::SyncWarpOp::create(releasing, loc,
-                             arith::ConstantIntOp::create(
-                                 releasing, loc, releasing.getI32Type(), -1));
-    Value lane =
-        arith::RemUIOp::create(releasing, loc, threadId, index(releasing, 32));
-    Value leader = arith::CmpIOp::create(
-        releasing, loc, arith::CmpIPredicate::eq, lane, index(releasing, 0));
-    emitIf(releasing, leader, [&](OpBuilder &arriving) {
-      NVVM::MBarrierArriveOp::create(
-          arriving, loc, Type(),
-          getCopyMbarrier(arriving, released.mbarriers, copy, released.stage,
-                          /*empty=*/true, released.copies, released.stages),
-          Value(),
-          NVVM::MemScopeKindAttr::get(arriving.getContext(),
-                                      NVVM::MemScopeKind::CTA));
-    });
-    memref::StoreOp::create(releasing, loc,
-                            arith::OrIOp::create(releasing, loc, mask, bit),
-                            released.releasedMask);
+  MaskBit held = readMaskBit(b, loc, released.releasedMask, copy);
+  emitIf(b, held.clear, [&](OpBuilder &releasing) {
+    // Once all of a warp's lanes are done with the buffer.
+    arriveOncePerWarp(releasing,
+                      getCopyMbarrier(releasing, released.mbarriers, copy,
+                                      released.stage, /*empty=*/true,
+                                      released.copies, released.stages));
+    setMaskBit(releasing, loc, released.releasedMask, held);
   });
 }
 
