@@ -330,10 +330,30 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     fenceSharedForAsyncProxy(b);
     gpu::BarrierOp::create(b, loc);
   }
+  // Operand addresses are the shared base, copied here through an opaque
+  // move LLVM may not hoist, plus the tile's offset from it: otherwise the
+  // addresses (and descriptors) of loop-invariant operands (single-buffered
+  // tiles) are all hoisted out of a loop and spill (sparse_attn_wg: 64
+  // descriptors, then 10 bases).
+  auto pinned = [&](Value value) {
+    auto copy = LLVM::InlineAsmOp::create(
+        b, loc, TypeRange{i64}, ValueRange{value}, "mov.b64 $0, $1;", "=l,l",
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+        /*operand_attrs=*/ArrayAttr());
+    return copy.getResult(0);
+  };
+  auto pointerOf = [&](Value memref) -> Value {
+    return arith::IndexCastOp::create(
+        b, loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref));
+  };
+  Value base = pointerOf(sharedBase);
+  Value pinnedBase = pinned(base);
   auto addressOf = [&](Value tile) -> Value {
-    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(
-        b, loc, memrefs.lookup(tile));
-    return arith::IndexCastOp::create(b, loc, i64, pointer);
+    Value offset =
+        arith::SubIOp::create(b, loc, pointerOf(memrefs.lookup(tile)), base);
+    return arith::AddIOp::create(b, loc, pinnedBase, offset);
   };
   Value aAddress = aFragment ? Value() : addressOf(op.getA());
   Value bAddress = addressOf(op.getB());
@@ -375,31 +395,18 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
       aPacked.push_back(packOperandA(b, loc, op.getA(), slice, elementBytes));
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
-  // Each operand's descriptor is made once, here (an opaque copy LLVM may
-  // not hoist), and every k step adds its offset to it: otherwise the
-  // descriptors of loop-invariant operands (single-buffered tiles) are all
-  // hoisted out of the loop and spill (sparse_attn_wg: 64 of them).
-  auto pinned = [&](Value value) {
-    auto copy = LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{i64}, ValueRange{value}, "mov.b64 $0, $1;", "=l,l",
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-        /*operand_attrs=*/ArrayAttr());
-    return copy.getResult(0);
-  };
-  // Start addresses are 16-byte aligned and below 256 KiB, so adding
-  // offset / 16 to the descriptor's start field never carries out of it.
+  // Each operand's descriptor is made once and every k step adds its
+  // offset to it.
   auto stepDescriptor = [&](Value base, int64_t bytes) -> Value {
     return arith::AddIOp::create(
         b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes >> 4));
   };
-  Value bBase = pinned(makeDescriptor(b, loc, bAddress, bGeometry.swizzleBytes,
-                                      bGeometry.getLeadingBytes()));
-  Value aBase =
-      aAddress
-          ? pinned(makeDescriptor(b, loc, aAddress, aGeometry->swizzleBytes,
-                                  aGeometry->getLeadingBytes()))
-          : Value();
+  Value bBase = makeDescriptor(b, loc, bAddress, bGeometry.swizzleBytes,
+                               bGeometry.getLeadingBytes());
+  Value aBase = aAddress
+                    ? makeDescriptor(b, loc, aAddress, aGeometry->swizzleBytes,
+                                     aGeometry->getLeadingBytes())
+                    : Value();
   for (int64_t block = 0; block < partition->rowsPerGroup / 64; ++block) {
     Value accumulator = LLVM::PoisonOp::create(b, loc, structType);
     for (int64_t i = 0; i < registersPerBlock; ++i) {
