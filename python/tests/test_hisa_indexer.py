@@ -298,6 +298,42 @@ def test_block_sparse_topk_tokens_all_equal():
     assert bool((chosen == expected).all()), f"ties not to the lowest slots (seed {seed})"
 
 
+@pytest.mark.parametrize("levels", [4, 40, 600, 100000])
+def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
+    """Logits from `levels` distinct values (all keys alike, so a slot's logit
+    follows its k_scale): some ties at the threshold, few (the candidate
+    list after the second radix pass) or many (past it). Every slot above
+    the threshold is taken, and the ties that are needed go to the lowest
+    slots."""
+    seed = fresh_seed(torch)
+    n, heads, dim, kb, t, topk_tokens = 4096, 64, 128, 128, 16, 700
+    q, k, k_scale, weights, ks, ke = make_inputs(n, 1, heads, dim, 512, seed)
+    q = torch.full(q.shape, 0.5, device="cuda").to(q.dtype)
+    k = torch.full(k.shape, 1.0, device="cuda").to(k.dtype)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    k_scale = torch.randint(1, levels + 1, (n,), device="cuda", generator=gen).float() / levels
+    weights = torch.full(weights.shape, 1.0 / heads, device="cuda")
+    index = distinct_block_index(ks, ke, kb, n, t)
+    logits = hisa.block_sparse_mqa_logits(q, k, k_scale, index, kb, weights, ks, ke)
+    out = hisa.block_sparse_topk_tokens(q, k, k_scale, index, kb, weights, ks, ke, topk_tokens)
+    slots = slots_of_offsets(out, index, kb, ks)
+    check_selection(logits, slots, topk_tokens, f"{levels} levels", seed)
+    selectable = ~torch.isneginf(logits) & ~torch.isnan(logits)
+    kk = min(topk_tokens, logits.shape[1])
+    threshold = torch.topk(torch.nan_to_num(logits, nan=float("-inf")), kk, dim=1).values[:, -1:]
+    above = selectable & (logits > threshold)
+    tie = selectable & (logits == threshold)
+    need = kk - above.sum(1, keepdim=True)
+    expected = above | (tie & (tie.long().cumsum(1) <= need))
+    expected = torch.where(selectable.sum(1, keepdim=True) <= kk, selectable, expected)
+    hits = torch.zeros(logits.shape, dtype=torch.int32, device="cuda")
+    hits.scatter_add_(1, slots.long().clamp(min=0), (slots >= 0).int())
+    wrong = ((hits > 0) != expected).any(1)
+    assert not bool(wrong.any()), (
+        f"{levels} levels: rows {wrong.nonzero().flatten()[:4].tolist()} do not take the "
+        f"lowest tied slots (seed {seed})")
+
+
 # ---- hisa_indexer --------------------------------------------------------------------
 
 # (n, sequences, heads, dim, kb, block_topk, topk_tokens, m): the anchor's
