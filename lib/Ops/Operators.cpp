@@ -530,11 +530,18 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
       floatScalar(softmaxScale)};
   // The warp-specialized variant (a producer warpgroup gathers the rows)
   // with per-warpgroup row sums (partial_sums: one exchange after the loop)
-  // measured fastest on every prefill and decode shape (docs/performance.md,
+  // measured fastest on H = 64 and on decode shapes (docs/performance.md,
   // 2026-12-02, eleventh session: 2-3% over partial_sums=0, 4-8% over the
-  // plain kernel; sparse_attn_wg, FlashMLA's schedule, on par); split calls
-  // keep the plain kernel, whose blocks are few and short.
-  const char *kernel = splits == 1 ? "sparse_attn_ws" : "sparse_attn";
+  // plain kernel). FlashMLA's schedule (sparse_attn_wg: each consumer
+  // warpgroup its own 64 keys, so 128 keys an iteration) is 2-3% faster
+  // at H = 128 with many tokens (twelfth session) and slower on decode's
+  // few. Split calls keep the plain kernel, whose blocks are few and short.
+  bool flashMlaSchedule = splits == 1 && heads > 64 && tokens >= 1024;
+  const char *kernel = splits > 1         ? "sparse_attn"
+                       : flashMlaSchedule ? "sparse_attn_wg"
+                                          : "sparse_attn_ws";
+  if (flashMlaSchedule)
+    topkPad = (topk + 127) / 128 * 128;
   if (Error error = runOperator(
           kernel,
           formatv("head_blocks={0},lse={1},partial_sums={2},splits={3},"

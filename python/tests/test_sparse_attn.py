@@ -73,6 +73,30 @@ def test_random(b, s, h, nkv, k):
     check(*inputs(b, s, h, nkv, k))
 
 
+@pytest.mark.parametrize("s,k", [(1024, 700), (1100, 4096)])
+def test_h128_prefill_runs_flashmla_schedule(s, k):
+    # The operator runs sparse_attn_wg at H = 128 with >= 1024 tokens (K
+    # padded to 128s, up to the largest K); checked in chunks of tokens
+    # (the f32 reference gathers [S, K, 512]).
+    fresh_seed(torch)
+    q, kv, attn_sink, idx = inputs(1, s, 128, 4096, k)
+    idx[0, 5] = -1                                # a whole row of -1
+    idx[0, 6] = 3                                 # one index repeated K times
+    o, lse = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5, return_lse=True)
+    torch.cuda.synchronize()
+    assert not torch.isnan(o).any(), "NaN in o"
+    assert torch.equal(o[0, 5], torch.zeros_like(o[0, 5])), "all -1 row must give 0"
+    for s0 in range(0, s, 128):
+        s1 = min(s, s0 + 128)
+        ref_o, ref_lse = reference(q[:, s0:s1], kv, attn_sink, idx[:, s0:s1], D ** -0.5)
+        part = o[:, s0:s1].float()
+        error = (part - ref_o).norm() / ref_o.norm().clamp(min=1e-30)
+        assert error < 1e-2, f"tokens {s0}..{s1}: relative L2 error {error:.3e}"
+        assert torch.allclose(lse[:, s0:s1], ref_lse, atol=1e-3, rtol=1e-4), \
+            f"tokens {s0}..{s1}: lse max error {(lse[:, s0:s1] - ref_lse).abs().max():.3e}"
+    assert torch.equal(o, hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5))
+
+
 def test_repeated_out_of_order_and_invalid_indices():
     fresh_seed(torch)
     q, kv, attn_sink, idx = inputs(2, 12, 64, 500, 256)

@@ -131,6 +131,32 @@ TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
   EXPECT_EQ(many[0].block[0], 384u); // two consumer warpgroups + a producer
 }
 
+TEST(OperatorPlans, SparseAttnH128PrefillRunsFlashMlaSchedule) {
+  // H = 128 with many tokens: sparse_attn_wg, K padded to 128s.
+  const int64_t seqLen = 1024, heads = 128, topk = 700, nkv = 64;
+  CUstream stream = someStream();
+  void *q = deviceBuffer(seqLen * heads * 512 * 2);
+  void *kv = deviceBuffer(nkv * 512 * 2);
+  auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
+  auto *idx = static_cast<int32_t *>(deviceBuffer(seqLen * topk * 4));
+  void *o = deviceBuffer(seqLen * heads * 512 * 2);
+  auto call = [&](int64_t tokens) {
+    return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, 1, tokens, heads, nkv,
+                            topk, 0.044f, nullptr, 0, stream);
+  };
+  ASSERT_EQ(call(seqLen), HISA_OK) << hisa_last_error();
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(call(seqLen), HISA_OK) << hisa_last_error();
+  std::vector<Call> prefill = launchesOn(stream);
+  ASSERT_EQ(names(prefill), (std::vector<std::string>{"sparse_attn_wg"}));
+  EXPECT_EQ(prefill[0].grid[0], 2u * seqLen); // two head blocks per token
+  // Fewer tokens (decode-like): the warp-specialized kernel.
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(call(256), HISA_OK) << hisa_last_error();
+  EXPECT_EQ(names(launchesOn(stream)),
+            (std::vector<std::string>{"sparse_attn_ws"}));
+}
+
 TEST(OperatorPlans, TopkIsOneLaunchABlockPerRow) {
   const int64_t rows = 37, columns = 5000, k = 300;
   auto *x = static_cast<float *>(deviceBuffer(rows * columns * 4));
