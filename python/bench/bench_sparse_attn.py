@@ -151,9 +151,13 @@ def main(argv=None):
         gathered = b * s * k * D * 2
         impls = [("hisa.sparse_attn", lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE))]
         if args.variants and b * s * -(-h // 64) >= 132:
-            # The operator runs sparse_attn_ws when it does not split.
+            # The operator runs sparse_attn_ws (partial_sums=1) when it does
+            # not split, sparse_attn_wg at H = 128 with >= 1024 tokens.
             impls.append(("plain sparse_attn (variant)",
                           kernel_variant(q, kv, sink, idx, "sparse_attn")))
+            impls.append(("ws, partial_sums=1 (variant)",
+                          kernel_variant(q, kv, sink, idx, "sparse_attn_ws",
+                                         {"partial_sums": 1})))
             impls.append(("ws, partial_sums=0 (variant)",
                           kernel_variant(q, kv, sink, idx, "sparse_attn_ws",
                                          {"partial_sums": 0})))

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """A/B of HISA's fused stage 2: the built-in block_sparse_topk_tokens
-against the same kernel compiled from another source file (e.g. the
-previous commit's kernels-dsl/block_sparse_topk_tokens.mlir), in one process
-on the same inputs (bench_indexer.py's: H=64, D=128, kb=128, block_topk=64,
-topk_tokens=2048, one causal sequence, M = N).
+against the same kernel compiled from other sources and/or parameters
+(e.g. the previous commit's kernels-dsl/block_sparse_topk_tokens.mlir), in
+one process on the same inputs (bench_indexer.py's: H=64, D=128, kb=128,
+block_topk=64, topk_tokens=2048, one causal sequence, M = N).
 
     git show HEAD~1:kernels-dsl/block_sparse_topk_tokens.mlir > /tmp/old.mlir
-    PYTHONPATH=python python3 python/bench/probes/stage2_source_ab.py /tmp/old.mlir [M ...]
+    PYTHONPATH=python python3 python/bench/probes/stage2_source_ab.py \
+        /tmp/old.mlir [other.mlir:name=value,...] ... [--sizes 32768,131072]
 
-Both outputs must be equal as sets per row before timing. Prints a table.
+Each variant is FILE[:PARAMS] (FILE "-" is the built-in source; PARAMS
+override the operator's pick). Every output must equal the built-in's as
+sets per row before timing. Prints a table.
 """
 
 from __future__ import annotations
@@ -31,27 +34,43 @@ PARAMS = dict(dim=DIM, heads=HEADS, kb=KB, kt=64, min_blocks=3, topk=BLOCK_TOPK)
 
 
 def main():
-    source = open(sys.argv[1]).read()
-    sizes = [int(a) for a in sys.argv[2:]] or [32768, 131072]
-    kernel = jit.get_kernel("block_sparse_topk_tokens", PARAMS, source=source)
-    print("| M = N | built-in (ms) | other source (ms) | other / built-in |")
-    print("| ---: | ---: | ---: | ---: |")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    sizes = [32768, 131072]
+    for a in sys.argv[1:]:
+        if a.startswith("--sizes="):
+            sizes = [int(x) for x in a.split("=", 1)[1].split(",")]
+    variants = []
+    for arg in args:
+        path, _, overrides = arg.partition(":")
+        params = dict(PARAMS)
+        for item in filter(None, overrides.split(",")):
+            name, value = item.split("=")
+            params[name] = int(value)
+        source = None if path == "-" else open(path).read()
+        kernel = jit.get_kernel("block_sparse_topk_tokens", params, source=source)
+        variants.append((arg, kernel))
+    print("| M = N | built-in (ms) | " + " | ".join(label for label, _ in variants) + " |")
+    print("| ---: | ---: |" + " ---: |" * len(variants))
     for n in sizes:
         q, k, k_scale, weights, ks, ke = inputs(n)
         blocked_k, blocked_scale = hisa.fp8_block_mean_pooling(k, k_scale, KB)
         blocks = ops._pool_topk_blocks(q, blocked_k, blocked_scale, weights, ks, ke, BLOCK_TOPK, KB)
-        out_o = torch.empty(n, TOPK_TOKENS, device="cuda", dtype=torch.int32)
         built_in = lambda: ops._block_sparse_topk_tokens(  # noqa: E731
             q, k, k_scale, blocks, KB, weights, ks, ke, TOPK_TOKENS)
-        other = lambda: kernel.launch(q, k, k_scale, blocks, weights, ks, ke, out_o)  # noqa: E731
         a = built_in()
-        other()
-        torch.cuda.synchronize()
-        same = torch.equal(torch.sort(a, 1).values, torch.sort(out_o, 1).values)
-        ta, to = bench(built_in), bench(other)
-        print(f"| {n} | {ta * 1e3:.2f} | {to * 1e3:.2f} | {to / ta:.3f}x"
-              f"{'' if same else ' MISMATCH'} |")
-        del q, k, k_scale, weights, ks, ke, blocks, out_o
+        ta = bench(built_in)
+        cells = []
+        for _, kernel in variants:
+            out_o = torch.empty(n, TOPK_TOKENS, device="cuda", dtype=torch.int32)
+            other = lambda: kernel.launch(q, k, k_scale, blocks, weights, ks, ke, out_o)  # noqa: E731
+            other()
+            torch.cuda.synchronize()
+            same = torch.equal(torch.sort(a, 1).values, torch.sort(out_o, 1).values)
+            to = bench(other)
+            cells.append(f"{to * 1e3:.2f} ({to / ta:.3f}x){'' if same else ' MISMATCH'}")
+            del out_o
+        print(f"| {n} | {ta * 1e3:.2f} | " + " | ".join(cells) + " |")
+        del q, k, k_scale, weights, ks, ke, blocks
 
 
 if __name__ == "__main__":
