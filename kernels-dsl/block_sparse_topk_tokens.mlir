@@ -20,6 +20,15 @@
 // slots past the selectable keys. Every written offset is in [0, ke - ks)
 // because only in-window slots have keys.
 
+// block_sparse_topk_tokens_ws is this kernel with a warp-specialized logits
+// loop: a producer warpgroup issues the key tiles (reading the block
+// indices from %index_tile itself), so the consumers' iterations wait on a
+// stage's mbarrier instead of two block barriers and a TMA issue. 3.6-3.8%
+// faster at three blocks per SM (docs/performance.md, twelfth session); the
+// producer's registers leave too few for more blocks per SM.
+// hisa-variant block_sparse_topk_tokens_ws replaces "@block_sparse_topk_tokens(" with "@block_sparse_topk_tokens_ws("
+// hisa-variant block_sparse_topk_tokens_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
+
 // From hisa's device library (kernels-dsl/lib/select_key.mlir).
 func.func private @select_key(f32) -> i32
 

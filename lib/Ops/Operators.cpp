@@ -392,8 +392,17 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
                                 tensor(ks, {m}),
                                 tensor(ke, {m}),
                                 tensor(out, {m, topkTokens})};
+  // At three blocks per SM (the 64 x 128 key blocks of the benchmark shape),
+  // a producer warpgroup issuing the key tiles is 3.6-3.8% faster
+  // (docs/performance.md, twelfth session). Its registers leave the
+  // consumers too few for more blocks per SM, or for H = 128's [64, 128]
+  // accumulator (ptxas needs 95 a thread, 80 are left); with fewer blocks per
+  // SM it was slower.
+  const char *kernel = minBlocks == 3 && heads <= 64
+                           ? "block_sparse_topk_tokens_ws"
+                           : "block_sparse_topk_tokens";
   return runOperator(
-      op,
+      kernel,
       formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}", dim,
               heads, kb, kStage2TileRows, minBlocks, topk),
       arguments, stream);

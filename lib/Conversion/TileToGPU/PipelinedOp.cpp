@@ -450,14 +450,40 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
   if (!consumer.isAncestor(value.getParentRegion()))
     return value; // a kernel argument or an entry-block value
   Operation *def = value.getDefiningOp();
+  // An element of a shared tile the loop only reads (e.g. a block index
+  // that says where a copy's rows start): the producer reads it too. The
+  // consumers wrote it before the loop, which the roles' rendezvous orders
+  // before the producer's loop; writers after the loop wait for every stage,
+  // so for the producer's last read.
+  if (auto load = dyn_cast_or_null<LoadOp>(def)) {
+    auto loop = dyn_cast<PipelinedOp>(user);
+    Value tile = load.getSource();
+    if (loop && isa<SharedType>(tile.getType()) &&
+        !stagedTiles.contains(tile) &&
+        llvm::all_of(tile.getUsers(), [&](Operation *other) {
+          return isa<LoadOp>(other) || !loop->isAncestor(other);
+        })) {
+      SmallVector<Value> indices;
+      for (Value index : load.getIndices()) {
+        FailureOr<Value> cloned = cloneForProducer(b, index, mapping, user);
+        if (failed(cloned))
+          return failure();
+        indices.push_back(*cloned);
+      }
+      Value loaded = loadElements(b, memrefs.lookup(tile), indices, 1,
+                                  /*checkBounds=*/false);
+      mapping.map(value, loaded);
+      return loaded;
+    }
+  }
   if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
       isa<TileDialect>(def->getDialect()))
     return user->emitOpError(
                "in a warp_specialized loop needs a value the producer "
                "warpgroup "
                "cannot recompute (it recomputes arithmetic of kernel "
-               "arguments, "
-               "block indices and the loop index; this one comes from ")
+               "arguments, block indices and the loop index, and reads "
+               "shared tiles the loop does not write; this one comes from ")
            << (def ? def->getName().getStringRef()
                    : StringRef("a block argument"))
            << ")";
