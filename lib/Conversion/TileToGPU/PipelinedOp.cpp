@@ -451,16 +451,21 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
     return value; // a kernel argument or an entry-block value
   Operation *def = value.getDefiningOp();
   // An element of a shared tile the loop only reads (e.g. a block index
-  // that says where a copy's rows start): the producer reads it too. The
-  // consumers wrote it before the loop, which the roles' rendezvous orders
-  // before the producer's loop; writers after the loop wait for every stage,
-  // so for the producer's last read.
+  // that says where a copy's rows start), read in the loop body: the
+  // producer reads it too, in its loop. The consumers wrote it before the
+  // loop, which the roles' rendezvous orders before the producer's loop;
+  // writers after the loop wait for every stage, so for the producer's last
+  // read. Only a tile.alloc itself, with no views or picks of it anywhere
+  // (writes through an alias are not tracked here, and an alias's memref
+  // lives in the consumers' branch).
   if (auto load = dyn_cast_or_null<LoadOp>(def)) {
     auto loop = dyn_cast<PipelinedOp>(user);
     Value tile = load.getSource();
-    if (loop && isa<SharedType>(tile.getType()) &&
-        !stagedTiles.contains(tile) &&
+    if (loop && loop->isAncestor(load) && isa<SharedType>(tile.getType()) &&
+        tile.getDefiningOp<AllocOp>() && !stagedTiles.contains(tile) &&
         llvm::all_of(tile.getUsers(), [&](Operation *other) {
+          if (isa<ViewOp, PickOp>(other))
+            return false;
           return isa<LoadOp>(other) || !loop->isAncestor(other);
         })) {
       SmallVector<Value> indices;
