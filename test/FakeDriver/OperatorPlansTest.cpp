@@ -94,6 +94,47 @@ TEST(OperatorPlans, HisaIndexerIsThreeLaunchesInItsWorkspace) {
       << hisa_last_error();
 }
 
+TEST(OperatorPlans, HisaIndexerStageTwoWarpSpecializedAtThreeBlocksPerSm) {
+  // 64 x 128 key slots leave three stage-2 blocks per SM: at H = 64 the
+  // warp-specialized variant (a producer warpgroup beside the 128
+  // consumers), at H = 128 (too few registers beside a producer) the plain
+  // kernel.
+  const int64_t m = 100, n = 9000, dim = 128, kb = 128, blockTopk = 64,
+                topkTokens = 2048;
+  auto stageTwo = [&](int64_t heads) {
+    uint64_t bytes = 0;
+    EXPECT_EQ(hisa_hisa_indexer_workspace_size(m, n, heads, dim, kb, blockTopk,
+                                               topkTokens, &bytes),
+              HISA_OK)
+        << hisa_last_error();
+    void *q = deviceBuffer(m * heads * dim), *k = deviceBuffer(n * dim);
+    auto *scale = static_cast<float *>(deviceBuffer(n * 4));
+    auto *weights = static_cast<float *>(deviceBuffer(m * heads * 4));
+    auto *ks = static_cast<int32_t *>(deviceBuffer(m * 4));
+    auto *ke = static_cast<int32_t *>(deviceBuffer(m * 4));
+    auto *out = static_cast<int32_t *>(deviceBuffer(m * topkTokens * 4));
+    void *workspace = deviceBuffer(bytes);
+    CUstream stream = someStream();
+    auto call = [&] {
+      return hisa_hisa_indexer(q, k, scale, weights, ks, ke, out, m, n, heads,
+                               dim, kb, blockTopk, topkTokens, workspace, bytes,
+                               stream);
+    };
+    EXPECT_EQ(call(), HISA_OK) << hisa_last_error(); // compiles
+    hisa::fake_cuda::resetCalls();
+    EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
+    std::vector<Call> launches = launchesOn(stream);
+    return launches.empty() ? Call{} : launches.back();
+  };
+  Call h64 = stageTwo(64);
+  EXPECT_EQ(h64.name, "block_sparse_topk_tokens_ws");
+  EXPECT_EQ(h64.block[0], 256u);
+  EXPECT_EQ(h64.grid[0], unsigned(m));
+  Call h128 = stageTwo(128);
+  EXPECT_EQ(h128.name, "block_sparse_topk_tokens");
+  EXPECT_EQ(h128.block[0], 128u);
+}
+
 TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
   const int64_t heads = 64, topk = 640, nkv = 4096;
   CUstream stream = someStream();
