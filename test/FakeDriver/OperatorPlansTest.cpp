@@ -50,32 +50,49 @@ std::vector<std::string> names(const std::vector<Call> &launches) {
   return result;
 }
 
-TEST(OperatorPlans, HisaIndexerIsThreeLaunchesInItsWorkspace) {
-  const int64_t m = 1000, n = 3000, heads = 64, dim = 128, kb = 128,
-                blockTopk = 16, topkTokens = 256;
+/// One hisa_indexer call's shape and buffers (fake device memory), on a
+/// stream of its own.
+struct IndexerCall {
+  int64_t m, n, heads, dim, kb, blockTopk, topkTokens;
   uint64_t bytes = 0;
-  ASSERT_EQ(hisa_hisa_indexer_workspace_size(m, n, heads, dim, kb, blockTopk,
-                                             topkTokens, &bytes),
-            HISA_OK)
-      << hisa_last_error();
-  void *q = deviceBuffer(m * heads * dim), *k = deviceBuffer(n * dim);
-  auto *scale = static_cast<float *>(deviceBuffer(n * 4));
-  auto *weights = static_cast<float *>(deviceBuffer(m * heads * 4));
-  auto *ks = static_cast<int32_t *>(deviceBuffer(m * 4));
-  auto *ke = static_cast<int32_t *>(deviceBuffer(m * 4));
-  auto *out = static_cast<int32_t *>(deviceBuffer(m * topkTokens * 4));
-  void *workspace = deviceBuffer(bytes);
-  CUstream stream = someStream();
-  auto call = [&] {
+  void *q = nullptr, *k = nullptr, *workspace = nullptr;
+  float *scale = nullptr, *weights = nullptr;
+  int32_t *ks = nullptr, *ke = nullptr, *out = nullptr;
+  CUstream stream = nullptr;
+
+  /// Queries the workspace size and allocates every buffer; the status of
+  /// the query.
+  int prepare() {
+    int status = hisa_hisa_indexer_workspace_size(
+        m, n, heads, dim, kb, blockTopk, topkTokens, &bytes);
+    q = deviceBuffer(m * heads * dim);
+    k = deviceBuffer(n * dim);
+    scale = static_cast<float *>(deviceBuffer(n * 4));
+    weights = static_cast<float *>(deviceBuffer(m * heads * 4));
+    ks = static_cast<int32_t *>(deviceBuffer(m * 4));
+    ke = static_cast<int32_t *>(deviceBuffer(m * 4));
+    out = static_cast<int32_t *>(deviceBuffer(m * topkTokens * 4));
+    workspace = deviceBuffer(bytes);
+    stream = someStream();
+    return status;
+  }
+  int run(uint64_t workspaceBytes) const {
     return hisa_hisa_indexer(q, k, scale, weights, ks, ke, out, m, n, heads,
-                             dim, kb, blockTopk, topkTokens, workspace, bytes,
-                             stream);
-  };
-  ASSERT_EQ(call(), HISA_OK) << hisa_last_error(); // compiles
+                             dim, kb, blockTopk, topkTokens, workspace,
+                             workspaceBytes, stream);
+  }
+};
+
+TEST(OperatorPlans, HisaIndexerIsThreeLaunchesInItsWorkspace) {
+  IndexerCall indexer{1000, 3000, 64, 128, 128, 16, 256};
+  ASSERT_EQ(indexer.prepare(), HISA_OK) << hisa_last_error();
+  const int64_t m = indexer.m;
+  const uint64_t bytes = indexer.bytes;
+  ASSERT_EQ(indexer.run(bytes), HISA_OK) << hisa_last_error(); // compiles
   int64_t allocations = hisa::fake_cuda::counters().allocations;
   hisa::fake_cuda::resetCalls();
-  ASSERT_EQ(call(), HISA_OK) << hisa_last_error();
-  std::vector<Call> launches = launchesOn(stream);
+  ASSERT_EQ(indexer.run(bytes), HISA_OK) << hisa_last_error();
+  std::vector<Call> launches = launchesOn(indexer.stream);
   EXPECT_EQ(names(launches), (std::vector<std::string>{
                                  "fp8_block_mean_pooling", "pool_topk_blocks",
                                  "block_sparse_topk_tokens"}));
@@ -85,10 +102,7 @@ TEST(OperatorPlans, HisaIndexerIsThreeLaunchesInItsWorkspace) {
   EXPECT_EQ(launches[2].grid[0] * launches[2].grid[1] * launches[2].grid[2],
             unsigned(m));
   // A workspace one byte short is refused, naming the size it needs.
-  EXPECT_EQ(hisa_hisa_indexer(q, k, scale, weights, ks, ke, out, m, n, heads,
-                              dim, kb, blockTopk, topkTokens, workspace,
-                              bytes - 1, stream),
-            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(indexer.run(bytes - 1), HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hisa_last_error()).find(std::to_string(bytes)),
             std::string::npos)
       << hisa_last_error();
@@ -99,31 +113,14 @@ TEST(OperatorPlans, HisaIndexerStageTwoWarpSpecializedAtThreeBlocksPerSm) {
   // warp-specialized variant (a producer warpgroup beside the 128
   // consumers), at H = 128 (too few registers beside a producer) the plain
   // kernel.
-  const int64_t m = 100, n = 9000, dim = 128, kb = 128, blockTopk = 64,
-                topkTokens = 2048;
+  const int64_t m = 100;
   auto stageTwo = [&](int64_t heads) {
-    uint64_t bytes = 0;
-    EXPECT_EQ(hisa_hisa_indexer_workspace_size(m, n, heads, dim, kb, blockTopk,
-                                               topkTokens, &bytes),
-              HISA_OK)
-        << hisa_last_error();
-    void *q = deviceBuffer(m * heads * dim), *k = deviceBuffer(n * dim);
-    auto *scale = static_cast<float *>(deviceBuffer(n * 4));
-    auto *weights = static_cast<float *>(deviceBuffer(m * heads * 4));
-    auto *ks = static_cast<int32_t *>(deviceBuffer(m * 4));
-    auto *ke = static_cast<int32_t *>(deviceBuffer(m * 4));
-    auto *out = static_cast<int32_t *>(deviceBuffer(m * topkTokens * 4));
-    void *workspace = deviceBuffer(bytes);
-    CUstream stream = someStream();
-    auto call = [&] {
-      return hisa_hisa_indexer(q, k, scale, weights, ks, ke, out, m, n, heads,
-                               dim, kb, blockTopk, topkTokens, workspace, bytes,
-                               stream);
-    };
-    EXPECT_EQ(call(), HISA_OK) << hisa_last_error(); // compiles
+    IndexerCall indexer{m, 9000, heads, 128, 128, 64, 2048};
+    EXPECT_EQ(indexer.prepare(), HISA_OK) << hisa_last_error();
+    EXPECT_EQ(indexer.run(indexer.bytes), HISA_OK) << hisa_last_error();
     hisa::fake_cuda::resetCalls();
-    EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
-    std::vector<Call> launches = launchesOn(stream);
+    EXPECT_EQ(indexer.run(indexer.bytes), HISA_OK) << hisa_last_error();
+    std::vector<Call> launches = launchesOn(indexer.stream);
     return launches.empty() ? Call{} : launches.back();
   };
   Call h64 = stageTwo(64);

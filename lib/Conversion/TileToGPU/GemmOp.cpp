@@ -396,7 +396,9 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
   // Each operand's descriptor is made once and every k step adds its
-  // offset to it.
+  // offset to it. Start addresses are 16-byte aligned and below 256 KiB, so
+  // adding offset / 16 to the descriptor's start field never carries out of
+  // it.
   auto stepDescriptor = [&](Value base, int64_t bytes) -> Value {
     return arith::AddIOp::create(
         b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes >> 4));
