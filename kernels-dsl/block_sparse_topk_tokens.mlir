@@ -72,6 +72,7 @@ tile.kernel @block_sparse_topk_tokens(
     %none = arith.constant -1 : i32
     %true = arith.constant true
     %zero_f = arith.constant 0.0 : f32
+    %inf = arith.constant 0x7F800000 : f32
     %kb = tile.param "kb" : index
     %n = tile.dim %k, 0 : !tile.global<[?, dim], f8E4M3FN>
     %num_slots = tile.param "topk" : index
@@ -112,17 +113,45 @@ tile.kernel @block_sparse_topk_tokens(
       tile.gemm %k_tile, %q_tile, %scores transpose_b clear_accum
           : !tile.shared<[kt, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
             -> !tile.frag<[kt, heads], f32>
-      tile.parallel (%i, %h) in [kt, heads] {
-        %x = tile.load %scores[%i, %h] : !tile.frag<[kt, heads], f32>
-        %s = tile.load %scale_tile[%i] : !tile.shared<[kt], f32>
-        %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
-        %scaled = arith.mulf %x, %s : f32
-        %relu = arith.maximumf %scaled, %zero_f : f32
-        %weighted = arith.mulf %relu, %wt : f32
-        tile.store %weighted, %scores[%i, %h] : !tile.frag<[kt, heads], f32>
+      // ReLU(x * s) = s * ReLU(x) when s is finite and >= 0 (dequantization
+      // scales are): a tile whose scales all are multiplies once per slot
+      // after the head sum instead of once per slot and head.
+      %plain_scales = tile.all_of %scale_tile : !tile.shared<[kt], f32> {
+      ^bb0(%s: f32):
+        %nonnegative = arith.cmpf oge, %s, %zero_f : f32
+        %finite = arith.cmpf olt, %s, %inf : f32
+        %plain = arith.andi %nonnegative, %finite : i1
+        tile.yield %plain : i1
       }
-      tile.reduce sum %scores to %row_logits dim = 1
-          : !tile.frag<[kt, heads], f32> to !tile.frag<[kt], f32>
+      scf.if %plain_scales {
+        tile.parallel (%i, %h) in [kt, heads] {
+          %x = tile.load %scores[%i, %h] : !tile.frag<[kt, heads], f32>
+          %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
+          %relu = arith.maximumf %x, %zero_f : f32
+          %weighted = arith.mulf %relu, %wt : f32
+          tile.store %weighted, %scores[%i, %h] : !tile.frag<[kt, heads], f32>
+        }
+        tile.reduce sum %scores to %row_logits dim = 1
+            : !tile.frag<[kt, heads], f32> to !tile.frag<[kt], f32>
+        tile.parallel (%i) in [kt] {
+          %sum = tile.load %row_logits[%i] : !tile.frag<[kt], f32>
+          %s = tile.load %scale_tile[%i] : !tile.shared<[kt], f32>
+          %scaled = arith.mulf %sum, %s : f32
+          tile.store %scaled, %row_logits[%i] : !tile.frag<[kt], f32>
+        }
+      } else {
+        tile.parallel (%i, %h) in [kt, heads] {
+          %x = tile.load %scores[%i, %h] : !tile.frag<[kt, heads], f32>
+          %s = tile.load %scale_tile[%i] : !tile.shared<[kt], f32>
+          %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
+          %scaled = arith.mulf %x, %s : f32
+          %relu = arith.maximumf %scaled, %zero_f : f32
+          %weighted = arith.mulf %relu, %wt : f32
+          tile.store %weighted, %scores[%i, %h] : !tile.frag<[kt, heads], f32>
+        }
+        tile.reduce sum %scores to %row_logits dim = 1
+            : !tile.frag<[kt, heads], f32> to !tile.frag<[kt], f32>
+      }
       %slot0 = arith.muli %t, %kt : index
       tile.parallel (%i) in [kt] {
         %j = arith.addi %row0, %i : index

@@ -30,14 +30,11 @@ bool isSupportedBlockSize(int64_t kb) {
 /// Queries per block of pool_mqa_logits: 256 query rows (the widest wgmma).
 int64_t poolMqaBlockQ(int64_t heads) { return 256 / heads; }
 
-/// Blocks per SM for block_sparse_mqa_logits: five fit while the [kb, heads]
-/// accumulator needs at most ~100 registers a thread (measured with ptxas:
-/// no spills); H = 128 tiles need more (kb = 128: 163, kb = 256: 255).
-int64_t blockSparseMinBlocks(int64_t heads, int64_t kb) {
-  if (heads <= 64 || kb <= 64)
-    return 5;
-  return kb == 128 ? 3 : 1;
-}
+/// Blocks per SM for block_sparse_mqa_logits, which reads its key blocks in
+/// tiles of kStage2TileRows (64) rows: five fit while the [64, heads]
+/// accumulator is at most 32 registers a thread; H = 128's needs 64 (ptxas:
+/// no spills at three).
+int64_t blockSparseMinBlocks(int64_t heads) { return heads <= 64 ? 5 : 3; }
 
 /// The top-k specialization for rows of `columns`: the key cache (rows,
 /// or windows, of at most that many columns keep their keys in shared
@@ -215,11 +212,11 @@ Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
                                 tensor(ks, {m}),
                                 tensor(ke, {m}),
                                 tensor(out, {m, topk * kb})};
-  return runOperator(op,
-                     formatv("dim={0},heads={1},kb={2},min_blocks={3},topk={4}",
-                             dim, heads, kb, blockSparseMinBlocks(heads, kb),
-                             topk),
-                     arguments, stream);
+  return runOperator(
+      op,
+      formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}", dim,
+              heads, kb, kStage2TileRows, blockSparseMinBlocks(heads), topk),
+      arguments, stream);
 }
 
 /// topk and topkBf16: `kernel` reads x's elements of `elementBytes`.
@@ -382,8 +379,7 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
   int64_t shared =
       heads * dim + 2 * kStage2TileRows * (dim + 4) + 4 * topk * kb + 8192;
   int64_t minBlocks = std::max<int64_t>(
-      1, std::min(blockSparseMinBlocks(heads, kStage2TileRows),
-                  (228 * 1024) / (shared + 1024)));
+      1, std::min(blockSparseMinBlocks(heads), (228 * 1024) / (shared + 1024)));
   LaunchArgument arguments[] = {tensor(q, {m, heads, dim}),
                                 tensor(k, {n, dim}),
                                 tensor(kScale, {n}),

@@ -298,6 +298,30 @@ def test_block_sparse_topk_tokens_all_equal():
     assert bool((chosen == expected).all()), f"ties not to the lowest slots (seed {seed})"
 
 
+def test_block_sparse_topk_tokens_signed_and_nonfinite_scales():
+    """k_scale with negative entries in some 64-key tiles, and +inf, NaN and
+    -0.0 in others: those tiles take the ReLU(x * s) path, the rest
+    s * ReLU(x), in the fused stage 2 as in the unfused logits, so the
+    selection is exact against them (NaN and -inf never selected)."""
+    seed = fresh_seed(torch)
+    n, heads, dim, kb, t, topk_tokens = 4096, 64, 128, 128, 16, 700
+    q, k, k_scale, weights, ks, ke = make_inputs(n, 2, heads, dim, 400, seed)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    key = torch.arange(n, device="cuda")
+    flip = ((key // 64) % 4 == 1) & (torch.rand(n, device="cuda", generator=gen) < 0.3)
+    k_scale = torch.where(flip, -k_scale, k_scale)
+    k_scale[64 * 10 + 3] = float("inf")
+    k_scale[64 * 14 + 5] = float("nan")
+    k_scale[64 * 22 + 7] = -0.0
+    index = distinct_block_index(ks, ke, kb, n, t)
+    logits = hisa.block_sparse_mqa_logits(q, k, k_scale, index, kb, weights, ks, ke)
+    out = hisa.block_sparse_topk_tokens(q, k, k_scale, index, kb, weights, ks, ke, topk_tokens)
+    torch.cuda.synchronize()
+    check_offsets(out, ks, ke, "signed scales", seed)
+    slots = slots_of_offsets(out, index, kb, ks)
+    check_selection(logits, slots, min(topk_tokens, t * kb), "signed scales", seed)
+
+
 @pytest.mark.parametrize("levels", [4, 40, 600, 100000])
 def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
     """Logits from `levels` distinct values (all keys alike, so a slot's logit

@@ -83,7 +83,7 @@ def ref_dense(q, keys, scales, weights, chunk=CHUNK):
         wc = weights[m0 : m0 + chunk]
         dots = torch.einsum("mhd,jd->mhj", qc, kf) * s[None, None, :]
         expected.append((dots.clamp(min=0) * wc[:, :, None]).sum(1))
-        magnitude = torch.einsum("mhd,jd->mhj", qc.abs(), kabs) * s[None, None, :]
+        magnitude = torch.einsum("mhd,jd->mhj", qc.abs(), kabs) * s.abs()[None, None, :]
         tolerance.append((magnitude * wc.abs()[:, :, None]).sum(1) * 2e-3 + 1e-4)
     return torch.cat(expected), torch.cat(tolerance)
 
@@ -108,7 +108,7 @@ def ref_block_sparse(q, k, k_scale, index, kb, weights, ks, ke):
         scale = s[sc][:, None, :]
         dots = torch.einsum("mhd,mjd->mhj", qc, gathered) * scale
         expected.append((dots.clamp(min=0) * wc[:, :, None]).sum(1))
-        magnitude = torch.einsum("mhd,mjd->mhj", qc.abs(), gathered.abs()) * scale
+        magnitude = torch.einsum("mhd,mjd->mhj", qc.abs(), gathered.abs()) * scale.abs()
         tolerance.append((magnitude * wc.abs()[:, :, None]).sum(1) * 2e-3 + 1e-4)
     return torch.cat(expected), torch.cat(tolerance), valid
 
@@ -265,13 +265,24 @@ SPARSE_CASES = [
 ]
 
 
-def run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed, dim=DIM):
+def signed_k_scale(n, seed):
+    """Per-token scales, a few of them negative in every other 64-key tile
+    (those tiles take the kernels' ReLU(x * s) path, the others s * ReLU(x))."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    scale = random_k_scale(torch, n)
+    key = torch.arange(n, device="cuda")
+    flip = ((key // 64) % 2 == 1) & (torch.rand(n, device="cuda", generator=gen) < 0.2)
+    return torch.where(flip, -scale, scale)
+
+
+def run_block_sparse(heads, kb, n, num_seqs, topk, m, int64, empty, seed, dim=DIM,
+                     signed_scales=False):
     rng = random.Random(seed)
     ks, ke = packed_windows(n, num_seqs, rng, m, empty)
     m = ks.shape[0]
     q = random_q(m, heads, dim)
     k = random_fp8(torch, n, dim)
-    k_scale = random_k_scale(torch, n)
+    k_scale = signed_k_scale(n, seed) if signed_scales else random_k_scale(torch, n)
     weights = random_weights(m, heads)
     index = random_block_index(ks, ke, kb, n, topk, huge=int64)
     if int64:
@@ -321,6 +332,17 @@ def test_block_sparse_mqa_logits_anchor(n, num_seqs, topk, m):
     seed = fresh_seed(torch)
     valid = run_block_sparse(64, 128, n, num_seqs, topk, m, False, False, seed)
     assert bool(valid.any()) and not bool(valid.all())
+
+
+@pytest.mark.parametrize("heads,dim", SHAPES)
+@pytest.mark.parametrize("kb", BLOCK_SIZES)
+def test_block_sparse_mqa_logits_signed_scales(heads, dim, kb):
+    """Negative k_scale entries: KERNELS.md's ReLU(dot * k_scale), not
+    k_scale * ReLU(dot), on the tiles that have them."""
+    seed = fresh_seed(torch)
+    valid = run_block_sparse(heads, kb, 3000, 2, 12, 300, False, False, seed, dim,
+                             signed_scales=True)
+    assert bool(valid.any())
 
 
 def test_block_sparse_mqa_logits_tiny():

@@ -37,23 +37,49 @@ using namespace hisa::tile;
 
 namespace {
 
+/// A wgmma matrix descriptor, kept as its two words: the low one (start
+/// address / 16, leading byte offset / 16) computed in the kernel, the high
+/// one (stride byte offset, swizzle mode) a constant. Stepping the start
+/// field is then a 32-bit add, and the high word never reaches a register
+/// of its own (64-bit adds cost ptxas an add with carry and register moves
+/// per wgmma).
+struct Descriptor {
+  Value low; // i32
+  int64_t high;
+};
+
 /// The wgmma descriptor of a tile at `address` stored in `swizzleBytes`
 /// (32, 64 or 128) panels: 8 rows apart by 8 * swizzleBytes, and panels
 /// `leadingBytes` apart (0: one panel, the field's unused value 1).
-Value makeDescriptor(OpBuilder &b, Location loc, Value address,
-                     int64_t swizzleBytes, int64_t leadingBytes = 0) {
-  Type i64 = b.getI64Type();
+Descriptor makeDescriptor(OpBuilder &b, Location loc, Value address,
+                          int64_t swizzleBytes, int64_t leadingBytes = 0) {
+  Type i32 = b.getI32Type();
   auto constant = [&](int64_t value) {
-    return arith::ConstantIntOp::create(b, loc, i64, value).getResult();
+    return arith::ConstantIntOp::create(b, loc, i32, value).getResult();
   };
+  Value address32 = arith::TruncIOp::create(b, loc, i32, address);
   Value start = arith::ShRUIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, address, constant(0x3FFFF)),
+      b, loc, arith::AndIOp::create(b, loc, address32, constant(0x3FFFF)),
       constant(4));
   int64_t mode = swizzleBytes == 128 ? 1 : swizzleBytes == 64 ? 2 : 3;
   int64_t leading = leadingBytes ? (leadingBytes >> 4) & 0x3FFF : 1;
-  int64_t fixed =
-      (leading << 16) | (int64_t(8 * swizzleBytes >> 4) << 32) | (mode << 62);
-  return arith::OrIOp::create(b, loc, start, constant(fixed));
+  int64_t high = int64_t(8 * swizzleBytes >> 4) | (mode << 30);
+  return {arith::OrIOp::create(b, loc, start, constant(leading << 16)), high};
+}
+
+/// The 64-bit descriptor of `base`'s tile `bytes` further on. Start
+/// addresses are 16-byte aligned and below 256 KiB, so adding bytes / 16
+/// to the start field never carries out of it.
+Value stepDescriptor(OpBuilder &b, Location loc, const Descriptor &base,
+                     int64_t bytes) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value low = base.low;
+  if (bytes)
+    low = arith::AddIOp::create(
+        b, loc, low, arith::ConstantIntOp::create(b, loc, i32, bytes >> 4));
+  Value wide = arith::ExtUIOp::create(b, loc, i64, low);
+  return arith::OrIOp::create(
+      b, loc, wide, arith::ConstantIntOp::create(b, loc, i64, base.high << 32));
 }
 
 /// Where a shared gemm operand's wgmma reads start: the tile's geometry
@@ -128,7 +154,9 @@ bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
         continue; // a staged copy
       return false;
     }
-    if (isa<LoadOp, DimOp, ParamOp>(op) || isPure(&op))
+    // Not isPure: an unsigned division by a parameter is not speculatable,
+    // but it writes no shared memory either.
+    if (isa<LoadOp, DimOp, ParamOp, AllOfOp>(op) || isMemoryEffectFree(&op))
       continue;
     return false;
   }
@@ -396,22 +424,19 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
   // Each operand's descriptor is made once and every k step adds its
-  // offset to it. Start addresses are 16-byte aligned and below 256 KiB, so
-  // adding offset / 16 to the descriptor's start field never carries out of
-  // it.
-  auto stepDescriptor = [&](Value base, int64_t bytes) -> Value {
-    return arith::AddIOp::create(
-        b, loc, base, arith::ConstantIntOp::create(b, loc, i64, bytes >> 4));
-  };
-  Value bBase = makeDescriptor(b, loc, bAddress, bGeometry.swizzleBytes,
-                               bGeometry.getLeadingBytes());
-  Value aBase = aAddress
-                    ? makeDescriptor(b, loc, aAddress, aGeometry->swizzleBytes,
-                                     aGeometry->getLeadingBytes())
-                    : Value();
+  // offset to it.
+  Descriptor bBase = makeDescriptor(b, loc, bAddress, bGeometry.swizzleBytes,
+                                    bGeometry.getLeadingBytes());
+  Descriptor aBase =
+      aAddress ? makeDescriptor(b, loc, aAddress, aGeometry->swizzleBytes,
+                                aGeometry->getLeadingBytes())
+               : Descriptor();
   for (int64_t block = 0; block < partition->rowsPerGroup / 64; ++block) {
+    // A cleared accumulator's old values are never read (scale-d = 0):
+    // passing them would keep them live, and whatever the previous
+    // iteration last stored into the fragment computed, up to the next gemm.
     Value accumulator = LLVM::PoisonOp::create(b, loc, structType);
-    for (int64_t i = 0; i < registersPerBlock; ++i) {
+    for (int64_t i = 0; i < registersPerBlock && !op.getClearAccum(); ++i) {
       auto value = [&](int64_t j) -> Value {
         return memref::LoadOp::create(
             b, loc, regs[block * perBlock + i * perRegister + j]);
@@ -422,7 +447,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
           i);
     }
     for (int64_t step = 0; step < steps; ++step) {
-      Value bDescriptor = stepDescriptor(bBase, bGeometry.getOffset(0, step));
+      Value bDescriptor =
+          stepDescriptor(b, loc, bBase, bGeometry.getOffset(0, step));
       bool overwrite = op.getClearAccum() && step == 0;
       if (aFragment) {
         accumulator = emitWgmmaWithRegisterA(
@@ -431,7 +457,7 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
         continue;
       }
       Value aDescriptor =
-          stepDescriptor(aBase, aGeometry->getOffset(block * 64, step));
+          stepDescriptor(b, loc, aBase, aGeometry->getOffset(block * 64, step));
       accumulator = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, structType, accumulator, aDescriptor, bDescriptor,
           NVVM::MMAShapeAttr::get(context, 64, groupN, kPerInstruction),

@@ -69,6 +69,9 @@ public:
     bool anyTma = false, allTma = false;
     int64_t tmaBytes = 0;          // bytes of one stage's TMA boxes
     bool bodyWritesShared = false; // besides the staged copies
+    /// Whether those writes need a fence and a barrier at the top of every
+    /// iteration (writesNeedIterationBarrier in PipelinedOp.cpp).
+    bool writesNeedIterationBarrier = false;
   };
   mlir::FailureOr<StagedCopies> analyzeStagedCopies(PipelinedOp op);
   /// A warp_specialized tile.pipelined: the consumers' loop here, the
@@ -183,6 +186,7 @@ public:
                                          const ElementContext *context);
   mlir::LogicalResult lowerVote(VoteOp op, mlir::OpBuilder &b,
                                 const ElementContext *context);
+  mlir::LogicalResult lowerAllOf(AllOfOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerGemm(GemmOp op, mlir::OpBuilder &b);
 
   /// Lowers the tile ops nested in `root` (root included), in order.

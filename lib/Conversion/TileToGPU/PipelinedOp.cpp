@@ -74,17 +74,68 @@ void KernelLowering::arriveOncePerWarp(OpBuilder &b, Value mbarrier) {
   });
 }
 
+/// The destination operand of tile op `op` when it writes a tile, else null.
+static Value getWrittenTile(Operation *op) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([](StoreOp store) { return store.getDest(); })
+      .Case([](CopyOp copy) { return copy.getDest(); })
+      .Case([](FillOp fill) { return fill.getDest(); })
+      .Case([](ClearOp clear) { return clear.getDest(); })
+      .Case([](CastOp cast) { return cast.getDest(); })
+      .Case([](ReduceOp reduce) { return reduce.getDest(); })
+      .Default([](Operation *) { return Value(); });
+}
+
 /// Whether tile op `op` writes a shared tile (its destination operand).
 static bool writesSharedTile(Operation *op) {
-  Value dest = llvm::TypeSwitch<Operation *, Value>(op)
-                   .Case([](StoreOp store) { return store.getDest(); })
-                   .Case([](CopyOp copy) { return copy.getDest(); })
-                   .Case([](FillOp fill) { return fill.getDest(); })
-                   .Case([](ClearOp clear) { return clear.getDest(); })
-                   .Case([](CastOp cast) { return cast.getDest(); })
-                   .Case([](ReduceOp reduce) { return reduce.getDest(); })
-                   .Default([](Operation *) { return Value(); });
+  Value dest = getWrittenTile(op);
   return dest && isa<SharedType>(dest.getType());
+}
+
+/// The tile `value` is a view of (tile.view chains), or `value` itself.
+static Value getViewedTile(Value value) {
+  while (auto view = value.getDefiningOp<ViewOp>())
+    value = view.getSource();
+  return value;
+}
+
+/// Whether the shared writes of a pipelined body (`writers`, not its staged
+/// copies) need a block barrier at the top of every iteration. They do not
+/// when nothing in the body reads the tiles they write (so no thread can
+/// overwrite what a slower one still reads, and wgmma never reads them) and
+/// each writer ends with a block barrier of its own (a tile.parallel that
+/// writes shared memory; a fill, clear or cast into it), which orders one
+/// iteration's writes before the next's. Example: HISA stage 2 storing each
+/// tile's selection keys, read only after the loop.
+static bool writesNeedIterationBarrier(Block &body,
+                                       ArrayRef<Operation *> writers) {
+  SmallPtrSet<Value, 4> written;
+  for (Operation *writer : writers) {
+    bool barriered = isa<FillOp, ClearOp, CastOp>(writer) ||
+                     writer->getParentOfType<ParallelOp>();
+    Value tile = getViewedTile(getWrittenTile(writer));
+    if (!barriered || !tile.getDefiningOp<AllocOp>())
+      return true; // no barrier of its own, or a tile.pick: assume the worst
+    written.insert(tile);
+  }
+  WalkResult reads = body.walk([&](Operation *inside) {
+    if (isa<AllocOp, ViewOp>(inside))
+      return WalkResult::advance();
+    Value dest = getWrittenTile(inside);
+    for (Value operand : inside->getOperands()) {
+      if (operand == dest)
+        continue;
+      Value tile = getViewedTile(operand);
+      if (written.contains(tile))
+        return WalkResult::interrupt();
+      if (auto pick = tile.getDefiningOp<PickOp>())
+        for (Value candidate : pick.getTiles())
+          if (written.contains(candidate))
+            return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return reads.wasInterrupted();
 }
 
 /// Clones into `b` the ops of `body` that `value` depends on, with the
@@ -145,10 +196,11 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
     staged.tmaBytes += getTileBytes(cast<SharedType>(copy.getDest().getType()));
   }
   staged.allTma = staged.anyTma && llvm::all_of(staged.copies, isTmaCopy);
-  // Whether the body itself writes shared memory (then every iteration
-  // needs a fence and a barrier at its top).
+  // Whether the body itself writes shared memory (then an iteration may
+  // need a fence and a barrier at its top).
   // Writes in an unsynchronized tile.per_warpgroup body are the body's own
   // business (it synchronizes its warpgroups itself).
+  SmallVector<Operation *> writers;
   body.walk<WalkOrder::PreOrder>([&](Operation *inside) {
     if (auto region = dyn_cast<PerWarpgroupOp>(inside);
         region && region.getUnsynchronized())
@@ -156,9 +208,13 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
     if (auto copy = dyn_cast<CopyOp>(inside);
         copy && llvm::is_contained(staged.copies, copy))
       return WalkResult::advance();
-    staged.bodyWritesShared |= writesSharedTile(inside);
+    if (writesSharedTile(inside))
+      writers.push_back(inside);
     return WalkResult::advance();
   });
+  staged.bodyWritesShared = !writers.empty();
+  staged.writesNeedIterationBarrier =
+      staged.bodyWritesShared && writesNeedIterationBarrier(body, writers);
   return staged;
 }
 
@@ -368,7 +424,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
     // thread and to wgmma, and the fence and barrier before the loop cover
     // what was written before it; a body that writes shared memory itself
     // still needs them every iteration.
-    if (!allTma || bodyWritesShared) {
+    if (!allTma || staged->writesNeedIterationBarrier) {
       // The staged tiles (and whatever else this thread wrote to shared
       // memory) become visible to wgmma's async proxy before the barrier,
       // so a gemm at the top of the body needs no fence and barrier of its
@@ -524,7 +580,6 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   SmallVector<CopyOp> &producers = staged->copies;
   bool anyTma = staged->anyTma, anyCpAsync = !staged->allTma;
   int64_t tmaBytes = staged->tmaBytes;
-  bool bodyWritesShared = staged->bodyWritesShared;
 
   auto offset = op->getAttrOfType<IntegerAttr>(kMbarrierOffsetAttrName);
   if (!offset)
@@ -600,7 +655,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   // A body that writes shared memory itself (P of attention) must not
   // overwrite what a slower warp of the previous iteration still reads, and
   // what it wrote reaches wgmma's async proxy through a fence.
-  if (bodyWritesShared) {
+  if (staged->writesNeedIterationBarrier) {
     if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
       fenceSharedForAsyncProxy(inner);
     barrier(inner);

@@ -1,4 +1,4 @@
-//===- ScanOps.cpp - Lower tile.scan, tile.warp_scan and tile.vote -------===//
+//===- ScanOps.cpp - Lower tile.scan, warp collectives and tile.all_of ---===//
 //
 // tile.scan: each thread scans a contiguous run of the tile in registers;
 // the run totals are scanned across each warp with shuffles (Hillis-Steele,
@@ -11,6 +11,11 @@
 // layout gives each thread one element per step (vector 1) and the domain
 // fills whole warps; anything else is refused with a diagnostic.
 //
+// tile.all_of: every warp reads the whole (small) tile, ceil(n / 32)
+// consecutive elements per lane (one vector load when they fill whole
+// lanes), evaluates the predicate in registers and votes: the same answer
+// in every warp without a barrier.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Combiner.h"
@@ -20,6 +25,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace hisa::tile;
@@ -250,5 +257,62 @@ LogicalResult KernelLowering::lowerVote(VoteOp op, OpBuilder &b,
                                           everyLane, op.getPredicate(), kind)
                      .getResult();
   op.getResult().replaceAllUsesWith(result);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerAllOf(AllOfOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  std::optional<SmallVector<int64_t>> sizes =
+      getTileShapeAndElementType(op.getSource().getType())
+          ->first.getStaticSizes();
+  if (!sizes)
+    return op.emitOpError("tile shape is not bound");
+  int64_t count = (*sizes)[0];
+  int64_t perLane = (count + 31) / 32;
+  Value memref = memrefs.lookup(op.getSource());
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  // One vector load per lane when the lanes' runs fill the tile exactly.
+  bool vectorized = count == 32 * perLane && perLane > 1 &&
+                    llvm::isPowerOf2_64(perLane) && perLane * bytes <= 16;
+  Value lane = arith::RemUIOp::create(b, loc, threadId, index(b, 32));
+  Value first = arith::MulIOp::create(b, loc, lane, index(b, perLane));
+  Value loaded;
+  if (vectorized)
+    loaded = loadElements(b, memref, first, perLane, /*checkBounds=*/false);
+  Block &predicate = op.getPredicate().front();
+  Value holds = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  for (int64_t i = 0; i < perLane; ++i) {
+    Value at = arith::AddIOp::create(b, loc, first, index(b, i));
+    Value inside;
+    Value value;
+    if (vectorized) {
+      value = vector::ExtractOp::create(b, loc, loaded, i);
+    } else {
+      inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at,
+                                     index(b, count));
+      Value safe = arith::SelectOp::create(b, loc, inside, at, index(b, 0));
+      value = loadElements(b, memref, safe, 1, /*checkBounds=*/false);
+    }
+    IRMapping mapping;
+    mapping.map(predicate.getArgument(0), value);
+    for (Operation &inner : predicate.without_terminator())
+      b.clone(inner, mapping);
+    Value result = mapping.lookupOrDefault(
+        cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
+    // Past the tile's end (a lane's last run may overhang): holds.
+    if (inside)
+      result = arith::OrIOp::create(
+          b, loc, result,
+          arith::XOrIOp::create(
+              b, loc, inside,
+              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+    holds = arith::AndIOp::create(b, loc, holds, result);
+  }
+  Value everyLane = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
+  Value all = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, holds,
+                                       NVVM::VoteSyncKind::all)
+                  .getResult();
+  op.getResult().replaceAllUsesWith(all);
   return success();
 }

@@ -350,7 +350,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
       return WalkResult::advance();
     tileOps.push_back(op);
     // These lower their own bodies.
-    if (isa<ParallelOp, PipelinedOp, PerWarpgroupOp>(op))
+    if (isa<ParallelOp, PipelinedOp, PerWarpgroupOp, AllOfOp>(op))
       return WalkResult::skip();
     return WalkResult::advance();
   });
@@ -426,6 +426,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               return lowerWarpScan(scan, b, context);
             })
             .Case([&](VoteOp vote) { return lowerVote(vote, b, context); })
+            .Case([&](AllOfOp allOf) { return lowerAllOf(allOf, b); })
             .Case([&](WarpBroadcastOp broadcast) {
               return lowerWarpBroadcast(broadcast, b, context);
             })

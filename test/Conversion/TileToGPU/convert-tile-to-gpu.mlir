@@ -90,9 +90,12 @@ tile.kernel @gemm(%a: !tile.global<[?, 128], f8E4M3FN>) {
 // B [K, N] "row". B's rows (N = 128 bf16) span two 128-byte panels, 64 rows
 // x 128 bytes apart: the descriptor's leading byte offset is 8192 (>> 4 =
 // 512 in bits 16-29), its stride offset 8 rows of 128 bytes (1024 >> 4 = 64
-// in bits 32-45), 128-byte swizzle (1 in bits 62-63): 0x4000004002000000.
+// in bits 32-45), 128-byte swizzle (1 in bits 62-63): 0x4000004002000000,
+// built as a low word (start | 0x2000000, stepped by 32-bit adds) and a
+// constant high word 0x40000040.
 // CHECK-LABEL: gpu.func @gemm_mn_major
-// CHECK: arith.constant 4611686293338849280 : i64
+// CHECK: arith.constant 33554432 : i32
+// CHECK: arith.constant 4611686293305294848 : i64
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, {{.*}}], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 tile.kernel @gemm_mn_major(%g: !tile.global<[?, ?], f32>) {
   %c1 = arith.constant 1 : index

@@ -203,7 +203,7 @@ tile.kernel @yield_in_kernel() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 32 {
   }
-  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.launch, tile.parallel, tile.pipelined, tile.per_warpgroup'}}
+  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.launch, tile.parallel, tile.pipelined, tile.per_warpgroup, tile.all_of'}}
   tile.yield
 }
 
@@ -1167,6 +1167,112 @@ tile.kernel @named_barrier_beside_eight_warpgroups() {
     tile.per_warpgroup (%wg) {
       // expected-error @+1 {{'tile.barrier' op with an id needs at most 896 threads in the launch (named barriers 10 + id lie above the warpgroups' own), got 1024}}
       tile.barrier id = 0
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_rank() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %t = tile.alloc : !tile.shared<[8, 8], f32>
+    // expected-error @+1 {{'tile.all_of' op tests 1-D tiles, got a source of shape [8, 8]}}
+    %ok = tile.all_of %t : !tile.shared<[8, 8], f32> {
+    ^bb0(%s: f32):
+      %p = arith.constant true
+      tile.yield %p : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_too_large() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %t = tile.alloc : !tile.shared<[2048], f32>
+    // expected-error @+1 {{'tile.all_of' op reads the whole tile in every warp: at most 1024 elements, got 2048}}
+    %ok = tile.all_of %t : !tile.shared<[2048], f32> {
+    ^bb0(%s: f32):
+      %p = arith.constant true
+      tile.yield %p : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_argument() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.all_of' op predicate takes one argument, the element ('f32')}}
+    %ok = tile.all_of %t : !tile.shared<[64], f32> {
+    ^bb0(%s: i32):
+      %p = arith.constant true
+      tile.yield %p : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_side_effect() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %ok = tile.all_of %t : !tile.shared<[64], f32> {
+    ^bb0(%s: f32):
+      // expected-error @+1 {{'tile.store' op cannot be in a tile.all_of predicate: it computes an i1 from the element with side-effect-free ops}}
+      tile.store %s, %t[%c0] : !tile.shared<[64], f32>
+      %p = arith.constant true
+      tile.yield %p : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_yield() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %ok = tile.all_of %t : !tile.shared<[64], f32> {
+    ^bb0(%s: f32):
+      // expected-error @+1 {{'tile.yield' op ends a tile.all_of predicate: it yields one i1, got 0 values}}
+      tile.yield
+    }
+  }
+}
+
+// -----
+
+tile.kernel @yield_values_outside_all_of() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    tile.parallel (%i) in [128] {
+      %p = arith.constant true
+      // expected-error @+1 {{'tile.yield' op yields values only in a tile.all_of predicate}}
+      tile.yield %p : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %t = tile.alloc : !tile.shared<[64], f32>
+    tile.parallel (%i) in [128] {
+      // expected-error @+1 {{'tile.all_of' op is block-wide: every thread takes part, so it cannot be in a tile.parallel body (use tile.vote there)}}
+      %ok = tile.all_of %t : !tile.shared<[64], f32> {
+      ^bb0(%s: f32):
+        %p = arith.constant true
+        tile.yield %p : i1
+      }
     }
   }
 }

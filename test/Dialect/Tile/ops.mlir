@@ -304,3 +304,28 @@ tile.kernel @released_stages(%a: !tile.global<[?, 64], bf16>) {
     }
   }
 }
+
+// -----
+
+// A predicate over a small shared tile, the same in every thread.
+// CHECK-LABEL: tile.kernel @all_of
+// CHECK: %[[OK:.*]] = tile.all_of %{{.*}} : !tile.shared<[kt], f32> {
+// CHECK: ^bb0(%[[S:.*]]: f32):
+// CHECK: %[[P:.*]] = arith.cmpf oge, %[[S]], %{{.*}} : f32
+// CHECK: tile.yield %[[P]] : i1
+// CHECK: scf.if %[[OK]]
+tile.kernel @all_of() params {kt = 64} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %scales = tile.alloc : !tile.shared<[kt], f32>
+    %zero = arith.constant 0.0 : f32
+    %ok = tile.all_of %scales : !tile.shared<[kt], f32> {
+    ^bb0(%s: f32):
+      %p = arith.cmpf oge, %s, %zero : f32
+      tile.yield %p : i1
+    }
+    scf.if %ok {
+      tile.fill %scales, %zero : !tile.shared<[kt], f32>, f32
+    }
+  }
+}

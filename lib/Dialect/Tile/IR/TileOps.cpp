@@ -1324,6 +1324,51 @@ LogicalResult WarpScanOp::verify() {
 
 LogicalResult WarpBroadcastOp::verify() { return verifyWarpCollective(*this); }
 
+LogicalResult YieldOp::verify() {
+  bool inAllOf = isa<AllOfOp>((*this)->getParentOp());
+  if (inAllOf && getValues().size() != 1)
+    return emitOpError("ends a tile.all_of predicate: it yields one i1, got ")
+           << getValues().size() << " values";
+  if (!inAllOf && !getValues().empty())
+    return emitOpError("yields values only in a tile.all_of predicate");
+  return success();
+}
+
+/// The most elements a tile.all_of reads (each warp reads them all).
+static constexpr int64_t kMaxAllOfElements = 1024;
+
+LogicalResult AllOfOp::verify() {
+  Type sourceType = getSource().getType();
+  TileShape shape = shapeOf(sourceType);
+  if (shape.getRank() != 1)
+    return emitOpError("tests 1-D tiles, got a source of shape ")
+           << formatDims(shape.getDims());
+  if (shape.isRuntime(0))
+    return emitOpError("needs a tile whose size is known when the kernel is "
+                       "specialized, got ")
+           << formatDims(shape.getDims());
+  if (std::optional<int64_t> size = shape.getStaticSize(0);
+      size && *size > kMaxAllOfElements)
+    return emitOpError("reads the whole tile in every warp: at most ")
+           << kMaxAllOfElements << " elements, got " << *size;
+  Block &body = getPredicate().front();
+  Type element = elementTypeOf(sourceType);
+  if (body.getNumArguments() != 1 || body.getArgument(0).getType() != element)
+    return emitOpError("predicate takes one argument, the element (")
+           << element << ")";
+  for (Operation &op : body.without_terminator())
+    if (isa<TileDialect>(op.getDialect()) || !isMemoryEffectFree(&op))
+      return op.emitOpError("cannot be in a tile.all_of predicate: it "
+                            "computes an i1 from the element with "
+                            "side-effect-free ops");
+  if (!isa<YieldOp>(body.getTerminator()))
+    return emitOpError("predicate must end with tile.yield of an i1");
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("is block-wide: every thread takes part, so it cannot "
+                       "be in a tile.parallel body (use tile.vote there)");
+  return verifyInsideLaunch(*this);
+}
+
 LogicalResult VoteOp::verify() {
   bool wantsMask = getKind() == VoteKind::Ballot;
   Type result = getResult().getType();

@@ -183,10 +183,18 @@ def Tile_LaunchOp : Tile_Op<"launch", [
 }
 
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["LaunchOp", "ParallelOp", "PipelinedOp", "PerWarpgroupOp"]>]> {
-  let summary = "Terminates the body of launch, parallel, pipelined and "
-                "per_warpgroup";
-  let assemblyFormat = "attr-dict";
+    ParentOneOf<["LaunchOp", "ParallelOp", "PipelinedOp", "PerWarpgroupOp",
+                 "AllOfOp"]>]> {
+  let summary = "Terminates the body of launch, parallel, pipelined, "
+                "per_warpgroup and all_of";
+  let description = [{
+    In a `tile.all_of` predicate it gives the element's predicate (one
+    `i1`); elsewhere it has no operands.
+  }];
+  let arguments = (ins Variadic<I1>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ValueRange()); }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -758,6 +766,43 @@ def Tile_WarpBroadcastOp : Tile_Op<"warp_broadcast",
   let assemblyFormat = [{
     $value `,` $lane attr-dict `:` type($value)
   }];
+  let hasVerifier = 1;
+}
+
+def Tile_AllOfOp : Tile_Op<"all_of"> {
+  let summary = "Whether a predicate holds for every element of a small 1-D "
+                "shared tile";
+  let description = [{
+    The region computes one element's predicate from its value (side-effect
+    free ops, ending in `tile.yield %p : i1`); the result is true when it
+    holds for every element, the same `i1` in every thread, so it may steer
+    an `scf.if` around tile ops (a fast path for the common case).
+
+    Every warp evaluates the whole tile itself: each lane takes
+    `ceil(n / 32)` consecutive elements, then one warp vote. No barrier and
+    no shared scratch, a few instructions per element and lane: meant for
+    small tiles (at most 1024 elements), e.g. once per pipelined iteration.
+    The tile must be readable by every thread, as for any read (written
+    before a barrier, or a staged copy the loop waited for). All threads of
+    the block reach it (not in a `tile.parallel` body).
+
+    ```mlir
+    // A key tile whose scales are all finite and >= 0: ReLU(x * s) =
+    // s * ReLU(x) for every key, so the scale moves after the head sum.
+    %plain = tile.all_of %scale_tile : !tile.shared<[kt], f32> {
+    ^bb0(%s: f32):
+      %nonneg = arith.cmpf oge, %s, %zero : f32
+      %finite = arith.cmpf olt, %s, %inf : f32
+      %ok = arith.andi %nonneg, %finite : i1
+      tile.yield %ok : i1
+    }
+    ```
+  }];
+  let arguments = (ins Tile_SharedType:$source);
+  let results = (outs I1:$result);
+  let regions = (region SizedRegion<1>:$predicate);
+  let assemblyFormat =
+      "$source attr-dict `:` qualified(type($source)) $predicate";
   let hasVerifier = 1;
 }
 

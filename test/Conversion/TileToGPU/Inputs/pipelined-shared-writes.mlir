@@ -1,0 +1,72 @@
+// Pipelined loops whose bodies write a shared tile besides their staged
+// copies (HISA's stage 2 stores each key tile's selection keys).
+// keys_written_only writes %keys and reads it only after the loop; its key
+// block comes from a division (not speculatable, but no memory effect).
+// keys_read_in_loop also reads %keys in the loop (the previous tile's first
+// key), so a fast thread could overwrite what a slow one still reads.
+tile.kernel @keys_written_only(%a: !tile.global<[64, 64], bf16>,
+                               %k: !tile.global<[?, 64], bf16>,
+                               %out: !tile.global<[512], f32>)
+    params {kt = 64} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %sums = tile.alloc : !tile.frag<[64], f32>
+    %keys = tile.alloc : !tile.shared<[512], f32>
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %kt = tile.param "kt" : index
+    tile.copy %a[%c0, %c0] to %a_s : !tile.global<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.pipelined %t = %c0 to %c8 step %c1 num_stages = 2 warp_specialized {
+      %rows = arith.muli %t, %kt : index
+      %block = arith.divui %rows, %kt : index
+      %first = arith.muli %block, %kt : index
+      tile.copy %k[%first, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %k_s, %a_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      tile.reduce sum %acc to %sums dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+      tile.parallel (%i) in [64] {
+        %v = tile.load %sums[%i] : !tile.frag<[64], f32>
+        %slot = arith.addi %rows, %i : index
+        tile.store %v, %keys[%slot] : !tile.shared<[512], f32>
+      }
+    }
+    tile.copy %keys to %out[%c0] : !tile.shared<[512], f32> to !tile.global<[512], f32>
+  }
+}
+
+// -----
+
+tile.kernel @keys_read_in_loop(%a: !tile.global<[64, 64], bf16>,
+                               %k: !tile.global<[?, 64], bf16>,
+                               %out: !tile.global<[512], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %sums = tile.alloc : !tile.frag<[64], f32>
+    %keys = tile.alloc : !tile.shared<[512], f32>
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    tile.copy %a[%c0, %c0] to %a_s : !tile.global<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.pipelined %t = %c0 to %c8 step %c1 num_stages = 2 warp_specialized {
+      %rows = arith.muli %t, %c64 : index
+      tile.copy %k[%rows, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %k_s, %a_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      tile.reduce sum %acc to %sums dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+      %previous = tile.load %keys[%c0] : !tile.shared<[512], f32>
+      tile.parallel (%i) in [64] {
+        %v = tile.load %sums[%i] : !tile.frag<[64], f32>
+        %w = arith.addf %v, %previous : f32
+        %slot = arith.addi %rows, %i : index
+        tile.store %w, %keys[%slot] : !tile.shared<[512], f32>
+      }
+    }
+    tile.copy %keys to %out[%c0] : !tile.shared<[512], f32> to !tile.global<[512], f32>
+  }
+}
