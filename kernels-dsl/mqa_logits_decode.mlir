@@ -42,6 +42,7 @@ tile.kernel @mqa_logits_decode(
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
     %zero = arith.constant 0.0 : f32
+    %inf = arith.constant 0x7F800000 : f32
     %block_n = tile.param "block_n" : index
     %heads = tile.param "heads" : index
 
@@ -80,17 +81,45 @@ tile.kernel @mqa_logits_decode(
       tile.gemm %k_tile, %q_rows, %scores transpose_b clear_accum
           : !tile.shared<[block_n, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
             -> !tile.frag<[block_n, heads], f32>
-      tile.parallel (%i, %h) in [block_n, heads] {
-        %x = tile.load %scores[%i, %h] : !tile.frag<[block_n, heads], f32>
-        %s = tile.load %scale_tile[%i] : !tile.shared<[block_n], f32>
-        %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
-        %scaled = arith.mulf %x, %s : f32
-        %relu = arith.maximumf %scaled, %zero : f32
-        %weighted = arith.mulf %relu, %wt : f32
-        tile.store %weighted, %scores[%i, %h] : !tile.frag<[block_n, heads], f32>
+      // ReLU(x * s) = s * ReLU(x) when s is finite and >= 0 (dequantization
+      // scales are): a tile whose scales all are multiplies once after the
+      // head sum instead of once per head.
+      %plain_scales = tile.all_of %scale_tile : !tile.shared<[block_n], f32> {
+      ^bb0(%s: f32):
+        %nonnegative = arith.cmpf oge, %s, %zero : f32
+        %finite = arith.cmpf olt, %s, %inf : f32
+        %plain = arith.andi %nonnegative, %finite : i1
+        tile.yield %plain : i1
       }
-      tile.reduce sum %scores to %row_logits dim = 1
-          : !tile.frag<[block_n, heads], f32> to !tile.frag<[block_n], f32>
+      scf.if %plain_scales {
+        tile.parallel (%i, %h) in [block_n, heads] {
+          %x = tile.load %scores[%i, %h] : !tile.frag<[block_n, heads], f32>
+          %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
+          %relu = arith.maximumf %x, %zero : f32
+          %weighted = arith.mulf %relu, %wt : f32
+          tile.store %weighted, %scores[%i, %h] : !tile.frag<[block_n, heads], f32>
+        }
+        tile.reduce sum %scores to %row_logits dim = 1
+            : !tile.frag<[block_n, heads], f32> to !tile.frag<[block_n], f32>
+        tile.parallel (%i) in [block_n] {
+          %sum = tile.load %row_logits[%i] : !tile.frag<[block_n], f32>
+          %s = tile.load %scale_tile[%i] : !tile.shared<[block_n], f32>
+          %scaled = arith.mulf %sum, %s : f32
+          tile.store %scaled, %row_logits[%i] : !tile.frag<[block_n], f32>
+        }
+      } else {
+        tile.parallel (%i, %h) in [block_n, heads] {
+          %x = tile.load %scores[%i, %h] : !tile.frag<[block_n, heads], f32>
+          %s = tile.load %scale_tile[%i] : !tile.shared<[block_n], f32>
+          %wt = tile.load %weight_tile[%h] : !tile.shared<[heads], f32>
+          %scaled = arith.mulf %x, %s : f32
+          %relu = arith.maximumf %scaled, %zero : f32
+          %weighted = arith.mulf %relu, %wt : f32
+          tile.store %weighted, %scores[%i, %h] : !tile.frag<[block_n, heads], f32>
+        }
+        tile.reduce sum %scores to %row_logits dim = 1
+            : !tile.frag<[block_n, heads], f32> to !tile.frag<[block_n], f32>
+      }
       tile.parallel (%i) in [block_n] {
         %v = tile.load %row_logits[%i] : !tile.frag<[block_n], f32>
         %j = arith.addi %j0, %i : index

@@ -46,6 +46,7 @@ tile.kernel @pool_mqa_logits(
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %zero = arith.constant 0.0 : f32
+    %inf = arith.constant 0x7F800000 : f32
     %block_n = tile.param "block_n" : index
     %num_blocks = tile.dim %blocked_k, 0 : !tile.global<[?, dim], f8E4M3FN>
 
@@ -97,17 +98,45 @@ tile.kernel @pool_mqa_logits(
             -> !tile.frag<[block_n, block_q*heads], f32>
       %per_query = tile.view %scores
           : !tile.frag<[block_n, block_q*heads], f32> to !tile.frag<[block_n, block_q, heads], f32>
-      tile.parallel (%n, %qi, %h) in [block_n, block_q, heads] {
-        %x = tile.load %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
-        %s = tile.load %scale_tile[%n] : !tile.shared<[block_n], f32>
-        %wt = tile.load %weight_tile[%qi, %h] : !tile.shared<[block_q, heads], f32>
-        %scaled = arith.mulf %x, %s : f32
-        %relu = arith.maximumf %scaled, %zero : f32
-        %weighted = arith.mulf %relu, %wt : f32
-        tile.store %weighted, %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
+      // ReLU(x * s) = s * ReLU(x) when s is finite and >= 0 (dequantization
+      // scales are): a tile whose scales all are multiplies once per (key,
+      // query) after the head sum instead of once per head too.
+      %plain_scales = tile.all_of %scale_tile : !tile.shared<[block_n], f32> {
+      ^bb0(%s: f32):
+        %nonnegative = arith.cmpf oge, %s, %zero : f32
+        %finite = arith.cmpf olt, %s, %inf : f32
+        %plain = arith.andi %nonnegative, %finite : i1
+        tile.yield %plain : i1
       }
-      tile.reduce sum %per_query to %out dim = 2
-          : !tile.frag<[block_n, block_q, heads], f32> to !tile.frag<[block_n, block_q], f32>
+      scf.if %plain_scales {
+        tile.parallel (%n, %qi, %h) in [block_n, block_q, heads] {
+          %x = tile.load %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
+          %wt = tile.load %weight_tile[%qi, %h] : !tile.shared<[block_q, heads], f32>
+          %relu = arith.maximumf %x, %zero : f32
+          %weighted = arith.mulf %relu, %wt : f32
+          tile.store %weighted, %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
+        }
+        tile.reduce sum %per_query to %out dim = 2
+            : !tile.frag<[block_n, block_q, heads], f32> to !tile.frag<[block_n, block_q], f32>
+        tile.parallel (%n, %qi) in [block_n, block_q] {
+          %sum = tile.load %out[%n, %qi] : !tile.frag<[block_n, block_q], f32>
+          %s = tile.load %scale_tile[%n] : !tile.shared<[block_n], f32>
+          %scaled = arith.mulf %sum, %s : f32
+          tile.store %scaled, %out[%n, %qi] : !tile.frag<[block_n, block_q], f32>
+        }
+      } else {
+        tile.parallel (%n, %qi, %h) in [block_n, block_q, heads] {
+          %x = tile.load %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
+          %s = tile.load %scale_tile[%n] : !tile.shared<[block_n], f32>
+          %wt = tile.load %weight_tile[%qi, %h] : !tile.shared<[block_q, heads], f32>
+          %scaled = arith.mulf %x, %s : f32
+          %relu = arith.maximumf %scaled, %zero : f32
+          %weighted = arith.mulf %relu, %wt : f32
+          tile.store %weighted, %per_query[%n, %qi, %h] : !tile.frag<[block_n, block_q, heads], f32>
+        }
+        tile.reduce sum %per_query to %out dim = 2
+            : !tile.frag<[block_n, block_q, heads], f32> to !tile.frag<[block_n, block_q], f32>
+      }
       // out is [key, query]; logits is [query, key].
       tile.parallel (%n, %qi) in [block_n, block_q] {
         %v = tile.load %out[%n, %qi] : !tile.frag<[block_n, block_q], f32>
