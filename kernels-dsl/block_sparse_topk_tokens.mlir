@@ -29,6 +29,14 @@
 // hisa-variant block_sparse_topk_tokens_ws replaces "@block_sparse_topk_tokens(" with "@block_sparse_topk_tokens_ws("
 // hisa-variant block_sparse_topk_tokens_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
 
+// block_sparse_topk_tokens_overlap also issues each key tile's gemm while
+// the consumers run the previous tile's epilogue (overlap_gemm, three
+// stages). Exact (the operator's selections) but not faster: 8.34 vs 8.38
+// ms at M = N = 32768, 33.52 vs 33.36 at 131072 (docs/performance.md,
+// thirteenth session), so the operator keeps the _ws kernel.
+// hisa-variant block_sparse_topk_tokens_overlap replaces "@block_sparse_topk_tokens(" with "@block_sparse_topk_tokens_overlap("
+// hisa-variant block_sparse_topk_tokens_overlap replaces "num_stages = 2 {" with "num_stages = 3 warp_specialized overlap_gemm {"
+
 // From hisa's device library (kernels-dsl/lib/select_key.mlir).
 func.func private @select_key(f32) -> i32
 

@@ -322,6 +322,30 @@ def test_block_sparse_topk_tokens_signed_and_nonfinite_scales():
     check_selection(logits, slots, min(topk_tokens, t * kb), "signed scales", seed)
 
 
+@pytest.mark.parametrize("n,num_seqs,kb,block_topk,topk_tokens,m", [
+    (8192, 2, 128, 64, 2048, 257),
+    (20000, 1, 128, 64, 2048, 600),
+    (5000, 3, 64, 7, 300, 300),  # an odd number of key tiles
+])
+def test_block_sparse_topk_tokens_overlap(n, num_seqs, kb, block_topk, topk_tokens, m):
+    """block_sparse_topk_tokens_overlap (overlap_gemm: each key tile's wgmma
+    runs during the previous tile's epilogue, two accumulators) selects what
+    the operator's kernel selects, as sets per row."""
+    from hisa import jit, ops
+
+    seed = fresh_seed(torch)
+    q, k, k_scale, weights, ks, ke = make_inputs(n, num_seqs, 64, 128, m, seed)
+    blocked_k, blocked_scale = hisa.fp8_block_mean_pooling(k, k_scale, kb)
+    blocks = ops._pool_topk_blocks(q, blocked_k, blocked_scale, weights, ks, ke, block_topk, kb)
+    want = ops._block_sparse_topk_tokens(q, k, k_scale, blocks, kb, weights, ks, ke, topk_tokens)
+    kernel = jit.get_kernel("block_sparse_topk_tokens_overlap",
+                            dict(dim=128, heads=64, kb=kb, kt=64, min_blocks=3, topk=block_topk))
+    got = torch.empty_like(want)
+    kernel.launch(q, k, k_scale, blocks, weights, ks, ke, got)
+    torch.cuda.synchronize()
+    assert torch.equal(torch.sort(want, 1).values, torch.sort(got, 1).values), f"seed {seed}"
+
+
 @pytest.mark.parametrize("levels", [4, 40, 600, 100000])
 def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
     """Logits from `levels` distinct values (all keys alike, so a slot's logit

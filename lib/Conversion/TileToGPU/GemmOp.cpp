@@ -163,6 +163,29 @@ bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
   return false;
 }
 
+void KernelLowering::storeGemmAccumulators(OpBuilder &b, GemmOp op,
+                                           ArrayRef<Value> accumulators) {
+  Location loc = op.getLoc();
+  SmallVector<Value> &regs = registers[op.getC()];
+  bool halfAccumulator =
+      cast<FragmentType>(op.getC().getType()).getElementType().isF16();
+  int64_t perRegister = halfAccumulator ? 2 : 1;
+  int64_t perBlock = int64_t(regs.size()) / int64_t(accumulators.size());
+  int64_t registersPerBlock = perBlock / perRegister;
+  for (auto [block, accumulator] : llvm::enumerate(accumulators))
+    for (int64_t i = 0; i < registersPerBlock; ++i) {
+      Value word = LLVM::ExtractValueOp::create(b, loc, accumulator, i);
+      int64_t first = block * perBlock + i * perRegister;
+      if (!halfAccumulator) {
+        memref::StoreOp::create(b, loc, word, regs[first]);
+        continue;
+      }
+      auto [low, high] = unpackHalves(b, loc, word);
+      memref::StoreOp::create(b, loc, low, regs[first]);
+      memref::StoreOp::create(b, loc, high, regs[first + 1]);
+    }
+}
+
 /// The four 32-bit registers of wgmma's A operand for k step `slice` (m64
 /// block times steps plus step) of a fragment laid out by
 /// getWgmmaOperandALayout: 4 / elementBytes consecutive values each.
@@ -479,21 +502,16 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     results.push_back(accumulator);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  // An overlapped gemm's group stays in flight until its loop waits for it
+  // (one iteration later); the loop stores its accumulators.
+  if (asyncGemms.contains(op)) {
+    gemmAccumulators[op] = results;
+    return success();
+  }
   // A deferred gemm keeps its group in flight; the loop waits after it.
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
                                      deferredGemms.contains(op) ? 1 : 0);
-  for (auto [block, accumulator] : llvm::enumerate(results))
-    for (int64_t i = 0; i < registersPerBlock; ++i) {
-      Value word = LLVM::ExtractValueOp::create(b, loc, accumulator, i);
-      int64_t first = block * perBlock + i * perRegister;
-      if (!halfAccumulator) {
-        memref::StoreOp::create(b, loc, word, regs[first]);
-        continue;
-      }
-      auto [low, high] = unpackHalves(b, loc, word);
-      memref::StoreOp::create(b, loc, low, regs[first]);
-      memref::StoreOp::create(b, loc, high, regs[first + 1]);
-    }
+  storeGemmAccumulators(b, op, results);
   return success();
 }
 

@@ -271,6 +271,22 @@ public:
   /// Gemms whose wgmma group stays in flight (wait_group 1) across the
   /// iterations of their pipelined loop (see getDeferrableGemm).
   llvm::SmallPtrSet<mlir::Operation *, 4> deferredGemms;
+  /// Gemms of an overlap_gemm loop: issued and committed, not waited for;
+  /// their accumulators (one struct per m64 block) go to gemmAccumulators
+  /// instead of the fragment's registers.
+  llvm::SmallPtrSet<mlir::Operation *, 4> asyncGemms;
+  llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>>
+      gemmAccumulators;
+  /// Writes wgmma accumulator structs into `op`'s fragment registers.
+  void storeGemmAccumulators(mlir::OpBuilder &b, GemmOp op,
+                             mlir::ArrayRef<mlir::Value> accumulators);
+  /// The consumers' loop of a warp_specialized overlap_gemm loop
+  /// (PipelinedOp.cpp).
+  mlir::LogicalResult lowerOverlappedConsumers(PipelinedOp op,
+                                               mlir::OpBuilder &b,
+                                               mlir::ArrayRef<CopyOp> producers,
+                                               mlir::Value mbarriers,
+                                               bool iterationBarrier);
   /// wgmma's A operand from a register fragment, and wgmma with it.
   llvm::SmallVector<mlir::Value>
   packOperandA(mlir::OpBuilder &b, mlir::Location loc, mlir::Value fragment,

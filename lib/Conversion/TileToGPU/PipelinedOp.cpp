@@ -74,6 +74,20 @@ void KernelLowering::arriveOncePerWarp(OpBuilder &b, Value mbarrier) {
   });
 }
 
+/// `op`'s upper bound, or its lower bound when a step computed at run time
+/// is not positive (scf.for would never reach the upper bound; constant
+/// steps are checked by the verifier): no iteration then.
+static Value getEffectiveUpperBound(OpBuilder &b, Location loc,
+                                    PipelinedOp op) {
+  Value step = op.getStep(), upper = op.getUpperBound();
+  if (matchPattern(step, m_Constant()))
+    return upper;
+  Value positive = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::sgt, step,
+      arith::ConstantIndexOp::create(b, loc, 0).getResult());
+  return arith::SelectOp::create(b, loc, positive, upper, op.getLowerBound());
+}
+
 /// The destination operand of tile op `op` when it writes a tile, else null.
 static Value getWrittenTile(Operation *op) {
   return llvm::TypeSwitch<Operation *, Value>(op)
@@ -339,16 +353,8 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       NVVM::CpAsyncCommitGroupOp::create(nested, loc);
   };
 
-  Value lower = op.getLowerBound(), upper = op.getUpperBound(),
-        step = op.getStep();
-  // A step computed at run time that is not positive runs no iteration
-  // (scf.for would never reach the upper bound); constant steps are checked
-  // by the verifier.
-  if (!matchPattern(step, m_Constant())) {
-    Value positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
-                                           step, index(b, 0));
-    upper = arith::SelectOp::create(b, loc, positive, upper, lower);
-  }
+  Value lower = op.getLowerBound(), step = op.getStep();
+  Value upper = getEffectiveUpperBound(b, loc, op);
   // Prologue: the first stages - 1 iterations' copies.
   for (int64_t s = 0; s + 1 < stages; ++s) {
     Value iteration = arith::AddIOp::create(
@@ -639,63 +645,69 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   fenceSharedForAsyncProxy(b);
   roleRendezvous(b);
 
-  Value lower = op.getLowerBound(), upper = op.getUpperBound(),
-        step = op.getStep();
-  if (!matchPattern(step, m_Constant())) {
-    Value positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
-                                           step, index(b, 0));
-    upper = arith::SelectOp::create(b, loc, positive, upper, lower);
-  }
-  auto loop = scf::ForOp::create(b, loc, lower, upper, step);
-  OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
-  Value iv = loop.getInductionVar();
-  Value k = arith::DivSIOp::create(
-      inner, loc, arith::SubIOp::create(inner, loc, iv, lower), step);
-  Value stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
-  // A body that writes shared memory itself (P of attention) must not
-  // overwrite what a slower warp of the previous iteration still reads, and
-  // what it wrote reaches wgmma's async proxy through a fence.
-  if (staged->writesNeedIterationBarrier) {
-    if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
-      fenceSharedForAsyncProxy(inner);
-    barrier(inner);
-  }
-  if (perCopy) {
-    // Copies are waited for where they are first read.
-    Value none = constantI32(inner, 0);
-    memref::StoreOp::create(inner, loc, none, waitedMask);
-    memref::StoreOp::create(inner, loc, none, releasedMask);
-    ReleasedCopies released;
-    for (auto [c, copy] : llvm::enumerate(producers))
-      released.copyOf[copy.getDest()] = c;
-    released.copies = sets;
-    released.stages = stages;
-    released.anyCpAsync = anyCpAsync;
-    released.mbarriers = mbarriers;
-    released.stage = stage;
-    released.parity = getRoundParity(inner, loc, k, stages);
-    released.waitedMask = waitedMask;
-    released.releasedMask = releasedMask;
-    released.loop = loop;
-    releasedCopies = std::move(released);
-  } else {
-    waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
-                 getRoundParity(inner, loc, k, stages));
-    // A gemm at the top of the body reads stages the "full" wait made
-    // visible (the producer fenced its cp.async pieces; TMA writes through
-    // the async proxy) and tiles written before the loop (fenced before
-    // barrier 0) or in earlier iterations (fenced above): it needs no fence
-    // and barrier of its own.
-    for (GemmOp gemm : body.getOps<GemmOp>())
-      if (isFencedByPipeline(op, gemm))
-        fencedGemms.insert(gemm);
-  }
+  Value lower = op.getLowerBound(), step = op.getStep();
+  Value upper = getEffectiveUpperBound(b, loc, op);
+  bool overlap = op.getOverlapGemm();
+  if (overlap && (perCopy || anyCpAsync))
+    return op.emitOpError("overlap_gemm needs copies that are all TMA and no "
+                          "tile.release");
+  // overlap_gemm: the consumers' loop is built after the producer's
+  // (lowerOverlappedConsumers), here.
+  OpBuilder::InsertPoint consumerPoint = b.saveInsertionPoint();
+  scf::ForOp loop;
+  Value stage;
   SmallVector<std::pair<Value, Value>> savedViews;
-  for (CopyOp copy : producers) {
-    Value tile = copy.getDest();
-    savedViews.push_back({tile, memrefs.lookup(tile)});
-    memrefs[tile] = getStageView(inner, tile, stage);
-    stagedTiles.insert(tile);
+  if (!overlap) {
+    loop = scf::ForOp::create(b, loc, lower, upper, step);
+    OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
+    Value iv = loop.getInductionVar();
+    Value k = arith::DivSIOp::create(
+        inner, loc, arith::SubIOp::create(inner, loc, iv, lower), step);
+    stage = arith::RemSIOp::create(inner, loc, k, index(inner, stages));
+    // A body that writes shared memory itself (P of attention) must not
+    // overwrite what a slower warp of the previous iteration still reads, and
+    // what it wrote reaches wgmma's async proxy through a fence.
+    if (staged->writesNeedIterationBarrier) {
+      if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
+        fenceSharedForAsyncProxy(inner);
+      barrier(inner);
+    }
+    if (perCopy) {
+      // Copies are waited for where they are first read.
+      Value none = constantI32(inner, 0);
+      memref::StoreOp::create(inner, loc, none, waitedMask);
+      memref::StoreOp::create(inner, loc, none, releasedMask);
+      ReleasedCopies released;
+      for (auto [c, copy] : llvm::enumerate(producers))
+        released.copyOf[copy.getDest()] = c;
+      released.copies = sets;
+      released.stages = stages;
+      released.anyCpAsync = anyCpAsync;
+      released.mbarriers = mbarriers;
+      released.stage = stage;
+      released.parity = getRoundParity(inner, loc, k, stages);
+      released.waitedMask = waitedMask;
+      released.releasedMask = releasedMask;
+      released.loop = loop;
+      releasedCopies = std::move(released);
+    } else {
+      waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
+                   getRoundParity(inner, loc, k, stages));
+      // A gemm at the top of the body reads stages the "full" wait made
+      // visible (the producer fenced its cp.async pieces; TMA writes through
+      // the async proxy) and tiles written before the loop (fenced before
+      // barrier 0) or in earlier iterations (fenced above): it needs no fence
+      // and barrier of its own.
+      for (GemmOp gemm : body.getOps<GemmOp>())
+        if (isFencedByPipeline(op, gemm))
+          fencedGemms.insert(gemm);
+    }
+    for (CopyOp copy : producers) {
+      Value tile = copy.getDest();
+      savedViews.push_back({tile, memrefs.lookup(tile)});
+      memrefs[tile] = getStageView(inner, tile, stage);
+      stagedTiles.insert(tile);
+    }
   }
 
   // ---- Producer, in the other branch (before its copies leave the body) --
@@ -829,6 +841,12 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   }
 
   // ---- Consumers: the body, minus the copies -------------------------------
+  if (overlap) {
+    OpBuilder consumers(b.getContext());
+    consumers.restoreInsertionPoint(consumerPoint);
+    return lowerOverlappedConsumers(op, consumers, producers, mbarriers,
+                                    staged->writesNeedIterationBarrier);
+  }
   if (failed(lowerBodyInLoop(body, producers, loop, inductionVar))) {
     releasedCopies.reset();
     return failure();
@@ -850,6 +868,180 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   // Every warp is done with the stage (the body's wgmma groups are waited
   // for): one arrival per warp releases it to the producer.
   arriveOncePerWarp(end, getEmptyStageMbarrier(end, mbarriers, stage, stages));
+  for (auto [tile, view] : savedViews) {
+    memrefs[tile] = view;
+    stagedTiles.erase(tile);
+  }
+  return success();
+}
+
+// overlap_gemm: iteration k of the consumers' loop first issues the gemm
+// of iteration k + 1 (its stage waited for, the ops before the gemm cloned
+// for k + 1), runs the rest of the body for k on the accumulators of k
+// while that gemm runs, releases stage k and waits for the gemm (FA3's
+// intra-warpgroup overlap). A prologue runs the first iteration's gemm. The ops
+// before the gemm are cloned once more for k, so that what the rest of the
+// body uses of them (row numbers, loaded block indices) is k's. The loop
+// runs two iterations a trip, so that the two accumulators keep their
+// registers (a loop-carried struct that changed registers every iteration
+// would be copied while its wgmma is in flight, and ptxas would serialize
+// the wgmma).
+LogicalResult KernelLowering::lowerOverlappedConsumers(
+    PipelinedOp op, OpBuilder &b, ArrayRef<CopyOp> producers, Value mbarriers,
+    bool iterationBarrier) {
+  Location loc = op.getLoc();
+  Block &body = op.getBody().front();
+  int64_t stages = op.getNumStages();
+  Value inductionVar = body.getArgument(0);
+  GemmOp gemm = *body.getOps<GemmOp>().begin();
+  bool fenced = isFencedByPipeline(op, gemm);
+  SmallVector<Operation *> head, tail;
+  bool afterGemm = false;
+  for (Operation &inner : body.without_terminator()) {
+    if (&inner == gemm.getOperation()) {
+      afterGemm = true;
+      continue;
+    }
+    if (auto copy = dyn_cast<CopyOp>(inner);
+        copy && llvm::is_contained(producers, copy))
+      continue;
+    (afterGemm ? tail : head).push_back(&inner);
+  }
+
+  Value lower = op.getLowerBound(), step = op.getStep();
+  Value upper = getEffectiveUpperBound(b, loc, op);
+  SmallVector<std::pair<Value, Value>> savedViews;
+  for (CopyOp copy : producers) {
+    Value tile = copy.getDest();
+    savedViews.push_back({tile, memrefs.lookup(tile)});
+    stagedTiles.insert(tile);
+  }
+  auto useStage = [&](OpBuilder &at, Value stage) {
+    for (CopyOp copy : producers)
+      memrefs[copy.getDest()] = getStageView(at, copy.getDest(), stage);
+  };
+  auto lowerAll = [&](ArrayRef<Operation *> ops) {
+    for (Operation *clone : ops)
+      if (failed(lowerNested(clone, nullptr)))
+        return failure();
+    return success();
+  };
+  // The ops before the gemm and the gemm, issued, for `iteration` (the
+  // current stage views); the gemm's accumulators in flight.
+  auto issueGemm = [&](OpBuilder &at,
+                       Value iteration) -> FailureOr<SmallVector<Value>> {
+    IRMapping mapping;
+    mapping.map(inductionVar, iteration);
+    SmallVector<Operation *> clones;
+    for (Operation *headOp : head)
+      clones.push_back(at.clone(*headOp, mapping));
+    Operation *gemmClone = at.clone(*gemm, mapping);
+    clones.push_back(gemmClone);
+    asyncGemms.insert(gemmClone);
+    if (fenced)
+      fencedGemms.insert(gemmClone);
+    if (failed(lowerAll(clones)))
+      return failure();
+    return gemmAccumulators.lookup(gemmClone);
+  };
+  auto waitStage = [&](OpBuilder &at, Value k) {
+    Value stage = arith::RemSIOp::create(at, loc, k, index(at, stages));
+    waitForPhase(at, loc, getStageMbarrier(at, mbarriers, stage),
+                 getRoundParity(at, loc, k, stages));
+    return stage;
+  };
+
+  // Prologue: the first iteration's gemm (a loop without iterations issues
+  // it on whatever its stage holds and never reads the result).
+  Value any =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lower, upper);
+  emitIf(b, any,
+         [&](OpBuilder &waiting) { waitStage(waiting, index(waiting, 0)); });
+  useStage(b, index(b, 0));
+  FailureOr<SmallVector<Value>> first = issueGemm(b, lower);
+  if (failed(first))
+    return failure();
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+
+  // Iteration `k` at `iv` (at the end of `at`'s block): the next gemm, then
+  // the rest of the body on `current` (only while `iv` < upper when
+  // `guarded`); returns the next gemm's accumulators. The next gemm is
+  // issued unconditionally, past the last iteration on a stage it does not
+  // wait for (its result is never read): a conditional issue would merge
+  // the in-flight accumulators with nothing at the end of the branch, and
+  // ptxas serializes every wgmma of a function that does that.
+  auto iteration = [&](OpBuilder &at, Value iv, Value k, ValueRange current,
+                       bool guarded) -> FailureOr<SmallVector<Value>> {
+    Value stage = arith::RemSIOp::create(at, loc, k, index(at, stages));
+    Value next = arith::AddIOp::create(at, loc, iv, step);
+    Value hasNext =
+        arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, next, upper);
+    Value nextK = arith::AddIOp::create(at, loc, k, index(at, 1));
+    if (iterationBarrier) {
+      fenceSharedForAsyncProxy(at);
+      barrier(at);
+    }
+    emitIf(at, hasNext, [&](OpBuilder &waiting) { waitStage(waiting, nextK); });
+    useStage(at, arith::RemSIOp::create(at, loc, nextK, index(at, stages)));
+    FailureOr<SmallVector<Value>> accumulators = issueGemm(at, next);
+    if (failed(accumulators))
+      return failure();
+    // The rest of iteration k, on stage k and the accumulators of k: the
+    // ops before the gemm and after it cloned (the clones after it use the
+    // clones before it, so both are cloned before either is lowered).
+    auto rest = [&](OpBuilder &in) -> LogicalResult {
+      useStage(in, stage);
+      IRMapping mapping;
+      mapping.map(inductionVar, iv);
+      SmallVector<Operation *> headClones, tailClones;
+      for (Operation *headOp : head)
+        headClones.push_back(in.clone(*headOp, mapping));
+      storeGemmAccumulators(in, gemm, SmallVector<Value>(current));
+      for (Operation *tailOp : tail)
+        tailClones.push_back(in.clone(*tailOp, mapping));
+      if (failed(lowerAll(headClones)) || failed(lowerAll(tailClones)))
+        return failure();
+      // Every warp is done with stage k: one arrival per warp releases it.
+      arriveOncePerWarp(in,
+                        getEmptyStageMbarrier(in, mbarriers, stage, stages));
+      return success();
+    };
+    LogicalResult result = success();
+    if (!guarded) {
+      result = rest(at);
+    } else {
+      Value valid =
+          arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, iv, upper);
+      emitIf(at, valid, [&](OpBuilder &in) { result = rest(in); });
+    }
+    if (failed(result))
+      return failure();
+    // The next gemm is done before the iteration ends: no wgmma group stays
+    // in flight across the loop's back edge (ptxas serializes every wgmma
+    // of a function whose groups do).
+    NVVM::WgmmaWaitGroupSyncOp::create(at, loc, 0);
+    return *accumulators;
+  };
+
+  Value twoSteps = arith::MulIOp::create(b, loc, step, index(b, 2));
+  auto loop = scf::ForOp::create(b, loc, lower, upper, twoSteps, *first);
+  OpBuilder trip = OpBuilder::atBlockEnd(loop.getBody());
+  Value iv = loop.getInductionVar();
+  Value k = arith::DivSIOp::create(
+      trip, loc, arith::SubIOp::create(trip, loc, iv, lower), step);
+  SmallVector<Value> current(loop.getRegionIterArgs().begin(),
+                             loop.getRegionIterArgs().end());
+  FailureOr<SmallVector<Value>> second =
+      iteration(trip, iv, k, current, /*guarded=*/false);
+  if (failed(second))
+    return failure();
+  Value secondIv = arith::AddIOp::create(trip, loc, iv, step);
+  Value secondK = arith::AddIOp::create(trip, loc, k, index(trip, 1));
+  FailureOr<SmallVector<Value>> third =
+      iteration(trip, secondIv, secondK, *second, /*guarded=*/true);
+  if (failed(third))
+    return failure();
+  scf::YieldOp::create(trip, loc, *third);
   for (auto [tile, view] : savedViews) {
     memrefs[tile] = view;
     stagedTiles.erase(tile);

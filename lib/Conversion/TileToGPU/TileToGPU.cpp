@@ -568,6 +568,13 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
                               "counts, the async proxy); the target is ")
            << chip;
   Block &entry = func.getBody().front();
+  // (The launch's body is in the function now.)
+  // An overlap_gemm loop's producer issues TMA boxes alone (one thread, a
+  // few addresses) and its consumers hold two accumulators.
+  bool tmaOnlyProducer =
+      llvm::any_of(entry.getOps<PipelinedOp>(), [](PipelinedOp loop) {
+        return loop.getWarpSpecialized() && loop.getOverlapGemm();
+      });
   // Allocations stay in the entry block (LLVM promotes fragment registers
   // there only) and are lowered first: both roles address the shared tiles.
   SmallVector<Operation *> moved;
@@ -599,6 +606,8 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   // threads. The producer keeps kProducerRegisters, the consumers take the
   // rest (at most 240): asking for more than the pool holds would stall
   // setmaxnreg.inc forever. (The JIT checks ptxas's R against the counts.)
+  int64_t producerRegisters =
+      tmaOnlyProducer ? kTmaProducerRegisters : kProducerRegisters;
   int64_t blocks =
       std::max<int64_t>(launch.getBoundBlocksPerSm().value_or(1), 1);
   int64_t blockThreads = threads + kProducerThreads;
@@ -606,14 +615,14 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
       std::min<int64_t>(255, 65536 / (blocks * blockThreads)) / 8 * 8;
   int64_t consumerRegisters =
       std::min<int64_t>(240, (blockThreads * entryRegisters -
-                              kProducerThreads * kProducerRegisters) /
+                              kProducerThreads * producerRegisters) /
                                  threads / 8 * 8);
-  if (entryRegisters < kProducerRegisters || consumerRegisters < 64)
+  if (entryRegisters < producerRegisters || consumerRegisters < 64)
     return launch.emitOpError("a warp-specialized launch of ")
            << threads << " threads at " << blocks << " blocks per SM has "
            << entryRegisters << " registers a thread, which leaves its "
            << "consumers " << consumerRegisters << " beside the producer's "
-           << kProducerRegisters
+           << producerRegisters
            << " (at least 64 are needed); ask for fewer blocks per SM";
   // Nothing to move when the consumers already have what they would get.
   if (consumerRegisters <= entryRegisters)
@@ -622,7 +631,7 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   NVVM::SetMaxRegisterOp::create(cb, loc, consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
   OpBuilder pb(roleSplit.elseBlock()->getTerminator());
-  NVVM::SetMaxRegisterOp::create(pb, loc, kProducerRegisters,
+  NVVM::SetMaxRegisterOp::create(pb, loc, producerRegisters,
                                  NVVM::SetMaxRegisterAction::decrease);
   return success();
 }

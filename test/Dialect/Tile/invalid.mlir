@@ -1276,3 +1276,83 @@ tile.kernel @all_of_in_parallel() {
     }
   }
 }
+
+// -----
+
+tile.kernel @overlap_gemm_stages(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    // expected-error @+1 {{'tile.pipelined' op overlap_gemm needs warp_specialized and num_stages >= 3 (an iteration holds its own stage and the next one's), got num_stages = 2}}
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %k_s, %q, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @overlap_gemm_accumulates(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      // expected-error @+1 {{'tile.gemm' op in an overlap_gemm loop must clear a fragment accumulator (clear_accum): the next iteration's gemm starts before this one's result is used}}
+      tile.gemm %k_s, %q, %acc transpose_b
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @overlap_gemm_store_before(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %flags = tile.alloc : !tile.shared<[4], i32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %one = arith.constant 1 : i32
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      // expected-error @+1 {{'tile.store' op cannot come before the gemm of an overlap_gemm loop (only staged copies, loads and side-effect-free ops can: they are issued again for the next iteration)}}
+      tile.store %one, %flags[%t] : !tile.shared<[4], i32>
+      tile.gemm %k_s, %q, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @overlap_gemm_used_after(%k: !tile.global<[?, 64], bf16>, %o: !tile.global<[64, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      // expected-error @+1 {{'tile.gemm' op in an overlap_gemm loop has an accumulator used after the loop; it holds only the last iteration's value inside it}}
+      tile.gemm %k_s, %q, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+    tile.copy %acc to %o[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[64, 64], f32>
+  }
+}

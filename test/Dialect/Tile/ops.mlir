@@ -329,3 +329,25 @@ tile.kernel @all_of() params {kt = 64} {
     }
   }
 }
+
+// -----
+
+// CHECK-LABEL: tile.kernel @overlap_gemm
+// CHECK: tile.pipelined %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} num_stages = 3 warp_specialized overlap_gemm {
+tile.kernel @overlap_gemm(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      %row = arith.muli %t, %c64 : index
+      tile.copy %k[%row, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %k_s, %q, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+  }
+}

@@ -1061,6 +1061,9 @@ ParseResult PipelinedOp::parse(OpAsmParser &parser, OperationState &result) {
   if (succeeded(parser.parseOptionalKeyword("warp_specialized")))
     result.addAttribute(getWarpSpecializedAttrName(result.name),
                         parser.getBuilder().getUnitAttr());
+  if (succeeded(parser.parseOptionalKeyword("overlap_gemm")))
+    result.addAttribute(getOverlapGemmAttrName(result.name),
+                        parser.getBuilder().getUnitAttr());
   if (parser.resolveOperand(lowerBound, indexType, result.operands) ||
       parser.resolveOperand(upperBound, indexType, result.operands) ||
       parser.resolveOperand(step, indexType, result.operands))
@@ -1084,12 +1087,59 @@ void PipelinedOp::print(OpAsmPrinter &p) {
     << getStep() << " num_stages = " << getNumStages();
   if (getWarpSpecialized())
     p << " warp_specialized";
-  p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(),
-      {getNumStagesAttrName(), getWarpSpecializedAttrName()});
+  if (getOverlapGemm())
+    p << " overlap_gemm";
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getNumStagesAttrName(),
+                                      getWarpSpecializedAttrName(),
+                                      getOverlapGemmAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
+}
+
+/// overlap_gemm's conditions: a warp-specialized loop of at least three
+/// stages whose body has one gemm, clear_accum into a fragment, preceded
+/// only by the staged copies and side-effect-free ops or loads (the
+/// lowering issues that part again for the next iteration).
+static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
+  if (!op.getWarpSpecialized() || op.getNumStages() < 3)
+    return op.emitOpError("overlap_gemm needs warp_specialized and "
+                          "num_stages >= 3 (an iteration holds its own stage "
+                          "and the next one's), got num_stages = ")
+           << op.getNumStages();
+  Block &body = op.getBody().front();
+  auto gemms = body.getOps<GemmOp>();
+  if (gemms.empty() || std::next(gemms.begin()) != gemms.end())
+    return op.emitOpError("overlap_gemm needs exactly one tile.gemm directly "
+                          "in the body");
+  GemmOp gemm = *gemms.begin();
+  if (!gemm.getClearAccum() || !isa<FragmentType>(gemm.getC().getType()))
+    return gemm.emitOpError("in an overlap_gemm loop must clear a fragment "
+                            "accumulator (clear_accum): the next iteration's "
+                            "gemm starts before this one's result is used");
+  for (Operation &inner : body) {
+    if (&inner == gemm.getOperation())
+      break;
+    if (auto copy = dyn_cast<CopyOp>(inner);
+        copy && isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType()))
+      continue;
+    if (isa<LoadOp, DimOp, ParamOp>(inner) || isMemoryEffectFree(&inner))
+      continue;
+    return inner.emitOpError("cannot come before the gemm of an overlap_gemm "
+                             "loop (only staged copies, loads and "
+                             "side-effect-free ops can: they are issued again "
+                             "for the next iteration)");
+  }
+  for (Operation *user : gemm.getC().getUsers()) {
+    Operation *at = op->getBlock()->findAncestorOpInBlock(*user);
+    if (at && op->isBeforeInBlock(at))
+      return gemm.emitOpError("in an overlap_gemm loop has an accumulator "
+                              "used after the loop; it holds only the last "
+                              "iteration's value inside it");
+  }
+  return success();
 }
 
 LogicalResult PipelinedOp::verify() {
@@ -1102,6 +1152,8 @@ LogicalResult PipelinedOp::verify() {
       !step.isStrictlyPositive())
     return emitOpError("step must be positive, got ") << step.getSExtValue();
   if (failed(verifyInsideLaunch(*this)))
+    return failure();
+  if (getOverlapGemm() && failed(verifyOverlappedGemm(*this)))
     return failure();
   if (!getWarpSpecialized())
     return success();

@@ -63,6 +63,10 @@ inline constexpr int64_t kMaxReleasedCopies = 16;
 /// sparse_attn_ws). With two consumer warpgroups, 128 x 72 + 256 x 216 is
 /// the 384 x 168 registers ptxas gives the block.
 inline constexpr int64_t kProducerRegisters = 72;
+/// What the producer of an overlap_gemm loop keeps: it issues TMA boxes
+/// alone (one thread, a few addresses), and the consumers hold two
+/// accumulators.
+inline constexpr int64_t kTmaProducerRegisters = 40;
 
 /// Bytes one element of `type` occupies in memory (sub-byte types: 1).
 int64_t getElementBytes(mlir::Type type);

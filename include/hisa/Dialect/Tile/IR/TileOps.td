@@ -464,9 +464,25 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     from kernel arguments, block indices and arithmetic (the producer
     recomputes them), shared tiles written before the loop are visible to
     the producer's gathers.
+
+    `overlap_gemm` (with `warp_specialized`, TMA copies, at least 3
+    stages): the body's one gemm (`clear_accum`, after side-effect-free
+    index arithmetic and loads) of iteration k + 1 is issued before the
+    rest of iteration k runs, so the tensor cores work on the next tile
+    while the consumers compute the epilogue of this one. The accumulator
+    is kept twice in registers; iteration k holds two stages (k and k + 1)
+    while its epilogue runs, hence the third stage:
+
+    ```mlir
+    tile.pipelined %t = %c0 to %ntiles step %c1 num_stages = 3
+        warp_specialized overlap_gemm {
+      ...
+    }
+    ```
   }];
   let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
-                       I64Attr:$numStages, UnitAttr:$warp_specialized);
+                       I64Attr:$numStages, UnitAttr:$warp_specialized,
+                       UnitAttr:$overlap_gemm);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
