@@ -125,9 +125,14 @@ static bool writesNeedIterationBarrier(Block &body,
                                        ArrayRef<Operation *> writers) {
   SmallPtrSet<Value, 4> written;
   for (Operation *writer : writers) {
-    bool barriered = isa<FillOp, ClearOp, CastOp>(writer) ||
+    bool barriered = isa<FillOp, ClearOp, CastOp, ScanOp>(writer) ||
                      writer->getParentOfType<ParallelOp>();
-    Value tile = getViewedTile(getWrittenTile(writer));
+    Value dest = getWrittenTile(writer);
+    if (auto atomic = dyn_cast<AtomicOp>(writer))
+      dest = atomic.getDest();
+    else if (auto scan = dyn_cast<ScanOp>(writer))
+      dest = scan.getDest();
+    Value tile = getViewedTile(dest);
     if (!barriered || !tile.getDefiningOp<AllocOp>())
       return true; // no barrier of its own, or a tile.pick: assume the worst
     written.insert(tile);
@@ -136,6 +141,8 @@ static bool writesNeedIterationBarrier(Block &body,
     if (isa<AllocOp, ViewOp>(inside))
       return WalkResult::advance();
     Value dest = getWrittenTile(inside);
+    if (auto atomic = dyn_cast<AtomicOp>(inside))
+      dest = atomic.getDest();
     for (Value operand : inside->getOperands()) {
       if (operand == dest)
         continue;
@@ -214,7 +221,7 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
   // need a fence and a barrier at its top).
   // Writes in an unsynchronized tile.per_warpgroup body are the body's own
   // business (it synchronizes its warpgroups itself).
-  SmallVector<Operation *> writers;
+  SmallVector<Operation *> writers, atomicWriters;
   body.walk<WalkOrder::PreOrder>([&](Operation *inside) {
     if (auto region = dyn_cast<PerWarpgroupOp>(inside);
         region && region.getUnsynchronized())
@@ -224,9 +231,19 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
       return WalkResult::advance();
     if (writesSharedTile(inside))
       writers.push_back(inside);
+    // Atomics and scans write shared tiles too (each ends with a barrier:
+    // the parallel around the atomic, the scan itself).
+    if (auto atomic = dyn_cast<AtomicOp>(inside);
+        atomic && isa<SharedType>(atomic.getDest().getType()))
+      atomicWriters.push_back(atomic);
+    if (auto scan = dyn_cast<ScanOp>(inside))
+      atomicWriters.push_back(scan);
     return WalkResult::advance();
   });
   staged.bodyWritesShared = !writers.empty();
+  // (A body whose only shared writes are atomics or scans keeps what it had
+  // before: no barrier at the top of an iteration.)
+  writers.append(atomicWriters);
   staged.writesNeedIterationBarrier =
       staged.bodyWritesShared && writesNeedIterationBarrier(body, writers);
   return staged;
@@ -971,7 +988,8 @@ LogicalResult KernelLowering::lowerOverlappedConsumers(
   // the in-flight accumulators with nothing at the end of the branch, and
   // ptxas serializes every wgmma of a function that does that.
   auto iteration = [&](OpBuilder &at, Value iv, Value k, ValueRange current,
-                       bool guarded) -> FailureOr<SmallVector<Value>> {
+                       bool guarded,
+                       Value valid) -> FailureOr<SmallVector<Value>> {
     Value stage = arith::RemSIOp::create(at, loc, k, index(at, stages));
     Value next = arith::AddIOp::create(at, loc, iv, step);
     Value hasNext =
@@ -983,7 +1001,12 @@ LogicalResult KernelLowering::lowerOverlappedConsumers(
     }
     emitIf(at, hasNext, [&](OpBuilder &waiting) { waitStage(waiting, nextK); });
     useStage(at, arith::RemSIOp::create(at, loc, nextK, index(at, stages)));
-    FailureOr<SmallVector<Value>> accumulators = issueGemm(at, next);
+    // Past the last iteration the ops before the gemm run for `valid` (the
+    // trip's first iteration: their loads stay inside their tiles, their
+    // divisions defined); the
+    // gemm then reads a stage nobody waited for, and its result is unused.
+    Value issued = arith::SelectOp::create(at, loc, hasNext, next, valid);
+    FailureOr<SmallVector<Value>> accumulators = issueGemm(at, issued);
     if (failed(accumulators))
       return failure();
     // The rest of iteration k, on stage k and the accumulators of k: the
@@ -1010,9 +1033,9 @@ LogicalResult KernelLowering::lowerOverlappedConsumers(
     if (!guarded) {
       result = rest(at);
     } else {
-      Value valid =
+      Value exists =
           arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, iv, upper);
-      emitIf(at, valid, [&](OpBuilder &in) { result = rest(in); });
+      emitIf(at, exists, [&](OpBuilder &in) { result = rest(in); });
     }
     if (failed(result))
       return failure();
@@ -1032,13 +1055,14 @@ LogicalResult KernelLowering::lowerOverlappedConsumers(
   SmallVector<Value> current(loop.getRegionIterArgs().begin(),
                              loop.getRegionIterArgs().end());
   FailureOr<SmallVector<Value>> second =
-      iteration(trip, iv, k, current, /*guarded=*/false);
+      iteration(trip, iv, k, current, /*guarded=*/false, /*valid=*/iv);
   if (failed(second))
     return failure();
   Value secondIv = arith::AddIOp::create(trip, loc, iv, step);
   Value secondK = arith::AddIOp::create(trip, loc, k, index(trip, 1));
   FailureOr<SmallVector<Value>> third =
-      iteration(trip, secondIv, secondK, *second, /*guarded=*/true);
+      iteration(trip, secondIv, secondK, *second, /*guarded=*/true,
+                /*valid=*/iv);
   if (failed(third))
     return failure();
   scf::YieldOp::create(trip, loc, *third);

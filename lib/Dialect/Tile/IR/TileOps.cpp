@@ -1132,6 +1132,61 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
                              "side-effect-free ops can: they are issued again "
                              "for the next iteration)");
   }
+  // The next iteration's gemm (and the loads before it) run before the
+  // rest of this iteration: what they read must not be written in the body
+  // (other than by the staged copies, which have their own stages).
+  if (!isa<SharedType>(gemm.getA().getType()))
+    return gemm.emitOpError("in an overlap_gemm loop needs A in shared memory "
+                            "(a register A would be rewritten while the next "
+                            "iteration's wgmma reads it)");
+  SmallVector<Value> readEarly = {gemm.getA(), gemm.getB()};
+  for (Operation &inner : body) {
+    if (&inner == gemm.getOperation())
+      break;
+    if (auto load = dyn_cast<LoadOp>(inner))
+      readEarly.push_back(load.getSource());
+  }
+  auto rootOf = [](Value tile) {
+    while (auto view = tile.getDefiningOp<ViewOp>())
+      tile = view.getSource();
+    return tile;
+  };
+  llvm::SmallPtrSet<Value, 4> early;
+  for (Value tile : readEarly)
+    early.insert(rootOf(tile));
+  WalkResult written = body.walk([&](Operation *inner) {
+    Value dest;
+    if (auto copy = dyn_cast<CopyOp>(inner)) {
+      bool staged = copy->getParentOp() == op.getOperation() &&
+                    isa<GlobalType>(copy.getSource().getType()) &&
+                    isa<SharedType>(copy.getDest().getType());
+      if (!staged)
+        dest = copy.getDest();
+    } else if (auto store = dyn_cast<StoreOp>(inner)) {
+      dest = store.getDest();
+    } else if (auto atomic = dyn_cast<AtomicOp>(inner)) {
+      dest = atomic.getDest();
+    } else if (auto fill = dyn_cast<FillOp>(inner)) {
+      dest = fill.getDest();
+    } else if (auto clear = dyn_cast<ClearOp>(inner)) {
+      dest = clear.getDest();
+    } else if (auto cast = dyn_cast<CastOp>(inner)) {
+      dest = cast.getDest();
+    } else if (auto reduce = dyn_cast<ReduceOp>(inner)) {
+      dest = reduce.getDest();
+    } else if (auto scan = dyn_cast<ScanOp>(inner)) {
+      dest = scan.getDest();
+    }
+    if (dest && early.contains(rootOf(dest))) {
+      inner->emitOpError("writes a tile that the gemm of an overlap_gemm "
+                         "loop (or a load before it) reads: the next "
+                         "iteration's gemm would read it before this write");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (written.wasInterrupted())
+    return failure();
   for (Operation *user : gemm.getC().getUsers()) {
     Operation *at = op->getBlock()->findAncestorOpInBlock(*user);
     if (at && op->isBeforeInBlock(at))
