@@ -52,13 +52,6 @@ static FailureOr<int64_t> getReplicaBits(FragmentLayoutAttr attr,
   return mask;
 }
 
-/// The tile `value` is a view of (tile.view chains), or `value` itself.
-static Value getViewedTile(Value value) {
-  while (auto view = value.getDefiningOp<ViewOp>())
-    value = view.getSource();
-  return value;
-}
-
 /// The shared tiles `op` writes (stores and atomics), seen through views.
 static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
   SmallPtrSet<Value, 4> tiles;

@@ -88,29 +88,13 @@ static Value getEffectiveUpperBound(OpBuilder &b, Location loc,
   return arith::SelectOp::create(b, loc, positive, upper, op.getLowerBound());
 }
 
-/// The destination operand of tile op `op` when it writes a tile, else null.
-static Value getWrittenTile(Operation *op) {
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case([](StoreOp store) { return store.getDest(); })
-      .Case([](CopyOp copy) { return copy.getDest(); })
-      .Case([](FillOp fill) { return fill.getDest(); })
-      .Case([](ClearOp clear) { return clear.getDest(); })
-      .Case([](CastOp cast) { return cast.getDest(); })
-      .Case([](ReduceOp reduce) { return reduce.getDest(); })
-      .Default([](Operation *) { return Value(); });
-}
-
-/// Whether tile op `op` writes a shared tile (its destination operand).
+/// Whether tile op `op` writes a shared tile other than by an atomic or a
+/// scan (those alone never needed a barrier at the top of an iteration).
 static bool writesSharedTile(Operation *op) {
+  if (isa<AtomicOp, ScanOp>(op))
+    return false;
   Value dest = getWrittenTile(op);
   return dest && isa<SharedType>(dest.getType());
-}
-
-/// The tile `value` is a view of (tile.view chains), or `value` itself.
-static Value getViewedTile(Value value) {
-  while (auto view = value.getDefiningOp<ViewOp>())
-    value = view.getSource();
-  return value;
 }
 
 /// Whether the shared writes of a pipelined body (`writers`, not its staged
@@ -127,12 +111,7 @@ static bool writesNeedIterationBarrier(Block &body,
   for (Operation *writer : writers) {
     bool barriered = isa<FillOp, ClearOp, CastOp, ScanOp>(writer) ||
                      writer->getParentOfType<ParallelOp>();
-    Value dest = getWrittenTile(writer);
-    if (auto atomic = dyn_cast<AtomicOp>(writer))
-      dest = atomic.getDest();
-    else if (auto scan = dyn_cast<ScanOp>(writer))
-      dest = scan.getDest();
-    Value tile = getViewedTile(dest);
+    Value tile = getViewedTile(getWrittenTile(writer));
     if (!barriered || !tile.getDefiningOp<AllocOp>())
       return true; // no barrier of its own, or a tile.pick: assume the worst
     written.insert(tile);
@@ -140,9 +119,8 @@ static bool writesNeedIterationBarrier(Block &body,
   WalkResult reads = body.walk([&](Operation *inside) {
     if (isa<AllocOp, ViewOp>(inside))
       return WalkResult::advance();
-    Value dest = getWrittenTile(inside);
-    if (auto atomic = dyn_cast<AtomicOp>(inside))
-      dest = atomic.getDest();
+    // (A scan's destination may be its source: it reads it too.)
+    Value dest = isa<ScanOp>(inside) ? Value() : getWrittenTile(inside);
     for (Value operand : inside->getOperands()) {
       if (operand == dest)
         continue;

@@ -21,6 +21,8 @@
 #include "Combiner.h"
 #include "KernelLowering.h"
 
+#include "hisa/Dialect/Tile/IR/TileLimits.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -268,10 +270,10 @@ LogicalResult KernelLowering::lowerAllOf(AllOfOp op, OpBuilder &b) {
   if (!sizes)
     return op.emitOpError("tile shape is not bound");
   int64_t count = (*sizes)[0];
-  if (count > 1024)
-    return op.emitOpError("reads the whole tile in every warp: at most 1024 "
-                          "elements, got ")
-           << count << " once the parameters are bound";
+  if (count > kMaxAllOfElements)
+    return op.emitOpError("reads the whole tile in every warp: at most ")
+           << kMaxAllOfElements << " elements, got " << count
+           << " once the parameters are bound";
   int64_t perLane = (count + 31) / 32;
   Value memref = memrefs.lookup(op.getSource());
   Type element = cast<MemRefType>(memref.getType()).getElementType();

@@ -571,7 +571,7 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   // (The launch's body is in the function now.)
   // An overlap_gemm loop's producer issues TMA boxes alone (one thread, a
   // few addresses) and its consumers hold two accumulators.
-  bool tmaOnlyProducer =
+  bool overlapped =
       llvm::any_of(entry.getOps<PipelinedOp>(), [](PipelinedOp loop) {
         return loop.getWarpSpecialized() && loop.getOverlapGemm();
       });
@@ -607,7 +607,7 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   // rest (at most 240): asking for more than the pool holds would stall
   // setmaxnreg.inc forever. (The JIT checks ptxas's R against the counts.)
   int64_t producerRegisters =
-      tmaOnlyProducer ? kTmaProducerRegisters : kProducerRegisters;
+      overlapped ? kTmaProducerRegisters : kProducerRegisters;
   int64_t blocks =
       std::max<int64_t>(launch.getBoundBlocksPerSm().value_or(1), 1);
   int64_t blockThreads = threads + kProducerThreads;

@@ -3,7 +3,9 @@
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 
 #include "hisa/Dialect/Tile/IR/TileLimits.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -1098,6 +1100,25 @@ void PipelinedOp::print(OpAsmPrinter &p) {
                 /*printBlockTerminators=*/false);
 }
 
+Value hisa::tile::getWrittenTile(Operation *op) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([](StoreOp store) { return store.getDest(); })
+      .Case([](AtomicOp atomic) { return atomic.getDest(); })
+      .Case([](CopyOp copy) { return copy.getDest(); })
+      .Case([](FillOp fill) { return fill.getDest(); })
+      .Case([](ClearOp clear) { return clear.getDest(); })
+      .Case([](CastOp cast) { return cast.getDest(); })
+      .Case([](ReduceOp reduce) { return reduce.getDest(); })
+      .Case([](ScanOp scan) { return scan.getDest(); })
+      .Default([](Operation *) { return Value(); });
+}
+
+Value hisa::tile::getViewedTile(Value value) {
+  while (auto view = value.getDefiningOp<ViewOp>())
+    value = view.getSource();
+  return value;
+}
+
 /// overlap_gemm's conditions: a warp-specialized loop of at least three
 /// stages whose body has one gemm, clear_accum into a fragment, preceded
 /// only by the staged copies and side-effect-free ops or loads (the
@@ -1146,38 +1167,18 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
     if (auto load = dyn_cast<LoadOp>(inner))
       readEarly.push_back(load.getSource());
   }
-  auto rootOf = [](Value tile) {
-    while (auto view = tile.getDefiningOp<ViewOp>())
-      tile = view.getSource();
-    return tile;
-  };
   llvm::SmallPtrSet<Value, 4> early;
   for (Value tile : readEarly)
-    early.insert(rootOf(tile));
+    early.insert(getViewedTile(tile));
   WalkResult written = body.walk([&](Operation *inner) {
-    Value dest;
-    if (auto copy = dyn_cast<CopyOp>(inner)) {
-      bool staged = copy->getParentOp() == op.getOperation() &&
-                    isa<GlobalType>(copy.getSource().getType()) &&
-                    isa<SharedType>(copy.getDest().getType());
-      if (!staged)
-        dest = copy.getDest();
-    } else if (auto store = dyn_cast<StoreOp>(inner)) {
-      dest = store.getDest();
-    } else if (auto atomic = dyn_cast<AtomicOp>(inner)) {
-      dest = atomic.getDest();
-    } else if (auto fill = dyn_cast<FillOp>(inner)) {
-      dest = fill.getDest();
-    } else if (auto clear = dyn_cast<ClearOp>(inner)) {
-      dest = clear.getDest();
-    } else if (auto cast = dyn_cast<CastOp>(inner)) {
-      dest = cast.getDest();
-    } else if (auto reduce = dyn_cast<ReduceOp>(inner)) {
-      dest = reduce.getDest();
-    } else if (auto scan = dyn_cast<ScanOp>(inner)) {
-      dest = scan.getDest();
-    }
-    if (dest && early.contains(rootOf(dest))) {
+    // The staged copies fill their own stage buffers.
+    if (auto copy = dyn_cast<CopyOp>(inner);
+        copy && copy->getParentOp() == op.getOperation() &&
+        isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType()))
+      return WalkResult::advance();
+    Value dest = getWrittenTile(inner);
+    if (dest && early.contains(getViewedTile(dest))) {
       inner->emitOpError("writes a tile that the gemm of an overlap_gemm "
                          "loop (or a load before it) reads: the next "
                          "iteration's gemm would read it before this write");
@@ -1440,9 +1441,6 @@ LogicalResult YieldOp::verify() {
     return emitOpError("yields values only in a tile.all_of predicate");
   return success();
 }
-
-/// The most elements a tile.all_of reads (each warp reads them all).
-static constexpr int64_t kMaxAllOfElements = 1024;
 
 LogicalResult AllOfOp::verify() {
   Type sourceType = getSource().getType();

@@ -63,6 +63,8 @@ inline constexpr int64_t kMaxReleasedCopies = 16;
 /// sparse_attn_ws). With two consumer warpgroups, 128 x 72 + 256 x 216 is
 /// the 384 x 168 registers ptxas gives the block.
 inline constexpr int64_t kProducerRegisters = 72;
+/// The most elements a tile.all_of reads (each warp reads them all).
+inline constexpr int64_t kMaxAllOfElements = 1024;
 /// What the producer of an overlap_gemm loop keeps: it issues TMA boxes
 /// alone (one thread, a few addresses), and the consumers hold two
 /// accumulators.

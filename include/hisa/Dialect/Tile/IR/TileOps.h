@@ -58,6 +58,13 @@ bool isInPerWarpgroup(mlir::Operation *op);
 /// it is used both inside and outside one.
 std::optional<int64_t> getFragmentScopeThreads(mlir::Value fragment,
                                                int64_t launchThreads);
+
+/// The tile `op` writes (its destination: store, atomic, copy, fill, clear,
+/// cast, reduce, scan), or null.
+mlir::Value getWrittenTile(mlir::Operation *op);
+
+/// The tile `value` is a view of (tile.view chains), or `value` itself.
+mlir::Value getViewedTile(mlir::Value value);
 } // namespace hisa::tile
 
 #endif // HISA_DIALECT_TILE_IR_TILEOPS_H
