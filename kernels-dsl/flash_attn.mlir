@@ -115,7 +115,10 @@ tile.kernel @flash_attn(%q: !tile.global<[?, ?, ?, dim], bf16>,
         %m = tile.load %row_max[%i] : !tile.frag<[128], f32>
         tile.store %m, %prev_max[%i] : !tile.frag<[128], f32>
       }
-      tile.reduce max %scores to %row_max dim = 1 accumulate
+      // Four register chains per row statistic: the max and the sum sit on
+      // each key tile's critical path (1.69 -> 1.48 ms causal at S = 8192
+      // with the uniform wgmma descriptors; docs/performance.md).
+      tile.reduce max %scores to %row_max dim = 1 accumulate chains = 4
           : !tile.frag<[128, 64], f32> to !tile.frag<[128], f32>
       tile.parallel (%i, %j) in [128, 64] {
         %s = tile.load %scores[%i, %j] : !tile.frag<[128, 64], f32>
@@ -126,7 +129,7 @@ tile.kernel @flash_attn(%q: !tile.global<[?, ?, ?, dim], bf16>,
         %e = math.exp2 %shifted : f32
         tile.store %e, %scores[%i, %j] : !tile.frag<[128, 64], f32>
       }
-      tile.reduce sum %scores to %tile_sum dim = 1
+      tile.reduce sum %scores to %tile_sum dim = 1 chains = 4
           : !tile.frag<[128, 64], f32> to !tile.frag<[128], f32>
       tile.parallel (%i) in [128] {
         %m = tile.load %row_max[%i] : !tile.frag<[128], f32>

@@ -18,6 +18,13 @@
 
 namespace hisa {
 
+/// Stands for the name of the dynamic shared-memory symbol in inline PTX
+/// that the TileToGPU lowering emits before that symbol exists (it is
+/// defined by convert-gpu-to-nvvm); tile-extern-dynamic-shared-memory puts
+/// the name in.
+inline constexpr llvm::StringLiteral kDynamicSharedBaseMarker =
+    "__hisa_dynamic_shared_base__";
+
 #define GEN_PASS_DECL
 #include "hisa/Conversion/Passes.h.inc"
 

@@ -121,6 +121,11 @@ def TileExternDynamicSharedMemory
     `extern __shared__` array: `.extern .shared .align A .b8 name[];`, the
     start of the dynamic shared-memory window, with at least `alignment`.
 
+    Inline PTX that names `hisa::kDynamicSharedBaseMarker` (the wgmma
+    lowering's move of the shared base, see docs/design.md) gets the
+    global's name in its place; a marker with no such global, or with
+    several, is an error.
+
     The default keeps GPUToNVVM's 16 bytes, which leaves the rest of the PTX
     byte-identical to the H200-tested kernels. (1024, what 128-byte swizzled
     tiles need and the window start provides, lets LLVM fold the wgmma

@@ -37,6 +37,7 @@ struct TileExternDynamicSharedMemoryPass
           << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
+    SmallVector<LLVM::GlobalOp> bases;
     getOperation().walk([&](LLVM::GlobalOp global) {
       if (!isDynamicSharedMemoryBase(global))
         return;
@@ -44,7 +45,29 @@ struct TileExternDynamicSharedMemoryPass
       global.setDsoLocal(false);
       uint64_t current = global.getAlignment().value_or(1);
       global.setAlignment(std::max<uint64_t>(current, alignment));
+      bases.push_back(global);
     });
+    WalkResult named = getOperation().walk([&](LLVM::InlineAsmOp asmOp) {
+      StringRef text = asmOp.getAsmString();
+      if (!text.contains(hisa::kDynamicSharedBaseMarker))
+        return WalkResult::advance();
+      if (bases.size() != 1) {
+        asmOp.emitOpError("names the dynamic shared-memory base, but the "
+                          "module has ")
+            << bases.size() << " dynamic shared-memory globals (expected 1)";
+        return WalkResult::interrupt();
+      }
+      std::string replaced = text.str();
+      StringRef name = bases.front().getSymName();
+      for (size_t at = replaced.find(hisa::kDynamicSharedBaseMarker);
+           at != std::string::npos;
+           at = replaced.find(hisa::kDynamicSharedBaseMarker, at + name.size()))
+        replaced.replace(at, hisa::kDynamicSharedBaseMarker.size(), name.str());
+      asmOp.setAsmString(replaced);
+      return WalkResult::advance();
+    });
+    if (named.wasInterrupted())
+      return signalPassFailure();
   }
 };
 

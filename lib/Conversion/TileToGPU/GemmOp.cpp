@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelLowering.h"
+#include "hisa/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -381,26 +382,31 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     fenceSharedForAsyncProxy(b);
     gpu::BarrierOp::create(b, loc);
   }
-  // Operand addresses are the shared base, copied here through an opaque
-  // move LLVM may not hoist, plus the tile's offset from it: otherwise the
-  // addresses (and descriptors) of loop-invariant operands (single-buffered
-  // tiles) are all hoisted out of a loop and spill (sparse_attn_wg: 64
-  // descriptors, then 10 bases).
-  auto pinned = [&](Value value) {
-    auto copy = LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{i64}, ValueRange{value}, "mov.b64 $0, $1;", "=l,l",
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-        /*operand_attrs=*/ArrayAttr());
-    return copy.getResult(0);
-  };
+  // Operand addresses are the shared base, moved here from the dynamic
+  // shared-memory symbol by inline PTX, plus the tile's offset from it.
+  // LLVM cannot hoist the move: otherwise the addresses (and descriptors)
+  // of loop-invariant operands (single-buffered tiles) are all hoisted out
+  // of a loop and spill (sparse_attn_wg: 64 descriptors, then 10 bases).
+  // Naming the symbol itself, not a register holding it, lets ptxas build
+  // the descriptors in uniform registers: from the per-thread copy of the
+  // base that shared loads and stores use, it computed them per thread and
+  // moved every word to a uniform register (8 instructions per wgmma
+  // instead of 4 in HISA stage 2). tile-extern-dynamic-shared-memory puts
+  // the symbol's name in place of the marker.
   auto pointerOf = [&](Value memref) -> Value {
     return arith::IndexCastOp::create(
         b, loc, i64,
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref));
   };
   Value base = pointerOf(sharedBase);
-  Value pinnedBase = pinned(base);
+  Value pinnedBase =
+      LLVM::InlineAsmOp::create(
+          b, loc, TypeRange{i64}, ValueRange{},
+          ("mov.b64 $0, " + hisa::kDynamicSharedBaseMarker + ";").str(), "=l",
+          /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+          /*operand_attrs=*/ArrayAttr())
+          .getResult(0);
   auto addressOf = [&](Value tile) -> Value {
     Value offset =
         arith::SubIOp::create(b, loc, pointerOf(memrefs.lookup(tile)), base);

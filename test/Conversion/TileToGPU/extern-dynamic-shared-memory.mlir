@@ -1,6 +1,10 @@
 // RUN: hisa-opt %s -split-input-file --pass-pipeline="builtin.module(gpu.module(tile-extern-dynamic-shared-memory))" | FileCheck %s
 // RUN: hisa-opt %s -split-input-file --pass-pipeline="builtin.module(gpu.module(tile-extern-dynamic-shared-memory{alignment=1024}))" | FileCheck %s --check-prefix=ALIGN
 // RUN: not hisa-opt %s --pass-pipeline="builtin.module(gpu.module(tile-extern-dynamic-shared-memory{alignment=24}))" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not hisa-opt %S/Inputs/shared-base-marker-no-global.mlir --pass-pipeline="builtin.module(gpu.module(tile-extern-dynamic-shared-memory))" 2>&1 | FileCheck %s --check-prefix=NOBASE
+// The wgmma lowering moves the shared base from the symbol itself (inline
+// PTX naming it), so ptxas builds descriptors in uniform registers.
+// RUN: hisa-opt %kernels/fp8_gemm.mlir --tile-to-nvvm | hisa-translate --gpu-to-ptx | FileCheck %s --check-prefix=WGMMA
 // The whole lowering: PTX declares the window CUDA's way, and ptxas sees no
 // static shared variable (no "bytes smem", no out-of-bounds notes).
 // RUN: hisa-opt %kernels/fp8_block_mean_pooling.mlir --tile-to-nvvm | hisa-translate --gpu-to-ptx -o %t.ptx
@@ -11,6 +15,12 @@
 // CHECK: llvm.mlir.global internal @other
 // ALIGN: llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 1024 : i64}
 // BAD: error: tile-extern-dynamic-shared-memory: alignment must be a power of two, got 24
+// NOBASE: error: 'llvm.inline_asm' op names the dynamic shared-memory base, but the module has 0 dynamic shared-memory globals (expected 1)
+// WGMMA-NOT: __hisa_dynamic_shared_base__
+// WGMMA: mov.b64 %rd{{[0-9]+}}, __dynamic_shmem__0;
+// WGMMA: wgmma.mma_async
+// CHECK-LABEL: gpu.module @named
+// CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, __dynamic_shmem__0;", "=l"
 // PTX: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // PTX-NOT: demoted
 // PTXAS-NOT: Potential out of bound access
@@ -20,4 +30,14 @@ gpu.module @m {
   llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
   // A sized shared global is a real static variable: left alone.
   llvm.mlir.global internal @other() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4 x i8>
+}
+
+// -----
+
+gpu.module @named {
+  llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+  llvm.func @f() -> i64 {
+    %0 = llvm.inline_asm has_side_effects "mov.b64 $0, __hisa_dynamic_shared_base__;", "=l" : () -> i64
+    llvm.return %0 : i64
+  }
 }

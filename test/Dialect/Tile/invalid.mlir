@@ -532,6 +532,18 @@ tile.kernel @reduce_shape() {
 
 // -----
 
+tile.kernel @reduce_chains() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.frag<[8, 16], f32>
+    %d = tile.alloc : !tile.frag<[8], f32>
+    // expected-error @+1 {{'tile.reduce' op chains must be a power of two from 1 to 16, got 3}}
+    tile.reduce sum %s to %d dim = 1 chains = 3 : !tile.frag<[8, 16], f32> to !tile.frag<[8], f32>
+  }
+}
+
+// -----
+
 tile.kernel @reduce_unknown_kind() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 32 {
@@ -1329,7 +1341,7 @@ tile.kernel @overlap_gemm_store_before(%k: !tile.global<[?, 64], bf16>) {
     %one = arith.constant 1 : i32
     tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
       tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
-      // expected-error @+1 {{'tile.store' op cannot come before the gemm of an overlap_gemm loop (only staged copies, loads and side-effect-free ops can: they are issued again for the next iteration)}}
+      // expected-error @+1 {{'tile.store' op cannot come before the gemm of an overlap_gemm loop (only staged copies, loads, tile.all_of and side-effect-free ops can: they are issued again for the next iteration)}}
       tile.store %one, %flags[%t] : !tile.shared<[4], i32>
       tile.gemm %k_s, %q, %acc transpose_b clear_accum
           : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>

@@ -71,6 +71,9 @@ tile.kernel @all_ops(%q: !tile.global<[?, heads, dim], f8E4M3FN>,
     // CHECK: tile.reduce max %{{.*}} to %[[ROW]] dim = 1 accumulate
     tile.reduce max %acc3 to %row dim = 1 accumulate
         : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
+    // CHECK: tile.reduce max %{{.*}} to %[[ROW]] dim = 1 chains = 4 :
+    tile.reduce max %acc3 to %row dim = 1 chains = 4
+        : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>
     // CHECK: tile.reduce min
     tile.reduce min %acc3 to %row dim = 1
         : !tile.frag<[block_q, heads, 64], f32> to !tile.frag<[block_q, 64], f32>

@@ -956,6 +956,10 @@ LogicalResult ReduceOp::verify() {
   if (!isa<IntegerType, FloatType>(elementType))
     return emitOpError("reduces only integer or float elements, got ")
            << elementType;
+  int64_t chains = getChains();
+  if (chains < 1 || chains > kMaxReduceChains || !llvm::isPowerOf2_64(chains))
+    return emitOpError("chains must be a power of two from 1 to ")
+           << kMaxReduceChains << ", got " << chains;
 
   SmallVector<Attribute> expected;
   for (int64_t i = 0; i < source.getRank(); ++i)
@@ -1146,12 +1150,14 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
         copy && isa<GlobalType>(copy.getSource().getType()) &&
         isa<SharedType>(copy.getDest().getType()))
       continue;
-    if (isa<LoadOp, DimOp, ParamOp>(inner) || isMemoryEffectFree(&inner))
+    // tile.all_of only reads its tile, like a load.
+    if (isa<LoadOp, AllOfOp, DimOp, ParamOp>(inner) ||
+        isMemoryEffectFree(&inner))
       continue;
     return inner.emitOpError("cannot come before the gemm of an overlap_gemm "
-                             "loop (only staged copies, loads and "
-                             "side-effect-free ops can: they are issued again "
-                             "for the next iteration)");
+                             "loop (only staged copies, loads, tile.all_of "
+                             "and side-effect-free ops can: they are issued "
+                             "again for the next iteration)");
   }
   // The next iteration's gemm (and the loads before it) run before the
   // rest of this iteration: what they read must not be written in the body
@@ -1166,6 +1172,8 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
       break;
     if (auto load = dyn_cast<LoadOp>(inner))
       readEarly.push_back(load.getSource());
+    if (auto allOf = dyn_cast<AllOfOp>(inner))
+      readEarly.push_back(allOf.getSource());
   }
   llvm::SmallPtrSet<Value, 4> early;
   for (Value tile : readEarly)

@@ -384,16 +384,30 @@ def Tile_ReduceOp : Tile_Op<"reduce"> {
     source has rank 1). By default `dest` is overwritten; with `accumulate`
     the result is combined with what `dest` holds.
 
+    A fragment's reduction first combines the values each thread holds of
+    one output in `chains` independent chains (value j into chain
+    j mod chains, default 2, a power of two up to 16), then the chains
+    pairwise, then across lanes and warps. One chain is a plain loop over the
+    values (the fewest instructions, the longest dependency: 16 values are
+    16 dependent adds); more chains shorten an epilogue's critical path for
+    a few more instructions (flash attention's row statistics use 4; HISA's
+    logits, with more warps per SM to hide latency, the default).
+    Floating-point sums are rounded in that order.
+
     ```mlir
     tile.reduce sum %scores to %logits dim = 2
         : !tile.frag<[block_n, block_q, heads], f32> to !tile.frag<[block_n, block_q], f32>
+    tile.reduce max %scores to %row_max dim = 1 chains = 4
+        : !tile.frag<[128, 64], f32> to !tile.frag<[128], f32>
     ```
   }];
   let arguments = (ins Tile_ReduceKind:$kind,
                        AnyTypeOf<[Tile_SharedType, Tile_FragmentType]>:$source,
-                       Tile_AnyOnChip:$dest, I64Attr:$dim, UnitAttr:$accumulate);
+                       Tile_AnyOnChip:$dest, I64Attr:$dim, UnitAttr:$accumulate,
+                       DefaultValuedAttr<I64Attr, "2">:$chains);
   let assemblyFormat = [{
-    $kind $source `to` $dest `dim` `=` $dim (`accumulate` $accumulate^)? attr-dict
+    $kind $source `to` $dest `dim` `=` $dim (`accumulate` $accumulate^)?
+    (`chains` `=` $chains^)? attr-dict
     `:` qualified(type($source)) `to` qualified(type($dest))
   }];
   let hasVerifier = 1;
