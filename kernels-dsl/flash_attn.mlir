@@ -17,6 +17,12 @@
 // plain kernel):
 // hisa-variant flash_attn_ws replaces "@flash_attn(" with "@flash_attn_ws("
 // hisa-variant flash_attn_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
+// Its row max and sum combine each thread's values in four register
+// chains: they sit on every key tile's critical path there (causal S =
+// 8192: 1.687 -> 1.484 ms with the uniform wgmma descriptors); the plain
+// kernel is fastest with one (non-causal: 2.96 ms, 2.99 with two, 3.04 with
+// four; docs/performance.md, fourteenth session).
+// hisa-variant flash_attn_ws replaces "chains = 1" with "chains = 4"
 
 tile.kernel @flash_attn(%q: !tile.global<[?, ?, ?, dim], bf16>,
                         %k: !tile.global<[?, ?, ?, dim], bf16>,
@@ -115,10 +121,8 @@ tile.kernel @flash_attn(%q: !tile.global<[?, ?, ?, dim], bf16>,
         %m = tile.load %row_max[%i] : !tile.frag<[128], f32>
         tile.store %m, %prev_max[%i] : !tile.frag<[128], f32>
       }
-      // Four register chains per row statistic: the max and the sum sit on
-      // each key tile's critical path (1.69 -> 1.48 ms causal at S = 8192
-      // with the uniform wgmma descriptors; docs/performance.md).
-      tile.reduce max %scores to %row_max dim = 1 accumulate chains = 4
+      // One register chain here, four in flash_attn_ws (see the top).
+      tile.reduce max %scores to %row_max dim = 1 accumulate chains = 1
           : !tile.frag<[128, 64], f32> to !tile.frag<[128], f32>
       tile.parallel (%i, %j) in [128, 64] {
         %s = tile.load %scores[%i, %j] : !tile.frag<[128, 64], f32>
@@ -129,7 +133,7 @@ tile.kernel @flash_attn(%q: !tile.global<[?, ?, ?, dim], bf16>,
         %e = math.exp2 %shifted : f32
         tile.store %e, %scores[%i, %j] : !tile.frag<[128, 64], f32>
       }
-      tile.reduce sum %scores to %tile_sum dim = 1 chains = 4
+      tile.reduce sum %scores to %tile_sum dim = 1 chains = 1
           : !tile.frag<[128, 64], f32> to !tile.frag<[128], f32>
       tile.parallel (%i) in [128] {
         %m = tile.load %row_max[%i] : !tile.frag<[128], f32>
