@@ -37,6 +37,22 @@ struct ElementContext {
 /// and barrier at the top of each iteration then serve the gemm too.
 bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm);
 
+/// Whether shared tiles `a` and `b` may occupy the same bytes: the same
+/// tile, or tiles tile-plan-shared-memory placed at overlapping offsets
+/// (it reuses the bytes of a tile whose uses have all come before another
+/// tile's first use). Tiles it cannot place (not a planned tile.alloc)
+/// count as overlapping everything.
+bool mayShareBytes(mlir::Value a, mlir::Value b);
+
+/// Whether an op before `op` may still be reading shared memory that `op`
+/// writes into `written` (tiles) when a faster thread starts writing
+/// (write after read): since the last block barrier, some op reads one of
+/// those tiles or a tile sharing its bytes. Scans the ops before `op` in
+/// its block; inside a loop, also the body's ops after `op` (the previous
+/// iteration's); then the ops before each enclosing op up to the launch.
+bool mayOverwriteWhatOthersRead(
+    mlir::Operation *op, const llvm::SmallPtrSetImpl<mlir::Value> &written);
+
 class KernelLowering {
 public:
   KernelLowering(LaunchOp launch, mlir::gpu::GPUFuncOp func,

@@ -66,22 +66,48 @@ static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
   return tiles;
 }
 
-/// Whether an op before `op` may still be reading a shared tile that `op`
-/// writes when a faster thread starts writing it (write after read): some
-/// op reads it (directly or through a view) since the last block barrier.
-/// Scans the ops before `op` in its block; inside a loop, also the body's
-/// ops after `op` (the previous iteration's); then the ops before each
-/// enclosing op up to the launch. Stops at a barrier: a lowered one, or a
-/// parallel that writes shared memory (it ends with one).
-static bool mayOverwriteWhatOthersRead(ParallelOp op,
-                                       const SmallPtrSet<Value, 4> &written) {
+/// The bytes [first, end) of the dynamic shared memory that `tile` (seen
+/// through views) was planned at, all stages included; nullopt when it is
+/// not a planned tile.alloc.
+static std::optional<std::pair<int64_t, int64_t>> getPlannedBytes(Value tile) {
+  auto alloc = getViewedTile(tile).getDefiningOp<AllocOp>();
+  auto shared = alloc ? dyn_cast<SharedType>(alloc.getType()) : SharedType();
+  auto offset =
+      alloc ? alloc->getAttrOfType<IntegerAttr>("tile.offset") : IntegerAttr();
+  if (!shared || !offset || !shared.getTileShape().getStaticSizes())
+    return std::nullopt;
+  int64_t bytes = getTileBytes(shared);
+  if (auto stages = alloc->getAttrOfType<IntegerAttr>("tile.stages"))
+    if (auto stride = alloc->getAttrOfType<IntegerAttr>("tile.stage_bytes"))
+      bytes = stages.getInt() * stride.getInt();
+  return std::make_pair(offset.getInt(), offset.getInt() + bytes);
+}
+
+bool hisa::tile::mayShareBytes(Value a, Value b) {
+  a = getViewedTile(a);
+  b = getViewedTile(b);
+  if (a == b)
+    return true;
+  std::optional<std::pair<int64_t, int64_t>> first = getPlannedBytes(a);
+  std::optional<std::pair<int64_t, int64_t>> second = getPlannedBytes(b);
+  if (!first || !second)
+    return true;
+  return first->first < second->second && second->first < first->second;
+}
+
+bool hisa::tile::mayOverwriteWhatOthersRead(
+    Operation *op, const SmallPtrSetImpl<Value> &written) {
   auto readsWritten = [&](Operation *root) {
     bool reads = false;
     root->walk([&](Operation *inner) {
       if (isa<StoreOp, AtomicOp, AllocOp, ViewOp>(inner))
         return;
-      for (Value operand : inner->getOperands())
-        reads |= written.contains(getViewedTile(operand));
+      for (Value operand : inner->getOperands()) {
+        if (!isa<SharedType>(operand.getType()))
+          continue;
+        reads |= llvm::any_of(
+            written, [&](Value tile) { return mayShareBytes(operand, tile); });
+      }
     });
     return reads;
   };

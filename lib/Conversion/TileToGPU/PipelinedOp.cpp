@@ -350,6 +350,17 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
 
   Value lower = op.getLowerBound(), step = op.getStep();
   Value upper = getEffectiveUpperBound(b, loc, op);
+  // The stage buffers may reuse the bytes of tiles read before the loop
+  // (tile-plan-shared-memory); cp.async copies start without a barrier, so
+  // slower threads could still be reading them. (TMA stages start after
+  // the barrier that publishes their mbarriers.)
+  if (!anyTma) {
+    SmallPtrSet<Value, 4> staged;
+    for (CopyOp copy : producers)
+      staged.insert(copy.getDest());
+    if (mayOverwriteWhatOthersRead(op, staged))
+      barrier(b);
+  }
   // Prologue: the first stages - 1 iterations' copies.
   for (int64_t s = 0; s + 1 < stages; ++s) {
     Value iteration = arith::AddIOp::create(
@@ -921,15 +932,34 @@ LogicalResult KernelLowering::lowerOverlappedConsumers(
         return failure();
     return success();
   };
-  // The ops before the gemm and the gemm, issued, for `iteration` (the
-  // current stage views); the gemm's accumulators in flight.
+  // Of the ops before the gemm, the ones the gemm's operands come from
+  // (their nested ops' operands included): the others (e.g. a tile.all_of
+  // read by the epilogue, whose warp vote LLVM cannot delete) run once,
+  // with the rest of the iteration.
+  llvm::SmallPtrSet<Operation *, 8> feedsGemm;
+  auto markOperands = [&](Operation *user) {
+    user->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *definer = operand.getDefiningOp();
+            definer && definer->getBlock() == &body)
+          feedsGemm.insert(definer);
+    });
+  };
+  markOperands(gemm);
+  for (Operation *headOp : llvm::reverse(head))
+    if (feedsGemm.contains(headOp))
+      markOperands(headOp);
+  // The ops before the gemm that feed it and the gemm, issued, for
+  // `iteration` (the current stage views); the gemm's accumulators in
+  // flight.
   auto issueGemm = [&](OpBuilder &at,
                        Value iteration) -> FailureOr<SmallVector<Value>> {
     IRMapping mapping;
     mapping.map(inductionVar, iteration);
     SmallVector<Operation *> clones;
     for (Operation *headOp : head)
-      clones.push_back(at.clone(*headOp, mapping));
+      if (feedsGemm.contains(headOp))
+        clones.push_back(at.clone(*headOp, mapping));
     Operation *gemmClone = at.clone(*gemm, mapping);
     clones.push_back(gemmClone);
     asyncGemms.insert(gemmClone);

@@ -140,8 +140,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   }
   // The values of one output go round-robin into `chains` independent
   // chains, combined pairwise at the end: one chain over a thread's 16
-  // values of a row is 16 dependent adds (~64 cycles of latency in an
-  // epilogue), four are 4 + 2.
+  // values of a row is 15 dependent adds (~60 cycles of latency in an
+  // epilogue), four are 3 + 2.
   const int64_t kRegisterChains = op.getChains();
   SmallVector<Value> &regs = registers[op.getSource()];
   llvm::MapVector<int64_t, SmallVector<Value>> chains;

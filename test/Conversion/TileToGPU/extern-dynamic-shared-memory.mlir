@@ -4,7 +4,10 @@
 // RUN: not hisa-opt %S/Inputs/shared-base-marker-no-global.mlir --pass-pipeline="builtin.module(gpu.module(tile-extern-dynamic-shared-memory))" 2>&1 | FileCheck %s --check-prefix=NOBASE
 // The wgmma lowering moves the shared base from the symbol itself (inline
 // PTX naming it), so ptxas builds descriptors in uniform registers.
-// RUN: hisa-opt %kernels/fp8_gemm.mlir --tile-to-nvvm | hisa-translate --gpu-to-ptx | FileCheck %s --check-prefix=WGMMA
+// RUN: not hisa-opt %S/Inputs/shared-base-marker-two-globals.mlir --pass-pipeline="builtin.module(gpu.module(tile-extern-dynamic-shared-memory))" 2>&1 | FileCheck %s --check-prefix=TWOBASES
+// RUN: hisa-opt %kernels/fp8_gemm.mlir --tile-to-nvvm | hisa-translate --gpu-to-ptx -o %t.gemm.ptx
+// RUN: FileCheck %s --check-prefix=WGMMA --implicit-check-not=__hisa_dynamic_shared_base__ < %t.gemm.ptx
+// RUN: %if ptxas %{ %ptxas -arch=sm_90a %t.gemm.ptx -o /dev/null %}
 // The whole lowering: PTX declares the window CUDA's way, and ptxas sees no
 // static shared variable (no "bytes smem", no out-of-bounds notes).
 // RUN: hisa-opt %kernels/fp8_block_mean_pooling.mlir --tile-to-nvvm | hisa-translate --gpu-to-ptx -o %t.ptx
@@ -16,7 +19,7 @@
 // ALIGN: llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 1024 : i64}
 // BAD: error: tile-extern-dynamic-shared-memory: alignment must be a power of two, got 24
 // NOBASE: error: 'llvm.inline_asm' op names the dynamic shared-memory base, but the module has 0 dynamic shared-memory globals (expected 1)
-// WGMMA-NOT: __hisa_dynamic_shared_base__
+// TWOBASES: error: 'llvm.inline_asm' op names the dynamic shared-memory base, but the module has 2 dynamic shared-memory globals (expected 1)
 // WGMMA: mov.b64 %rd{{[0-9]+}}, __dynamic_shmem__0;
 // WGMMA: wgmma.mma_async
 // CHECK-LABEL: gpu.module @named

@@ -66,9 +66,9 @@ inline constexpr int64_t kProducerRegisters = 72;
 /// The most elements a tile.all_of reads (each warp reads them all).
 inline constexpr int64_t kMaxAllOfElements = 1024;
 
-/// Most independent chains in the register part of a tile.reduce (the
-/// values a thread holds of one output: up to 128 for a [64, 256]
-/// accumulator row; more chains than values only add the identity).
+/// Most independent chains in the register part of a tile.reduce (a
+/// thread holds up to 64 values of one row of a [64, 256] accumulator;
+/// with more chains than values, each value starts its own chain).
 inline constexpr int64_t kMaxReduceChains = 16;
 /// What the producer of an overlap_gemm loop keeps: it issues TMA boxes
 /// alone (one thread, a few addresses), and the consumers hold two

@@ -389,7 +389,7 @@ def Tile_ReduceOp : Tile_Op<"reduce"> {
     j mod chains, default 2, a power of two up to 16), then the chains
     pairwise, then across lanes and warps. One chain is a plain loop over the
     values (the fewest instructions, the longest dependency: 16 values are
-    16 dependent adds); more chains shorten an epilogue's critical path for
+    15 dependent adds); more chains shorten an epilogue's critical path for
     a few more instructions (flash attention's row statistics use 4; HISA's
     logits, with more warps per SM to hide latency, the default).
     Floating-point sums are rounded in that order.
