@@ -61,9 +61,31 @@ struct TileAssignLayoutsPass
     };
     llvm::MapVector<unsigned, int64_t> elementBytes; // shape -> min bytes
 
+    // Layout classes: fragments whose elements must sit in the same
+    // threads, and the parallels that touch them. A parallel is linked to
+    // every fragment it accesses at exactly its induction variables, and a
+    // register-to-register copy or cast links its two sides (both move
+    // values register by register). A class that a gemm, a view or a
+    // reduction constrains takes that layout; the others take their shape's
+    // (below). So two fragments of one shape may hold different layouts (a
+    // register A operand beside an accumulator of its shape, row and column
+    // statistics of a square accumulator) as long as nothing links them.
+    llvm::EquivalenceClasses<void *> linked;
+    auto link = [&](void *a, void *b) { linked.unionSets(a, b); };
+    auto keyOf = [](Value value) { return value.getAsOpaquePointer(); };
+    auto isFragment = [](Value value) {
+      return isa<FragmentType>(value.getType());
+    };
+
     SmallVector<Value> fragments;
     SmallVector<ParallelOp> parallels;
     WalkResult walk = launch.walk([&](Operation *op) -> WalkResult {
+      if (auto copy = dyn_cast<CopyOp>(op);
+          copy && isFragment(copy.getSource()) && isFragment(copy.getDest()))
+        link(keyOf(copy.getSource()), keyOf(copy.getDest()));
+      if (auto cast = dyn_cast<CastOp>(op);
+          cast && isFragment(cast.getSource()) && isFragment(cast.getDest()))
+        link(keyOf(cast.getSource()), keyOf(cast.getDest()));
       for (Value result : op->getResults()) {
         auto fragment = dyn_cast<FragmentType>(result.getType());
         if (!fragment)
@@ -82,6 +104,7 @@ struct TileAssignLayoutsPass
                  << " is used both inside and outside tile.per_warpgroup "
                     "(inside, each warpgroup has its own copy)";
         fragmentScopes[result] = *scope;
+        linked.insert(keyOf(result));
         unsigned id = shapeId(*sizes, *scope);
         int64_t bytes = std::max<int64_t>(
             1, fragment.getElementType().getIntOrFloatBitWidth() / 8);
@@ -110,6 +133,21 @@ struct TileAssignLayoutsPass
                  << " is not bound; run tile-bind-params first";
         shapeId(*sizes, opScope(parallel));
         parallels.push_back(parallel);
+        linked.insert(parallel.getOperation());
+        ValueRange ivs = parallel.getInductionVars();
+        parallel.getBody().walk([&](Operation *inner) {
+          Value fragment;
+          OperandRange indices = inner->getOperands();
+          if (auto load = dyn_cast<LoadOp>(inner)) {
+            fragment = load.getSource();
+            indices = load.getIndices();
+          } else if (auto store = dyn_cast<StoreOp>(inner)) {
+            fragment = store.getDest();
+            indices = store.getIndices();
+          }
+          if (fragment && isFragment(fragment) && llvm::equal(indices, ivs))
+            link(parallel.getOperation(), keyOf(fragment));
+        });
       }
       return WalkResult::advance();
     });
@@ -147,10 +185,34 @@ struct TileAssignLayoutsPass
         vector /= 2;
       vectorOfLeader[(*it)->getData()] = vector;
     }
+    // Layouts fixed by gemms, views and reductions: per class, and per
+    // shape (the first one seen) for the classes nothing constrains.
+    llvm::DenseMap<void *, FragmentLayoutAttr> classLayouts;
+    llvm::DenseMap<unsigned, FragmentLayoutAttr> accumulators; // per shape
+    auto classLayout = [&](void *key) {
+      return classLayouts.lookup(linked.getLeaderValue(key));
+    };
+    // Records `layout` for `key`'s class (and its shape when the shape has
+    // none); false when the class already holds a different one.
+    auto constrain = [&](void *key, unsigned shape, FragmentLayoutAttr layout) {
+      FragmentLayoutAttr &known = classLayouts[linked.getLeaderValue(key)];
+      if (known && !areEquivalentLayouts(known, layout))
+        return false;
+      if (!known)
+        known = layout;
+      accumulators.try_emplace(shape, layout);
+      return true;
+    };
+    // The layout a fragment's class holds, else its shape's.
+    auto fixedLayout = [&](Value fragment, unsigned shape) {
+      if (FragmentLayoutAttr layout = classLayout(keyOf(fragment)))
+        return layout;
+      return accumulators.lookup(shape);
+    };
+
     // tile.gemm fixes the layout of its accumulator (the wgmma one, split
     // over the warpgroups by its policy) and needs its shared operands in
     // the swizzled layout wgmma reads: one swizzle atom per K-major row.
-    llvm::DenseMap<unsigned, FragmentLayoutAttr> accumulators;
     WalkResult gemms = launch.walk([&](GemmOp gemm) -> WalkResult {
       auto cType = cast<FragmentType>(gemm.getC().getType());
       std::optional<SmallVector<int64_t>> cShape =
@@ -164,14 +226,11 @@ struct TileAssignLayoutsPass
       if (!layout)
         return failure();
       unsigned id = shapeId(*cShape, threads);
-      FragmentLayoutAttr known = accumulators.lookup(id);
-      if (known && !areEquivalentLayouts(known, layout))
+      if (!constrain(keyOf(gemm.getC()), id, layout))
         return gemm.emitOpError("splits its accumulator over the warpgroups "
-                                "differently from another gemm into a tile "
-                                "of the same shape; give both the same "
-                                "policy");
-      if (!known)
-        accumulators[id] = layout;
+                                "differently from another gemm into the same "
+                                "tile (or one a tile.parallel, copy or cast "
+                                "links to it); give both the same policy");
       // A in registers (wgmma only) takes wgmma's A-operand layout.
       if (auto aFragment = dyn_cast<FragmentType>(gemm.getA().getType())) {
         std::string reason;
@@ -195,18 +254,16 @@ struct TileAssignLayoutsPass
         FragmentLayoutAttr aLayout = getWgmmaOperandALayout(
             launch.getContext(), aShape[0], aShape[1], bytes, *partition);
         unsigned aId = shapeId(aShape, threads);
-        // An accumulator of A's shape may already hold the same layout
-        // under another map (16-bit A: a cast score tile feeding the next
-        // gemm); it stays.
-        FragmentLayoutAttr known = accumulators.lookup(aId);
-        if (known && !areEquivalentLayouts(known, aLayout))
+        // A linked accumulator may already hold the same layout under
+        // another map (16-bit A: the score tile cast register by register
+        // into the next gemm's A); it stays.
+        if (!constrain(keyOf(gemm.getA()), aId, aLayout))
           return gemm.emitOpError("A fragment ")
                  << formatDims(aFragment.getDims())
-                 << " needs wgmma's A-operand layout, but another fragment "
-                    "of that shape has a different layout; give A its own "
-                    "shape";
-        if (!known)
-          accumulators[aId] = aLayout;
+                 << " needs wgmma's A-operand layout, but a tile.parallel, "
+                    "copy or cast links it to a fragment with another layout "
+                    "(an 8-bit A cannot be cast from an accumulator register "
+                    "by register); fill A on its own";
       }
       for (Value operand : {Value(gemm.getA()), Value(gemm.getB())}) {
         if (isa<FragmentType>(operand.getType()))
@@ -313,7 +370,7 @@ struct TileAssignLayoutsPass
         return;
       int64_t scope = valueScope(view.getSource());
       FragmentLayoutAttr accumulator =
-          accumulators.lookup(shapeId(*sourceShape, scope));
+          fixedLayout(view.getSource(), shapeId(*sourceShape, scope));
       if (!accumulator)
         return;
       AffineMap map = accumulator.getMap();
@@ -329,10 +386,13 @@ struct TileAssignLayoutsPass
         AffineExpr coord = linear.floorDiv(stride);
         coords.push_back(i == 0 ? coord : coord % size);
       }
-      accumulators[shapeId(*resultShape, scope)] = FragmentLayoutAttr::get(
+      FragmentLayoutAttr viewed = FragmentLayoutAttr::get(
           launch.getContext(), accumulator.getThreads(),
           accumulator.getValues(),
           AffineMap::get(2, 0, coords, launch.getContext()));
+      unsigned resultId = shapeId(*resultShape, scope);
+      classLayouts[linked.getLeaderValue(keyOf(view.getResult()))] = viewed;
+      accumulators[resultId] = viewed;
     });
 
     // A reduction of an accumulator leaves its results where they are: its
@@ -345,17 +405,19 @@ struct TileAssignLayoutsPass
         return;
       int64_t scope = valueScope(reduce.getSource());
       FragmentLayoutAttr accumulator =
-          accumulators.lookup(shapeId(*sourceShape, scope));
+          fixedLayout(reduce.getSource(), shapeId(*sourceShape, scope));
       auto destShape = destType.getTileShape().getStaticSizes();
       if (!accumulator || !destShape || valueScope(reduce.getDest()) != scope ||
-          accumulators.count(shapeId(*destShape, scope)))
+          classLayout(keyOf(reduce.getDest())))
         return;
       if (FragmentLayoutAttr reduced =
               getReducedLayout(accumulator, *sourceShape, reduce.getDim()))
-        accumulators[shapeId(*destShape, scope)] = reduced;
+        constrain(keyOf(reduce.getDest()), shapeId(*destShape, scope), reduced);
     });
 
-    auto layoutFor = [&](ArrayRef<int64_t> shape, int64_t scope) {
+    auto layoutFor = [&](void *key, ArrayRef<int64_t> shape, int64_t scope) {
+      if (FragmentLayoutAttr layout = classLayout(key))
+        return layout;
       unsigned id = shapeId(shape, scope);
       if (FragmentLayoutAttr accumulator = accumulators.lookup(id))
         return accumulator;
@@ -369,11 +431,12 @@ struct TileAssignLayoutsPass
       auto sizes = *type.getTileShape().getStaticSizes();
       fragment.setType(FragmentType::get(
           type.getContext(), type.getDims(), type.getElementType(),
-          layoutFor(sizes, valueScope(fragment))));
+          layoutFor(keyOf(fragment), sizes, valueScope(fragment))));
     }
     for (ParallelOp parallel : parallels)
-      parallel.setLayoutAttr(
-          layoutFor(*parallel.getDomain().getStaticSizes(), opScope(parallel)));
+      parallel.setLayoutAttr(layoutFor(parallel.getOperation(),
+                                       *parallel.getDomain().getStaticSizes(),
+                                       opScope(parallel)));
     return verifyFragmentAccesses(launch);
   }
 

@@ -187,34 +187,90 @@ tile.kernel @gemm_register_a() {
 
 // -----
 
-// A 16-bit A of the accumulator's shape: wgmma's A-operand layout and the
-// accumulator layout are the same layout (a cast score tile feeds the next
-// gemm from registers); both keep the accumulator's map.
+// A 16-bit A cast register by register from an accumulator of its shape
+// (the score tile feeding the next gemm): the cast links the two, and
+// wgmma's A-operand and accumulator layouts are the same layout, so both
+// keep the accumulator's map.
 // CHECK-LABEL: tile.kernel @gemm_register_a_same_shape
-// CHECK: %[[A:.*]] = tile.alloc : !tile.frag<[64, 64], bf16, #tile.frag_layout<threads = 128, values = 32, map = [[MAP:.*]]>>
-// CHECK: tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 128, values = 32, map = [[MAP]]>>
+// CHECK: tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 128, values = 32, map = [[MAP:.*]]>>
+// CHECK: tile.alloc : !tile.frag<[64, 64], bf16, #tile.frag_layout<threads = 128, values = 32, map = [[MAP]]>>
 tile.kernel @gemm_register_a_same_shape() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
-    %a = tile.alloc : !tile.frag<[64, 64], bf16>
-    %b = tile.alloc : !tile.shared<[64, 64], bf16>
-    %c = tile.alloc : !tile.frag<[64, 64], f32>
-    tile.gemm %a, %b, %c transpose_b : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k = tile.alloc : !tile.shared<[64, 64], bf16>
+    %v = tile.alloc : !tile.shared<[64, 64], bf16>
+    %s = tile.alloc : !tile.frag<[64, 64], f32>
+    %p = tile.alloc : !tile.frag<[64, 64], bf16>
+    %o = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %q, %k, %s transpose_b : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.cast %s to %p : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
+    tile.gemm %p, %v, %o transpose_b : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
   }
 }
 
 // -----
 
 // An 8-bit A holds four consecutive columns per register, the accumulator
-// two: a real clash.
-tile.kernel @gemm_register_a_shape_clash() {
+// two. Nothing links them, so each fragment of the shared shape keeps its
+// own layout (layouts are per linked class, not per shape).
+// CHECK-LABEL: tile.kernel @gemm_register_a_8bit_beside_accumulator
+// CHECK: tile.alloc : !tile.frag<[64, 64], f8E4M3FN, #tile.frag_layout<threads = 128, values = 32, map = (d0, d1) -> ({{.*}}, {{.*}} + d1 mod 4)>>
+// CHECK: tile.alloc : !tile.frag<[64, 64], f32, #tile.frag_layout<threads = 128, values = 32, map = (d0, d1) -> ({{.*}}, {{.*}} + d1 mod 2)>>
+tile.kernel @gemm_register_a_8bit_beside_accumulator() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
     %a = tile.alloc : !tile.frag<[64, 64], f8E4M3FN>
     %b = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
     %c = tile.alloc : !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.gemm' op A fragment [64, 64] needs wgmma's A-operand layout, but another fragment of that shape has a different layout; give A its own shape}}
     tile.gemm %a, %b, %c transpose_b : !tile.frag<[64, 64], f8E4M3FN>, !tile.shared<[64, 64], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+  }
+}
+
+// -----
+
+// Row and column statistics of a square accumulator: both [64], each in
+// the layout its reduction leaves (2 values a thread for the rows, 16 for
+// the columns), and a parallel over the accumulator reads both.
+// CHECK-LABEL: tile.kernel @row_and_column_statistics
+// CHECK: tile.alloc : !tile.frag<[64], f32, #tile.frag_layout<threads = 128, values = 2,
+// CHECK: tile.alloc : !tile.frag<[64], f32, #tile.frag_layout<threads = 128, values = 16,
+tile.kernel @row_and_column_statistics() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %s = tile.alloc : !tile.frag<[64, 64], f32>
+    %rows = tile.alloc : !tile.frag<[64], f32>
+    %cols = tile.alloc : !tile.frag<[64], f32>
+    tile.gemm %a, %a, %s transpose_b : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.reduce sum %s to %rows dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+    tile.reduce max %s to %cols dim = 0 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+    tile.parallel (%i, %j) in [64, 64] {
+      %x = tile.load %s[%i, %j] : !tile.frag<[64, 64], f32>
+      %r = tile.load %rows[%i] : !tile.frag<[64], f32>
+      %c = tile.load %cols[%j] : !tile.frag<[64], f32>
+      %y = arith.subf %x, %r : f32
+      %z = arith.subf %y, %c : f32
+      tile.store %z, %s[%i, %j] : !tile.frag<[64, 64], f32>
+    }
+  }
+}
+
+// -----
+
+// A cast links an 8-bit A to an accumulator register by register: a real
+// clash.
+tile.kernel @gemm_register_a_8bit_cast_from_accumulator() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[64, 64], f8E4M3FN>
+    %b = tile.alloc : !tile.shared<[64, 64], f8E4M3FN>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    %d = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %b, %b, %c transpose_b : !tile.shared<[64, 64], f8E4M3FN>, !tile.shared<[64, 64], f8E4M3FN> -> !tile.frag<[64, 64], f32>
+    tile.cast %c to %a : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], f8E4M3FN>
+    // expected-error @+1 {{'tile.gemm' op A fragment [64, 64] needs wgmma's A-operand layout, but a tile.parallel, copy or cast links it to a fragment with another layout (an 8-bit A cannot be cast from an accumulator register by register); fill A on its own}}
+    tile.gemm %a, %b, %d transpose_b : !tile.frag<[64, 64], f8E4M3FN>, !tile.shared<[64, 64], f8E4M3FN> -> !tile.frag<[64, 64], f32>
   }
 }
 

@@ -101,7 +101,17 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
 
     A `tile.gemm` fixes the layout of its accumulator: on sm_90a the wgmma
     m64nN layout split over the warpgroups by the warp policy, elsewhere the
-    mma.sync m16n8k16 layout split over the warps; its shared operands get
+    mma.sync m16n8k16 layout split over the warps; a register A operand gets
+    wgmma's A-operand layout, a `tile.view` of a fixed fragment the same
+    registers re-indexed, and the destination of a `tile.reduce` of one the
+    layout the reduction leaves. These fixed layouts hold per linked class,
+    not per shape: a `tile.parallel` is linked to the fragments it accesses
+    at its induction variables, and a fragment-to-fragment copy or cast
+    links its two sides. So an 8-bit A beside an accumulator of its shape,
+    or the row and column statistics of a square accumulator, each keep
+    their own layout; a class that two of them would constrain differently
+    is an error. Classes nothing fixes take the layout fixed for their shape
+    (if any), else the vector layout above. Its shared operands get
     the swizzled layout of one 32/64/128-byte atom per K-major row. So does
     a staging tile: a shared tile that a fragment is copied into and that
     only copies use (an epilogue through shared memory), whose rows are 32,
