@@ -1388,3 +1388,17 @@ tile.kernel @overlap_gemm_operand_written(%k: !tile.global<[?, 64], bf16>) {
     }
   }
 }
+
+// -----
+
+tile.kernel @copy_fragment_window() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c = tile.alloc : !tile.frag<[64, 128], f32>
+    %small = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    // expected-error @+1 {{'tile.copy' op takes a window of the source fragment; windows into fragments are not supported (copy the whole fragment, or go through shared memory)}}
+    tile.copy %c[%c0, %c64] to %small : !tile.frag<[64, 128], f32> to !tile.frag<[64, 64], f32>
+  }
+}

@@ -828,6 +828,13 @@ LogicalResult CopyOp::verify() {
   Type windowType = windowIsSource ? sourceType : destType;
   Type tileType = windowIsSource ? destType : sourceType;
   StringRef windowName = windowIsSource ? "source" : "destination";
+  // A fragment's elements are spread over the threads by its layout; a
+  // window into one has no thread-local meaning.
+  if (isa<FragmentType>(windowType))
+    return emitOpError("takes a window of the ")
+           << windowName
+           << " fragment; windows into fragments are not supported (copy the "
+              "whole fragment, or go through shared memory)";
   TileShape window = shapeOf(windowType), tile = shapeOf(tileType);
   OperandRange offsets = windowIsSource ? getSourceOffsets() : getDestOffsets();
   if (!offsets.empty() &&

@@ -80,8 +80,10 @@ struct TileAssignLayoutsPass
     SmallVector<Value> fragments;
     SmallVector<ParallelOp> parallels;
     WalkResult walk = launch.walk([&](Operation *op) -> WalkResult {
+      // (The verifiers give both sides one shape and no window.)
       if (auto copy = dyn_cast<CopyOp>(op);
-          copy && isFragment(copy.getSource()) && isFragment(copy.getDest()))
+          copy && isFragment(copy.getSource()) && isFragment(copy.getDest()) &&
+          copy.getSourceOffsets().empty() && copy.getDestOffsets().empty())
         link(keyOf(copy.getSource()), keyOf(copy.getDest()));
       if (auto cast = dyn_cast<CastOp>(op);
           cast && isFragment(cast.getSource()) && isFragment(cast.getDest()))
@@ -145,7 +147,9 @@ struct TileAssignLayoutsPass
             fragment = store.getDest();
             indices = store.getIndices();
           }
-          if (fragment && isFragment(fragment) && llvm::equal(indices, ivs))
+          if (fragment && isFragment(fragment) && llvm::equal(indices, ivs) &&
+              cast<FragmentType>(fragment.getType()).getDims() ==
+                  parallel.getExtents())
             link(parallel.getOperation(), keyOf(fragment));
         });
       }
@@ -202,12 +206,6 @@ struct TileAssignLayoutsPass
         known = layout;
       accumulators.try_emplace(shape, layout);
       return true;
-    };
-    // The layout a fragment's class holds, else its shape's.
-    auto fixedLayout = [&](Value fragment, unsigned shape) {
-      if (FragmentLayoutAttr layout = classLayout(keyOf(fragment)))
-        return layout;
-      return accumulators.lookup(shape);
     };
 
     // tile.gemm fixes the layout of its accumulator (the wgmma one, split
@@ -357,63 +355,102 @@ struct TileAssignLayoutsPass
           "tile.swizzle",
           IntegerAttr::get(IntegerType::get(launch.getContext(), 64), swizzle));
     });
-    // A view of an accumulator keeps its registers: the layout of the view
-    // is the accumulator's map, re-delinearized for the new shape.
-    launch.walk([&](ViewOp view) {
-      auto sourceType = dyn_cast<FragmentType>(view.getSource().getType());
-      auto resultType = dyn_cast<FragmentType>(view.getResult().getType());
-      if (!sourceType || !resultType)
-        return;
-      auto sourceShape = sourceType.getTileShape().getStaticSizes();
-      auto resultShape = resultType.getTileShape().getStaticSizes();
-      if (!sourceShape || !resultShape)
-        return;
-      int64_t scope = valueScope(view.getSource());
-      FragmentLayoutAttr accumulator =
-          fixedLayout(view.getSource(), shapeId(*sourceShape, scope));
-      if (!accumulator)
-        return;
-      AffineMap map = accumulator.getMap();
+    // Views and reductions of fixed fragments: a view re-indexes its
+    // source's registers (the view's layout is the source's map,
+    // re-delinearized for the new shape); a reduction leaves its results
+    // where they are (its destination takes the reduced layout unless
+    // something fixed it already). Repeated until nothing changes: a view
+    // of a reduction's destination may come before the reduction. A source
+    // that nothing fixed takes its shape's fixed layout for good (what it
+    // would hold anyway), so no later reduction fixes it differently.
+    auto sourceLayout = [&](Value source, unsigned shape) {
+      if (FragmentLayoutAttr layout = classLayout(keyOf(source)))
+        return layout;
+      FragmentLayoutAttr fallback = accumulators.lookup(shape);
+      if (fallback)
+        classLayouts[linked.getLeaderValue(keyOf(source))] = fallback;
+      return fallback;
+    };
+    auto viewLayout = [&](FragmentLayoutAttr source,
+                          ArrayRef<int64_t> sourceShape,
+                          ArrayRef<int64_t> resultShape) {
+      AffineMap map = source.getMap();
       AffineExpr linear = getAffineConstantExpr(0, launch.getContext());
-      for (auto [expr, size] : llvm::zip(map.getResults(), *sourceShape))
+      for (auto [expr, size] : llvm::zip(map.getResults(), sourceShape))
         linear = linear * size + expr;
       int64_t stride = 1;
-      for (int64_t size : *resultShape)
+      for (int64_t size : resultShape)
         stride *= size;
       SmallVector<AffineExpr> coords;
-      for (auto [i, size] : llvm::enumerate(*resultShape)) {
+      for (auto [i, size] : llvm::enumerate(resultShape)) {
         stride /= size;
         AffineExpr coord = linear.floorDiv(stride);
         coords.push_back(i == 0 ? coord : coord % size);
       }
-      FragmentLayoutAttr viewed = FragmentLayoutAttr::get(
-          launch.getContext(), accumulator.getThreads(),
-          accumulator.getValues(),
+      return FragmentLayoutAttr::get(
+          launch.getContext(), source.getThreads(), source.getValues(),
           AffineMap::get(2, 0, coords, launch.getContext()));
-      unsigned resultId = shapeId(*resultShape, scope);
-      classLayouts[linked.getLeaderValue(keyOf(view.getResult()))] = viewed;
-      accumulators[resultId] = viewed;
-    });
-
-    // A reduction of an accumulator leaves its results where they are: its
-    // destination (and what shares its shape) takes the reduced layout.
-    launch.walk([&](ReduceOp reduce) {
-      auto sourceType = cast<FragmentType>(reduce.getSource().getType());
-      auto destType = dyn_cast<FragmentType>(reduce.getDest().getType());
-      auto sourceShape = sourceType.getTileShape().getStaticSizes();
-      if (!destType || !sourceShape)
-        return;
-      int64_t scope = valueScope(reduce.getSource());
-      FragmentLayoutAttr accumulator =
-          fixedLayout(reduce.getSource(), shapeId(*sourceShape, scope));
-      auto destShape = destType.getTileShape().getStaticSizes();
-      if (!accumulator || !destShape || valueScope(reduce.getDest()) != scope ||
-          classLayout(keyOf(reduce.getDest())))
-        return;
-      if (FragmentLayoutAttr reduced =
-              getReducedLayout(accumulator, *sourceShape, reduce.getDim()))
-        constrain(keyOf(reduce.getDest()), shapeId(*destShape, scope), reduced);
-    });
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      WalkResult views = launch.walk([&](ViewOp view) -> WalkResult {
+        auto sourceType = dyn_cast<FragmentType>(view.getSource().getType());
+        auto resultType = dyn_cast<FragmentType>(view.getResult().getType());
+        if (!sourceType || !resultType)
+          return WalkResult::advance();
+        auto sourceShape = sourceType.getTileShape().getStaticSizes();
+        auto resultShape = resultType.getTileShape().getStaticSizes();
+        if (!sourceShape || !resultShape)
+          return WalkResult::advance();
+        int64_t scope = valueScope(view.getSource());
+        FragmentLayoutAttr source =
+            sourceLayout(view.getSource(), shapeId(*sourceShape, scope));
+        if (!source)
+          return WalkResult::advance();
+        FragmentLayoutAttr viewed =
+            viewLayout(source, *sourceShape, *resultShape);
+        if (FragmentLayoutAttr known = classLayout(keyOf(view.getResult()))) {
+          if (areEquivalentLayouts(known, viewed))
+            return WalkResult::advance();
+          view.emitOpError("result ")
+              << formatDims(resultType.getDims())
+              << " shares its source's registers, but a tile.parallel, copy "
+                 "or cast links it to a fragment with another layout";
+          return WalkResult::interrupt();
+        }
+        unsigned resultId = shapeId(*resultShape, scope);
+        constrain(keyOf(view.getResult()), resultId, viewed);
+        // Other fragments of the view's shape take it too (as before
+        // layouts were kept per class).
+        accumulators[resultId] = viewed;
+        changed = true;
+        return WalkResult::advance();
+      });
+      if (views.wasInterrupted())
+        return failure();
+      launch.walk([&](ReduceOp reduce) {
+        auto sourceType = cast<FragmentType>(reduce.getSource().getType());
+        auto destType = dyn_cast<FragmentType>(reduce.getDest().getType());
+        auto sourceShape = sourceType.getTileShape().getStaticSizes();
+        if (!destType || !sourceShape)
+          return;
+        int64_t scope = valueScope(reduce.getSource());
+        auto destShape = destType.getTileShape().getStaticSizes();
+        if (!destShape || valueScope(reduce.getDest()) != scope ||
+            classLayout(keyOf(reduce.getDest())))
+          return;
+        FragmentLayoutAttr source =
+            sourceLayout(reduce.getSource(), shapeId(*sourceShape, scope));
+        if (!source)
+          return;
+        if (FragmentLayoutAttr reduced =
+                getReducedLayout(source, *sourceShape, reduce.getDim())) {
+          constrain(keyOf(reduce.getDest()), shapeId(*destShape, scope),
+                    reduced);
+          changed = true;
+        }
+      });
+    }
 
     auto layoutFor = [&](void *key, ArrayRef<int64_t> shape, int64_t scope) {
       if (FragmentLayoutAttr layout = classLayout(key))

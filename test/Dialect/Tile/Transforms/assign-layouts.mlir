@@ -258,6 +258,51 @@ tile.kernel @row_and_column_statistics() {
 
 // -----
 
+// A view of a reduction's destination, written before the reduction
+// fixes it: the view still shares the destination's registers (2 values a
+// thread).
+// CHECK-LABEL: tile.kernel @view_of_reduction
+// CHECK: tile.alloc : !tile.frag<[64], f32, #tile.frag_layout<threads = 128, values = 2, map = [[ROWS:.*]]>>
+// CHECK: tile.view %{{.*}} to !tile.frag<[8, 8], f32, #tile.frag_layout<threads = 128, values = 2,
+tile.kernel @view_of_reduction(%out: !tile.global<[8, 8], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %w = tile.view %r : !tile.frag<[64], f32> to !tile.frag<[8, 8], f32>
+    tile.gemm %a, %a, %c transpose_b : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.reduce sum %c to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+    tile.copy %w to %out : !tile.frag<[8, 8], f32> to !tile.global<[8, 8], f32>
+  }
+}
+
+// -----
+
+// A view shares its source's registers; a parallel linking it to an
+// accumulator of another layout would read other elements.
+tile.kernel @view_linked_to_another_layout(%out: !tile.global<[128, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[128, 64], bf16>
+    %c = tile.alloc : !tile.frag<[64, 128], f32>
+    %c2 = tile.alloc : !tile.frag<[128, 64], f32>
+    tile.gemm %a, %b, %c transpose_b : !tile.shared<[64, 64], bf16>, !tile.shared<[128, 64], bf16> -> !tile.frag<[64, 128], f32>
+    tile.gemm %b, %a, %c2 transpose_b : !tile.shared<[128, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[128, 64], f32>
+    // expected-error @+1 {{'tile.view' op result [128, 64] shares its source's registers, but a tile.parallel, copy or cast links it to a fragment with another layout}}
+    %v = tile.view %c : !tile.frag<[64, 128], f32> to !tile.frag<[128, 64], f32>
+    tile.parallel (%i, %j) in [128, 64] {
+      %x = tile.load %v[%i, %j] : !tile.frag<[128, 64], f32>
+      %y = tile.load %c2[%i, %j] : !tile.frag<[128, 64], f32>
+      %z = arith.addf %x, %y : f32
+      tile.store %z, %c2[%i, %j] : !tile.frag<[128, 64], f32>
+    }
+  }
+}
+
+// -----
+
 // A cast links an 8-bit A to an accumulator register by register: a real
 // clash.
 tile.kernel @gemm_register_a_8bit_cast_from_accumulator() {
