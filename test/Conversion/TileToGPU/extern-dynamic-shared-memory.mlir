@@ -21,6 +21,9 @@
 // NOBASE: error: 'llvm.inline_asm' op names the dynamic shared-memory base, but the module has 0 dynamic shared-memory globals (expected 1)
 // TWOBASES: error: 'llvm.inline_asm' op names the dynamic shared-memory base, but the module has 2 dynamic shared-memory globals (expected 1)
 // WGMMA: mov.b64 %rd{{[0-9]+}}, __dynamic_shmem__0;
+// Two warpgroups: each one's operand offset comes from its index
+// broadcast from lane 0 (warp-uniform for ptxas, like the base).
+// WGMMA: shfl.sync.idx.b32 %r{{[0-9]+}}, %r{{[0-9]+}}, 0, 31, -1;
 // WGMMA: wgmma.mma_async
 // CHECK-LABEL: gpu.module @named
 // CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, __dynamic_shmem__0;", "=l"
