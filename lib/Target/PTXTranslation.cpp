@@ -68,9 +68,20 @@ getNVVMModules(ModuleOp module) {
             << type << ", which LLVM IR cannot express; lower it first";
         return WalkResult::interrupt();
       };
-      if (auto global = dyn_cast<LLVM::GlobalOp>(op))
+      if (auto global = dyn_cast<LLVM::GlobalOp>(op)) {
         if (!LLVM::isCompatibleType(global.getGlobalType()))
           return refuse(global.getGlobalType());
+        // NVPTX aborts the process on a global in any other address space.
+        unsigned space = global.getAddrSpace();
+        if (space != 0 && space != 1 && space != 3 && space != 4 &&
+            space != 5) {
+          global.emitOpError("is in address space ")
+              << space
+              << ", which PTX has no state space for (0 generic, 1 "
+                 "global, 3 shared, 4 constant, 5 local)";
+          return WalkResult::interrupt();
+        }
+      }
       if (!isa<LLVM::LLVMDialect, NVVM::NVVMDialect>(op->getDialect()))
         return WalkResult::advance();
       for (Type type : op->getResultTypes())

@@ -50,3 +50,14 @@ module attributes {gpu.container_module} {
     llvm.mlir.global internal @other() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4 x complex<f32>>
   }
 }
+
+// -----
+
+// NVPTX aborts on a global in an address space PTX has no state space for
+// (found by hisa-fuzz).
+// CHECK: error: 'llvm.mlir.global' op is in address space 1024, which PTX has no state space for (0 generic, 1 global, 3 shared, 4 constant, 5 local)
+module attributes {gpu.container_module} {
+  gpu.module @odd_space [#nvvm.target<chip = "sm_90a">] {
+    llvm.mlir.global internal @g() {addr_space = 1024 : i32} : i32
+  }
+}

@@ -419,7 +419,10 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     // The warpgroup index, broadcast from lane 0: ptxas then knows it is
     // the same in every lane and keeps the descriptors built from it in
     // uniform registers (from threadId / 128 it moved each descriptor word
-    // with R2UR before every wgmma).
+    // with R2UR before every wgmma). The shuffle sits where the whole warp
+    // runs the gemm; gpu.shuffle is Pure in MLIR, so no pass between this
+    // lowering and NVVM may sink it into thread-dependent control flow
+    // (only canonicalize and CSE run there; LLVM treats it as convergent).
     Type i32 = b.getI32Type();
     Value perThread = arith::IndexCastOp::create(
         b, loc, i32,

@@ -1402,3 +1402,32 @@ tile.kernel @copy_fragment_window() {
     tile.copy %c[%c0, %c64] to %small : !tile.frag<[64, 128], f32> to !tile.frag<[64, 64], f32>
   }
 }
+
+// -----
+
+tile.kernel @gemm_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.parallel (%i) in [8] {
+      // expected-error @+1 {{'tile.gemm' op cannot be in a tile.parallel body (the whole block runs a gemm together)}}
+      tile.gemm %a, %a, %c transpose_b : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+  }
+}
+
+// -----
+
+// Found by hisa-fuzz: a predicate block with no terminator crashed the
+// verifier.
+tile.kernel @all_of_empty_predicate() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %scales = tile.alloc : !tile.shared<[64], f32>
+    // expected-error @+1 {{'tile.all_of' op predicate must end with tile.yield of an i1}}
+    %ok = tile.all_of %scales : !tile.shared<[64], f32> {
+    ^bb0(%s: f32):
+    }
+  }
+}

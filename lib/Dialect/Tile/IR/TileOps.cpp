@@ -907,6 +907,11 @@ static bool isSupportedGemmTypes(Type a, Type b, Type c) {
 }
 
 LogicalResult GemmOp::verify() {
+  // wgmma and mma.sync are warp(group)-wide, and the lowering meets the
+  // whole block at a barrier before them; a parallel body runs per element.
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("cannot be in a tile.parallel body (the whole block "
+                       "runs a gemm together)");
   Type aType = getA().getType(), bType = getB().getType(),
        cType = getC().getType();
   TileShape a = shapeOf(aType), b = shapeOf(bType), c = shapeOf(cType);
@@ -1476,13 +1481,14 @@ LogicalResult AllOfOp::verify() {
   if (body.getNumArguments() != 1 || body.getArgument(0).getType() != element)
     return emitOpError("predicate takes one argument, the element (")
            << element << ")";
+  // (Checked before walking the body: an empty block has no terminator.)
+  if (!body.mightHaveTerminator() || !isa<YieldOp>(body.getTerminator()))
+    return emitOpError("predicate must end with tile.yield of an i1");
   for (Operation &op : body.without_terminator())
     if (isa<TileDialect>(op.getDialect()) || !isMemoryEffectFree(&op))
       return op.emitOpError("cannot be in a tile.all_of predicate: it "
                             "computes an i1 from the element with "
                             "side-effect-free ops");
-  if (!isa<YieldOp>(body.getTerminator()))
-    return emitOpError("predicate must end with tile.yield of an i1");
   if ((*this)->getParentOfType<ParallelOp>())
     return emitOpError("is block-wide: every thread takes part, so it cannot "
                        "be in a tile.parallel body (use tile.vote there)");
