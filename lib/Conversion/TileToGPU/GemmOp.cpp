@@ -416,26 +416,11 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   Value bAddress = addressOf(op.getB());
   // Each warpgroup starts at its own rows of A (split M) or of B (split N).
   if (partition->warpgroups > 1) {
-    // The warpgroup index, broadcast from lane 0: ptxas then knows it is
-    // the same in every lane and keeps the descriptors built from it in
+    // Warp-uniform for ptxas, so the descriptors built from it stay in
     // uniform registers (from threadId / 128 it moved each descriptor word
-    // with R2UR before every wgmma). The shuffle sits where the whole warp
-    // runs the gemm; gpu.shuffle is Pure in MLIR, so no pass between this
-    // lowering and NVVM may sink it into thread-dependent control flow
-    // (only canonicalize and CSE run there; LLVM treats it as convergent).
-    Type i32 = b.getI32Type();
-    Value perThread = arith::IndexCastOp::create(
-        b, loc, i32,
-        arith::DivUIOp::create(
-            b, loc, threadId,
-            arith::ConstantIndexOp::create(b, loc, 128).getResult()));
-    Value broadcast =
-        gpu::ShuffleOp::create(b, loc, perThread,
-                               arith::ConstantIntOp::create(b, loc, i32, 0),
-                               arith::ConstantIntOp::create(b, loc, i32, 32),
-                               gpu::ShuffleMode::IDX)
-            .getShuffleResult();
-    Value group = arith::ExtUIOp::create(b, loc, i64, broadcast);
+    // with R2UR before every wgmma).
+    Value group =
+        arith::ExtUIOp::create(b, loc, i64, getUniformWarpgroupIndex(b, loc));
     int64_t groupBytes =
         partition->splitN
             ? bGeometry.getOffset(groupN, 0)

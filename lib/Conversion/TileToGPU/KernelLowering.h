@@ -259,6 +259,13 @@ public:
   sharedIndices(mlir::OpBuilder &b, mlir::Value tile,
                 llvm::ArrayRef<mlir::Value> coords);
   mlir::Value isThreadZero(mlir::OpBuilder &b);
+  /// threadId / 128 (i32), broadcast from lane 0 so that ptxas knows it
+  /// is warp-uniform and keeps what is built from it (wgmma descriptors)
+  /// in uniform registers. Emitted where the whole warp runs; gpu.shuffle
+  /// is Pure in MLIR, so no pass between this lowering and NVVM may sink it
+  /// into thread-dependent control flow (only canonicalize and CSE run
+  /// there; LLVM treats it as convergent).
+  mlir::Value getUniformWarpgroupIndex(mlir::OpBuilder &b, mlir::Location loc);
   /// Element conversion, with fp8 through PTX cvt.
   mlir::Value convertElement(mlir::OpBuilder &b, mlir::Value value,
                              mlir::Type to);

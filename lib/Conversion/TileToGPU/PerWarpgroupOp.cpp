@@ -29,21 +29,9 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
   if (warpgroup)
     return op.emitOpError("is nested in another tile.per_warpgroup");
   Location loc = op.getLoc();
-  // Broadcast from lane 0 so that ptxas knows it is warp-uniform (tiles
-  // picked by it then give uniform wgmma descriptors).
-  Type wgType = b.getI32Type();
-  Value wg = arith::IndexCastOp::create(
-      b, loc, b.getIndexType(),
-      gpu::ShuffleOp::create(
-          b, loc,
-          arith::IndexCastOp::create(
-              b, loc, wgType,
-              arith::DivUIOp::create(b, loc, threadId,
-                                     index(b, kWarpgroupThreads))),
-          arith::ConstantIntOp::create(b, loc, wgType, 0),
-          arith::ConstantIntOp::create(b, loc, wgType, 32),
-          gpu::ShuffleMode::IDX)
-          .getShuffleResult());
+  // Warp-uniform for ptxas: tiles picked by it give uniform descriptors.
+  Value wg = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                        getUniformWarpgroupIndex(b, loc));
   Value local =
       arith::RemUIOp::create(b, loc, threadId, index(b, kWarpgroupThreads));
   // The whole block meets before and after the body: what the launch's

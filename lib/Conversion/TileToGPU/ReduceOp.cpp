@@ -142,7 +142,7 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   // chains, combined pairwise at the end: one chain over a thread's 16
   // values of a row is 15 dependent adds (~60 cycles of latency in an
   // epilogue), four are 3 + 2.
-  const int64_t kRegisterChains = op.getChains();
+  const int64_t numChains = op.getChains();
   SmallVector<Value> &regs = registers[op.getSource()];
   llvm::MapVector<int64_t, SmallVector<Value>> chains;
   DenseMap<int64_t, int64_t> seen;
@@ -155,11 +155,11 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     int64_t key = v & ~valueMask;
     SmallVector<Value> &chain = chains[key];
     int64_t position = seen[key]++;
-    if (position < kRegisterChains)
+    if (position < numChains)
       chain.push_back(element);
     else
-      chain[position % kRegisterChains] =
-          combiner.combine(b, loc, chain[position % kRegisterChains], element);
+      chain[position % numChains] =
+          combiner.combine(b, loc, chain[position % numChains], element);
   }
   llvm::MapVector<int64_t, Value> partial;
   for (auto &[key, chain] : chains) {

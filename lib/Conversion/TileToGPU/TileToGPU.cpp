@@ -278,6 +278,19 @@ void KernelLowering::roleRendezvous(OpBuilder &b) {
       ValueRange{id, count});
 }
 
+Value KernelLowering::getUniformWarpgroupIndex(OpBuilder &b, Location loc) {
+  Type i32 = b.getI32Type();
+  Value perThread = arith::IndexCastOp::create(
+      b, loc, i32,
+      arith::DivUIOp::create(b, loc, threadId, index(b, kWarpgroupThreads)));
+  Value broadcast =
+      gpu::ShuffleOp::create(
+          b, loc, perThread, arith::ConstantIntOp::create(b, loc, i32, 0),
+          arith::ConstantIntOp::create(b, loc, i32, 32), gpu::ShuffleMode::IDX)
+          .getShuffleResult();
+  return broadcast;
+}
+
 void KernelLowering::barrier(OpBuilder &b) {
   // Adjacent barriers are redundant.
   Block *block = b.getInsertionBlock();

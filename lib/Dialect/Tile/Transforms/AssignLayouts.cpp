@@ -21,6 +21,16 @@ namespace {
 
 using Shape = SmallVector<int64_t>;
 
+/// The tile a tile.load reads or a tile.store writes, with the indices;
+/// nullopt for other ops.
+std::optional<std::pair<Value, OperandRange>> getElementAccess(Operation *op) {
+  if (auto load = dyn_cast<LoadOp>(op))
+    return std::make_pair(load.getSource(), load.getIndices());
+  if (auto store = dyn_cast<StoreOp>(op))
+    return std::make_pair(store.getDest(), store.getIndices());
+  return std::nullopt;
+}
+
 struct TileAssignLayoutsPass
     : public hisa::tile::impl::TileAssignLayoutsBase<TileAssignLayoutsPass> {
   using Base::Base;
@@ -138,16 +148,12 @@ struct TileAssignLayoutsPass
         linked.insert(parallel.getOperation());
         ValueRange ivs = parallel.getInductionVars();
         parallel.getBody().walk([&](Operation *inner) {
-          Value fragment;
-          OperandRange indices = inner->getOperands();
-          if (auto load = dyn_cast<LoadOp>(inner)) {
-            fragment = load.getSource();
-            indices = load.getIndices();
-          } else if (auto store = dyn_cast<StoreOp>(inner)) {
-            fragment = store.getDest();
-            indices = store.getIndices();
-          }
-          if (fragment && isFragment(fragment) && llvm::equal(indices, ivs) &&
+          std::optional<std::pair<Value, OperandRange>> access =
+              getElementAccess(inner);
+          if (!access)
+            return;
+          auto [fragment, indices] = *access;
+          if (isFragment(fragment) && llvm::equal(indices, ivs) &&
               cast<FragmentType>(fragment.getType()).getDims() ==
                   parallel.getExtents())
             link(parallel.getOperation(), keyOf(fragment));
@@ -502,17 +508,11 @@ struct TileAssignLayoutsPass
   /// Fragment elements live in the registers of the thread that owns them.
   LogicalResult verifyFragmentAccesses(LaunchOp launch) {
     WalkResult walk = launch.walk([&](Operation *op) -> WalkResult {
-      Value buffer;
-      OperandRange indices = op->getOperands();
-      if (auto load = dyn_cast<LoadOp>(op)) {
-        buffer = load.getSource();
-        indices = load.getIndices();
-      } else if (auto store = dyn_cast<StoreOp>(op)) {
-        buffer = store.getDest();
-        indices = store.getIndices();
-      } else {
+      std::optional<std::pair<Value, OperandRange>> access =
+          getElementAccess(op);
+      if (!access)
         return WalkResult::advance();
-      }
+      auto [buffer, indices] = *access;
       auto fragment = dyn_cast<FragmentType>(buffer.getType());
       if (!fragment)
         return WalkResult::advance();
