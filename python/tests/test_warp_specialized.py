@@ -90,8 +90,10 @@ def test_sparse_attn_ws_matches_the_plain_kernel(b, s, h, nkv, k):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attn_ws_matches_the_plain_kernel(causal):
-    """The operator runs flash_attn_ws when causal, flash_attn otherwise:
-    both kernels, launched directly, give the same bits as the operator."""
+    """The operator runs flash_attn_ws when causal, flash_attn otherwise: it
+    gives the bits of the kernel it runs. The two kernels differ only in how
+    a thread's row max and sum are chained (flash_attn_ws: 4 chains, the
+    plain kernel: 1), so they agree to rounding, not bit for bit."""
     fresh_seed(torch)
     q, k, v = (torch.randn(2, 3, 1000, 128, device="cuda").bfloat16() for _ in range(3))
     operator = hisa.flash_attn(q, k, v, causal=causal)
@@ -102,6 +104,8 @@ def test_flash_attn_ws_matches_the_plain_kernel(causal):
         kernel.launch(q, k, v, o, 128 ** -0.5)
         outputs[name] = o
     torch.cuda.synchronize()
-    assert not outputs["flash_attn"].isnan().any()
-    assert torch.equal(outputs["flash_attn_ws"], outputs["flash_attn"])
-    assert torch.equal(operator, outputs["flash_attn"])
+    for name, o in outputs.items():
+        assert not o.isnan().any(), name
+    torch.testing.assert_close(outputs["flash_attn_ws"].float(), outputs["flash_attn"].float(),
+                               rtol=1e-2, atol=1e-2)
+    assert torch.equal(operator, outputs["flash_attn_ws" if causal else "flash_attn"])
