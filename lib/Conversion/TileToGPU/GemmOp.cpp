@@ -143,25 +143,56 @@ void KernelLowering::fenceSharedForAsyncProxy(OpBuilder &b) {
       NVVM::SharedSpaceAttr::get(context, NVVM::SharedSpace::shared_cta));
 }
 
-bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
-  if (loop.getNumStages() < 2)
-    return false;
-  for (Operation &op : loop.getBody().front()) {
+/// Whether `op` (with what it contains) leaves shared memory as it is: a
+/// gemm writes its register accumulator; stores and reductions into
+/// fragments or local arrays; loads; regions of such ops.
+static bool leavesSharedMemory(Operation &op) {
+  // Not isPure: an unsigned division by a parameter is not speculatable,
+  // but it writes no shared memory either.
+  if (isa<LoadOp, DimOp, ParamOp, AllOfOp, GemmOp>(op) ||
+      isMemoryEffectFree(&op))
+    return true;
+  if (isa<StoreOp, ReduceOp>(op)) {
+    Value dest = getWrittenTile(&op);
+    return dest && isa<FragmentType, LocalType>(dest.getType());
+  }
+  if (isa<ParallelOp, scf::IfOp, scf::ForOp>(op))
+    return llvm::all_of(op.getRegions(), [](Region &region) {
+      return llvm::all_of(region.getOps(), [](Operation &inside) {
+        return leavesSharedMemory(inside);
+      });
+    });
+  return false;
+}
+
+/// Whether everything `block` runs before `gemm` (which it contains, maybe
+/// nested) leaves shared memory as it is, apart from staged copies.
+static bool onlyStagedWritesBefore(Block &block, GemmOp gemm) {
+  for (Operation &op : block) {
     if (&op == gemm.getOperation())
       return true;
+    if (op.isAncestor(gemm)) {
+      Block *inner = gemm->getBlock();
+      while (inner->getParentOp() != &op)
+        inner = inner->getParentOp()->getBlock();
+      return onlyStagedWritesBefore(*inner, gemm);
+    }
     if (auto copy = dyn_cast<CopyOp>(op)) {
       if (isa<GlobalType>(copy.getSource().getType()) &&
           isa<SharedType>(copy.getDest().getType()))
         continue; // a staged copy
       return false;
     }
-    // Not isPure: an unsigned division by a parameter is not speculatable,
-    // but it writes no shared memory either.
-    if (isa<LoadOp, DimOp, ParamOp, AllOfOp>(op) || isMemoryEffectFree(&op))
-      continue;
-    return false;
+    if (!leavesSharedMemory(op))
+      return false;
   }
   return false;
+}
+
+bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
+  if (loop.getNumStages() < 2)
+    return false;
+  return onlyStagedWritesBefore(loop.getBody().front(), gemm);
 }
 
 void KernelLowering::storeGemmAccumulators(OpBuilder &b, GemmOp op,

@@ -258,6 +258,12 @@ public:
   llvm::SmallVector<mlir::Value>
   sharedIndices(mlir::OpBuilder &b, mlir::Value tile,
                 llvm::ArrayRef<mlir::Value> coords);
+  /// The storage indices of element `indices` of `tile` for a tile.load or
+  /// tile.store `op`: sharedIndices for a whole swizzled tile, an error for
+  /// a view into one, the indices themselves otherwise.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  getElementIndices(mlir::Operation *op, mlir::OpBuilder &b, mlir::Value tile,
+                    mlir::ValueRange indices);
   mlir::Value isThreadZero(mlir::OpBuilder &b);
   /// threadId / 128 (i32), broadcast from lane 0 so that ptxas knows it
   /// is warp-uniform and keeps what is built from it (wgmma descriptors)

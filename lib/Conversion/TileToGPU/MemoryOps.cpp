@@ -505,6 +505,22 @@ static FailureOr<int64_t> getReadValue(ParallelOp parallel,
   return failure();
 }
 
+FailureOr<SmallVector<Value>>
+KernelLowering::getElementIndices(Operation *op, OpBuilder &b, Value tile,
+                                  ValueRange indices) {
+  Value viewed = getViewedTile(tile);
+  AllocOp alloc = getRootAlloc(viewed);
+  if (!isa<SharedType>(tile.getType()) || !alloc ||
+      !alloc->hasAttr("tile.swizzle"))
+    return SmallVector<Value>(indices);
+  // A gemm operand is stored as swizzled panels (a flat array); only the
+  // whole tile knows its panel geometry.
+  if (viewed != tile)
+    return op->emitOpError("cannot address an element through a view of a "
+                           "swizzled (tile.gemm operand) tile");
+  return sharedIndices(b, tile, llvm::to_vector(indices));
+}
+
 LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
                                         const ElementContext *context) {
   Location loc = op.getLoc();
@@ -521,7 +537,11 @@ LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
     result = memref::LoadOp::create(b, loc,
                                     registers.lookup(op.getSource())[*value]);
   } else {
-    result = loadElements(b, memrefs.lookup(op.getSource()), op.getIndices(), 1,
+    FailureOr<SmallVector<Value>> indices =
+        getElementIndices(op, b, op.getSource(), op.getIndices());
+    if (failed(indices))
+      return failure();
+    result = loadElements(b, memrefs.lookup(op.getSource()), *indices, 1,
                           isa<GlobalType>(type));
   }
   op.getResult().replaceAllUsesWith(result);
@@ -540,9 +560,13 @@ LogicalResult KernelLowering::lowerStore(StoreOp op, OpBuilder &b,
     return success();
   }
   // Serial code runs in every thread; one of them performs the write.
+  FailureOr<SmallVector<Value>> indices =
+      getElementIndices(op, b, op.getDest(), op.getIndices());
+  if (failed(indices))
+    return failure();
   Value writer =
       (!context && !isa<LocalType>(type)) ? isThreadZero(b) : Value();
-  storeElements(b, op.getValue(), memrefs.lookup(op.getDest()), op.getIndices(),
+  storeElements(b, op.getValue(), memrefs.lookup(op.getDest()), *indices,
                 isa<GlobalType>(type), writer);
   if (!context && isa<SharedType>(type))
     barrier(b);

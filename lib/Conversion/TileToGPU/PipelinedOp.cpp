@@ -429,9 +429,10 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
                    getRoundParity(inner, loc, k, stages));
     }
-    for (GemmOp gemm : body.getOps<GemmOp>())
+    body.walk([&](GemmOp gemm) {
       if (isFencedByPipeline(op, gemm))
         fencedGemms.insert(gemm);
+    });
     // With TMA alone, the mbarrier wait makes the stage visible to every
     // thread and to wgmma, and the fence and barrier before the loop cover
     // what was written before it; a body that writes shared memory itself
@@ -704,9 +705,10 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       // the async proxy) and tiles written before the loop (fenced before
       // barrier 0) or in earlier iterations (fenced above): it needs no fence
       // and barrier of its own.
-      for (GemmOp gemm : body.getOps<GemmOp>())
+      body.walk([&](GemmOp gemm) {
         if (isFencedByPipeline(op, gemm))
           fencedGemms.insert(gemm);
+      });
     }
     for (CopyOp copy : producers) {
       Value tile = copy.getDest();
