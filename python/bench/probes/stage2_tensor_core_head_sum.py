@@ -15,6 +15,7 @@ Variants (all warp-specialized, as the operator runs):
   i32     the built-in with the 32-bit window test only (exact)
   stages3, stages4, tc_i32_stages3: three or four key-tile stages
   tc_i32_kt128, tc_i32_stages3_kt128: key tiles of 128 rows
+  claim, tc_i32_claim: output slots claimed once per warp and step
 
     PYTHONPATH=python python3 python/bench/probes/stage2_tensor_core_head_sum.py [--sizes=32768,131072]
 """
@@ -99,6 +100,38 @@ WINDOW_I32 = [
         %before_end = arith.cmpi slt, %j, %end_w : i32"""),
 ]
 
+# The keys above the threshold claim their output slots with one shared
+# atomic per warp and step (ballot, rank by popcount below the lane, the
+# first lane claims the warp's count), as topk_f32.mlir does, instead of one
+# atomic on the same counter per key (2048 per query).
+WARP_CLAIM = [
+    ("""        scf.if %take {
+          %c3 = arith.constant 3 : index
+          %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
+          %slot = arith.index_cast %slot_i32 : i32 to index""",
+     """        %takers = tile.vote ballot %take : i32
+        %lane_w = arith.index_cast %lane : index to i32
+        %lane_bit_w = arith.shli %one, %lane_w : i32
+        %below_w = arith.subi %lane_bit_w, %one : i32
+        %takers_below = arith.andi %takers, %below_w : i32
+        %rank_w = math.ctpop %takers_below : i32
+        %count_w = math.ctpop %takers : i32
+        %first_w = arith.cmpi eq, %lane, %c0 : index
+        %some_w = arith.cmpi ne, %count_w, %zero : i32
+        %claim_w = arith.andi %first_w, %some_w : i1
+        %claimed_w = scf.if %claim_w -> (i32) {
+          %c3 = arith.constant 3 : index
+          %old_w = tile.atomic add %count_w, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
+          scf.yield %old_w : i32
+        } else {
+          scf.yield %zero : i32
+        }
+        %base_w = tile.warp_broadcast %claimed_w, %zero : i32
+        scf.if %take {
+          %slot_i32 = arith.addi %base_w, %rank_w : i32
+          %slot = arith.index_cast %slot_i32 : i32 to index"""),
+]
+
 THREE_STAGES = [
     ("step %c1 num_stages = 2 {", "step %c1 num_stages = 3 warp_specialized {"),
 ]
@@ -113,6 +146,8 @@ VARIANTS = {
     "stages3": THREE_STAGES,
     "stages4": FOUR_STAGES,
     "tc_i32_stages3": THREE_STAGES + TENSOR_CORE_SUM + WINDOW_I32,
+    "claim": WARP_SPECIALIZED + WARP_CLAIM,
+    "tc_i32_claim": WARP_SPECIALIZED + TENSOR_CORE_SUM + WINDOW_I32 + WARP_CLAIM,
 }
 # Also with key tiles of 128 rows (two m64 wgmma per warpgroup and tile).
 PARAMS = {"tc_i32_kt128": ("tc_i32", "kt=128,min_blocks=2"),
