@@ -18,6 +18,7 @@ Variants (all warp-specialized, as the operator runs):
   claim, tc_i32_claim: output slots claimed once per warp and step
 
     PYTHONPATH=python python3 python/bench/probes/stage2_tensor_core_head_sum.py [--sizes=32768,131072]
+    ... --loads-only: only the loop's key gathers and the selection
 """
 
 import os
@@ -132,6 +133,21 @@ WARP_CLAIM = [
           %slot = arith.index_cast %slot_i32 : i32 to index"""),
 ]
 
+# The loop without its gemm and epilogue: each key tile's rows only
+# touched (row i's first byte times its scale becomes its logit), so the
+# time is the key gathers (L2 -> shared memory) plus the selection. The
+# selections differ from the built-in's (the logits do).
+LOADS_ONLY_FROM = "      tile.gemm %k_tile, %q_tile, %scores transpose_b clear_accum"
+LOADS_ONLY_TO = "      %slot0 = arith.muli %t, %kt : index"
+LOADS_ONLY_BODY = """      tile.parallel (%i) in [kt] {
+        %first_byte = tile.load %k_tile[%i, %c0] : !tile.shared<[kt, dim], f8E4M3FN>
+        %x = arith.extf %first_byte : f8E4M3FN to f32
+        %s = tile.load %scale_tile[%i] : !tile.shared<[kt], f32>
+        %v = arith.mulf %x, %s : f32
+        tile.store %v, %row_logits[%i] : !tile.frag<[kt], f32>
+      }
+"""
+
 THREE_STAGES = [
     ("step %c1 num_stages = 2 {", "step %c1 num_stages = 3 warp_specialized {"),
 ]
@@ -152,6 +168,13 @@ VARIANTS = {
 # Also with key tiles of 128 rows (two m64 wgmma per warpgroup and tile).
 PARAMS = {"tc_i32_kt128": ("tc_i32", "kt=128,min_blocks=2"),
           "tc_i32_stages3_kt128": ("tc_i32_stages3", "kt=128,min_blocks=2")}
+
+
+def loads_only_source():
+    source = variant_source(WARP_SPECIALIZED)
+    first = source.index(LOADS_ONLY_FROM)
+    last = source.index(LOADS_ONLY_TO)
+    return source[:first] + LOADS_ONLY_BODY + source[last:]
 
 
 def variant_source(replacements):
@@ -176,6 +199,13 @@ def main():
         with open(path, "w") as f:
             f.write(variant_source(replacements))
         paths.append(path)
+    if "--loads-only" in sys.argv:
+        path = os.path.join(directory, "loads_only.mlir")
+        with open(path, "w") as f:
+            f.write(loads_only_source())
+        sys.argv = [sys.argv[0], path] + sizes
+        stage2_source_ab.main()
+        return
     for base, overrides in PARAMS.values():
         paths.append(os.path.join(directory, f"{base}.mlir:{overrides}"))
     sys.argv = [sys.argv[0]] + paths + sizes
