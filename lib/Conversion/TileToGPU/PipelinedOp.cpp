@@ -612,10 +612,19 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
            << sets << " copies and a tile.release; at most "
            << kMaxReleasedCopies << " copies can be released one by one";
 
-  // ---- Consumers, in place of the loop -----------------------------------
-  Value mbarriers = getMbarrierBase(b, offset.getInt());
+  // ---- The mbarriers, before the roles split -----------------------------
+  // Thread 0 initializes them while every thread is still at the same
+  // instruction, and a block-wide barrier (after the fence that makes them
+  // visible to TMA) orders that before any role uses them, as CUTLASS
+  // does. (Initialized in the consumers' part behind the roles' named
+  // rendezvous, racecheck reported the producer's first arrive.expect_tx
+  // against the init.) The loop runs once: it sits directly in the launch,
+  // the only warp-specialized one.
+  OpBuilder beforeRoles(roleSplit);
+  Value entryMbarriers = getMbarrierBase(beforeRoles, offset.getInt());
   int64_t fullCount = (anyCpAsync ? kProducerThreads : 0) + (anyTma ? 1 : 0);
-  emitIf(b, isThreadZero(b), [&](OpBuilder &leader) {
+  emitIf(beforeRoles, isThreadZero(beforeRoles), [&](OpBuilder &leader) {
+    Value mbarriers = entryMbarriers;
     for (int64_t c = 0; c < sets; ++c) {
       // A copy of its own completes on one TMA arrival (with its bytes) or
       // on every producer thread's cp.async arrival.
@@ -636,6 +645,11 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       }
     }
   });
+  fenceSharedForAsyncProxy(beforeRoles);
+  gpu::BarrierOp::create(beforeRoles, loc);
+
+  // ---- Consumers, in place of the loop -----------------------------------
+  Value mbarriers = getMbarrierBase(b, offset.getInt());
   // The consumers' masks of copies waited for and released (registers
   // after mem2reg).
   Value waitedMask, releasedMask;
@@ -647,8 +661,8 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     releasedMask = memref::AllocaOp::create(entry, loc, cast<MemRefType>(mask));
   }
   // What the consumers wrote to shared memory so far (index tiles the
-  // producer's gathers read, operands of wgmma) and the mbarriers are
-  // visible to both proxies and to the producer after the rendezvous.
+  // producer's gathers read, operands of wgmma) is visible to both proxies
+  // and to the producer after the rendezvous.
   fenceSharedForAsyncProxy(b);
   roleRendezvous(b);
 
