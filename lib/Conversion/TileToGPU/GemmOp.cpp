@@ -166,19 +166,27 @@ static bool leavesSharedMemory(Operation &op) {
 }
 
 /// Whether everything `block` runs before `gemm` (which it contains, maybe
-/// nested) leaves shared memory as it is, apart from staged copies.
-static bool onlyStagedWritesBefore(Block &block, GemmOp gemm) {
+/// nested) leaves shared memory as it is, apart from the pipeline's staged
+/// copies (global-to-shared copies directly in its body, `topLevel`).
+/// Nested gemms count only inside an scf.if or a synchronized
+/// tile.per_warpgroup: in a nested loop, what follows the gemm runs before
+/// its next pass.
+static bool onlyStagedWritesBefore(Block &block, GemmOp gemm, bool topLevel) {
   for (Operation &op : block) {
     if (&op == gemm.getOperation())
       return true;
     if (op.isAncestor(gemm)) {
+      auto perWarpgroup = dyn_cast<PerWarpgroupOp>(op);
+      if (!isa<scf::IfOp>(op) &&
+          !(perWarpgroup && !perWarpgroup.getUnsynchronized()))
+        return false;
       Block *inner = gemm->getBlock();
       while (inner->getParentOp() != &op)
         inner = inner->getParentOp()->getBlock();
-      return onlyStagedWritesBefore(*inner, gemm);
+      return onlyStagedWritesBefore(*inner, gemm, /*topLevel=*/false);
     }
     if (auto copy = dyn_cast<CopyOp>(op)) {
-      if (isa<GlobalType>(copy.getSource().getType()) &&
+      if (topLevel && isa<GlobalType>(copy.getSource().getType()) &&
           isa<SharedType>(copy.getDest().getType()))
         continue; // a staged copy
       return false;
@@ -192,7 +200,8 @@ static bool onlyStagedWritesBefore(Block &block, GemmOp gemm) {
 bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
   if (loop.getNumStages() < 2)
     return false;
-  return onlyStagedWritesBefore(loop.getBody().front(), gemm);
+  return onlyStagedWritesBefore(loop.getBody().front(), gemm,
+                                /*topLevel=*/true);
 }
 
 void KernelLowering::storeGemmAccumulators(OpBuilder &b, GemmOp op,

@@ -88,6 +88,13 @@ static Value getEffectiveUpperBound(OpBuilder &b, Location loc,
   return arith::SelectOp::create(b, loc, positive, upper, op.getLowerBound());
 }
 
+/// Whether `body` has a tile.gemm, at any depth (a gemm nested in scf.if or
+/// tile.per_warpgroup may count on the iteration's fence too).
+static bool containsGemm(Block &body) {
+  return body.walk([](GemmOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 /// Whether tile op `op` writes a shared tile other than by an atomic or a
 /// scan (those alone never needed a barrier at the top of an iteration).
 static bool writesSharedTile(Operation *op) {
@@ -442,7 +449,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       // memory) become visible to wgmma's async proxy before the barrier,
       // so a gemm at the top of the body needs no fence and barrier of its
       // own.
-      if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
+      if (containsGemm(body) && hasWgmma(chip))
         fenceSharedForAsyncProxy(inner);
       gpu::BarrierOp::create(inner, loc);
     }
@@ -689,7 +696,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     // overwrite what a slower warp of the previous iteration still reads, and
     // what it wrote reaches wgmma's async proxy through a fence.
     if (staged->writesNeedIterationBarrier) {
-      if (!body.getOps<GemmOp>().empty() && hasWgmma(chip))
+      if (containsGemm(body) && hasWgmma(chip))
         fenceSharedForAsyncProxy(inner);
       barrier(inner);
     }
