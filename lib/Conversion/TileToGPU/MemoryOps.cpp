@@ -596,7 +596,10 @@ static arith::AtomicRMWKind getRMWKind(AtomicKind kind, Type element) {
 LogicalResult KernelLowering::lowerAtomic(AtomicOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   Value dest = op.getDest();
-  if (auto alloc = getRootAlloc(dest); alloc && alloc->hasAttr("tile.swizzle"))
+  // Defensive: atomics take 32/64-bit elements, gemm operands are 8/16-bit
+  // (also through a view: the view's memref is the swizzled storage).
+  if (auto alloc = getRootAlloc(getViewedTile(dest));
+      alloc && alloc->hasAttr("tile.swizzle"))
     return op.emitOpError("cannot update a swizzled (tile.gemm operand) "
                           "shared tile element-wise");
   Value memref = memrefs.lookup(dest);

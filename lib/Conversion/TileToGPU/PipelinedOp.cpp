@@ -551,7 +551,12 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
           return failure();
         indices.push_back(*cloned);
       }
-      Value loaded = loadElements(b, memrefs.lookup(tile), indices, 1,
+      // (A gemm operand is read through its swizzle.)
+      FailureOr<SmallVector<Value>> at =
+          getElementIndices(load, b, tile, indices);
+      if (failed(at))
+        return failure();
+      Value loaded = loadElements(b, memrefs.lookup(tile), *at, 1,
                                   /*checkBounds=*/false);
       mapping.map(value, loaded);
       return loaded;
