@@ -294,9 +294,13 @@ public:
   /// warpgroups, the same for every reduction so that the warpgroups'
   /// slices never overlap.
   int64_t warpgroupScratchBytes = 0;
-  /// Gemms at the top of a pipelined body, after the fence and barrier that
-  /// the pipeline emits (see isFencedByPipeline).
+  /// Gemms of a pipelined body (maybe nested in scf.if or per_warpgroup)
+  /// that count on the fence and barrier the pipeline emits (see
+  /// isFencedByPipeline).
   llvm::SmallPtrSet<mlir::Operation *, 4> fencedGemms;
+  /// Adds the gemms of `loop`'s body (at any depth) that isFencedByPipeline
+  /// to fencedGemms.
+  void markGemmsFencedByPipeline(PipelinedOp loop);
   /// Gemms whose wgmma group stays in flight (wait_group 1) across the
   /// iterations of their pipelined loop (see getDeferrableGemm).
   llvm::SmallPtrSet<mlir::Operation *, 4> deferredGemms;

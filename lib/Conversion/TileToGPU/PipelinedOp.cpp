@@ -88,6 +88,13 @@ static Value getEffectiveUpperBound(OpBuilder &b, Location loc,
   return arith::SelectOp::create(b, loc, positive, upper, op.getLowerBound());
 }
 
+void KernelLowering::markGemmsFencedByPipeline(PipelinedOp loop) {
+  loop.getBody().walk([&](GemmOp gemm) {
+    if (isFencedByPipeline(loop, gemm))
+      fencedGemms.insert(gemm);
+  });
+}
+
 /// Whether `body` has a tile.gemm, at any depth (a gemm nested in scf.if or
 /// tile.per_warpgroup may count on the iteration's fence too).
 static bool containsGemm(Block &body) {
@@ -436,10 +443,7 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
       waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
                    getRoundParity(inner, loc, k, stages));
     }
-    body.walk([&](GemmOp gemm) {
-      if (isFencedByPipeline(op, gemm))
-        fencedGemms.insert(gemm);
-    });
+    markGemmsFencedByPipeline(op);
     // With TMA alone, the mbarrier wait makes the stage visible to every
     // thread and to wgmma, and the fence and barrier before the loop cover
     // what was written before it; a body that writes shared memory itself
@@ -633,10 +637,9 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   // against the init.) The loop runs once: it sits directly in the launch,
   // the only warp-specialized one.
   OpBuilder beforeRoles(roleSplit);
-  Value entryMbarriers = getMbarrierBase(beforeRoles, offset.getInt());
+  Value initMbarriers = getMbarrierBase(beforeRoles, offset.getInt());
   int64_t fullCount = (anyCpAsync ? kProducerThreads : 0) + (anyTma ? 1 : 0);
   emitIf(beforeRoles, isThreadZero(beforeRoles), [&](OpBuilder &leader) {
-    Value mbarriers = entryMbarriers;
     for (int64_t c = 0; c < sets; ++c) {
       // A copy of its own completes on one TMA arrival (with its bytes) or
       // on every producer thread's cp.async arrival.
@@ -646,12 +649,12 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       for (int64_t s = 0; s < stages; ++s) {
         NVVM::MBarrierInitOp::create(
             leader, loc,
-            getCopyMbarrier(leader, mbarriers, index(leader, c),
+            getCopyMbarrier(leader, initMbarriers, index(leader, c),
                             index(leader, s), /*empty=*/false, sets, stages),
             constantI32(leader, count), Value());
         NVVM::MBarrierInitOp::create(
             leader, loc,
-            getCopyMbarrier(leader, mbarriers, index(leader, c),
+            getCopyMbarrier(leader, initMbarriers, index(leader, c),
                             index(leader, s), /*empty=*/true, sets, stages),
             constantI32(leader, threads / 32), Value());
       }
@@ -731,10 +734,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       // the async proxy) and tiles written before the loop (fenced before
       // barrier 0) or in earlier iterations (fenced above): it needs no fence
       // and barrier of its own.
-      body.walk([&](GemmOp gemm) {
-        if (isFencedByPipeline(op, gemm))
-          fencedGemms.insert(gemm);
-      });
+      markGemmsFencedByPipeline(op);
     }
     for (CopyOp copy : producers) {
       Value tile = copy.getDest();
