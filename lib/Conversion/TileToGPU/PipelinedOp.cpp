@@ -566,7 +566,32 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
       return loaded;
     }
   }
-  if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
+  // A value the consumers read from a shared tile before the loop (a trip
+  // count computed in the kernel): the producer reads it again after the
+  // roles' rendezvous, which orders the consumers' writes before it. Only
+  // when nothing writes the tile from the loop on (its later users are
+  // reads), so both roles read the same value.
+  bool rereadable = false;
+  if (auto load = dyn_cast_or_null<memref::LoadOp>(def)) {
+    Value tile;
+    for (auto [candidate, memref] : memrefs)
+      if (memref == load.getMemRef())
+        tile = candidate;
+    auto loop = dyn_cast<PipelinedOp>(user);
+    rereadable = loop && tile && isa<SharedType>(tile.getType()) &&
+                 tile.getDefiningOp<AllocOp>() && !stagedTiles.contains(tile) &&
+                 llvm::all_of(tile.getUsers(), [&](Operation *other) {
+                   if (isa<ViewOp, PickOp>(other))
+                     return false;
+                   if (isa<LoadOp>(other))
+                     return true;
+                   Operation *ancestor =
+                       loop->getBlock()->findAncestorOpInBlock(*other);
+                   return ancestor && ancestor->isBeforeInBlock(loop);
+                 });
+  }
+  if (!def || def->getNumRegions() != 0 ||
+      (!isMemoryEffectFree(def) && !rereadable) ||
       isa<TileDialect>(def->getDialect()))
     return user->emitOpError(
                "in a warp_specialized loop needs a value the producer "
@@ -750,13 +775,15 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   auto producerValue = [&](Value value) -> FailureOr<Value> {
     return cloneForProducer(pb, value, mapping, op);
   };
+  // The bounds after the rendezvous: they may read what the consumers
+  // wrote to shared memory before the loop.
+  roleRendezvous(pb);
   FailureOr<Value> pLower = producerValue(lower);
   FailureOr<Value> pUpper = producerValue(upper);
   FailureOr<Value> pStep = producerValue(step);
   if (failed(pLower) || failed(pUpper) || failed(pStep))
     return failure();
   Value pMbarriers = getMbarrierBase(pb, offset.getInt());
-  roleRendezvous(pb);
   // With TMA alone one thread issues everything: the others leave, since a
   // thread that waits on "empty" without arriving on "full" could fall two
   // phases behind and wait for a phase that never comes.

@@ -477,7 +477,9 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     per launch; the copies' offsets and the loop bounds must be computable
     from kernel arguments, block indices and arithmetic (the producer
     recomputes them), shared tiles written before the loop are visible to
-    the producer's gathers.
+    the producer's gathers, and a bound may be an element of a shared tile
+    written and read before the loop and not written from the loop on (a
+    trip count computed in the kernel; the producer reads it again).
 
     `overlap_gemm` (with `warp_specialized`, TMA copies, at least 3
     stages): the body's one gemm (`clear_accum`, after side-effect-free
