@@ -9,6 +9,12 @@ differ, so their rows say MISMATCH, which is expected).
   built).
 * ``no_epilogue``: the warp-specialized loop with its gathers and gemm, the
   epilogue reduced to a row max of the scores.
+* ``no_selection``: the warp-specialized loop as built, then nothing (no
+  histogram, radix select or output): the selection's share.
+* ``no_gemm_no_selection``: that, with the gemm replaced by clearing the
+  scores: LLVM folds the epilogue on zeros away, so this is the gathers,
+  the stage hand-over and the keys' stores alone (all-equal keys would send
+  a selection down its ties path, so there is none).
 
     PYTHONPATH=python python3 python/bench/probes/stage2_ablations.py [--sizes=32768,131072]
 
@@ -49,7 +55,17 @@ def variants(text):
                    + "          : !tile.frag<[kt, heads], f32> to !tile.frag<[kt], f32>\n"
                    + text[end:]).replace("num_stages = 2 {", "num_stages = 2 warp_specialized {")
     warp_specialized = text.replace("num_stages = 2 {", "num_stages = 2 warp_specialized {")
-    return {"built_in_ws": warp_specialized, "no_gathers": no_gathers, "no_epilogue": no_epilogue}
+    gemm_begin = warp_specialized.index("      tile.gemm %k_tile, %q_tile, %scores")
+    gemm_end = warp_specialized.index("-> !tile.frag<[kt, heads], f32>\n", gemm_begin)
+    no_gemm = (warp_specialized[:gemm_begin]
+               + "      tile.clear %scores : !tile.frag<[kt, heads], f32>\n"
+               + warp_specialized[gemm_end + len("-> !tile.frag<[kt, heads], f32>\n"):])
+    select_begin = warp_specialized.index("    tile.parallel (%warp, %lane) in [4, 32] {")
+    no_selection = warp_specialized[:select_begin] + "  }\n}\n"
+    select_begin = no_gemm.index("    tile.parallel (%warp, %lane) in [4, 32] {")
+    no_gemm_no_selection = no_gemm[:select_begin] + "  }\n}\n"
+    return {"built_in_ws": warp_specialized, "no_gathers": no_gathers, "no_epilogue": no_epilogue,
+            "no_selection": no_selection, "no_gemm_no_selection": no_gemm_no_selection}
 
 
 def main():
