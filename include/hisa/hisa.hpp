@@ -125,6 +125,14 @@ inline Status topkBf16(const void *x, int32_t *out, int64_t rows,
       hisa_topk_bf16(x, starts, ends, out, rows, columns, k, 0, stream));
 }
 
+/// Starts bringing bytes [0, bytes) of data (16-byte aligned device memory)
+/// into the L2 cache on `stream`: a hint nothing waits for (issue it on a
+/// side stream while the memory system idles, before a launch that streams
+/// the range, such as the next layer's weights).
+inline Status l2Prefetch(const void *data, uint64_t bytes, void *stream) {
+  return detail::status(hisa_l2_prefetch(data, bytes, stream));
+}
+
 /// Sizes of a DeepSeek-V4 sparse attention call (D = 512).
 struct SparseAttnShape {
   int64_t batch = 1;
@@ -224,6 +232,11 @@ public:
   }
   Status setLength(int64_t length, void *stream) {
     return detail::status(hisa_v4_attention_set_length(handle, length, stream));
+  }
+  /// Decode's L2 prefetch of its next projection's weights: at most `bytes`
+  /// per weight, -1 automatic (the default), 0 off.
+  Status setL2Prefetch(int64_t bytes) {
+    return detail::status(hisa_v4_attention_set_l2_prefetch(handle, bytes));
   }
   int64_t length() const {
     int64_t value = 0;

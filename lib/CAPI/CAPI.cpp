@@ -259,6 +259,10 @@ int hisa_topk(const float *x, const int32_t *starts, const int32_t *ends,
                                   relative != 0, stream));
 }
 
+int hisa_l2_prefetch(const void *data, uint64_t bytes, void *stream) {
+  return statusOf(hisa::ops::l2Prefetch(data, bytes, stream));
+}
+
 int hisa_topk_bf16(const void *x, const int32_t *starts, const int32_t *ends,
                    int32_t *out, int64_t rows, int64_t columns, int64_t k,
                    int32_t relative, void *stream) {
@@ -377,6 +381,12 @@ int hisa_v4_attention_set_length(hisa_v4_attention *layer, int64_t length,
   if (Error error = checkLayer(layer, "v4_attention_set_length"))
     return statusOf(std::move(error));
   return statusOf(layer->layer->setLength(length, stream));
+}
+
+int hisa_v4_attention_set_l2_prefetch(hisa_v4_attention *layer, int64_t bytes) {
+  if (Error error = checkLayer(layer, "v4_attention_set_l2_prefetch"))
+    return statusOf(std::move(error));
+  return statusOf(layer->layer->setL2Prefetch(bytes));
 }
 
 void hisa_v4_attention_destroy(hisa_v4_attention *layer) { delete layer; }

@@ -623,4 +623,17 @@ Error cpWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t start0,
   return runOperator("cp_windows", "", arguments, stream);
 }
 
+Error l2Prefetch(const void *data, uint64_t bytes, void *stream) {
+  const char *op = "l2_prefetch";
+  if (bytes > uint64_t(INT64_MAX))
+    return argumentError(
+        formatv("{0}: bytes = {1} is not a device range", op, bytes));
+  if (bytes == 0)
+    return Error::success();
+  if (Error error = checkPointer(op, "data", data, 16))
+    return error;
+  LaunchArgument arguments[] = {tensor(data, {int64_t(bytes)})};
+  return runOperator("l2_prefetch", "", arguments, stream);
+}
+
 } // namespace hisa::ops

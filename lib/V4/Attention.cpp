@@ -109,6 +109,11 @@ struct SideStreams {
   CUstream lanes[kLanes] = {};
   CUevent fork = nullptr, qrReady = nullptr, keysReady = nullptr,
           done[kLanes] = {};
+  /// Decode's L2 prefetches of the weights (Attention::setL2Prefetch): a
+  /// lane of their own, joined at the step's end; qProjected marks wq_b's
+  /// launch on the caller's stream.
+  CUstream prefetch = nullptr;
+  CUevent qProjected = nullptr, prefetched = nullptr;
 
   SideStreams() = default;
   SideStreams(const SideStreams &) = delete;
@@ -119,8 +124,10 @@ struct SideStreams {
     for (CUstream lane : lanes)
       if (lane)
         (void)driver->streamDestroy(lane);
-    for (CUevent event :
-         {fork, qrReady, keysReady, done[0], done[1], done[2], done[3]})
+    if (prefetch)
+      (void)driver->streamDestroy(prefetch);
+    for (CUevent event : {fork, qrReady, keysReady, done[0], done[1], done[2],
+                          done[3], qProjected, prefetched})
       if (event)
         (void)driver->eventDestroy(event);
   }
@@ -139,8 +146,12 @@ struct SideStreams {
       if (Error error = check(cuda.streamCreate(&lane, CU_STREAM_NON_BLOCKING),
                               "cuStreamCreate"))
         return error;
-    for (CUevent *event :
-         {&fork, &qrReady, &keysReady, &done[0], &done[1], &done[2], &done[3]})
+    if (Error error =
+            check(cuda.streamCreate(&prefetch, CU_STREAM_NON_BLOCKING),
+                  "cuStreamCreate"))
+      return error;
+    for (CUevent *event : {&fork, &qrReady, &keysReady, &done[0], &done[1],
+                           &done[2], &done[3], &qProjected, &prefetched})
       if (Error error = check(cuda.eventCreate(event, CU_EVENT_DISABLE_TIMING),
                               "cuEventCreate"))
         return error;
@@ -215,6 +226,7 @@ struct Attention::Buffers {
   /// so that each sequence's key scales start 16-byte aligned.
   int64_t indexKeyStride = 0;
   int64_t compressWidth = 0; ///< the compressor's row width
+  int64_t l2Bytes = 0;       ///< the device's L2 cache
 };
 
 Attention::Attention(const Config &config, const Weights &weights,
@@ -336,6 +348,16 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   b.driver = &driver;
   if (Error error = b.streams.create(driver))
     return std::move(error);
+  Expected<CUdevice> device = driver.getCurrentDevice();
+  if (!device)
+    return device.takeError();
+  int l2Bytes = 0;
+  if (Error error = b.streams.check(
+          driver.deviceGetAttribute(&l2Bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                                    *device),
+          "cuDeviceGetAttribute"))
+    return std::move(error);
+  b.l2Bytes = l2Bytes;
   b.compressedCapacity = c.compressRatio ? maxSeq / c.compressRatio : 0;
   b.compressWidth = (c.compressRatio == 4 ? 2 : 1) * kHeadDim;
   int64_t tokens = prefillTokens;
@@ -583,6 +605,40 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   void *compressStream = streams.lane(SideStreams::CompressLane);
   void *indexStream = streams.lane(SideStreams::IndexLane);
 
+  // A decode step reads each weight once, and the q branch's chain of small
+  // launches (wq_a, norms, RoPE, the index rows, sparse attention's gathers)
+  // leaves the memory system mostly idle: meanwhile a lane of its own warms
+  // L2 with the head of the next big projection's weights, wq_b's during
+  // wq_a and wo_a's from wq_b to wo_a (docs/design.md, "The V4 layer").
+  uint64_t prefetchBytes = decode ? l2PrefetchBytes() : 0;
+  struct PrefetchLane {
+    SideStreams &streams;
+    void *stream;
+    bool pending = false;
+    Error join() {
+      pending = false;
+      if (Error error = streams.record(streams.prefetched, streams.prefetch))
+        return error;
+      return streams.wait(stream, streams.prefetched);
+    }
+    ~PrefetchLane() {
+      if (pending)
+        consumeError(join());
+    }
+  } prefetchLane{streams, stream};
+  auto prefetch = [&](const void *weight, uint64_t bytes) -> Error {
+    return ops::l2Prefetch(weight, std::min(bytes, prefetchBytes),
+                           streams.prefetch);
+  };
+  if (prefetchBytes) {
+    if (Error error = streams.wait(streams.prefetch, streams.fork))
+      return error;
+    prefetchLane.pending = true;
+    if (Error error =
+            prefetch(w.wqB, uint64_t(c.heads) * kHeadDim * c.qLora * 2))
+      return error;
+  }
+
   // q: wq_a, q_norm, wq_b, the per-head norm, RoPE.
   if (Error error =
           project(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim, 1, stream))
@@ -597,6 +653,15 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = project(b.qr.get(), w.wqB, b.q.get(), tokens,
                             c.heads * kHeadDim, c.qLora, 1, stream))
     return error;
+  if (prefetchBytes) {
+    if (Error error = streams.record(streams.qProjected, stream))
+      return error;
+    if (Error error = streams.wait(streams.prefetch, streams.qProjected))
+      return error;
+    if (Error error =
+            prefetch(w.woA, uint64_t(c.oLora) * c.heads * kHeadDim * 2))
+      return error;
+  }
   if (Error error = ops::v4Rmsnorm(b.q.get(), b.ones.as<float>(), b.q.get(),
                                    tokens * c.heads, kHeadDim, eps, stream))
     return error;
@@ -728,6 +793,9 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
             (seq - first - run) * rowBytes, batch_, stream))
       return error;
   }
+  if (prefetchLane.pending)
+    if (Error error = prefetchLane.join())
+      return error;
   // The step's last launch: decode advances every position, prefill sets
   // them to the prompt length.
   if (Error error = ops::v4Advance(positions, batch_, /*set=*/!decode,
@@ -735,6 +803,23 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     return error;
   length_ = start + seq;
   return Error::success();
+}
+
+Error Attention::setL2Prefetch(int64_t bytes) {
+  if (bytes < -1)
+    return argumentError(formatv("v4_attention_set_l2_prefetch: bytes = {0} "
+                                 "must be -1 (automatic), 0 (off) or a size",
+                                 bytes));
+  l2Prefetch_ = bytes;
+  return Error::success();
+}
+
+uint64_t Attention::l2PrefetchBytes() const {
+  if (l2Prefetch_ >= 0)
+    return uint64_t(l2Prefetch_);
+  // Automatic: most of L2, the rest left to what the step's kernels keep
+  // there meanwhile (docs/performance.md, the seventeenth session's sweep).
+  return uint64_t(buffers_->l2Bytes) * kAutoL2PrefetchEighths / 8;
 }
 
 Error Attention::project(const void *x, const void *w, void *y, int64_t m,

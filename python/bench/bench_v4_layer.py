@@ -8,7 +8,7 @@ change the work) eager and replayed from a CUDA graph, against the memory
 floor (weights + gathered kv rows at the copy bandwidth of this run).
 
     python3 python/bench/bench_v4_layer.py [--seq 65536] [--decode-batch 64]
-        [--context 65536] [--out table.md]
+        [--context 65536] [--decode-only] [--l2-prefetch -1,0,24] [--out table.md]
 """
 
 import argparse
@@ -200,7 +200,7 @@ def prefill_rows(ratio, seq, lines):
     torch.cuda.empty_cache()
 
 
-def decode_rows(ratio, batch, context, copy_bw, lines):
+def decode_rows(ratio, batch, context, copy_bw, lines, prefetch_values=(-1,)):
     config = ref.Config(compress_ratio=ratio)
     weights = flash_weights(config)
     # Headroom past the context: graph replays advance the positions.
@@ -210,6 +210,14 @@ def decode_rows(ratio, batch, context, copy_bw, lines):
     layer.forward(prompt, 0)
     layer.set_length(context)
     x = torch.randn(batch, 1, config.dim, device="cuda").bfloat16()
+    for prefetch in prefetch_values:
+        layer.set_l2_prefetch(prefetch)
+        decode_row(layer, config, weights, ratio, batch, context, x, copy_bw, lines, prefetch)
+    del layer
+    torch.cuda.empty_cache()
+
+
+def decode_row(layer, config, weights, ratio, batch, context, x, copy_bw, lines, prefetch):
     position = [context]
 
     def step():
@@ -256,11 +264,13 @@ def decode_rows(ratio, batch, context, copy_bw, lines):
         kv_bytes += batch * entries * (128 + 4)
     floor = (weight_bytes + kv_bytes) / copy_bw
     best = graph_time or eager
-    lines.append(fmt_row([f"{ratio}", f"{batch}", f"{context}", f"{eager * 1e6:.0f}",
+    prefetch_cell = ("auto" if prefetch < 0 else "off" if prefetch == 0
+                     else f"{prefetch / 2**20:.0f} MiB")
+    lines.append(fmt_row([f"{ratio}", f"{batch}", f"{context}", prefetch_cell,
+                          f"{eager * 1e6:.0f}",
                           graph_cell, f"{wall * 1e6:.0f}", split_cell,
                           f"{(weight_bytes + kv_bytes) / 1e6:.0f}", f"{floor * 1e6:.0f}",
                           f"{100 * floor / best:.0f}"]))
-    torch.cuda.empty_cache()
 
 
 def main(argv=None):
@@ -271,7 +281,14 @@ def main(argv=None):
     parser.add_argument("--seq", type=int, default=65536)
     parser.add_argument("--decode-batch", type=int, default=64)
     parser.add_argument("--context", type=int, default=65536)
+    parser.add_argument("--decode-only", action="store_true",
+                        help="only the decode step table")
+    parser.add_argument("--l2-prefetch", default="-1,0",
+                        help="decode's L2 prefetch per weight to measure, comma-separated "
+                             "MiB (-1: the layer's automatic choice, 0: off)")
     args = parser.parse_args(argv)
+    prefetch_values = [int(float(v) * 2**20) if float(v) > 0 else int(v)
+                       for v in args.l2_prefetch.split(",")]
     if not torch.cuda.is_available():
         print("bench_v4_layer: no CUDA GPU", file=sys.stderr)
         return 2
@@ -289,31 +306,35 @@ def main(argv=None):
                       "neither gemm, indexer nor attention"]),
              fmt_row(["---"] * 2 + ["---:"] * 7)]
     errors = 0
-    for ratio in (4, 128, 0):
+    if not args.decode_only:
+        for ratio in (4, 128, 0):
+            try:
+                prefill_rows(ratio, args.seq, lines)
+            except Exception as exc:
+                errors += 1
+                lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]]
+                                     + [""] * 6))
+        errors += projection_rows(ref.Config(), args.seq, lines)
+        decode_projection_rows(ref.Config(), lines, copy_bw)
         try:
-            prefill_rows(ratio, args.seq, lines)
+            decode_indexer_rows(lines, copy_bw, args.decode_batch, args.context)
         except Exception as exc:
             errors += 1
-            lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]] + [""] * 6))
-    errors += projection_rows(ref.Config(), args.seq, lines)
-    decode_projection_rows(ref.Config(), lines, copy_bw)
-    try:
-        decode_indexer_rows(lines, copy_bw, args.decode_batch, args.context)
-    except Exception as exc:
-        errors += 1
-        lines.append(f"decode indexer kernels: error: {exc}"[:200])
-    lines += ["", fmt_row(["ratio", "B", "context", "decode step eager (us)",
+            lines.append(f"decode indexer kernels: error: {exc}"[:200])
+    lines += ["", fmt_row(["ratio", "B", "context", "L2 prefetch per weight",
+                           "decode step eager (us)",
                            "CUDA graph (us)", "host wall per step (us)",
                            "kernels: projections / compressor / indexer / attention / rest (us)",
                            "bytes (MB)", "memory floor (us)", "% of floor"]),
-              fmt_row(["---"] * 3 + ["---:"] * 7)]
+              fmt_row(["---"] * 4 + ["---:"] * 7)]
     for ratio in (4, 128, 0):
         try:
-            decode_rows(ratio, args.decode_batch, args.context, copy_bw, lines)
+            decode_rows(ratio, args.decode_batch, args.context, copy_bw, lines,
+                        prefetch_values)
         except Exception as exc:
             errors += 1
             lines.append(fmt_row([str(ratio), str(args.decode_batch), str(args.context),
-                                  f"error: {exc}"[:120]] + [""] * 6))
+                                  f"error: {exc}"[:120]] + [""] * 7))
     return emit_table(lines, args.out, errors)
 
 

@@ -44,6 +44,7 @@ _OPS = (
     "flat_indexer",
     "sparse_attn",
     "flash_attn",
+    "l2_prefetch",
 )
 
 __all__ = [

@@ -161,6 +161,7 @@ _SIGNATURES = {
                                                 ctypes.POINTER(HisaV4Weights), ctypes.c_int64,
                                                 ctypes.c_int64, ctypes.c_int64,
                                                 ctypes.POINTER(ctypes.c_void_p)]),
+    "hisa_v4_attention_set_l2_prefetch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
     "hisa_v4_attention_set_length": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64,
                                                     ctypes.c_void_p]),
     "hisa_v4_attention_prefill": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
@@ -251,6 +252,8 @@ _SIGNATURES = {
     # q, k, v, o; batch, heads, seq_len, dim; causal; softmax_scale; stream
     "hisa_flash_attn": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 4
                         + [ctypes.c_int32, ctypes.c_float, ctypes.c_void_p]),
+    # data; bytes; stream
+    "hisa_l2_prefetch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p]),
     "hisa_topk_bf16": (ctypes.c_int, [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
                        + [ctypes.c_int32, ctypes.c_void_p]),
     # q, blocked_k, blocked_k_scale, weights, starts, ends, out; m, nb, heads, dim,

@@ -1047,6 +1047,37 @@ def flash_attn(
     return o
 
 
+def l2_prefetch(t: torch.Tensor, nbytes: Optional[int] = None) -> None:
+    """Start bringing the first ``nbytes`` bytes of ``t`` (default: all of
+    it) into the GPU's L2 cache, on the current stream, and return.
+
+    A hint: nothing waits for the prefetch and no result depends on it.
+    Issue it on a side stream while the memory system idles (a chain of
+    small launches), before a launch that streams ``t`` (the next
+    projection's weights). Bytes past the last whole 16 are not prefetched.
+    Not a torch custom op: it has no outputs for a graph to order.
+
+    Args:
+      t: a contiguous CUDA tensor, 16-byte aligned.
+      nbytes: at most ``t.numel() * t.element_size()``.
+    """
+    t = check_tensor("t", t)
+    check_cuda("t", t)
+    check_contiguous("t", t)
+    size = t.numel() * t.element_size()
+    if nbytes is None:
+        nbytes = size
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+        raise _lib.ArgumentTypeError(
+            f"nbytes must be an int or None, got {type(nbytes).__qualname__}")
+    if nbytes < 0 or nbytes > size:
+        raise InvalidArgumentError(
+            f"nbytes = {nbytes} must be in [0, {size}] (the bytes of t, shape "
+            f"{shape_str(t.shape)}, {t.dtype})")
+    if nbytes:
+        _run("hisa_l2_prefetch", t.device, t, nbytes)
+
+
 @functools.lru_cache(maxsize=4096)
 def _workspace_bytes(size_function: str, *sizes) -> int:
     size = ctypes.c_uint64()

@@ -227,3 +227,45 @@ def test_errors_name_the_problem():
     bad.o_lora = 100
     with pytest.raises(hisa.InvalidArgumentError, match="o_lora"):
         hisa.v4.Attention(bad, {k: v.cuda() for k, v in ref.random_weights(bad).items()}, 1, 64)
+
+
+@pytest.mark.parametrize("ratio", [0, 4])
+def test_l2_prefetch_changes_no_result(ratio):
+    """Decode's L2 prefetch of the weights is a hint: the same steps with it
+    off, automatic and at a small size give bit-identical outputs and index
+    rows (the branch it runs on is joined within the step)."""
+    seed = fresh_seed(torch)
+    config = small_config(ratio)
+    batch, seq, steps = 2, 130, 3
+    x = torch.randn(batch, seq + steps, config.dim, device="cuda").bfloat16()
+    outputs = {}
+    for prefetch in (0, -1, 4096):
+        layer, _ = make(config, batch, 300, seed)
+        layer.set_l2_prefetch(prefetch)
+        layer.forward(x[:, :seq], 0)
+        outputs[prefetch] = [layer.forward(x[:, p:p + 1], p).clone()
+                             for p in range(seq, seq + steps)]
+        outputs[prefetch].append(layer.last_indices(batch).clone())
+    for prefetch in (-1, 4096):
+        for got, want in zip(outputs[prefetch], outputs[0]):
+            assert torch.equal(got, want), f"prefetch {prefetch} changed a result, seed {seed}"
+    with pytest.raises(hisa.InvalidArgumentError, match="bytes = -2"):
+        layer.set_l2_prefetch(-2)
+    with pytest.raises(hisa.ArgumentTypeError):
+        layer.set_l2_prefetch(1.5)
+
+
+def test_l2_prefetch_checks_its_arguments():
+    w = torch.randn(1000, 64, device="cuda").bfloat16()
+    hisa.l2_prefetch(w)
+    hisa.l2_prefetch(w, 100)   # not a multiple of 16: the whole 16s only
+    hisa.l2_prefetch(w, 0)
+    torch.cuda.synchronize()
+    with pytest.raises(hisa.InvalidArgumentError, match=r"nbytes = 128001 must be in \[0, 128000\]"):
+        hisa.l2_prefetch(w, 128001)
+    with pytest.raises(hisa.InvalidArgumentError, match="16-byte aligned"):
+        hisa.l2_prefetch(w.view(-1)[1:])
+    with pytest.raises(hisa.InvalidArgumentError):
+        hisa.l2_prefetch(w.cpu())
+    with pytest.raises(hisa.InvalidArgumentError, match="contiguous"):
+        hisa.l2_prefetch(w.t())

@@ -185,6 +185,9 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *value = 132;
     return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+    *value = 50 * 1024 * 1024;
+    return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
     *value = 9;
     return CUDA_SUCCESS;

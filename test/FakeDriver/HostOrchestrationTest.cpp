@@ -75,6 +75,9 @@ std::multiset<std::string> kernels(const std::vector<Call> &calls) {
 /// it after that; the indexer's branch (the one scoring keys) waits for
 /// q_lora (an event recorded on `stream` after its RMSNorm) and for the
 /// keys (an event recorded on the keys' branch after their fp8 conversion).
+/// A branch that only prefetches weights into L2 (decode) is joined before
+/// the step's last launch (`v4_advance`) instead, and prefetches wo_a only
+/// after an event `stream` recorded after wq_b.
 void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
                            const char *what) {
   SCOPED_TRACE(what);
@@ -100,8 +103,16 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
   });
   ASSERT_NE(indicesLaunch, calls.end()) << "no v4_indices launch";
   size_t indicesAt = indicesLaunch - calls.begin();
+  auto advanceLaunch = std::find_if(calls.begin(), calls.end(), [&](auto &c) {
+    return c.kind == Call::Launch && c.name == "v4_advance";
+  });
+  ASSERT_NE(advanceLaunch, calls.end()) << "no v4_advance launch";
+  size_t advanceAt = advanceLaunch - calls.begin();
   for (auto &[side, own] : sides) {
     ASSERT_FALSE(own.empty());
+    bool prefetchOnly = std::all_of(own.begin(), own.end(), [&](size_t i) {
+      return calls[i].kind != Call::Launch || calls[i].name == "l2_prefetch";
+    });
     // Forked: the first operation waits for what `stream` queued.
     const Call &first = calls[own.front()];
     ASSERT_EQ(first.kind, Call::StreamWait)
@@ -117,11 +128,36 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
     ASSERT_EQ(last.kind, Call::EventRecord)
         << "side stream " << side << " ends with " << last.name;
     bool joined = false;
-    for (size_t j = own.back() + 1; j < indicesAt; ++j)
+    size_t deadline = prefetchOnly ? advanceAt : indicesAt;
+    for (size_t j = own.back() + 1; j < deadline; ++j)
       joined |= calls[j].kind == Call::StreamWait &&
                 calls[j].stream == stream && calls[j].event == last.event;
-    EXPECT_TRUE(joined) << "side stream " << side
-                        << " is not joined before v4_indices";
+    EXPECT_TRUE(joined) << "side stream " << side << " is not joined before "
+                        << (prefetchOnly ? "v4_advance" : "v4_indices");
+    if (prefetchOnly) {
+      // wo_a's prefetch (the second) waits for an event recorded on
+      // `stream` after its second projection (wq_b).
+      std::vector<size_t> launches;
+      for (size_t i : own)
+        if (calls[i].kind == Call::Launch)
+          launches.push_back(i);
+      ASSERT_EQ(launches.size(), 2u) << "prefetches of wq_b and wo_a";
+      std::optional<size_t> record;
+      for (size_t i : own)
+        if (i > launches[0] && i < launches[1] &&
+            calls[i].kind == Call::StreamWait)
+          record = lastRecord(calls[i].event, i);
+      ASSERT_TRUE(record) << "wo_a's prefetch waits for nothing";
+      EXPECT_EQ(calls[*record].stream, stream);
+      int projections = 0;
+      for (size_t j = 0; j < *record; ++j)
+        projections += calls[j].stream == stream &&
+                       calls[j].kind == Call::Launch &&
+                       calls[j].name.rfind("linear", 0) == 0 &&
+                       calls[j].name != "linear_reduce";
+      EXPECT_EQ(projections, 2) << "wo_a's prefetch starts before wq_b";
+      continue;
+    }
     // The indexer's branch reads q_lora: it waits for an event the caller's
     // stream recorded after its RMSNorm.
     bool scoresKeys = false;
@@ -259,6 +295,10 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
 
   std::multiset<std::string> prefillKernels = kernels(prefill);
   std::multiset<std::string> decodeKernels = kernels(decode);
+  // Decode prefetches wq_b's and wo_a's weights into L2; prefill does not
+  // (its projections reuse each weight tile across many rows).
+  EXPECT_EQ(prefillKernels.count("l2_prefetch"), 0u);
+  EXPECT_EQ(decodeKernels.count("l2_prefetch"), 6u);
   for (const char *kernel :
        {"v4_rmsnorm", "v4_rope", "v4_indices", "v4_advance"}) {
     EXPECT_TRUE(prefillKernels.count(kernel)) << kernel;
@@ -289,6 +329,18 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   if (ratio) {
     EXPECT_EQ(decodeKernels.count("v4_compress"), ratio == 4 ? 6u : 3u);
   }
+  // Turned off, a step launches no prefetch; a size below -1 is refused.
+  EXPECT_EQ(hisa_v4_attention_set_l2_prefetch(layer, -2),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("bytes = -2"),
+            std::string::npos)
+      << hisa_last_error();
+  ASSERT_EQ(hisa_v4_attention_set_l2_prefetch(layer, 0), HISA_OK);
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, stream), HISA_OK)
+      << hisa_last_error();
+  EXPECT_EQ(kernels(hisa::fake_cuda::calls()).count("l2_prefetch"), 0u);
+  ASSERT_EQ(hisa_v4_attention_set_l2_prefetch(layer, -1), HISA_OK);
   for (const Call &call : decode)
     if (call.kind == Call::Launch && call.name == "mqa_logits_decode") {
       // Grid: 1024-key chunks of each sequence's key rows x sequences.

@@ -132,6 +132,13 @@ llvm::Error flashAttn(const void *q, const void *k, const void *v, void *o,
 llvm::Error cpWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t start0,
                       int64_t count0, int64_t start1, void *stream);
 
+/// Starts bringing bytes [0, bytes) of `data` (16-byte aligned device
+/// memory) into the L2 cache (kernels-dsl/l2_prefetch.mlir): a hint that
+/// nothing waits for, for a side stream while the memory system idles (the
+/// V4 layer's decode warms its next projection's weights this way). Bytes
+/// past the last whole 16 are not prefetched; 0 bytes launches nothing.
+llvm::Error l2Prefetch(const void *data, uint64_t bytes, void *stream);
+
 } // namespace hisa::ops
 
 #endif // HISA_OPS_OPERATORS_H

@@ -155,6 +155,13 @@ HISA_EXPORT int hisa_topk(const float *x, const int32_t *starts,
                           int64_t columns, int64_t k, int32_t relative,
                           void *stream);
 
+/* Starts bringing bytes [0, bytes) of data (16-byte aligned device memory)
+ * into the L2 cache on `stream` and returns: a hint nothing waits for, for
+ * a side stream while the memory system idles, so that a later launch that
+ * streams the range (the next layer's weights) finds part of it in L2. */
+HISA_EXPORT int hisa_l2_prefetch(const void *data, uint64_t bytes,
+                                 void *stream);
+
 /* hisa_topk of a bf16 x [rows, columns] (2-byte elements, 2-byte aligned):
  * the same selection as on the f32 values x widens to. */
 HISA_EXPORT int hisa_topk_bf16(const void *x, const int32_t *starts,
@@ -241,6 +248,12 @@ HISA_EXPORT int hisa_v4_attention_info(const hisa_v4_attention *layer,
  * long context without its prefill (the caches keep whatever they hold). */
 HISA_EXPORT int hisa_v4_attention_set_length(hisa_v4_attention *layer,
                                              int64_t length, void *stream);
+/* Decode warms L2 with the head of its next big projection's weights (wq_b,
+ * wo_a) on a side stream while the step's small launches leave the memory
+ * system idle: at most `bytes` per weight; -1 (the default) picks a share
+ * of the device's L2, 0 turns it off. Takes effect at the next forward. */
+HISA_EXPORT int hisa_v4_attention_set_l2_prefetch(hisa_v4_attention *layer,
+                                                  int64_t bytes);
 HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
 
 /* Context-parallel prefill over NCCL (one long causal sequence of `total`

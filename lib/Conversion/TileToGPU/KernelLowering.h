@@ -73,6 +73,8 @@ public:
   mlir::LogicalResult lowerLoad(LoadOp op, mlir::OpBuilder &b,
                                 const ElementContext *context);
   mlir::LogicalResult lowerAtomic(AtomicOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerPrefetch(PrefetchOp op, mlir::OpBuilder &b,
+                                  const ElementContext *context);
   mlir::LogicalResult lowerStore(StoreOp op, mlir::OpBuilder &b,
                                  const ElementContext *context);
   mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);

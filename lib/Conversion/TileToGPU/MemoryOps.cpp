@@ -3,6 +3,8 @@
 #include "KernelLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -625,5 +627,61 @@ LogicalResult KernelLowering::lowerAtomic(AtomicOp op, OpBuilder &b) {
     old = emitAtomic(b);
   }
   op.getOld().replaceAllUsesWith(old);
+  return success();
+}
+
+/// One cp.async.bulk.prefetch.L2 of the byte range [start, start + bytes)
+/// of the tensor, clipped to it and to 16-byte granules (the tensor's base
+/// is 16-byte aligned, so the granules stay inside it).
+LogicalResult KernelLowering::lowerPrefetch(PrefetchOp op, OpBuilder &b,
+                                            const ElementContext *context) {
+  Location loc = op.getLoc();
+  Value memref = memrefs.lookup(op.getSource());
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t bits = type.getElementTypeBitWidth();
+  Value linear = index(b, 0), count = index(b, 1);
+  for (auto [dim, at] : llvm::enumerate(op.getIndices())) {
+    Value size = memref::DimOp::create(b, loc, memref, dim);
+    linear = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, linear, size), at);
+    count = arith::MulIOp::create(b, loc, count, size);
+  }
+  auto toBytes = [&](Value elements) -> Value {
+    Value scaled = arith::MulIOp::create(b, loc, elements, index(b, bits));
+    return arith::DivUIOp::create(b, loc, scaled, index(b, 8));
+  };
+  Value start = toBytes(linear), total = toBytes(count);
+  Value granule = index(b, -16);
+  Value first = arith::AndIOp::create(b, loc, start, granule);
+  Value end = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, start, op.getBytes()), total);
+  end = arith::AndIOp::create(b, loc, end, granule);
+  // Serial code runs in every thread; thread 0 issues it.
+  Value issue =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, start, total);
+  issue = arith::AndIOp::create(
+      b, loc, issue,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, end, first));
+  if (!context)
+    issue = arith::AndIOp::create(b, loc, issue, isThreadZero(b));
+  auto guarded = scf::IfOp::create(b, loc, issue, /*withElseRegion=*/false);
+  OpBuilder then = guarded.getThenBodyBuilder();
+  Value size = arith::MinUIOp::create(
+      then, loc, arith::SubIOp::create(then, loc, end, first),
+      index(then, int64_t(1) << 31));
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(then, loc, memref);
+  Value address =
+      arith::IndexCastOp::create(then, loc, then.getI64Type(),
+                                 arith::AddIOp::create(then, loc, base, first));
+  // A generic address (the kernel's arguments), cast to the global space.
+  Value pointer = LLVM::AddrSpaceCastOp::create(
+      then, loc, LLVM::LLVMPointerType::get(then.getContext(), 1),
+      LLVM::IntToPtrOp::create(
+          then, loc, LLVM::LLVMPointerType::get(then.getContext()), address));
+  NVVM::CpAsyncBulkPrefetchOp::create(
+      then, loc, pointer,
+      arith::IndexCastOp::create(then, loc, then.getI32Type(), size),
+      /*l2CacheHint=*/Value());
   return success();
 }

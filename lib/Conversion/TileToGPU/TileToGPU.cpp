@@ -427,6 +427,9 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             .Case([&](LoadOp load) { return lowerLoad(load, b, context); })
             .Case([&](StoreOp store) { return lowerStore(store, b, context); })
             .Case([&](AtomicOp atomic) { return lowerAtomic(atomic, b); })
+            .Case([&](PrefetchOp prefetch) {
+              return lowerPrefetch(prefetch, b, context);
+            })
             .Case(
                 [&](ParallelOp parallel) { return lowerParallel(parallel, b); })
             .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })

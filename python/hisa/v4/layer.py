@@ -93,6 +93,19 @@ class Attention:
                                                              stream_handle(self.device))
         _lib.check(status, "hisa_v4_attention_set_length", f"length={length}")
 
+    def set_l2_prefetch(self, nbytes: int) -> None:
+        """Decode warms L2 with the head of its next big projection's weights
+        (wq_b, wo_a) on a side stream while the step's small launches leave
+        the memory system idle: at most `nbytes` per weight; -1 (the
+        default) picks a share of the device's L2, 0 turns it off. Takes
+        effect at the next forward (a captured graph keeps what it
+        captured)."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+            raise _lib.ArgumentTypeError(
+                f"nbytes must be an int, got {type(nbytes).__qualname__}")
+        status = _lib.lib().hisa_v4_attention_set_l2_prefetch(self._handle, nbytes)
+        _lib.check(status, "hisa_v4_attention_set_l2_prefetch", f"nbytes={nbytes}")
+
     def kv_cache(self) -> torch.Tensor:
         """A copy of the kv cache [B, 128 + max_seq // ratio, 512] bf16."""
         _, _, pointer, _ = self._info()

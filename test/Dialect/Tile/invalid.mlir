@@ -1431,3 +1431,49 @@ tile.kernel @all_of_empty_predicate() {
     }
   }
 }
+
+// -----
+
+tile.kernel @prefetch_shared() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %s = tile.alloc : !tile.shared<[64], i32>
+    %c0 = arith.constant 0 : index
+    %n = arith.constant 256 : index
+    // expected-error @+1 {{'tile.prefetch' op operand #0 must be}}
+    tile.prefetch %s[%c0], %n : !tile.shared<[64], i32>
+  }
+}
+
+// -----
+
+tile.kernel @prefetch_negative(%g: !tile.global<[?], i8>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c0 = arith.constant 0 : index
+    %n = arith.constant -16 : index
+    // expected-error @+1 {{'tile.prefetch' op prefetches a negative byte count (-16)}}
+    tile.prefetch %g[%c0], %n : !tile.global<[?], i8>
+  }
+}
+
+// -----
+
+tile.kernel @prefetch_rank(%g: !tile.global<[?, 8], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c0 = arith.constant 0 : index
+    %n = arith.constant 16 : index
+    // expected-error @+1 {{'tile.prefetch' op expects 2 indices for a global tile [?, 8], got 1}}
+    tile.prefetch %g[%c0], %n : !tile.global<[?, 8], bf16>
+  }
+}
+
+// -----
+
+tile.kernel @prefetch_outside_launch(%g: !tile.global<[?], i8>) {
+  %c0 = arith.constant 0 : index
+  %n = arith.constant 16 : index
+  // expected-error @+1 {{'tile.prefetch' op must be nested in a tile.launch}}
+  tile.prefetch %g[%c0], %n : !tile.global<[?], i8>
+}

@@ -172,6 +172,26 @@ tile.kernel @atomics(%g: !tile.global<[?], i32>, %f: !tile.global<[4], f32>) {
 
 // -----
 
+// L2 prefetches of a global byte range, per element of a parallel domain
+// and in serial code.
+// CHECK-LABEL: tile.kernel @prefetch
+// CHECK: tile.prefetch %{{.*}}[%{{.*}}], %{{.*}} : !tile.global<[?], i8>
+// CHECK: tile.prefetch %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} : !tile.global<[?, 64], bf16>
+tile.kernel @prefetch(%bytes: !tile.global<[?], i8>, %w: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c0 = arith.constant 0 : index
+    %chunk = arith.constant 4096 : index
+    tile.parallel (%i) in [32] {
+      %at = arith.muli %i, %chunk : index
+      tile.prefetch %bytes[%at], %chunk : !tile.global<[?], i8>
+    }
+    tile.prefetch %w[%bx, %c0], %chunk : !tile.global<[?, 64], bf16>
+  }
+}
+
+// -----
+
 // Block-wide scans and warp collectives.
 // CHECK-LABEL: tile.kernel @scans
 // CHECK: %{{.*}} = tile.scan sum %{{.*}} to %{{.*}} reverse : !tile.shared<[256], i32> to !tile.shared<[256], i32>

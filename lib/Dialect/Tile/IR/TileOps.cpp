@@ -1400,6 +1400,17 @@ LogicalResult AtomicOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// PrefetchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PrefetchOp::verify() {
+  if (std::optional<int64_t> bytes = getConstantIntValue(getBytes());
+      bytes && *bytes < 0)
+    return emitOpError("prefetches a negative byte count (") << *bytes << ")";
+  return verifyElementAccess(*this, getSource().getType(), getIndices());
+}
+
+//===----------------------------------------------------------------------===//
 // ScanOp, WarpScanOp, WarpBroadcastOp, VoteOp
 //===----------------------------------------------------------------------===//
 

@@ -710,6 +710,41 @@ def Tile_AtomicOp : Tile_Op<"atomic", [
   let hasVerifier = 1;
 }
 
+def Tile_PrefetchOp : Tile_Op<"prefetch"> {
+  let summary = "Starts bringing a byte range of a global tensor into L2";
+  let description = [{
+    Asks the copy engine to read `bytes` bytes of the global tensor, from the
+    element at `indices` on (row-major), into the L2 cache
+    (`cp.async.bulk.prefetch.L2`). It is a hint: nothing waits for it and no
+    result depends on it. What it buys is bandwidth that would otherwise go
+    unused: a kernel that runs while the memory system idles (a chain of
+    small, latency-bound launches) can warm the data a later launch streams,
+    such as the next projection's weights in a decode step.
+
+    The range is clipped to the tensor (nothing past its end is touched),
+    its start rounded down and its end rounded down to 16 bytes (the copy
+    engine's granule; the tensor's base must be 16-byte aligned, which the
+    operators check), and at most 2^31 bytes are asked for by one
+    prefetch. In a `tile.parallel` body one prefetch is issued per element
+    of the domain (per thread and value of its layout); in serial code,
+    once per block (by thread 0).
+
+    ```mlir
+    tile.parallel (%t) in [128] {
+      %chunk = arith.addi %first, %t : index
+      %at = arith.muli %chunk, %c16384 : index
+      tile.prefetch %weights[%at], %c16384 : !tile.global<[?], i8>
+    }
+    ```
+  }];
+  let arguments = (ins Tile_GlobalType:$source, Variadic<Index>:$indices,
+                       Index:$bytes);
+  let assemblyFormat = [{
+    $source `[` $indices `]` `,` $bytes attr-dict `:` qualified(type($source))
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Prefix sums and warp collectives
 //===----------------------------------------------------------------------===//
