@@ -225,6 +225,67 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
   return runOperator("linear_reduce", "", reduce, stream);
 }
 
+/// dim is one v4_rmsnorm is specialized for.
+static Error checkNormDim(const char *op, int64_t dim) {
+  if (dim != 128 && dim != 256 && dim != 512 && dim != 1024 && dim != 2048 &&
+      dim != 4096)
+    return argumentError(formatv(
+        "{0}: dim = {1}; supported: 128, 256, 512, 1024, 2048, 4096", op, dim));
+  return Error::success();
+}
+
+static Error checkEps(const char *op, float eps) {
+  if (!(eps >= 0) || !std::isfinite(eps))
+    return argumentError(
+        formatv("{0}: eps = {1} must be finite and >= 0", op, eps));
+  return Error::success();
+}
+
+Error linearSplitKRmsnorm(const void *x, const void *w, void *y, int64_t m,
+                          int64_t n, int64_t k, int64_t splits,
+                          float *workspace, uint64_t workspaceBytes,
+                          const float *normWeight, float eps, void *stream) {
+  const char *op = "linear_split_k_rmsnorm";
+  if (Error error = checkLinear(op, m, n, k, 1))
+    return error;
+  if (Error error = checkNormDim(op, n))
+    return error;
+  if (Error error = checkEps(op, eps))
+    return error;
+  LinearTile tile = linearTile(m, n, k, 1);
+  if (splits < 2 || splits > 16 || (k / tile.blockK) % splits)
+    return argumentError(formatv(
+        "{0}: splits = {1} must lie in [2, 16] and divide the {2} k steps of "
+        "{3}",
+        op, splits, k / tile.blockK, tile.blockK));
+  if (m > 65535)
+    return argumentError(
+        formatv("{0}: m = {1} exceeds 65535 (the reduction's grid)", op, m));
+  if (m == 0)
+    return Error::success();
+  uint64_t needed = uint64_t(splits) * m * n * 4;
+  if (!workspace || workspaceBytes < needed)
+    return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
+                                 workspace ? workspaceBytes : 0, needed));
+  if (Error error = checkPointers(op, {{"x", x, 16},
+                                       {"w", w, 16},
+                                       {"y", y, 16},
+                                       {"workspace", workspace, 16},
+                                       {"norm_weight", normWeight, 16}}))
+    return error;
+  LaunchArgument partial[] = {tensor(x, {m, k}), tensor(w, {n, k}),
+                              tensor(workspace, {splits, m, n})};
+  if (Error error =
+          runOperator("linear_partial", linearParams(tile, n, k, 1, splits),
+                      partial, stream))
+    return error;
+  LaunchArgument reduce[] = {tensor(workspace, {splits, m, n}),
+                             tensor(normWeight, {n}), tensor(y, {m, n}),
+                             floatScalar(eps)};
+  return runOperator("linear_reduce_rmsnorm", formatv("dim={0}", n), reduce,
+                     stream);
+}
+
 int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
   // Split k until the tiles fill about one wave of 128 blocks, or until the
   // f32 partial sums (written, then read by linear_reduce) reach a quarter
@@ -253,13 +314,10 @@ int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
 Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,
                 int64_t dim, float eps, void *stream) {
   const char *op = "v4_rmsnorm";
-  if (dim != 128 && dim != 256 && dim != 512 && dim != 1024 && dim != 2048 &&
-      dim != 4096)
-    return argumentError(formatv(
-        "{0}: dim = {1}; supported: 128, 256, 512, 1024, 2048, 4096", op, dim));
-  if (!(eps >= 0) || !std::isfinite(eps))
-    return argumentError(
-        formatv("{0}: eps = {1} must be finite and >= 0", op, eps));
+  if (Error error = checkNormDim(op, dim))
+    return error;
+  if (Error error = checkEps(op, eps))
+    return error;
   if (Error error = checkNonNegative(op, "rows", rows))
     return error;
   if (rows == 0)
@@ -299,6 +357,44 @@ Error v4Rope(void *x, const float *cos, const float *sin, const int32_t *base,
   return runOperator("v4_rope",
                      formatv("dim={0},inverse={1}", dim, inverse ? 1 : 0),
                      arguments, stream);
+}
+
+Error v4NormRope(void *x, const float *weight, const float *cos,
+                 const float *sin, const int32_t *base, int64_t tokens,
+                 int64_t heads, int64_t dim, int64_t seq,
+                 int64_t tablePositions, float eps, void *stream) {
+  const char *op = "v4_norm_rope";
+  if (Error error = checkNonNegative(op, "tokens", tokens))
+    return error;
+  if (heads < 1 || (dim != 128 && dim != 512))
+    return argumentError(
+        formatv("{0}: heads = {1} must be >= 1 and dim = {2} 128 or 512", op,
+                heads, dim));
+  if (seq < 1 || tablePositions < 1)
+    return argumentError(
+        formatv("{0}: seq = {1} and the tables' positions = {2} must be >= 1",
+                op, seq, tablePositions));
+  if (Error error = checkEps(op, eps))
+    return error;
+  if (Error error = checkIndexRange(op, "tokens * heads", tokens * heads))
+    return error;
+  if (tokens == 0)
+    return Error::success();
+  if (Error error = checkPointers(op, {{"x", x, 16},
+                                       {"weight", weight, 16},
+                                       {"cos", cos, 4},
+                                       {"sin", sin, 4},
+                                       {"base", base, 4}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(x, {tokens, heads, dim}),
+                                tensor(weight, {dim}),
+                                tensor(cos, {tablePositions, 32}),
+                                tensor(sin, {tablePositions, 32}),
+                                tensor(base, {(tokens + seq - 1) / seq}),
+                                integer(seq),
+                                floatScalar(eps)};
+  return runOperator("v4_norm_rope", formatv("dim={0}", dim), arguments,
+                     stream);
 }
 
 Error v4Fp8Qdq(void *x, int64_t rows, void *stream) {

@@ -640,11 +640,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   }
 
   // q: wq_a, q_norm, wq_b, the per-head norm, RoPE.
-  if (Error error =
-          project(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim, 1, stream))
-    return error;
-  if (Error error = ops::v4Rmsnorm(b.qr.get(), w.qNorm, b.qr.get(), tokens,
-                                   c.qLora, eps, stream))
+  if (Error error = projectNormed(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim,
+                                  w.qNorm, stream))
     return error;
   // The indexer's q starts from q_lora (runIndexer waits for it).
   if (ratio == 4)
@@ -662,19 +659,14 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
             prefetch(w.woA, uint64_t(c.oLora) * c.heads * kHeadDim * 2))
       return error;
   }
-  if (Error error = ops::v4Rmsnorm(b.q.get(), b.ones.as<float>(), b.q.get(),
-                                   tokens * c.heads, kHeadDim, eps, stream))
-    return error;
-  if (Error error = ops::v4Rope(b.q.get(), cos, sin, base, tokens, c.heads,
-                                kHeadDim, seq, maxSeq_, false, stream))
+  if (Error error =
+          ops::v4NormRope(b.q.get(), b.ones.as<float>(), cos, sin, base, tokens,
+                          c.heads, kHeadDim, seq, maxSeq_, eps, stream))
     return error;
 
   // kv: wkv, kv_norm, fp8 of the first 448 dims, RoPE.
-  if (Error error =
-          project(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim, 1, kvStream))
-    return error;
-  if (Error error = ops::v4Rmsnorm(b.kv.get(), w.kvNorm, b.kv.get(), tokens,
-                                   kHeadDim, eps, kvStream))
+  if (Error error = projectNormed(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim,
+                                  w.kvNorm, kvStream))
     return error;
   if (Error error = ops::v4Fp8Qdq(b.kv.get(), tokens, kvStream))
     return error;
@@ -822,14 +814,37 @@ uint64_t Attention::l2PrefetchBytes() const {
   return uint64_t(buffers_->l2Bytes) * kAutoL2PrefetchEighths / 8;
 }
 
+/// The split-k workspace of the stream a projection runs on (branches run
+/// at once).
+static DeviceBuffer &
+splitKWorkspace(const SideStreams &streams,
+                DeviceBuffer (&splitK)[1 + SideStreams::kLanes], void *stream) {
+  for (int lane = 0; lane < SideStreams::kLanes; ++lane)
+    if (stream == streams.lanes[lane])
+      return splitK[1 + lane];
+  return splitK[0];
+}
+
+Error Attention::projectNormed(const void *x, const void *w, void *y, int64_t m,
+                               int64_t n, int64_t k, const float *normWeight,
+                               void *stream) {
+  Buffers &b = *buffers_;
+  DeviceBuffer &workspace = splitKWorkspace(b.streams, b.splitK, stream);
+  int64_t splits = ops::linearSplits(m, n, k, 1);
+  // Split over k, the reduction and the norm are one launch.
+  if (splits > 1 && uint64_t(splits) * m * n * 4 <= workspace.bytes())
+    return ops::linearSplitKRmsnorm(x, w, y, m, n, k, splits,
+                                    workspace.as<float>(), workspace.bytes(),
+                                    normWeight, config_.eps, stream);
+  if (Error error = project(x, w, y, m, n, k, 1, stream))
+    return error;
+  return ops::v4Rmsnorm(y, normWeight, y, m, n, config_.eps, stream);
+}
+
 Error Attention::project(const void *x, const void *w, void *y, int64_t m,
                          int64_t n, int64_t k, int64_t groups, void *stream) {
-  // The workspace of the stream it runs on (branches run at once).
   Buffers &b = *buffers_;
-  DeviceBuffer *workspace = &b.splitK[0];
-  for (int lane = 0; lane < SideStreams::kLanes; ++lane)
-    if (stream == b.streams.lanes[lane])
-      workspace = &b.splitK[1 + lane];
+  DeviceBuffer *workspace = &splitKWorkspace(b.streams, b.splitK, stream);
   int64_t splits = ops::linearSplits(m, n, k, groups);
   uint64_t bytes = uint64_t(splits) * m * groups * n * 4;
   // Whole-k where splitting does not pay (and for prefills of few tokens

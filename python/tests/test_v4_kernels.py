@@ -329,3 +329,51 @@ def test_ring_write_and_advance():
     hisa.jit.get_kernel("v4_advance", {"set": 1}).launch(positions, 42)
     torch.cuda.synchronize()
     assert positions.tolist() == [42, 42, 42]
+
+
+@pytest.mark.parametrize("rows,dim,splits", [(64, 1024, 8), (37, 512, 3), (1, 4096, 2)])
+def test_linear_reduce_rmsnorm_is_reduce_then_norm(rows, dim, splits):
+    """linear_reduce_rmsnorm gives bit for bit what linear_reduce then
+    v4_rmsnorm give (the decode step's q_lora and kv rows), and the
+    reference's RMSNorm of the summed rows."""
+    seed = fresh_seed(torch)
+    partial = torch.randn(splits, rows, dim, device="cuda") * 3
+    weight = 1 + 0.1 * torch.randn(dim, device="cuda")
+    summed = torch.full((rows, dim), float("nan"), device="cuda").bfloat16()
+    two_steps = torch.full_like(summed, float("nan"))
+    fused = torch.full_like(summed, float("nan"))
+    hisa.jit.get_kernel("linear_reduce", {}).launch(partial, summed)
+    hisa.jit.get_kernel("v4_rmsnorm", {"dim": dim}).launch(summed, weight, two_steps, 1e-6)
+    hisa.jit.get_kernel("linear_reduce_rmsnorm", {"dim": dim}).launch(
+        partial, weight, fused, 1e-6)
+    torch.cuda.synchronize()
+    assert torch.equal(fused, two_steps), f"seed {seed}"
+    expected = ref.rmsnorm(partial.sum(0).bfloat16(), weight, 1e-6)
+    assert torch.allclose(fused.float(), expected, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("tokens,heads,dim,seq", [(64, 64, 512, 1), (7, 3, 512, 7),
+                                                  (5, 64, 128, 1)])
+def test_norm_rope_is_norm_then_rope(tokens, heads, dim, seq):
+    """v4_norm_rope gives bit for bit what v4_rmsnorm then v4_rope give
+    (the per-head q norm and RoPE), at decode and prefill positions, a
+    position past the tables included."""
+    seed = fresh_seed(torch)
+    positions_count = 512
+    angles = ref.rope_angles(torch.arange(positions_count), 64, 10000.0)
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    x = (torch.randn(tokens, heads, dim, device="cuda") * 2).bfloat16()
+    weight = torch.ones(dim, device="cuda")
+    sequences = -(-tokens // seq)
+    base = torch.randint(0, positions_count, (sequences,), dtype=torch.int32, device="cuda")
+    base[-1] = positions_count + 3
+    two_steps = x.clone()
+    hisa.jit.get_kernel("v4_rmsnorm", {"dim": dim}).launch(
+        two_steps.view(-1, dim), weight, two_steps.view(-1, dim), 1e-6)
+    hisa.jit.get_kernel("v4_rope", {"inverse": 0, "dim": dim}).launch(
+        two_steps, cos, sin, base, seq)
+    fused = x.clone()
+    hisa.jit.get_kernel("v4_norm_rope", {"dim": dim}).launch(
+        fused, weight, cos, sin, base, seq, 1e-6)
+    torch.cuda.synchronize()
+    assert torch.equal(fused, two_steps), f"seed {seed}"

@@ -154,7 +154,7 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
         projections += calls[j].stream == stream &&
                        calls[j].kind == Call::Launch &&
                        calls[j].name.rfind("linear", 0) == 0 &&
-                       calls[j].name != "linear_reduce";
+                       calls[j].name.rfind("linear_reduce", 0) != 0;
       EXPECT_EQ(projections, 2) << "wo_a's prefetch starts before wq_b";
       continue;
     }
@@ -177,7 +177,8 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
       for (size_t j = 0; j < *record; ++j)
         waitsForQr |= calls[j].stream == stream &&
                       calls[j].kind == Call::Launch &&
-                      calls[j].name == "v4_rmsnorm";
+                      (calls[j].name == "v4_rmsnorm" ||
+                       calls[j].name == "linear_reduce_rmsnorm");
     }
     EXPECT_TRUE(waitsForQr)
         << "the indexer's branch does not wait for q_lora's RMSNorm";
@@ -300,10 +301,15 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   EXPECT_EQ(prefillKernels.count("l2_prefetch"), 0u);
   EXPECT_EQ(decodeKernels.count("l2_prefetch"), 6u);
   for (const char *kernel :
-       {"v4_rmsnorm", "v4_rope", "v4_indices", "v4_advance"}) {
+       {"v4_norm_rope", "v4_rope", "v4_indices", "v4_advance"}) {
     EXPECT_TRUE(prefillKernels.count(kernel)) << kernel;
     EXPECT_TRUE(decodeKernels.count(kernel)) << kernel;
   }
+  // q's per-head norm and RoPE are one launch; the norms after split
+  // projections (q_lora, kv) share the reduction's.
+  EXPECT_TRUE(prefillKernels.count("v4_rmsnorm"));
+  EXPECT_EQ(decodeKernels.count("linear_reduce_rmsnorm"), 6u);
+  EXPECT_EQ(decodeKernels.count("v4_norm_rope"), 3u);
   // Prefill-sized projections store through a staging tile; decode-sized
   // whole-k ones directly.
   EXPECT_TRUE(prefillKernels.count("linear_staged"));
@@ -314,7 +320,8 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   // Decode-sized projections split over k (ops::linearSplits).
   EXPECT_TRUE(decodeKernels.count("linear_partial"));
   EXPECT_EQ(decodeKernels.count("linear_partial"),
-            decodeKernels.count("linear_reduce"));
+            decodeKernels.count("linear_reduce") +
+                decodeKernels.count("linear_reduce_rmsnorm"));
   if (ratio == 4) {
     // The indexer: prefill per sequence through the flat indexer, decode
     // with the decode-shaped logits.

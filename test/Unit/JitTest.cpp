@@ -632,6 +632,8 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
       {"v4_ring_write", "window=128"},
       {"v4_advance", "set=1"},
       {"l2_prefetch", ""},
+      {"linear_reduce_rmsnorm", "dim=1024"},
+      {"v4_norm_rope", "dim=512"},
       {"linear_partial", "block_k=128,block_m=64,block_n=64,groups=1,k=8192,"
                          "n=4096,splits=4,x_cols=8192,y_cols=4096"},
       {"linear_reduce", ""},

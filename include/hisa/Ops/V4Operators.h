@@ -36,6 +36,15 @@ llvm::Error linearSplitK(const void *x, const void *w, void *y, int64_t m,
                          float *workspace, uint64_t workspaceBytes,
                          void *stream);
 
+/// linearSplitK followed by v4Rmsnorm of y's rows, with the reduction and
+/// the norm in one launch (linear_reduce_rmsnorm; bit-identical to the two
+/// steps): one group, n a v4Rmsnorm dim, normWeight [n] f32.
+llvm::Error linearSplitKRmsnorm(const void *x, const void *w, void *y,
+                                int64_t m, int64_t n, int64_t k, int64_t splits,
+                                float *workspace, uint64_t workspaceBytes,
+                                const float *normWeight, float eps,
+                                void *stream);
+
 /// The number of k splits linearSplitK should use for this product, 1 when
 /// linear's whole-k tiles are the faster choice. Split where whole-k tiles
 /// would leave most SMs idle: m <= 64, one group, at most 64 output tiles
@@ -60,6 +69,14 @@ llvm::Error v4Rope(void *x, const float *cos, const float *sin,
                    const int32_t *base, int64_t tokens, int64_t heads,
                    int64_t dim, int64_t seq, int64_t tablePositions,
                    bool inverse, void *stream);
+
+/// v4Rmsnorm of each head of x [tokens, heads, dim] bf16 (weight [dim] f32)
+/// then v4Rope (not inverse) of it, in place and in one launch
+/// (v4_norm_rope; bit-identical to the two steps); dim 512 or 128.
+llvm::Error v4NormRope(void *x, const float *weight, const float *cos,
+                       const float *sin, const int32_t *base, int64_t tokens,
+                       int64_t heads, int64_t dim, int64_t seq,
+                       int64_t tablePositions, float eps, void *stream);
 
 /// In place on x [rows, 512] bf16: the fp8 (e4m3, blocks of 64, scale
 /// amax / 448) quantize-dequantize of the first 448 dims.

@@ -119,6 +119,10 @@ private:
   /// buffers' splitK workspace where ops::linearSplits chooses it (decode).
   llvm::Error project(const void *x, const void *w, void *y, int64_t m,
                       int64_t n, int64_t k, int64_t groups, void *stream);
+  /// project (one group) then the RMSNorm of y's rows with normWeight.
+  llvm::Error projectNormed(const void *x, const void *w, void *y, int64_t m,
+                            int64_t n, int64_t k, const float *normWeight,
+                            void *stream);
 
   Config config_;
   Weights weights_;
