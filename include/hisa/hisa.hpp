@@ -234,7 +234,7 @@ public:
     return detail::status(hisa_v4_attention_set_length(handle, length, stream));
   }
   /// Decode's L2 prefetch of its next projection's weights: at most `bytes`
-  /// per weight, -1 automatic (the default), 0 off.
+  /// per weight, -1 automatic, 0 off (the default).
   Status setL2Prefetch(int64_t bytes) {
     return detail::status(hisa_v4_attention_set_l2_prefetch(handle, bytes));
   }

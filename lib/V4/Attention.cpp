@@ -605,11 +605,11 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   void *compressStream = streams.lane(SideStreams::CompressLane);
   void *indexStream = streams.lane(SideStreams::IndexLane);
 
-  // A decode step reads each weight once, and the q branch's chain of small
-  // launches (wq_a, norms, RoPE, the index rows, sparse attention's gathers)
-  // leaves the memory system mostly idle: meanwhile a lane of its own warms
-  // L2 with the head of the next big projection's weights, wq_b's during
-  // wq_a and wo_a's from wq_b to wo_a (docs/design.md, "The V4 layer").
+  // Opt-in (setL2Prefetch): a decode step reads each weight once, and the q
+  // branch's chain of small launches leaves the memory system mostly idle;
+  // a lane of its own can warm L2 with the head of the next big
+  // projection's weights meanwhile, wq_b's during wq_a and wo_a's from wq_b
+  // to wo_a. Measured slower on the H200 (docs/performance.md), so off.
   uint64_t prefetchBytes = decode ? l2PrefetchBytes() : 0;
   struct PrefetchLane {
     SideStreams &streams;
@@ -810,7 +810,7 @@ uint64_t Attention::l2PrefetchBytes() const {
   if (l2Prefetch_ >= 0)
     return uint64_t(l2Prefetch_);
   // Automatic: most of L2, the rest left to what the step's kernels keep
-  // there meanwhile (docs/performance.md, the seventeenth session's sweep).
+  // there meanwhile.
   return uint64_t(buffers_->l2Bytes) * kAutoL2PrefetchEighths / 8;
 }
 

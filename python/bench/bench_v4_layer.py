@@ -283,9 +283,9 @@ def main(argv=None):
     parser.add_argument("--context", type=int, default=65536)
     parser.add_argument("--decode-only", action="store_true",
                         help="only the decode step table")
-    parser.add_argument("--l2-prefetch", default="-1,0",
+    parser.add_argument("--l2-prefetch", default="0",
                         help="decode's L2 prefetch per weight to measure, comma-separated "
-                             "MiB (-1: the layer's automatic choice, 0: off)")
+                             "MiB (-1: the layer's automatic share of L2, 0: off, the default)")
     args = parser.parse_args(argv)
     prefetch_values = [int(float(v) * 2**20) if float(v) > 0 else int(v)
                        for v in args.l2_prefetch.split(",")]

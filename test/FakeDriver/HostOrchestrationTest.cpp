@@ -228,6 +228,9 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
   auto streamId = reinterpret_cast<uintptr_t>(stream);
 
+  // Decode's L2 prefetch lane is opt-in; checked here turned on.
+  ASSERT_EQ(hisa_v4_attention_set_l2_prefetch(layer, -1), HISA_OK);
+
   // A first prefill compiles every kernel (the JIT's own work may allocate
   // and synchronize); the checked calls come after it.
   ASSERT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, stream), HISA_OK)
@@ -336,7 +339,8 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   if (ratio) {
     EXPECT_EQ(decodeKernels.count("v4_compress"), ratio == 4 ? 6u : 3u);
   }
-  // Turned off, a step launches no prefetch; a size below -1 is refused.
+  // Turned off (the default), a step launches no prefetch; a size below -1
+  // is refused.
   EXPECT_EQ(hisa_v4_attention_set_l2_prefetch(layer, -2),
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hisa_last_error()).find("bytes = -2"),

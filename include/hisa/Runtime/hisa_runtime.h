@@ -248,10 +248,11 @@ HISA_EXPORT int hisa_v4_attention_info(const hisa_v4_attention *layer,
  * long context without its prefill (the caches keep whatever they hold). */
 HISA_EXPORT int hisa_v4_attention_set_length(hisa_v4_attention *layer,
                                              int64_t length, void *stream);
-/* Decode warms L2 with the head of its next big projection's weights (wq_b,
- * wo_a) on a side stream while the step's small launches leave the memory
- * system idle: at most `bytes` per weight; -1 (the default) picks a share
- * of the device's L2, 0 turns it off. Takes effect at the next forward. */
+/* Opt-in: decode warms L2 with the head of its next big projection's weights
+ * (wq_b, wo_a) on a side stream while the step's small launches leave the
+ * memory system idle: at most `bytes` per weight; -1 picks a share of the
+ * device's L2, 0 (the default) turns it off (it measured slower on the
+ * H200 at B = 64: docs/performance.md). Takes effect at the next forward. */
 HISA_EXPORT int hisa_v4_attention_set_l2_prefetch(hisa_v4_attention *layer,
                                                   int64_t bytes);
 HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);

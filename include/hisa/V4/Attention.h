@@ -94,11 +94,13 @@ public:
   const void *kvCache() const;
   const int32_t *lastIndices() const;
 
-  /// Decode warms L2 with the head of its next big projection's weights on
-  /// a side stream while the q branch's small launches leave the memory
-  /// system idle: at most `bytes` per weight; -1 (the default) picks a
-  /// share of the device's L2, 0 turns it off. Takes effect at the next
-  /// forward (a captured graph keeps what it captured).
+  /// Opt-in: decode warms L2 with the head of its next big projection's
+  /// weights on a side stream while the q branch's small launches leave the
+  /// memory system idle: at most `bytes` per weight; -1 picks a share of
+  /// the device's L2, 0 (the default) turns it off. Off by default because
+  /// it measured slower on the H200 at B = 64 (docs/performance.md,
+  /// 2026-12-03, seventeenth session). Takes effect at the next forward (a
+  /// captured graph keeps what it captured).
   llvm::Error setL2Prefetch(int64_t bytes);
   /// The bytes per weight decode prefetches now.
   uint64_t l2PrefetchBytes() const;
@@ -127,7 +129,7 @@ private:
   Config config_;
   Weights weights_;
   int64_t batch_, maxSeq_, maxPrefillTokens_, length_ = 0;
-  int64_t l2Prefetch_ = -1;
+  int64_t l2Prefetch_ = 0;
   /// The automatic prefetch per weight, in eighths of L2.
   static constexpr uint64_t kAutoL2PrefetchEighths = 5;
   std::unique_ptr<Buffers> buffers_;

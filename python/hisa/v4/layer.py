@@ -94,11 +94,12 @@ class Attention:
         _lib.check(status, "hisa_v4_attention_set_length", f"length={length}")
 
     def set_l2_prefetch(self, nbytes: int) -> None:
-        """Decode warms L2 with the head of its next big projection's weights
-        (wq_b, wo_a) on a side stream while the step's small launches leave
-        the memory system idle: at most `nbytes` per weight; -1 (the
-        default) picks a share of the device's L2, 0 turns it off. Takes
-        effect at the next forward (a captured graph keeps what it
+        """Opt-in: decode warms L2 with the head of its next big projection's
+        weights (wq_b, wo_a) on a side stream while the step's small
+        launches leave the memory system idle: at most `nbytes` per weight;
+        -1 picks a share of the device's L2, 0 (the default) turns it off
+        (it measured slower on the H200 at B = 64: docs/performance.md).
+        Takes effect at the next forward (a captured graph keeps what it
         captured)."""
         if isinstance(nbytes, bool) or not isinstance(nbytes, int):
             raise _lib.ArgumentTypeError(
