@@ -232,8 +232,11 @@ def test_errors_name_the_problem():
 @pytest.mark.parametrize("ratio", [0, 4])
 def test_l2_prefetch_changes_no_result(ratio):
     """Decode's L2 prefetch of the weights is a hint: the same steps with it
-    off, automatic and at a small size give bit-identical outputs and index
-    rows (the branch it runs on is joined within the step)."""
+    off, automatic and at a small size give the same index rows and outputs
+    (the branch it runs on is joined within the step): bit-identical
+    without the indexer; with it (ratio 4) its top-k lists the selection in
+    no particular order, so rows are compared as sets and outputs, whose
+    sums follow that order, to rounding."""
     seed = fresh_seed(torch)
     config = small_config(ratio)
     batch, seq, steps = 2, 130, 3
@@ -247,8 +250,18 @@ def test_l2_prefetch_changes_no_result(ratio):
                              for p in range(seq, seq + steps)]
         outputs[prefetch].append(layer.last_indices(batch).clone())
     for prefetch in (-1, 4096):
-        for got, want in zip(outputs[prefetch], outputs[0]):
-            assert torch.equal(got, want), f"prefetch {prefetch} changed a result, seed {seed}"
+        *steps_got, rows_got = outputs[prefetch]
+        *steps_want, rows_want = outputs[0]
+        if ratio == 4:
+            assert torch.equal(rows_got.sort(1).values, rows_want.sort(1).values), \
+                f"prefetch {prefetch} changed the index rows, seed {seed}"
+        else:
+            assert torch.equal(rows_got, rows_want), f"prefetch {prefetch}, seed {seed}"
+        for got, want in zip(steps_got, steps_want):
+            if ratio == 4:
+                assert relative_error(got, want) < 5e-3, f"prefetch {prefetch}, seed {seed}"
+            else:
+                assert torch.equal(got, want), f"prefetch {prefetch} changed a result, seed {seed}"
     with pytest.raises(hisa.InvalidArgumentError, match="bytes = -2"):
         layer.set_l2_prefetch(-2)
     with pytest.raises(hisa.ArgumentTypeError):

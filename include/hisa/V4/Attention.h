@@ -116,7 +116,13 @@ private:
                       void *stream);
   /// CSA: the indexer's selection of compressed entries for every token
   /// (buffers' `selected`), before the index rows are assembled.
-  llvm::Error runIndexer(const void *x, int64_t seq, bool decode, void *stream);
+  /// The CSA indexer's keys (its compressor and their fp8 codes), on their
+  /// side stream; records keysReady.
+  llvm::Error indexerKeys(const void *x, int64_t seq, bool decode);
+  /// Its q, weights, scores and top-k on `stream`, after qrReady and
+  /// keysReady.
+  llvm::Error indexerScores(const void *x, int64_t seq, bool decode,
+                            void *stream);
   /// y = x w^T of one projection (ops::linear), split over k through the
   /// buffers' splitK workspace where ops::linearSplits chooses it (decode).
   llvm::Error project(const void *x, const void *w, void *y, int64_t m,

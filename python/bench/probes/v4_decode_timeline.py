@@ -27,7 +27,7 @@ import hisa  # noqa: E402
 from hisa.v4 import reference as ref  # noqa: E402
 
 
-def timeline(ratio, batch, context, prefetch):
+def timeline(ratio, batch, context, prefetch, eager=False, pdl=True):
     config = ref.Config(compress_ratio=ratio)
     weights = ref.random_weights(config, device="cuda")
     layer = hisa.v4.Attention(config, weights, batch, context + 64,
@@ -52,7 +52,10 @@ def timeline(ratio, batch, context, prefetch):
     torch.cuda.synchronize()
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        graph.replay()
+        if eager:
+            layer.forward(x, context, out=out)
+        else:
+            graph.replay()
         torch.cuda.synchronize()
     kernels = []
     for event in prof.profiler.kineto_results.events():
@@ -66,7 +69,9 @@ def timeline(ratio, batch, context, prefetch):
     kernels.sort()
     t0 = kernels[0][0]
     end = max(start + duration for start, duration, _, _ in kernels)
-    print(f"\n## ratio {ratio}: B = {batch}, context {context}, L2 prefetch {prefetch}: "
+    print(f"\n## ratio {ratio}: B = {batch}, context {context}, L2 prefetch {prefetch}, "
+          f"{'eager' if eager else 'graph replay'}, programmatic launch "
+          f"{'on' if pdl else 'off'}: "
           f"{len(kernels)} kernels, first start to last end {end - t0:.1f} us, "
           f"kernel time {sum(k[1] for k in kernels):.1f} us\n")
     print("| start (us) | duration (us) | stream | gap on its stream (us) | kernel |")
@@ -86,10 +91,15 @@ def main():
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--context", type=int, default=65536)
     parser.add_argument("--l2-prefetch", type=int, default=0)
+    parser.add_argument("--eager", action="store_true", help="profile an eager step")
+    parser.add_argument("--no-pdl", action="store_true",
+                        help="launch without programmatic dependent launch")
     args = parser.parse_args()
+    pdl = not args.no_pdl
+    hisa.set_programmatic_launch(pdl)
     print(f"# V4 decode step timeline on {torch.cuda.get_device_name()}")
     for ratio in (int(r) for r in args.ratios.split(",")):
-        timeline(ratio, args.batch, args.context, args.l2_prefetch)
+        timeline(ratio, args.batch, args.context, args.l2_prefetch, args.eager, pdl)
 
 
 if __name__ == "__main__":
