@@ -7,8 +7,10 @@
 //   o[t, h] = sum_i w_i o_i / D,   lse[t, h] = M + log D,
 // which is what one block over all the indices computes (KERNELS.md
 // "DeepSeek-V4 sparse attention"). D = 0 (nothing valid and a sink of -inf)
-// gives o = 0. One block per (token, head); the weights are recomputed by
-// every thread (a few splits) and each thread sums 4 of the 512 columns.
+// gives o = 0. One block per (token, head), each thread 4 of the 512
+// columns: the splits are the outer loop (each split's weight computed once
+// a block, its row read with 16-byte loads), accumulated in split order as
+// before, so the results are the same bits as the per-column loop's.
 
 tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
                                  %lse_part: !tile.global<[?, ?, ?], f32>,
@@ -55,22 +57,33 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
     %positive = arith.cmpf ogt, %sum, %zero : f32
     %inverse_raw = arith.divf %one, %sum : f32
     %inverse = arith.select %positive, %inverse_raw, %zero : f32
-    tile.parallel (%j) in [512] {
-      %total = scf.for %i = %c0 to %splits step %c1 iter_args(%acc = %zero) -> (f32) {
-        %lse_i = tile.load %lse_part[%token, %i, %h] : !tile.global<[?, ?, ?], f32>
-        %lse_log2 = arith.mulf %lse_i, %log2e : f32
-        %shifted = arith.subf %lse_log2, %max_safe : f32
-        %w = math.exp2 %shifted : f32
-        %part = tile.load %o_part[%token, %i, %h, %j] : !tile.global<[?, ?, ?, 512], f32>
+    %acc = tile.alloc : !tile.frag<[512], f32>
+    %part = tile.alloc : !tile.frag<[512], f32>
+    %result = tile.alloc : !tile.frag<[512], bf16>
+    tile.fill %acc, %zero : !tile.frag<[512], f32>, f32
+    scf.for %i = %c0 to %splits step %c1 {
+      %lse_i = tile.load %lse_part[%token, %i, %h] : !tile.global<[?, ?, ?], f32>
+      %lse_log2 = arith.mulf %lse_i, %log2e : f32
+      %shifted = arith.subf %lse_log2, %max_safe : f32
+      %w = math.exp2 %shifted : f32
+      tile.copy %o_part[%token, %i, %h, %c0] to %part
+          : !tile.global<[?, ?, ?, 512], f32> to !tile.frag<[512], f32>
+      tile.parallel (%j) in [512] {
+        %a = tile.load %acc[%j] : !tile.frag<[512], f32>
+        %p = tile.load %part[%j] : !tile.frag<[512], f32>
         // A split without a valid index has w = 0 and o_i = 0.
-        %term = arith.mulf %w, %part : f32
-        %next = arith.addf %acc, %term : f32
-        scf.yield %next : f32
+        %term = arith.mulf %w, %p : f32
+        %next = arith.addf %a, %term : f32
+        tile.store %next, %acc[%j] : !tile.frag<[512], f32>
       }
+    }
+    tile.parallel (%j) in [512] {
+      %total = tile.load %acc[%j] : !tile.frag<[512], f32>
       %normalized = arith.mulf %total, %inverse : f32
       %rounded = arith.truncf %normalized : f32 to bf16
-      tile.store %rounded, %o[%token, %h, %j] : !tile.global<[?, ?, 512], bf16>
+      tile.store %rounded, %result[%j] : !tile.frag<[512], bf16>
     }
+    tile.copy %result to %o[%token, %h, %c0] : !tile.frag<[512], bf16> to !tile.global<[?, ?, 512], bf16>
     %want_lse = tile.param "lse" : index
     %lse_on = arith.cmpi ne, %want_lse, %c0 : index
     scf.if %lse_on {

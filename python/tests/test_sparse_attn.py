@@ -265,3 +265,31 @@ def test_bad_arguments():
         hisa.sparse_attn(q, kv, attn_sink, idx, math.inf)
     with pytest.raises(TypeError, match="softmax_scale"):
         hisa.sparse_attn(q, kv, attn_sink, idx, "0.1")
+
+
+@pytest.mark.parametrize("tokens,splits,heads", [(64, 2, 64), (37, 3, 128)])
+def test_combine_keeps_the_per_column_kernels_bits(tokens, splits, heads):
+    """sparse_attn_combine (splits as the outer loop, 16-byte row loads)
+    gives the bits of the per-column version it replaced
+    (python/bench/probes/sparse_attn_combine_v1.mlir), a split without a
+    valid index included."""
+    import os
+    seed = fresh_seed(torch)
+    probes = os.path.join(os.path.dirname(__file__), "..", "bench", "probes")
+    with open(os.path.join(probes, "sparse_attn_combine_v1.mlir")) as f:
+        v1_source = f.read()
+    o_part = torch.randn(tokens, splits, heads, 512, device="cuda")
+    lse_part = torch.randn(tokens, splits, heads, device="cuda") * 4
+    lse_part[0, 0] = float("-inf")
+    o_part[0, 0] = 0
+    sink = torch.randn(heads, device="cuda")
+    results = []
+    for source in (v1_source, None):
+        o = torch.full((tokens, heads, 512), float("nan"), device="cuda").bfloat16()
+        lse = torch.full((tokens, heads), float("nan"), device="cuda")
+        hisa.jit.get_kernel("sparse_attn_combine", {"lse": 1}, source=source).launch(
+            o_part, lse_part, sink, o, lse)
+        results.append((o, lse))
+    torch.cuda.synchronize()
+    assert torch.equal(results[0][0], results[1][0]), f"seed {seed}"
+    assert torch.equal(results[0][1], results[1][1]), f"seed {seed}"
