@@ -12,12 +12,24 @@
 // a block, its row read with 16-byte loads), accumulated in split order as
 // before, so the results are the same bits as the per-column loop's.
 
+//
+// rope = 1 (the V4 layer): the output then rotates back by RoPE on the last
+// 64 dims (v4_rope with inverse = 1, the same arithmetic on the rounded
+// bf16 values, so the same bits as the two launches): token t of sequence
+// t / seq at position base[t / seq] + t % seq, cos / sin tables
+// [positions, 32] f32 (positions past them read the last row). With rope =
+// 0 those arguments are not read.
+
 tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
                                  %lse_part: !tile.global<[?, ?, ?], f32>,
                                  %attn_sink: !tile.global<[?], f32>,
                                  %o: !tile.global<[?, ?, 512], bf16>,
-                                 %lse_out: !tile.global<[?, ?], f32>)
-    params {lse = 0} {
+                                 %lse_out: !tile.global<[?, ?], f32>,
+                                 %cos: !tile.global<[?, 32], f32>,
+                                 %sin: !tile.global<[?, 32], f32>,
+                                 %base: !tile.global<[?], i32>,
+                                 %seq: index)
+    params {lse = 0, rope = 0} {
   %tokens = tile.dim %o_part, 0 : !tile.global<[?, ?, ?, 512], f32>
   %heads = tile.dim %o_part, 2 : !tile.global<[?, ?, ?, 512], f32>
   %blocks = arith.muli %tokens, %heads : index
@@ -60,6 +72,7 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
     %acc = tile.alloc : !tile.frag<[512], f32>
     %part = tile.alloc : !tile.frag<[512], f32>
     %result = tile.alloc : !tile.frag<[512], bf16>
+    %row = tile.alloc : !tile.shared<[512], bf16>
     tile.fill %acc, %zero : !tile.frag<[512], f32>, f32
     scf.for %i = %c0 to %splits step %c1 {
       %lse_i = tile.load %lse_part[%token, %i, %h] : !tile.global<[?, ?, ?], f32>
@@ -84,6 +97,47 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
       tile.store %rounded, %result[%j] : !tile.frag<[512], bf16>
     }
     tile.copy %result to %o[%token, %h, %c0] : !tile.frag<[512], bf16> to !tile.global<[?, ?, 512], bf16>
+    %rope_param = tile.param "rope" : index
+    %rope_on = arith.cmpi ne, %rope_param, %c0 : index
+    scf.if %rope_on {
+      // The rotated pairs are written again after the barrier, from the
+      // row kept in shared memory (a pair's values are in one thread's
+      // registers, but a fragment is read only at its own index).
+      tile.copy %result to %row : !tile.frag<[512], bf16> to !tile.shared<[512], bf16>
+      tile.barrier
+      %c2 = arith.constant 2 : index
+      %c448 = arith.constant 448 : index
+      %sequence = arith.divui %token, %seq : index
+      %in_sequence = arith.remui %token, %seq : index
+      %base_i32 = tile.load %base[%sequence] : !tile.global<[?], i32>
+      %base_raw = arith.index_cast %base_i32 : i32 to index
+      %unclamped = arith.addi %base_raw, %in_sequence : index
+      %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
+      %last_row = arith.subi %table, %c1 : index
+      %position = arith.minui %unclamped, %last_row : index
+      tile.parallel (%p) in [32] {
+        %pair = arith.muli %p, %c2 : index
+        %even = arith.addi %c448, %pair : index
+        %odd = arith.addi %even, %c1 : index
+        %re_b = tile.load %row[%even] : !tile.shared<[512], bf16>
+        %im_b = tile.load %row[%odd] : !tile.shared<[512], bf16>
+        %re = arith.extf %re_b : bf16 to f32
+        %im = arith.extf %im_b : bf16 to f32
+        %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
+        %s_forward = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
+        %s = arith.negf %s_forward : f32
+        %re_c = arith.mulf %re, %c : f32
+        %im_s = arith.mulf %im, %s : f32
+        %re_out = arith.subf %re_c, %im_s : f32
+        %re_s = arith.mulf %re, %s : f32
+        %im_c = arith.mulf %im, %c : f32
+        %im_out = arith.addf %re_s, %im_c : f32
+        %re_r = arith.truncf %re_out : f32 to bf16
+        %im_r = arith.truncf %im_out : f32 to bf16
+        tile.store %re_r, %o[%token, %h, %even] : !tile.global<[?, ?, 512], bf16>
+        tile.store %im_r, %o[%token, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+      }
+    }
     %want_lse = tile.param "lse" : index
     %lse_on = arith.cmpi ne, %want_lse, %c0 : index
     scf.if %lse_on {

@@ -1,6 +1,7 @@
 //===- Operators.cpp - hisa's operators on raw device pointers ------------===//
 
 #include "hisa/Ops/Operators.h"
+#include "hisa/Ops/V4Operators.h"
 
 #include "OperatorSupport.h"
 
@@ -478,7 +479,7 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                  const int32_t *topkIdxs, void *o, float *lse, int64_t batch,
                  int64_t seqLen, int64_t heads, int64_t nkv, int64_t topk,
                  float softmaxScale, void *workspace, uint64_t workspaceBytes,
-                 void *stream) {
+                 void *stream, const OutputRope *inverseRope) {
   const char *op = "sparse_attn";
   if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, nkv, topk))
     return error;
@@ -497,6 +498,16 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   if (lse)
     if (Error error = checkPointer(op, "lse", lse, 4))
       return error;
+  if (inverseRope) {
+    if (inverseRope->tablePositions < 1)
+      return argumentError(formatv("{0}: the RoPE tables' positions = {1} "
+                                   "must be >= 1",
+                                   op, inverseRope->tablePositions));
+    if (Error error = checkPointers(op, {{"rope cos", inverseRope->cos, 4},
+                                         {"rope sin", inverseRope->sin, 4},
+                                         {"rope base", inverseRope->base, 4}}))
+      return error;
+  }
   int64_t splits = sparseAttnSplits(tokens, heads, topk);
   void *partialOut = o;
   void *partialLse = const_cast<float *>(attnSink);
@@ -557,15 +568,34 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                   splits, topkPad),
           arguments, stream))
     return error;
-  if (splits == 1)
-    return Error::success();
+  if (splits == 1) {
+    if (!inverseRope)
+      return Error::success();
+    return v4Rope(o, inverseRope->cos, inverseRope->sin, inverseRope->base,
+                  tokens, heads, kSparseAttnDim, seqLen,
+                  inverseRope->tablePositions, /*inverse=*/true, stream);
+  }
+  // Without a rotation the tables' arguments point at memory the kernel
+  // never reads.
+  OutputRope none;
+  none.cos = none.sin = attnSink;
+  none.base = reinterpret_cast<const int32_t *>(attnSink);
+  none.tablePositions = 1;
+  const OutputRope &rope = inverseRope ? *inverseRope : none;
   LaunchArgument combine[] = {
       tensor(partialOut, {tokens, splits, heads, kSparseAttnDim}),
-      tensor(partialLse, {tokens, splits, heads}), tensor(attnSink, {heads}),
+      tensor(partialLse, {tokens, splits, heads}),
+      tensor(attnSink, {heads}),
       tensor(o, {tokens, heads, kSparseAttnDim}),
-      tensor(lseOut, {lse ? tokens : 1, lse ? heads : 1})};
-  return runOperator("sparse_attn_combine", formatv("lse={0}", lse ? 1 : 0),
-                     combine, stream);
+      tensor(lseOut, {lse ? tokens : 1, lse ? heads : 1}),
+      tensor(rope.cos, {rope.tablePositions, 32}),
+      tensor(rope.sin, {rope.tablePositions, 32}),
+      tensor(rope.base, {inverseRope ? batch : 1}),
+      integer(seqLen)};
+  return runOperator(
+      "sparse_attn_combine",
+      formatv("lse={0},rope={1}", lse ? 1 : 0, inverseRope ? 1 : 0), combine,
+      stream);
 }
 
 Error flashAttn(const void *q, const void *k, const void *v, void *o,

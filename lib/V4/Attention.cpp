@@ -757,14 +757,17 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
           ops::v4Indices(b.indices.as<int32_t>(), b.selected.as<int32_t>(),
                          positions, indexShape, seq, stream))
     return error;
+  // With its inverse RoPE (in the combine when decode splits the indices).
+  ops::OutputRope inverseRope;
+  inverseRope.cos = cos;
+  inverseRope.sin = sin;
+  inverseRope.base = base;
+  inverseRope.tablePositions = maxSeq_;
   if (Error error = ops::sparseAttn(
           b.q.get(), attnKv, w.attnSink, b.indices.as<int32_t>(), b.o.get(),
           nullptr, batch_, seq, c.heads, nkv, indexColumns(),
           1.0f / std::sqrt(float(kHeadDim)), b.attnWorkspace.get(),
-          b.attnWorkspace.bytes(), stream))
-    return error;
-  if (Error error = ops::v4Rope(b.o.get(), cos, sin, base, tokens, c.heads,
-                                kHeadDim, seq, maxSeq_, true, stream))
+          b.attnWorkspace.bytes(), stream, &inverseRope))
     return error;
   int64_t groupWidth = c.heads / c.oGroups * kHeadDim;
   if (Error error = project(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,

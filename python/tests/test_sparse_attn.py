@@ -283,13 +283,45 @@ def test_combine_keeps_the_per_column_kernels_bits(tokens, splits, heads):
     lse_part[0, 0] = float("-inf")
     o_part[0, 0] = 0
     sink = torch.randn(heads, device="cuda")
+    # rope = 0: the tables are not read.
+    unused = (torch.zeros(1, 32, device="cuda"), torch.zeros(1, 32, device="cuda"),
+              torch.zeros(1, dtype=torch.int32, device="cuda"), 1)
     results = []
-    for source in (v1_source, None):
+    for source, extra in ((v1_source, ()), (None, unused)):
         o = torch.full((tokens, heads, 512), float("nan"), device="cuda").bfloat16()
         lse = torch.full((tokens, heads), float("nan"), device="cuda")
         hisa.jit.get_kernel("sparse_attn_combine", {"lse": 1}, source=source).launch(
-            o_part, lse_part, sink, o, lse)
+            o_part, lse_part, sink, o, lse, *extra)
         results.append((o, lse))
     torch.cuda.synchronize()
     assert torch.equal(results[0][0], results[1][0]), f"seed {seed}"
     assert torch.equal(results[0][1], results[1][1]), f"seed {seed}"
+
+
+@pytest.mark.parametrize("tokens,seq", [(64, 1), (12, 4)])
+def test_combine_with_inverse_rope_is_combine_then_rope(tokens, seq):
+    """sparse_attn_combine with rope = 1 (the V4 layer's decode) gives the
+    bits of the combine followed by v4_rope's inverse rotation, at
+    positions from device memory (one past the tables included)."""
+    import math as _math
+    seed = fresh_seed(torch)
+    splits, heads, positions = 2, 64, 300
+    o_part = torch.randn(tokens, splits, heads, 512, device="cuda")
+    lse_part = torch.randn(tokens, splits, heads, device="cuda") * 4
+    sink = torch.randn(heads, device="cuda")
+    angles = torch.arange(positions)[:, None] * torch.exp(
+        -torch.arange(32) * (_math.log(10000.0) / 32))[None, :]
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    base = torch.randint(0, positions, (tokens // seq,), dtype=torch.int32, device="cuda")
+    base[-1] = positions + 5
+    lse = torch.empty(1, 1, device="cuda")
+    two_steps = torch.empty(tokens, heads, 512, device="cuda").bfloat16()
+    fused = torch.empty_like(two_steps)
+    combine = hisa.jit.get_kernel("sparse_attn_combine", {"lse": 0})
+    combine.launch(o_part, lse_part, sink, two_steps, lse, cos, sin, base, seq)
+    hisa.jit.get_kernel("v4_rope", {"inverse": 1, "dim": 512}).launch(
+        two_steps, cos, sin, base, seq)
+    hisa.jit.get_kernel("sparse_attn_combine", {"lse": 0, "rope": 1}).launch(
+        o_part, lse_part, sink, fused, lse, cos, sin, base, seq)
+    torch.cuda.synchronize()
+    assert torch.equal(fused, two_steps), f"seed {seed}"

@@ -37,14 +37,17 @@ def main():
         sink = torch.randn(heads, device="cuda")
         outs = []
         times = []
-        for source in (v1_source, None):
+        unused = (torch.zeros(1, 32, device="cuda"), torch.zeros(1, 32, device="cuda"),
+                  torch.zeros(1, dtype=torch.int32, device="cuda"), 1)
+        for source, extra in ((v1_source, ()), (None, unused)):
             kernel = hisa.jit.get_kernel("sparse_attn_combine", {"lse": 1}, source=source)
             o = torch.empty(tokens, heads, 512, device="cuda").bfloat16()
             lse = torch.empty(tokens, heads, device="cuda")
-            kernel.launch(o_part, lse_part, sink, o, lse)
+            kernel.launch(o_part, lse_part, sink, o, lse, *extra)
             torch.cuda.synchronize()
             outs.append((o, lse))
-            times.append(bench(lambda k=kernel, o=o, lse=lse: k.launch(o_part, lse_part, sink, o, lse)))
+            times.append(bench(lambda k=kernel, o=o, lse=lse, extra=extra:
+                               k.launch(o_part, lse_part, sink, o, lse, *extra)))
         same = torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
         print(f"| {tokens} | {splits} | {heads} | {times[0] * 1e6:.1f} | {times[1] * 1e6:.1f} | "
               f"{times[0] / times[1]:.2f}x | {'yes' if same else 'NO'} |")
