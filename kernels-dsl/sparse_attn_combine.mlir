@@ -20,6 +20,8 @@
 // [positions, 32] f32 (positions past them read the last row). With rope =
 // 0 those arguments are not read.
 
+func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
+
 tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
                                  %lse_part: !tile.global<[?, ?, ?], f32>,
                                  %attn_sink: !tile.global<[?], f32>,
@@ -126,12 +128,8 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
         %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
         %s_forward = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
         %s = arith.negf %s_forward : f32
-        %re_c = arith.mulf %re, %c : f32
-        %im_s = arith.mulf %im, %s : f32
-        %re_out = arith.subf %re_c, %im_s : f32
-        %re_s = arith.mulf %re, %s : f32
-        %im_c = arith.mulf %im, %c : f32
-        %im_out = arith.addf %re_s, %im_c : f32
+        %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
+            : (f32, f32, f32, f32) -> (f32, f32)
         %re_r = arith.truncf %re_out : f32 to bf16
         %im_r = arith.truncf %im_out : f32 to bf16
         tile.store %re_r, %o[%token, %h, %even] : !tile.global<[?, ?, 512], bf16>

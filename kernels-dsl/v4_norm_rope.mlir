@@ -9,6 +9,8 @@
 // t % seq (positions past the tables read their last row). One block per
 // (token, head) row.
 
+func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
+
 tile.kernel @v4_norm_rope(%x: !tile.global<[?, ?, dim], bf16>,
                           %weight: !tile.global<[dim], f32>,
                           %cos: !tile.global<[?, 32], f32>,
@@ -86,12 +88,8 @@ tile.kernel @v4_norm_rope(%x: !tile.global<[?, ?, dim], bf16>,
       %im = arith.extf %im_b : bf16 to f32
       %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
       %s = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
-      %re_c = arith.mulf %re, %c : f32
-      %im_s = arith.mulf %im, %s : f32
-      %re_out = arith.subf %re_c, %im_s : f32
-      %re_s = arith.mulf %re, %s : f32
-      %im_c = arith.mulf %im, %c : f32
-      %im_out = arith.addf %re_s, %im_c : f32
+      %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
+          : (f32, f32, f32, f32) -> (f32, f32)
       %re_r = arith.truncf %re_out : f32 to bf16
       %im_r = arith.truncf %im_out : f32 to bf16
       tile.store %re_r, %x[%t, %h, %even] : !tile.global<[?, ?, dim], bf16>

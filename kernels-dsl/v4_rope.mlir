@@ -12,6 +12,8 @@
 // graph replays at the current positions). Positions outside the tables
 // read their last row instead of memory past them. One block per token.
 
+func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
+
 tile.kernel @v4_rope(%x: !tile.global<[?, ?, dim], bf16>,
                      %cos: !tile.global<[?, 32], f32>,
                      %sin: !tile.global<[?, 32], f32>,
@@ -55,12 +57,8 @@ tile.kernel @v4_rope(%x: !tile.global<[?, ?, dim], bf16>,
           %s_forward = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
           %s_back = arith.negf %s_forward : f32
           %s = arith.select %inverse, %s_back, %s_forward : f32
-          %re_c = arith.mulf %re, %c : f32
-          %im_s = arith.mulf %im, %s : f32
-          %re_out = arith.subf %re_c, %im_s : f32
-          %re_s = arith.mulf %re, %s : f32
-          %im_c = arith.mulf %im, %c : f32
-          %im_out = arith.addf %re_s, %im_c : f32
+          %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
+              : (f32, f32, f32, f32) -> (f32, f32)
           %re_r = arith.truncf %re_out : f32 to bf16
           %im_r = arith.truncf %im_out : f32 to bf16
           tile.store %re_r, %x[%t, %h, %even] : !tile.global<[?, ?, dim], bf16>
