@@ -23,13 +23,23 @@ tile.kernel @linear_reduce_rmsnorm(%partial: !tile.global<[?, ?, dim], f32>,
     %c1 = arith.constant 1 : index
     %zero = arith.constant 0.0 : f32
     %splits = tile.dim %partial, 0 : !tile.global<[?, ?, dim], f32>
+    %acc = tile.alloc : !tile.frag<[dim], f32>
+    %part = tile.alloc : !tile.frag<[dim], f32>
     tile.copy %weight[%c0] to %weights : !tile.global<[dim], f32> to !tile.frag<[dim], f32>
-    tile.parallel (%j) in [dim] {
-      %total = scf.for %s = %c0 to %splits step %c1 iter_args(%acc = %zero) -> (f32) {
-        %v = tile.load %partial[%s, %row, %j] : !tile.global<[?, ?, dim], f32>
-        %next = arith.addf %acc, %v : f32
-        scf.yield %next : f32
+    // The splits in order, each one's row read with 16-byte loads.
+    tile.fill %acc, %zero : !tile.frag<[dim], f32>, f32
+    scf.for %s = %c0 to %splits step %c1 {
+      tile.copy %partial[%s, %row, %c0] to %part
+          : !tile.global<[?, ?, dim], f32> to !tile.frag<[dim], f32>
+      tile.parallel (%j) in [dim] {
+        %a = tile.load %acc[%j] : !tile.frag<[dim], f32>
+        %v = tile.load %part[%j] : !tile.frag<[dim], f32>
+        %next = arith.addf %a, %v : f32
+        tile.store %next, %acc[%j] : !tile.frag<[dim], f32>
       }
+    }
+    tile.parallel (%j) in [dim] {
+      %total = tile.load %acc[%j] : !tile.frag<[dim], f32>
       %rounded = arith.truncf %total : f32 to bf16
       %f = arith.extf %rounded : bf16 to f32
       %sq = arith.mulf %f, %f : f32
