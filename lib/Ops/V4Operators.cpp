@@ -187,13 +187,11 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
                      arguments, stream);
 }
 
-Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
-                   int64_t k, int64_t groups, int64_t splits, float *workspace,
-                   uint64_t workspaceBytes, void *stream) {
-  const char *op = "linear_split_k";
-  if (Error error = checkLinear(op, m, n, k, groups))
-    return error;
-  LinearTile tile = linearTile(m, n, k, groups);
+/// A split-k product's split count (it divides tile's k steps), m (the
+/// reduction's grid) and, for m > 0, its f32 partial sums' workspace.
+static Error checkSplitK(const char *op, const LinearTile &tile, int64_t m,
+                         int64_t n, int64_t k, int64_t groups, int64_t splits,
+                         const float *workspace, uint64_t workspaceBytes) {
   if (splits < 2 || splits > 16 || (k / tile.blockK) % splits)
     return argumentError(formatv(
         "{0}: splits = {1} must lie in [2, 16] and divide the {2} k steps of "
@@ -202,12 +200,25 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
   if (m > 65535)
     return argumentError(
         formatv("{0}: m = {1} exceeds 65535 (the reduction's grid)", op, m));
-  if (m == 0)
-    return Error::success();
   uint64_t needed = uint64_t(splits) * m * groups * n * 4;
-  if (!workspace || workspaceBytes < needed)
+  if (m > 0 && (!workspace || workspaceBytes < needed))
     return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
                                  workspace ? workspaceBytes : 0, needed));
+  return Error::success();
+}
+
+Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
+                   int64_t k, int64_t groups, int64_t splits, float *workspace,
+                   uint64_t workspaceBytes, void *stream) {
+  const char *op = "linear_split_k";
+  if (Error error = checkLinear(op, m, n, k, groups))
+    return error;
+  LinearTile tile = linearTile(m, n, k, groups);
+  if (Error error = checkSplitK(op, tile, m, n, k, groups, splits, workspace,
+                                workspaceBytes))
+    return error;
+  if (m == 0)
+    return Error::success();
   if (Error error = checkPointers(op, {{"x", x, 16},
                                        {"w", w, 16},
                                        {"y", y, 2},
@@ -253,20 +264,11 @@ Error linearSplitKRmsnorm(const void *x, const void *w, void *y, int64_t m,
   if (Error error = checkEps(op, eps))
     return error;
   LinearTile tile = linearTile(m, n, k, 1);
-  if (splits < 2 || splits > 16 || (k / tile.blockK) % splits)
-    return argumentError(formatv(
-        "{0}: splits = {1} must lie in [2, 16] and divide the {2} k steps of "
-        "{3}",
-        op, splits, k / tile.blockK, tile.blockK));
-  if (m > 65535)
-    return argumentError(
-        formatv("{0}: m = {1} exceeds 65535 (the reduction's grid)", op, m));
+  if (Error error =
+          checkSplitK(op, tile, m, n, k, 1, splits, workspace, workspaceBytes))
+    return error;
   if (m == 0)
     return Error::success();
-  uint64_t needed = uint64_t(splits) * m * n * 4;
-  if (!workspace || workspaceBytes < needed)
-    return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
-                                 workspace ? workspaceBytes : 0, needed));
   if (Error error = checkPointers(op, {{"x", x, 16},
                                        {"w", w, 16},
                                        {"y", y, 16},
@@ -330,10 +332,10 @@ Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,
   return runOperator("v4_rmsnorm", formatv("dim={0}", dim), arguments, stream);
 }
 
-Error v4Rope(void *x, const float *cos, const float *sin, const int32_t *base,
-             int64_t tokens, int64_t heads, int64_t dim, int64_t seq,
-             int64_t tablePositions, bool inverse, void *stream) {
-  const char *op = "v4_rope";
+/// The sizes of a RoPE over x [tokens, heads, dim] with tables of
+/// tablePositions rows, tokens in sequences of seq.
+static Error checkRopeShape(const char *op, int64_t tokens, int64_t heads,
+                            int64_t dim, int64_t seq, int64_t tablePositions) {
   if (Error error = checkNonNegative(op, "tokens", tokens))
     return error;
   if (heads < 1 || (dim != 128 && dim != 512))
@@ -344,6 +346,15 @@ Error v4Rope(void *x, const float *cos, const float *sin, const int32_t *base,
     return argumentError(
         formatv("{0}: seq = {1} and the tables' positions = {2} must be >= 1",
                 op, seq, tablePositions));
+  return Error::success();
+}
+
+Error v4Rope(void *x, const float *cos, const float *sin, const int32_t *base,
+             int64_t tokens, int64_t heads, int64_t dim, int64_t seq,
+             int64_t tablePositions, bool inverse, void *stream) {
+  const char *op = "v4_rope";
+  if (Error error = checkRopeShape(op, tokens, heads, dim, seq, tablePositions))
+    return error;
   if (tokens == 0)
     return Error::success();
   if (Error error = checkPointers(
@@ -364,16 +375,8 @@ Error v4NormRope(void *x, const float *weight, const float *cos,
                  int64_t heads, int64_t dim, int64_t seq,
                  int64_t tablePositions, float eps, void *stream) {
   const char *op = "v4_norm_rope";
-  if (Error error = checkNonNegative(op, "tokens", tokens))
+  if (Error error = checkRopeShape(op, tokens, heads, dim, seq, tablePositions))
     return error;
-  if (heads < 1 || (dim != 128 && dim != 512))
-    return argumentError(
-        formatv("{0}: heads = {1} must be >= 1 and dim = {2} 128 or 512", op,
-                heads, dim));
-  if (seq < 1 || tablePositions < 1)
-    return argumentError(
-        formatv("{0}: seq = {1} and the tables' positions = {2} must be >= 1",
-                op, seq, tablePositions));
   if (Error error = checkEps(op, eps))
     return error;
   if (Error error = checkIndexRange(op, "tokens * heads", tokens * heads))
