@@ -220,4 +220,29 @@ TEST(OperatorPlans, TopkIsOneLaunchABlockPerRow) {
       << hisa_last_error();
 }
 
+TEST(OperatorPlans, L2PrefetchIsOneLaunchOfWarpsOverTheRange) {
+  // 32 MB in 16 KB pieces, 32 a block of one warp: 64 blocks.
+  const uint64_t bytes = 32u << 20;
+  void *data = deviceBuffer(bytes);
+  CUstream stream = someStream();
+  ASSERT_EQ(hisa_l2_prefetch(data, bytes, stream), HISA_OK)
+      << hisa_last_error();
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(hisa_l2_prefetch(data, bytes, stream), HISA_OK)
+      << hisa_last_error();
+  std::vector<Call> launches = launchesOn(stream);
+  ASSERT_EQ(names(launches), (std::vector<std::string>{"l2_prefetch"}));
+  EXPECT_EQ(launches[0].grid[0], 64u);
+  EXPECT_EQ(launches[0].block[0], 32u);
+  // Nothing to prefetch launches nothing; a misaligned range is refused.
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(hisa_l2_prefetch(data, 0, stream), HISA_OK) << hisa_last_error();
+  EXPECT_TRUE(launchesOn(stream).empty());
+  EXPECT_EQ(hisa_l2_prefetch(static_cast<char *>(data) + 8, 64, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("16-byte aligned"),
+            std::string::npos)
+      << hisa_last_error();
+}
+
 } // namespace
