@@ -712,8 +712,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       return error;
 
   // q: wq_a, q_norm, wq_b, the per-head norm, RoPE; issued after the side
-  // branches so that their short grids are dispatched first instead of
-  // queueing behind q's (GPU run 49: issued before, they ran after it).
+  // branches so that their short grids are not queued behind q's (not
+  // measurable in isolation: docs/design.md, "Streams").
   if (Error error = projectNormed(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim,
                                   w.qNorm, stream))
     return error;
