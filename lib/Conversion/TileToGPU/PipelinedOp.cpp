@@ -521,6 +521,22 @@ LogicalResult KernelLowering::lowerPipelined(PipelinedOp op, OpBuilder &b) {
 // Warp specialization
 //===----------------------------------------------------------------------===//
 
+/// `tile` is a shared tile.alloc itself, not a stage buffer, with no views
+/// or picks of it anywhere (writes through an alias are not tracked, and an
+/// alias's memref lives in the consumers' branch), and every user other than
+/// a tile.load is a write `writerIsSafe` accepts.
+static bool
+isReadOnlySharedTile(Value tile, const llvm::DenseSet<Value> &stagedTiles,
+                     llvm::function_ref<bool(Operation *)> writerIsSafe) {
+  return isa<SharedType>(tile.getType()) && tile.getDefiningOp<AllocOp>() &&
+         !stagedTiles.contains(tile) &&
+         llvm::all_of(tile.getUsers(), [&](Operation *other) {
+           if (isa<ViewOp, PickOp>(other))
+             return false;
+           return isa<LoadOp>(other) || writerIsSafe(other);
+         });
+}
+
 FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
                                                   IRMapping &mapping,
                                                   Operation *user) {
@@ -535,18 +551,13 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
   // producer reads it too, in its loop. The consumers wrote it before the
   // loop, which the roles' rendezvous orders before the producer's loop;
   // writers after the loop wait for every stage, so for the producer's last
-  // read. Only a tile.alloc itself, with no views or picks of it anywhere
-  // (writes through an alias are not tracked here, and an alias's memref
-  // lives in the consumers' branch).
+  // read.
   if (auto load = dyn_cast_or_null<LoadOp>(def)) {
     auto loop = dyn_cast<PipelinedOp>(user);
     Value tile = load.getSource();
-    if (loop && loop->isAncestor(load) && isa<SharedType>(tile.getType()) &&
-        tile.getDefiningOp<AllocOp>() && !stagedTiles.contains(tile) &&
-        llvm::all_of(tile.getUsers(), [&](Operation *other) {
-          if (isa<ViewOp, PickOp>(other))
-            return false;
-          return isa<LoadOp>(other) || !loop->isAncestor(other);
+    if (loop && loop->isAncestor(load) &&
+        isReadOnlySharedTile(tile, stagedTiles, [&](Operation *writer) {
+          return !loop->isAncestor(writer);
         })) {
       SmallVector<Value> indices;
       for (Value index : load.getIndices()) {
@@ -578,17 +589,13 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
       if (memref == load.getMemRef())
         tile = candidate;
     auto loop = dyn_cast<PipelinedOp>(user);
-    rereadable = loop && tile && isa<SharedType>(tile.getType()) &&
-                 tile.getDefiningOp<AllocOp>() && !stagedTiles.contains(tile) &&
-                 llvm::all_of(tile.getUsers(), [&](Operation *other) {
-                   if (isa<ViewOp, PickOp>(other))
-                     return false;
-                   if (isa<LoadOp>(other))
-                     return true;
-                   Operation *ancestor =
-                       loop->getBlock()->findAncestorOpInBlock(*other);
-                   return ancestor && ancestor->isBeforeInBlock(loop);
-                 });
+    rereadable =
+        loop && tile &&
+        isReadOnlySharedTile(tile, stagedTiles, [&](Operation *writer) {
+          Operation *ancestor =
+              loop->getBlock()->findAncestorOpInBlock(*writer);
+          return ancestor && ancestor->isBeforeInBlock(loop);
+        });
   }
   if (!def || def->getNumRegions() != 0 ||
       (!isMemoryEffectFree(def) && !rereadable) ||
