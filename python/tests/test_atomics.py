@@ -59,3 +59,22 @@ def test_atomic_once_per_element_of_a_replicated_layout():
     kernel.launch(a, b, total)
     torch.cuda.synchronize()
     assert int(total) == 64
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 1000, 20_000])
+def test_last_block_sums_every_part(blocks):
+    """tile.fence gpu between each block's write of its part and its ticket
+    (a global tile.atomic), and before the last block reads every part
+    (test/Conversion/TileToGPU/Inputs/last_block.mlir): exactly one block
+    draws the last ticket and sees every part, so the total is 0 + 1 + ...
+    + (blocks - 1), in f32 (exact below 2^24)."""
+    kernel = lowering_test_kernel(hisa, "last_block.mlir", "last_block_sums")
+    for _ in range(3):
+        parts = torch.full((blocks,), float("nan"), device="cuda")
+        counter = torch.zeros(1, dtype=torch.int32, device="cuda")
+        total = torch.full((1,), float("nan"), device="cuda")
+        kernel.launch(parts, counter, total)
+        torch.cuda.synchronize()
+        assert int(counter.item()) == blocks
+        assert torch.equal(parts, torch.arange(blocks, device="cuda", dtype=torch.float32))
+        assert total.item() == blocks * (blocks - 1) // 2

@@ -427,6 +427,15 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             .Case([&](LoadOp load) { return lowerLoad(load, b, context); })
             .Case([&](StoreOp store) { return lowerStore(store, b, context); })
             .Case([&](AtomicOp atomic) { return lowerAtomic(atomic, b); })
+            .Case([&](FenceOp fence) {
+              NVVM::MemScopeKind scope = fence.getScope() == FenceScope::Block
+                                             ? NVVM::MemScopeKind::CTA
+                                         : fence.getScope() == FenceScope::Gpu
+                                             ? NVVM::MemScopeKind::GPU
+                                             : NVVM::MemScopeKind::SYS;
+              NVVM::MembarOp::create(b, fence.getLoc(), scope);
+              return success();
+            })
             .Case([&](PrefetchOp prefetch) {
               return lowerPrefetch(prefetch, b, context);
             })

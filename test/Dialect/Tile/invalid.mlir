@@ -1477,3 +1477,20 @@ tile.kernel @prefetch_outside_launch(%g: !tile.global<[?], i8>) {
   // expected-error @+1 {{'tile.prefetch' op must be nested in a tile.launch}}
   tile.prefetch %g[%c0], %n : !tile.global<[?], i8>
 }
+
+// -----
+
+tile.kernel @fence_outside_launch() {
+  // expected-error @+1 {{'tile.fence' op must be nested in a tile.launch}}
+  tile.fence gpu
+}
+
+// -----
+
+tile.kernel @fence_unknown_scope() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'scope' [block, gpu, system]}}
+    tile.fence cluster
+  }
+}

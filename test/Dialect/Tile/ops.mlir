@@ -172,6 +172,22 @@ tile.kernel @atomics(%g: !tile.global<[?], i32>, %f: !tile.global<[4], f32>) {
 
 // -----
 
+// Memory fences at each scope.
+// CHECK-LABEL: tile.kernel @fences
+// CHECK: tile.fence block
+// CHECK: tile.fence gpu
+// CHECK: tile.fence system
+tile.kernel @fences() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.fence block
+    tile.fence gpu
+    tile.fence system
+  }
+}
+
+// -----
+
 // L2 prefetches of a global byte range, per element of a parallel domain
 // and in serial code.
 // CHECK-LABEL: tile.kernel @prefetch

@@ -55,6 +55,14 @@ def Tile_AtomicKind : I32EnumAttr<"AtomicKind",
   let cppNamespace = "::hisa::tile";
 }
 
+def Tile_FenceScope : I32EnumAttr<"FenceScope",
+    "the threads a tile.fence orders memory accesses for", [
+    I32EnumAttrCase<"Block", 0, "block">,
+    I32EnumAttrCase<"Gpu", 1, "gpu">,
+    I32EnumAttrCase<"System", 2, "system">]> {
+  let cppNamespace = "::hisa::tile";
+}
+
 def Tile_VoteKind : I32EnumAttr<"VoteKind",
     "warp-wide vote applied by tile.vote", [
     I32EnumAttrCase<"Ballot", 0, "ballot">,

@@ -710,6 +710,34 @@ def Tile_AtomicOp : Tile_Op<"atomic", [
   let hasVerifier = 1;
 }
 
+def Tile_FenceOp : Tile_Op<"fence"> {
+  let summary = "Orders the executing thread's memory accesses at a scope";
+  let description = [{
+    Every memory access the executing thread issued before the fence is
+    performed, for all threads of the scope (`block`, `gpu`, `system`),
+    before any access it issues after it (`membar.cta` / `membar.gl` /
+    `membar.sys`). Unlike `tile.barrier` it waits for nobody. It is the
+    step a "the last block finishes" pattern needs between writing a
+    partial result and announcing it: each block writes its part, fences at
+    `gpu` scope, then takes a ticket with a global `tile.atomic`; the block
+    that draws the last ticket fences again and reads every part. Every
+    thread that reaches it executes it (in a `tile.parallel` body, the
+    thread of each element).
+
+    ```mlir
+    tile.store %part, %parts[%block] : !tile.global<[?], f32>
+    tile.fence gpu
+    tile.parallel (%i) in [1] {
+      %ticket = tile.atomic add %one, %counter[%c0] : !tile.global<[1], i32>
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Tile_FenceScope:$scope);
+  let assemblyFormat = "$scope attr-dict";
+  let hasVerifier = 1;
+}
+
 def Tile_PrefetchOp : Tile_Op<"prefetch"> {
   let summary = "Starts bringing a byte range of a global tensor into L2";
   let description = [{
