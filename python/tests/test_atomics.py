@@ -61,7 +61,7 @@ def test_atomic_once_per_element_of_a_replicated_layout():
     assert int(total) == 64
 
 
-@pytest.mark.parametrize("blocks", [1, 2, 1000, 20_000])
+@pytest.mark.parametrize("blocks", [1, 2, 1000, 5000])
 def test_last_block_sums_every_part(blocks):
     """tile.fence gpu between each block's write of its part and its ticket
     (a global tile.atomic), and before the last block reads every part
