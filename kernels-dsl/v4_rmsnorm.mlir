@@ -4,6 +4,10 @@
 // (python/hisa/v4/reference.py: rmsnorm). One block per row; its dim values
 // stay in registers between the sum of squares and the scaling.
 
+func.func private @rms_scale(!tile.frag<[n], f32>, !tile.frag<[n], f32>,
+                             !tile.frag<[n], f32>, !tile.frag<[n], bf16>,
+                             !tile.local<[1], f32>, f32, f32)
+
 tile.kernel @v4_rmsnorm(%x: !tile.global<[?, dim], bf16>,
                         %weight: !tile.global<[dim], f32>,
                         %out: !tile.global<[?, dim], bf16>,
@@ -27,22 +31,12 @@ tile.kernel @v4_rmsnorm(%x: !tile.global<[?, dim], bf16>,
       tile.store %f, %wide[%j] : !tile.frag<[dim], f32>
       tile.store %sq, %squares[%j] : !tile.frag<[dim], f32>
     }
-    tile.reduce sum %squares to %sum dim = 0 : !tile.frag<[dim], f32> to !tile.local<[1], f32>
-    %total = tile.load %sum[%c0] : !tile.local<[1], f32>
     %dim_index = tile.param "dim" : index
     %dim_i64 = arith.index_cast %dim_index : index to i64
     %dim_f = arith.sitofp %dim_i64 : i64 to f32
-    %mean = arith.divf %total, %dim_f : f32
-    %shifted = arith.addf %mean, %eps : f32
-    %inverse = math.rsqrt %shifted : f32
-    tile.parallel (%j) in [dim] {
-      %f = tile.load %wide[%j] : !tile.frag<[dim], f32>
-      %w = tile.load %weights[%j] : !tile.frag<[dim], f32>
-      %scaled = arith.mulf %f, %inverse : f32
-      %y = arith.mulf %scaled, %w : f32
-      %rounded = arith.truncf %y : f32 to bf16
-      tile.store %rounded, %result[%j] : !tile.frag<[dim], bf16>
-    }
+    tile.call @rms_scale(%wide, %squares, %weights, %result, %sum, %dim_f, %eps)
+        : (!tile.frag<[dim], f32>, !tile.frag<[dim], f32>, !tile.frag<[dim], f32>,
+           !tile.frag<[dim], bf16>, !tile.local<[1], f32>, f32, f32) -> ()
     tile.copy %result to %out[%row, %c0] : !tile.frag<[dim], bf16> to !tile.global<[?, dim], bf16>
   }
 }

@@ -303,14 +303,13 @@ def test_combine_with_inverse_rope_is_combine_then_rope(tokens, seq):
     """sparse_attn_combine with rope = 1 (the V4 layer's decode) gives the
     bits of the combine followed by v4_rope's inverse rotation, at
     positions from device memory (one past the tables included)."""
-    import math as _math
     seed = fresh_seed(torch)
     splits, heads, positions = 2, 64, 300
     o_part = torch.randn(tokens, splits, heads, 512, device="cuda")
     lse_part = torch.randn(tokens, splits, heads, device="cuda") * 4
     sink = torch.randn(heads, device="cuda")
     angles = torch.arange(positions)[:, None] * torch.exp(
-        -torch.arange(32) * (_math.log(10000.0) / 32))[None, :]
+        -torch.arange(32) * (math.log(10000.0) / 32))[None, :]
     cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
     base = torch.randint(0, positions, (tokens // seq,), dtype=torch.int32, device="cuda")
     base[-1] = positions + 5
