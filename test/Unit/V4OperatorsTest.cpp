@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -90,6 +91,66 @@ TEST(V4Operators, NormRopeAndQuantizeCheckTheirSizes) {
             std::string::npos);
   EXPECT_NE(messageOf(v4HadamardFp4(nullptr, 3, nullptr)).find("x must not"),
             std::string::npos);
+}
+
+TEST(V4Operators, FusedNormOperatorsNameTheirArguments) {
+  // The split-k reduction with the norm: a norm size, eps, the weight.
+  EXPECT_NE(messageOf(linearSplitKRmsnorm(fake(), fake(), fake(), 4, 320, 1024,
+                                          4, fake<float>(), 1 << 20,
+                                          fake<float>(), 1e-6f, nullptr))
+                .find("linear_split_k_rmsnorm: dim = 320"),
+            std::string::npos);
+  EXPECT_NE(messageOf(linearSplitKRmsnorm(fake(), fake(), fake(), 4, 512, 1024,
+                                          4, fake<float>(), 1 << 20,
+                                          fake<float>(), -1.0f, nullptr))
+                .find("eps = -1"),
+            std::string::npos);
+  EXPECT_NE(messageOf(linearSplitKRmsnorm(fake(), fake(), fake(), 4, 512, 1024,
+                                          4, fake<float>(), 100, fake<float>(),
+                                          1e-6f, nullptr))
+                .find("workspace has 100 bytes"),
+            std::string::npos);
+  EXPECT_NE(messageOf(linearSplitKRmsnorm(fake(), fake(), fake(), 4, 512, 1024,
+                                          4, fake<float>(), 1 << 20, nullptr,
+                                          1e-6f, nullptr))
+                .find("norm_weight must not be NULL"),
+            std::string::npos);
+  // The per-head norm with RoPE: head size, eps, 16-byte rows.
+  EXPECT_NE(
+      messageOf(v4NormRope(fake(), fake<float>(), fake<float>(), fake<float>(),
+                           fake<int32_t>(), 3, 4, 256, 1, 16, 1e-6f, nullptr))
+          .find("v4_norm_rope: heads = 4 must be >= 1 and dim = 256"),
+      std::string::npos);
+  EXPECT_NE(
+      messageOf(v4NormRope(fake(), fake<float>(), fake<float>(), fake<float>(),
+                           fake<int32_t>(), 3, 4, 512, 1, 16, NAN, nullptr))
+          .find("eps = nan"),
+      std::string::npos);
+  std::string misaligned = messageOf(
+      v4NormRope(fake(0x10008), fake<float>(), fake<float>(), fake<float>(),
+                 fake<int32_t>(), 3, 4, 512, 1, 16, 1e-6f, nullptr));
+  EXPECT_NE(misaligned.find("v4_norm_rope: x ("), std::string::npos)
+      << misaligned;
+  EXPECT_NE(misaligned.find("must be 16-byte aligned"), std::string::npos)
+      << misaligned;
+}
+
+TEST(V4Operators, SparseAttnChecksItsOutputRope) {
+  OutputRope rope;
+  rope.cos = fake<float>();
+  rope.sin = fake<float>();
+  rope.base = fake<int32_t>();
+  rope.tablePositions = 0;
+  auto call = [&](const OutputRope &r) {
+    return messageOf(sparseAttn(fake(), fake(), fake<float>(), fake<int32_t>(),
+                                fake(), nullptr, 2, 1, 64, 100, 64, 0.04f,
+                                nullptr, 0, nullptr, &r));
+  };
+  EXPECT_NE(call(rope).find("the RoPE tables' positions = 0 must be >= 1"),
+            std::string::npos);
+  rope.tablePositions = 16;
+  rope.sin = nullptr;
+  EXPECT_NE(call(rope).find("rope sin must not be NULL"), std::string::npos);
 }
 
 TEST(V4Operators, CompressorChecksItsShape) {
