@@ -59,7 +59,13 @@ def TileInlineFunctions : Pass<"tile-inline-functions", "::mlir::ModuleOp"> {
     nor in the library, a callee without a body or with more than one block
     (use `scf`), and recursion (calls nested more than 32 deep).
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  // The library's bodies may use dialects the kernel itself does not (a
+  // kernel without math ops calling @rope_rotate's math.fma): loaded here,
+  // with their inliner interfaces, whatever runs before.
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
