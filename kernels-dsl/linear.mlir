@@ -24,6 +24,16 @@
 // after the loop only). The operator uses it for prefill-sized m.
 // hisa-variant linear_staged replaces "@linear(" with "@linear_staged("
 // hisa-variant linear_staged replaces "    tile.copy %rounded to %y[%row0, %y_col0] : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>" with "    %staging = tile.alloc : !tile.shared<[block_m, block_n], bf16> tile.copy %rounded to %staging : !tile.frag<[block_m, block_n], bf16> to !tile.shared<[block_m, block_n], bf16> tile.copy %staging to %y[%row0, %y_col0] : !tile.shared<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>"
+// linear_split_k: the split-k product in one launch. Each block writes its
+// f32 partial sum to partial [splits, M, y_cols] and the last of a tile's
+// splits (a ticket from counters [grid_m * groups * grid_n], zero before
+// the first launch and left zero) adds them up in split order and stores
+// the bf16 tile (kernels-dsl/lib/split_k.mlir): linear_partial then
+// linear_reduce, bit for bit, without the second launch.
+// hisa-variant linear_split_k replaces "tile.kernel @linear(" with "func.func private @finish_split_k(!tile.frag<[rows, cols], f32>, !tile.frag<[rows, cols], f32>, !tile.frag<[rows, cols], bf16>, !tile.shared<[1], i32>, !tile.global<[?, ?, width], f32>, !tile.global<[?], i32>, !tile.global<[?, width], bf16>, index, index, index, index, index) tile.kernel @linear_split_k("
+// hisa-variant linear_split_k replaces "%y: !tile.global<[?, y_cols], bf16>)" with "%partial: !tile.global<[?, ?, y_cols], f32>, %counters: !tile.global<[?], i32>, %y: !tile.global<[?, y_cols], bf16>)"
+// hisa-variant linear_split_k replaces "    tile.cast %acc to %rounded : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>" with "    // The partial sum leaves as f32; the last split rounds the total."
+// hisa-variant linear_split_k replaces "    tile.copy %rounded to %y[%row0, %y_col0] : !tile.frag<[block_m, block_n], bf16> to !tile.global<[?, y_cols], bf16>" with "    %part = tile.alloc : !tile.frag<[block_m, block_n], f32> %tickets = tile.alloc : !tile.shared<[1], i32> %tile_row = arith.muli %by, %groups : index %tile_group = arith.addi %tile_row, %bg : index %tile_first = arith.muli %tile_group, %grid_n : index %counter = arith.addi %tile_first, %bx : index tile.call @finish_split_k(%acc, %part, %rounded, %tickets, %partial, %counters, %y, %split, %splits, %counter, %row0, %y_col0) : (!tile.frag<[block_m, block_n], f32>, !tile.frag<[block_m, block_n], f32>, !tile.frag<[block_m, block_n], bf16>, !tile.shared<[1], i32>, !tile.global<[?, ?, y_cols], f32>, !tile.global<[?], i32>, !tile.global<[?, y_cols], bf16>, index, index, index, index, index) -> ()"
 // hisa-variant linear_partial replaces "@linear(" with "@linear_partial("
 // hisa-variant linear_partial replaces "%y: !tile.global<[?, y_cols], bf16>)" with "%y: !tile.global<[?, ?, y_cols], f32>)"
 // hisa-variant linear_partial replaces "    tile.cast %acc to %rounded : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>" with "    // The f32 partial sum leaves as it is."

@@ -59,6 +59,7 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(streamSynchronize, cuStreamSynchronize, true)                              \
   X(memAlloc, cuMemAlloc, true)                                                \
   X(memFree, cuMemFree, true)                                                  \
+  X(memsetD8, cuMemsetD8, true)                                                \
   X(memcpyHtoD, cuMemcpyHtoD, true)                                            \
   X(memcpyDtoH, cuMemcpyDtoH, true)                                            \
   X(memcpyDtoDAsync, cuMemcpyDtoDAsync, true)                                  \

@@ -275,6 +275,41 @@ def test_linear_split_k(m, n, k, groups, splits):
     assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
 
 
+@pytest.mark.parametrize("m,n,k,groups,splits,block_n,block_k",
+                         [(64, 4096, 8192, 1, 4, 128, 64), (3, 1024, 4096, 8, 2, 64, 128),
+                          (37, 64, 1024, 1, 8, 64, 128), (64, 1000, 4096, 1, 16, 128, 64),
+                          (130, 256, 512, 1, 2, 256, 64)])
+def test_linear_split_k_in_one_launch(m, n, k, groups, splits, block_n, block_k):
+    """linear_split_k (the last block of each tile reduces) gives
+    linear_partial + linear_reduce bit for bit, twice in a row (the tile
+    counters are back at 0 after each launch), with partial row and column
+    tiles and several row tiles."""
+    seed = fresh_seed(torch)
+    x = torch.randn(m, groups * k, device="cuda").bfloat16()
+    w = (torch.randn(groups * n, k, device="cuda") * k ** -0.5).bfloat16()
+    params = {"k": k, "n": n, "groups": groups, "x_cols": groups * k, "y_cols": groups * n,
+              "splits": splits, "block_m": 64 if m <= 64 else 128, "block_n": block_n,
+              "block_k": block_k}
+    partial = torch.full((splits, m, groups * n), float("nan"), device="cuda")
+    two_launches = torch.full((m, groups * n), float("nan"), device="cuda").bfloat16()
+    hisa.jit.get_kernel("linear_partial", params).launch(x, w, partial)
+    hisa.jit.get_kernel("linear_reduce", {}).launch(partial, two_launches)
+    tiles = -(-m // params["block_m"]) * groups * -(-n // block_n)
+    counters = torch.zeros(tiles + 7, dtype=torch.int32, device="cuda")
+    one_launch = hisa.jit.get_kernel("linear_split_k", params)
+    for launch in range(2):
+        partial.fill_(float("nan"))
+        y = torch.full_like(two_launches, float("nan"))
+        one_launch.launch(x, w, partial, counters, y)
+        torch.cuda.synchronize()
+        assert torch.equal(y, two_launches), f"launch {launch}, seed {seed}"
+        assert not counters.any(), f"counters left at {counters.unique().tolist()}"
+    expected = torch.cat([x[:, g * k:(g + 1) * k].float() @ w[g * n:(g + 1) * n].float().T
+                          for g in range(groups)], 1)
+    error = (y.float() - expected).norm() / expected.norm()
+    assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
+
+
 @pytest.mark.parametrize("decode", [False, True])
 def test_to_fp8_is_exact_on_fp4_values(decode):
     """v4_to_fp8: rows of Hadamard + fp4 values become fp8 codes times a

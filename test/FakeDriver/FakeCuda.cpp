@@ -337,6 +337,15 @@ CUresult cuMemFree_v2(CUdeviceptr pointer) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuMemsetD8_v2(CUdeviceptr to, unsigned char value, size_t bytes) {
+  countEntry(__func__);
+  if (!isDeviceRange(to, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memset(reinterpret_cast<void *>(to), value, bytes);
+  record(streamCall(Call::Synchronizing, nullptr, "cuMemsetD8"));
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, size_t bytes) {
   countEntry(__func__);
   if (!isDeviceRange(to, bytes))

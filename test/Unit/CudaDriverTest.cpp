@@ -111,6 +111,7 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
                            "cuPointerGetAttribute",
                            "cuDevicePrimaryCtxRetain",
                            "cuFuncSetAttribute",
+                           "cuMemsetD8_v2",
                            "cuMemcpyDtoDAsync_v2",
                            "cuMemcpy2DAsync_v2",
                            "cuStreamCreate",
@@ -121,7 +122,7 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
     EXPECT_TRUE(has(name)) << name;
   EXPECT_FALSE(has("cuMemAlloc"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
-  EXPECT_EQ(names.size(), 33u);
+  EXPECT_EQ(names.size(), 34u);
 }
 
 TEST(CudaDriver, CheckCudaNamesTheCallAndTheKernel) {

@@ -168,6 +168,9 @@ public:
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
+  /// Zeroes what the orchestration layers allocate (counters that kernels
+  /// expect at 0 before their first launch).
+  decltype(&::cuMemsetD8) memsetD8 = nullptr;
   decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
   /// Stream-ordered copies of the orchestration layers (the V4 layer's
