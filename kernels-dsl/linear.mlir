@@ -29,7 +29,11 @@
 // splits (a ticket from counters [grid_m * groups * grid_n], zero before
 // the first launch and left zero) adds them up in split order and stores
 // the bf16 tile (kernels-dsl/lib/split_k.mlir): linear_partial then
-// linear_reduce, bit for bit, without the second launch.
+// linear_reduce, bit for bit, without the second launch. Measured slower
+// at decode's m = 64 (H200, probes/split_k_one_launch_ab.py: wq_a 7.4 ->
+// 13.1 us, wo_b 24.5 -> 26.8): the reduction runs in one block per tile
+// (8-32 blocks) instead of linear_reduce's 64+, so the operator keeps two
+// launches; the variant stays for that measurement.
 // hisa-variant linear_split_k replaces "tile.kernel @linear(" with "func.func private @finish_split_k(!tile.frag<[rows, cols], f32>, !tile.frag<[rows, cols], f32>, !tile.frag<[rows, cols], bf16>, !tile.shared<[1], i32>, !tile.global<[?, ?, width], f32>, !tile.global<[?], i32>, !tile.global<[?, width], bf16>, index, index, index, index, index) tile.kernel @linear_split_k("
 // hisa-variant linear_split_k replaces "%y: !tile.global<[?, y_cols], bf16>)" with "%partial: !tile.global<[?, ?, y_cols], f32>, %counters: !tile.global<[?], i32>, %y: !tile.global<[?, y_cols], bf16>)"
 // hisa-variant linear_split_k replaces "    tile.cast %acc to %rounded : !tile.frag<[block_m, block_n], f32> to !tile.frag<[block_m, block_n], bf16>" with "    // The partial sum leaves as f32; the last split rounds the total."

@@ -187,14 +187,8 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
                      arguments, stream);
 }
 
-uint64_t linearSplitKWorkspaceSize(int64_t m, int64_t n, int64_t groups,
-                                   int64_t splits) {
-  return kSplitKCounterBytes + uint64_t(splits) * m * groups * n * 4;
-}
-
 /// A split-k product's split count (it divides tile's k steps), m (the
-/// reduction's grid), its tile count (the counters) and, for m > 0, its
-/// workspace.
+/// reduction's grid) and, for m > 0, its f32 partial sums' workspace.
 static Error checkSplitK(const char *op, const LinearTile &tile, int64_t m,
                          int64_t n, int64_t k, int64_t groups, int64_t splits,
                          const float *workspace, uint64_t workspaceBytes) {
@@ -206,22 +200,11 @@ static Error checkSplitK(const char *op, const LinearTile &tile, int64_t m,
   if (m > 65535)
     return argumentError(
         formatv("{0}: m = {1} exceeds 65535 (the reduction's grid)", op, m));
-  int64_t tiles = (m + tile.blockM - 1) / tile.blockM * groups *
-                  ((n + tile.blockN - 1) / tile.blockN);
-  if (uint64_t(tiles) * 4 > kSplitKCounterBytes)
-    return argumentError(formatv(
-        "{0}: {1} output tiles of {2} x {3}; split-k has counters for {4}", op,
-        tiles, tile.blockM, tile.blockN, kSplitKCounterBytes / 4));
-  uint64_t needed = linearSplitKWorkspaceSize(m, n, groups, splits);
+  uint64_t needed = uint64_t(splits) * m * groups * n * 4;
   if (m > 0 && (!workspace || workspaceBytes < needed))
     return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
                                  workspace ? workspaceBytes : 0, needed));
   return Error::success();
-}
-
-/// The f32 partial sums' part of a split-k workspace (after the counters).
-static float *splitKPartials(float *workspace) {
-  return workspace + kSplitKCounterBytes / sizeof(float);
 }
 
 Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
@@ -238,17 +221,19 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
     return Error::success();
   if (Error error = checkPointers(op, {{"x", x, 16},
                                        {"w", w, 16},
-                                       {"y", y, 4},
+                                       {"y", y, 2},
                                        {"workspace", workspace, 16}}))
     return error;
-  // One launch (linear_split_k): the last block of each tile reduces it.
-  LaunchArgument arguments[] = {
-      tensor(x, {m, groups * k}), tensor(w, {groups * n, k}),
-      tensor(splitKPartials(workspace), {splits, m, groups * n}),
-      tensor(workspace, {int64_t(kSplitKCounterBytes / 4)}),
-      tensor(y, {m, groups * n})};
-  return runOperator("linear_split_k", linearParams(tile, n, k, groups, splits),
-                     arguments, stream);
+  LaunchArgument partial[] = {tensor(x, {m, groups * k}),
+                              tensor(w, {groups * n, k}),
+                              tensor(workspace, {splits, m, groups * n})};
+  if (Error error = runOperator("linear_partial",
+                                linearParams(tile, n, k, groups, splits),
+                                partial, stream))
+    return error;
+  LaunchArgument reduce[] = {tensor(workspace, {splits, m, groups * n}),
+                             tensor(y, {m, groups * n})};
+  return runOperator("linear_reduce", "", reduce, stream);
 }
 
 /// dim is one v4_rmsnorm is specialized for.
@@ -290,14 +275,13 @@ Error linearSplitKRmsnorm(const void *x, const void *w, void *y, int64_t m,
                                        {"workspace", workspace, 16},
                                        {"norm_weight", normWeight, 16}}))
     return error;
-  float *partials = splitKPartials(workspace);
   LaunchArgument partial[] = {tensor(x, {m, k}), tensor(w, {n, k}),
-                              tensor(partials, {splits, m, n})};
+                              tensor(workspace, {splits, m, n})};
   if (Error error =
           runOperator("linear_partial", linearParams(tile, n, k, 1, splits),
                       partial, stream))
     return error;
-  LaunchArgument reduce[] = {tensor(partials, {splits, m, n}),
+  LaunchArgument reduce[] = {tensor(workspace, {splits, m, n}),
                              tensor(normWeight, {n}), tensor(y, {m, n}),
                              floatScalar(eps)};
   return runOperator("linear_reduce_rmsnorm", formatv("dim={0}", n), reduce,

@@ -50,8 +50,8 @@ public:
           std::make_error_code(std::errc::not_enough_memory),
           formatv("v4 attention: allocating {0} ({1} bytes) failed: {2}", what,
                   bytes_, driver.describe(result)));
-    // Zeroed once: the split-k workspaces' tile counters must start at 0
-    // (the kernels leave them at 0), and no buffer is read uninitialized.
+    // Zeroed once, so that nothing the layer owns is ever read
+    // uninitialized (a slot past what a kernel wrote is 0, not garbage).
     result = driver.memsetD8(pointer, 0, bytes_);
     if (result != CUDA_SUCCESS)
       return createStringError(
@@ -394,8 +394,7 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     for (auto [n, k] : shapes) {
       int64_t splits = n > 0 ? ops::linearSplits(batch, n, k, 1) : 1;
       if (splits > 1)
-        splitBytes = std::max(
-            splitBytes, ops::linearSplitKWorkspaceSize(batch, n, 1, splits));
+        splitBytes = std::max(splitBytes, uint64_t(splits) * batch * n * 4);
     }
   }
   struct Piece {
@@ -850,8 +849,7 @@ Error Attention::projectNormed(const void *x, const void *w, void *y, int64_t m,
   DeviceBuffer &workspace = splitKWorkspace(b.streams, b.splitK, stream);
   int64_t splits = ops::linearSplits(m, n, k, 1);
   // Split over k, the reduction and the norm are one launch.
-  if (splits > 1 &&
-      ops::linearSplitKWorkspaceSize(m, n, 1, splits) <= workspace.bytes())
+  if (splits > 1 && uint64_t(splits) * m * n * 4 <= workspace.bytes())
     return ops::linearSplitKRmsnorm(x, w, y, m, n, k, splits,
                                     workspace.as<float>(), workspace.bytes(),
                                     normWeight, config_.eps, stream);
@@ -865,7 +863,7 @@ Error Attention::project(const void *x, const void *w, void *y, int64_t m,
   Buffers &b = *buffers_;
   DeviceBuffer *workspace = &splitKWorkspace(b.streams, b.splitK, stream);
   int64_t splits = ops::linearSplits(m, n, k, groups);
-  uint64_t bytes = ops::linearSplitKWorkspaceSize(m, n, groups, splits);
+  uint64_t bytes = uint64_t(splits) * m * groups * n * 4;
   // Whole-k where splitting does not pay (and for prefills of few tokens
   // whose partial sums the decode-sized workspace does not hold).
   if (splits == 1 || bytes > workspace->bytes())

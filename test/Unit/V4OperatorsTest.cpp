@@ -57,13 +57,7 @@ TEST(V4Operators, SplitKLinearChecksItsSplitsAndWorkspace) {
       std::string::npos);
   EXPECT_NE(messageOf(linearSplitK(fake(), fake(), fake(), 4, 64, 1024, 1, 4,
                                    fake<float>(), 100, nullptr))
-                .find("workspace has 100 bytes, needs 8192"),
-            std::string::npos);
-  // The counters cover 1024 output tiles; n = 131200 has 1025 of 64 x 128.
-  EXPECT_NE(messageOf(linearSplitK(fake(), fake(), fake(), 64, 131200, 1024, 1,
-                                   2, fake<float>(), 1ull << 40, nullptr))
-                .find("1025 output tiles of 64 x 128; split-k has counters "
-                      "for 1024"),
+                .find("workspace has 100 bytes, needs 4096"),
             std::string::npos);
 }
 

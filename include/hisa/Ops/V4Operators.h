@@ -28,33 +28,17 @@ llvm::Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
 
 /// The same product with the k steps split over `splits` blocks per
 /// output tile (2 to 16; for decode-sized m, where whole-k tiles leave SMs
-/// idle), in one launch: each block writes its f32 partial sum into
-/// `workspace` and the last block of each tile (a ticket from a counter in
-/// the workspace) adds them up in split order into y. The workspace holds
-/// linearSplitKWorkspaceSize bytes: its first kSplitKCounterBytes are the
-/// tile counters, which must be zero before the first call (cuMemset) and
-/// are left zero by every call; the rest holds the partial sums. k / 64
-/// (k / 128 when m <= 64) must be a multiple of splits; m at most 65535;
-/// at most kSplitKCounterBytes / 4 output tiles.
+/// idle): f32 partial sums into `workspace` (splits * m * groups * n * 4
+/// bytes), then one reduction into y. k / 64 (k / 128 when m <= 64) must
+/// be a multiple of splits; m at most 65535.
 llvm::Error linearSplitK(const void *x, const void *w, void *y, int64_t m,
                          int64_t n, int64_t k, int64_t groups, int64_t splits,
                          float *workspace, uint64_t workspaceBytes,
                          void *stream);
 
-/// The split-k workspace's tile counters (a fixed region at its start, so
-/// that calls of different shapes sharing a workspace never see another
-/// call's partial sums as counters).
-constexpr uint64_t kSplitKCounterBytes = 4096;
-
-/// The workspace linearSplitK and linearSplitKRmsnorm need: the counters,
-/// then splits * m * groups * n f32 partial sums.
-uint64_t linearSplitKWorkspaceSize(int64_t m, int64_t n, int64_t groups,
-                                   int64_t splits);
-
-/// linearSplitK followed by v4Rmsnorm of y's rows: the partial sums, then
-/// the reduction and the norm in one launch (linear_reduce_rmsnorm;
-/// bit-identical to the two steps): one group, n a v4Rmsnorm dim,
-/// normWeight [n] f32; the workspace as linearSplitK's.
+/// linearSplitK followed by v4Rmsnorm of y's rows, with the reduction and
+/// the norm in one launch (linear_reduce_rmsnorm; bit-identical to the two
+/// steps): one group, n a v4Rmsnorm dim, normWeight [n] f32.
 llvm::Error linearSplitKRmsnorm(const void *x, const void *w, void *y,
                                 int64_t m, int64_t n, int64_t k, int64_t splits,
                                 float *workspace, uint64_t workspaceBytes,
