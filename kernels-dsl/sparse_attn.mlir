@@ -24,7 +24,12 @@
 //      row sum in registers; P = exp2(S - m) in bf16 through shared memory
 //      (each warpgroup computes half of S's columns but needs all of P);
 //      O = O * exp2(m_old - m) + P V.
-//   3. O / (l + exp2(sink*log2(e) - m)) in bf16; lse if asked.
+//   3. O / (l + exp2(sink*log2(e) - m)) in bf16; lse if asked. With rope
+//      = 1 (the V4 layer), the stored output's last 64 dims are then
+//      rotated back by RoPE at the token's position (lib/rope.mlir:
+//      rope_inverse_64_heads; tables rope_cos / rope_sin [positions, 32],
+//      rope_base [B]: the bits of a separate v4_rope with inverse = 1).
+//      Split blocks leave that to sparse_attn_combine.
 
 // sparse_attn_ws: the same kernel with a producer warpgroup issuing the
 // gathers (tile.pipelined warp_specialized); GPU-tested, and what the
@@ -32,6 +37,12 @@
 // faster; split decode keeps the plain kernel):
 // hisa-variant sparse_attn_ws replaces "@sparse_attn(" with "@sparse_attn_ws("
 // hisa-variant sparse_attn_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
+
+func.func private @rope_inverse_64_heads(!tile.global<[?, ?, 512], bf16>,
+                                         !tile.global<[?, 32], f32>,
+                                         !tile.global<[?, 32], f32>,
+                                         !tile.global<[?], i32>,
+                                         index, index, index, index)
 
 tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %kv: !tile.global<[?, 512], bf16>,
@@ -41,11 +52,14 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %lse_out: !tile.global<[?, ?], f32>,
                          %o_part: !tile.global<[?, ?, ?, 512], f32>,
                          %lse_part: !tile.global<[?, ?, ?], f32>,
+                         %rope_cos: !tile.global<[?, 32], f32>,
+                         %rope_sin: !tile.global<[?, 32], f32>,
+                         %rope_base: !tile.global<[?], i32>,
                          %tokens_per_batch: index,
                          %nkv: index,
                          %softmax_scale: f32)
     params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
-            partial_sums = 0} {
+            partial_sums = 0, rope = 0} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
   %splits = tile.param "splits" : index
@@ -271,6 +285,15 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
       }
       tile.copy %out to %o[%token, %first_head, %c0]
           : !tile.frag<[64, 512], bf16> to !tile.global<[?, ?, 512], bf16>
+      %rope_param = tile.param "rope" : index
+      %rope_on = arith.cmpi ne, %rope_param, %c0 : index
+      scf.if %rope_on {
+        func.call @rope_inverse_64_heads(%o, %rope_cos, %rope_sin, %rope_base, %token, %tokens_per_batch,
+                                         %first_head, %heads)
+            : (!tile.global<[?, ?, 512], bf16>, !tile.global<[?, 32], f32>,
+               !tile.global<[?, 32], f32>, !tile.global<[?], i32>, index, index, index,
+               index) -> ()
+      }
     } else {
       tile.parallel (%i) in [64] {
         %m = tile.load %row_max[%i] : !tile.frag<[64], f32>

@@ -21,6 +21,8 @@
 // 0 those arguments are not read.
 
 func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
+func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
+                                 index, index) -> index
 
 tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
                                  %lse_part: !tile.global<[?, ?, ?], f32>,
@@ -109,14 +111,8 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
       tile.barrier
       %c2 = arith.constant 2 : index
       %c448 = arith.constant 448 : index
-      %sequence = arith.divui %token, %seq : index
-      %in_sequence = arith.remui %token, %seq : index
-      %base_i32 = tile.load %base[%sequence] : !tile.global<[?], i32>
-      %base_raw = arith.index_cast %base_i32 : i32 to index
-      %unclamped = arith.addi %base_raw, %in_sequence : index
-      %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
-      %last_row = arith.subi %table, %c1 : index
-      %position = arith.minui %unclamped, %last_row : index
+      %position = func.call @rope_position(%base, %cos, %token, %seq)
+          : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
       tile.parallel (%p) in [32] {
         %pair = arith.muli %p, %c2 : index
         %even = arith.addi %c448, %pair : index

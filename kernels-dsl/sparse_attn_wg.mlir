@@ -28,8 +28,15 @@
 // added after the loop. Row maxima and sums in log2 units; a maximum of
 // -inf (no valid key yet) contributes factors of 0.
 //
-// Same arguments as sparse_attn (splits must be 1: no split decode here);
-// topk_pad must be a multiple of 128.
+// Same arguments as sparse_attn (splits must be 1: no split decode here;
+// rope = 1 rotates the output back as sparse_attn does, after both
+// warpgroups stored their halves); topk_pad must be a multiple of 128.
+
+func.func private @rope_inverse_64_heads(!tile.global<[?, ?, 512], bf16>,
+                                         !tile.global<[?, 32], f32>,
+                                         !tile.global<[?, 32], f32>,
+                                         !tile.global<[?], i32>,
+                                         index, index, index, index)
 
 tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
                             %kv: !tile.global<[?, 512], bf16>,
@@ -39,11 +46,14 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
                             %lse_out: !tile.global<[?, ?], f32>,
                             %o_part: !tile.global<[?, ?, ?, 512], f32>,
                             %lse_part: !tile.global<[?, ?, ?], f32>,
+                            %rope_cos: !tile.global<[?, 32], f32>,
+                            %rope_sin: !tile.global<[?, 32], f32>,
+                            %rope_base: !tile.global<[?], i32>,
                             %tokens_per_batch: index,
                             %nkv: index,
                             %softmax_scale: f32)
     params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
-            partial_sums = 0} {
+            partial_sums = 0, rope = 0} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
   %blocks = arith.muli %tokens, %head_blocks : index
@@ -329,6 +339,15 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
       %column = arith.muli %wg, %c256 : index
       tile.copy %out to %o[%token, %first_head, %column]
           : !tile.frag<[64, 256], bf16> to !tile.global<[?, ?, 512], bf16>
+    }
+    %rope_param = tile.param "rope" : index
+    %rope_on = arith.cmpi ne, %rope_param, %c0 : index
+    scf.if %rope_on {
+      func.call @rope_inverse_64_heads(%o, %rope_cos, %rope_sin, %rope_base, %token, %tokens_per_batch,
+                                       %first_head, %heads)
+          : (!tile.global<[?, ?, 512], bf16>, !tile.global<[?, 32], f32>,
+             !tile.global<[?, 32], f32>, !tile.global<[?], i32>, index, index, index,
+             index) -> ()
     }
   }
 }

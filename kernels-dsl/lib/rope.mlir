@@ -13,3 +13,64 @@ func.func private @rope_rotate(%re: f32, %im: f32, %c: f32, %s: f32) -> (f32, f3
   %im_out = math.fma %re, %s, %im_c : f32
   return %re_out, %im_out : f32, f32
 }
+
+// The position of token t: sequence t / seq at base[t / seq] + t % seq,
+// clamped to the tables' last row (cos [positions, 32]).
+func.func private @rope_position(%base: !tile.global<[?], i32>,
+                                 %cos: !tile.global<[?, 32], f32>,
+                                 %token: index, %seq: index) -> index {
+  %c1 = arith.constant 1 : index
+  %sequence = arith.divui %token, %seq : index
+  %in_sequence = arith.remui %token, %seq : index
+  %base_i32 = tile.load %base[%sequence] : !tile.global<[?], i32>
+  %base_raw = arith.index_cast %base_i32 : i32 to index
+  %unclamped = arith.addi %base_raw, %in_sequence : index
+  %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
+  %last_row = arith.subi %table, %c1 : index
+  %position = arith.minui %unclamped, %last_row : index
+  return %position : index
+}
+
+// The V4 layer's inverse RoPE on an attention output the block has just
+// stored: the last 64 of the 512 dims of heads [first_head, first_head +
+// 64) (those below `heads`) of o[token], rotated back at the token's
+// position and stored again, with the arithmetic of v4_rope (inverse = 1)
+// on the rounded bf16 values, so the bits are the same as a separate
+// v4_rope. The pairs are read back from memory after a barrier (a fragment
+// is read only at its own index, and a pair may sit in two threads).
+func.func private @rope_inverse_64_heads(%o: !tile.global<[?, ?, 512], bf16>,
+                                         %cos: !tile.global<[?, 32], f32>,
+                                         %sin: !tile.global<[?, 32], f32>,
+                                         %base: !tile.global<[?], i32>,
+                                         %token: index, %seq: index,
+                                         %first_head: index, %heads: index) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c448 = arith.constant 448 : index
+  tile.barrier
+  %position = func.call @rope_position(%base, %cos, %token, %seq)
+      : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
+  tile.parallel (%r, %p) in [64, 32] {
+    %h = arith.addi %first_head, %r : index
+    %real = arith.cmpi ult, %h, %heads : index
+    scf.if %real {
+      %pair = arith.muli %p, %c2 : index
+      %even = arith.addi %c448, %pair : index
+      %odd = arith.addi %even, %c1 : index
+      %re_b = tile.load %o[%token, %h, %even] : !tile.global<[?, ?, 512], bf16>
+      %im_b = tile.load %o[%token, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+      %re = arith.extf %re_b : bf16 to f32
+      %im = arith.extf %im_b : bf16 to f32
+      %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
+      %s_forward = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
+      %s = arith.negf %s_forward : f32
+      %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
+          : (f32, f32, f32, f32) -> (f32, f32)
+      %re_r = arith.truncf %re_out : f32 to bf16
+      %im_r = arith.truncf %im_out : f32 to bf16
+      tile.store %re_r, %o[%token, %h, %even] : !tile.global<[?, ?, 512], bf16>
+      tile.store %im_r, %o[%token, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+    }
+  }
+  return
+}

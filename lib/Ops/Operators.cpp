@@ -408,14 +408,20 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
 namespace {
 
 /// Blocks that fill an H100/H200 (132 SMs, one ~209 KiB block each): decode
-/// with fewer (token, 64 heads) blocks splits each token's index tiles.
+/// with fewer than kSparseAttnSplitBelow (token, 64 heads) blocks splits
+/// each token's index tiles. From half the SMs on, one block per token is
+/// faster than splits plus the combine's launch (H200, GPU run 56,
+/// probes/decode_attn_splits.py, 64 tokens x 64 heads: 128 indices 13.1
+/// us whole against 21.6 split in two and combined; 640 indices 32.1
+/// against 34.1).
 constexpr int64_t kSparseAttnTargetBlocks = 132;
+constexpr int64_t kSparseAttnSplitBelow = 64;
 constexpr int64_t kSparseAttnMaxSplits = 32;
 
 int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk) {
   int64_t blocks = tokens * ((heads + 63) / 64);
   int64_t tiles = (topk + 63) / 64;
-  if (blocks <= 0 || blocks >= kSparseAttnTargetBlocks || tiles < 2)
+  if (blocks <= 0 || blocks >= kSparseAttnSplitBelow || tiles < 2)
     return 1;
   return std::max<int64_t>(1, std::min({tiles, kSparseAttnTargetBlocks / blocks,
                                         kSparseAttnMaxSplits}));
@@ -528,9 +534,14 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   }
   int64_t topkPad = (topk + 63) / 64 * 64;
   int64_t headBlocks = (heads + 63) / 64;
-  // Unused buffers (no lse; no split) point at valid memory the kernel
-  // never touches.
+  // Unused buffers (no lse; no split; no rotation) point at valid memory
+  // the kernel never touches.
   const void *lseOut = lse ? static_cast<const void *>(lse) : attnSink;
+  OutputRope none;
+  none.cos = none.sin = attnSink;
+  none.base = reinterpret_cast<const int32_t *>(attnSink);
+  none.tablePositions = 1;
+  const OutputRope &rope = inverseRope ? *inverseRope : none;
   LaunchArgument arguments[] = {
       tensor(q, {tokens, heads, kSparseAttnDim}),
       // nkv = 0: every index is invalid and no row is read.
@@ -542,8 +553,10 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                           splits > 1 ? heads : 1, kSparseAttnDim}),
       tensor(partialLse,
              {splits > 1 ? tokens : 1, splits, splits > 1 ? heads : 1}),
-      integer(seqLen), integer(std::max<int64_t>(nkv, 0)),
-      floatScalar(softmaxScale)};
+      tensor(rope.cos, {rope.tablePositions, 32}),
+      tensor(rope.sin, {rope.tablePositions, 32}),
+      tensor(rope.base, {inverseRope ? batch : 1}), integer(seqLen),
+      integer(std::max<int64_t>(nkv, 0)), floatScalar(softmaxScale)};
   // The warp-specialized variant (a producer warpgroup gathers the rows)
   // with per-warpgroup row sums (partial_sums: one exchange after the loop)
   // measured fastest on H = 64 and on decode shapes (docs/performance.md,
@@ -562,26 +575,15 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
     topkPad = (topk + 127) / 128 * 128;
   if (Error error = runOperator(
           kernel,
-          formatv("head_blocks={0},lse={1},partial_sums={2},splits={3},"
-                  "topk_pad={4}",
+          formatv("head_blocks={0},lse={1},partial_sums={2},rope={3},"
+                  "splits={4},topk_pad={5}",
                   headBlocks, lse && splits == 1 ? 1 : 0, splits == 1 ? 1 : 0,
-                  splits, topkPad),
+                  inverseRope && splits == 1 ? 1 : 0, splits, topkPad),
           arguments, stream))
     return error;
-  if (splits == 1) {
-    if (!inverseRope)
-      return Error::success();
-    return v4Rope(o, inverseRope->cos, inverseRope->sin, inverseRope->base,
-                  tokens, heads, kSparseAttnDim, seqLen,
-                  inverseRope->tablePositions, /*inverse=*/true, stream);
-  }
-  // Without a rotation the tables' arguments point at memory the kernel
-  // never reads.
-  OutputRope none;
-  none.cos = none.sin = attnSink;
-  none.base = reinterpret_cast<const int32_t *>(attnSink);
-  none.tablePositions = 1;
-  const OutputRope &rope = inverseRope ? *inverseRope : none;
+  // Whole: the kernel rotated its output back itself.
+  if (splits == 1)
+    return Error::success();
   LaunchArgument combine[] = {
       tensor(partialOut, {tokens, splits, heads, kSparseAttnDim}),
       tensor(partialLse, {tokens, splits, heads}),

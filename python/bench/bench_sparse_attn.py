@@ -194,6 +194,13 @@ def main(argv=None):
     return emit_table(lines, args.out, errors)
 
 
+def rope_tables_unused():
+    """The rope_cos, rope_sin and rope_base arguments of a sparse_attn
+    kernel launched with rope = 0 (not read)."""
+    return (torch.zeros(1, 32, device="cuda"), torch.zeros(1, 32, device="cuda"),
+            torch.zeros(1, dtype=torch.int32, device="cuda"))
+
+
 def kernel_variant(q, kv, sink, idx, name, extra=None):
     """A call of a sparse_attn kernel variant (plain or warp-specialized,
     other parameters) with the operator's arguments (no split: enough
@@ -206,8 +213,10 @@ def kernel_variant(q, kv, sink, idx, name, extra=None):
     o = torch.empty_like(q)
     unused_part = torch.empty(1, 1, 1, D, device="cuda")
     unused_lse = torch.empty(1, 1, 1, device="cuda")
+    no_rope = rope_tables_unused()
     args = (q.view(b * s, h, D), kv.reshape(b * nkv, D), sink, idx.view(b * s, k),
-            o.view(b * s, h, D), sink.view(1, h), unused_part, unused_lse, s, nkv, SCALE)
+            o.view(b * s, h, D), sink.view(1, h), unused_part, unused_lse, *no_rope, s, nkv,
+            SCALE)
 
     def call():
         kernel.launch(*args)

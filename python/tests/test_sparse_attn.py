@@ -181,12 +181,19 @@ def test_partial_sums_variant(h, k):
     o = torch.full_like(q, float("nan"))
     kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
                   o.view(b * s, h, D), attn_sink.view(1, h), torch.empty(1, 1, 1, D, device="cuda"),
-                  torch.empty(1, 1, 1, device="cuda"), s, nkv, D ** -0.5)
+                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, D ** -0.5)
     torch.cuda.synchronize()
     ref_o, _ = reference(q, kv, attn_sink, idx, D ** -0.5)
     error = (o.float() - ref_o).norm() / ref_o.norm()
     assert error < 1e-2, f"relative L2 error {error:.3e}"
     assert (o.float() - expected.float()).abs().max() < 3e-2
+
+
+def rope_tables_unused():
+    """The rope_cos, rope_sin and rope_base arguments of a sparse_attn
+    kernel launched with rope = 0 (not read)."""
+    return (torch.zeros(1, 32, device="cuda"), torch.zeros(1, 32, device="cuda"),
+            torch.zeros(1, dtype=torch.int32, device="cuda"))
 
 
 def run_wg_kernel(q, kv, attn_sink, idx, scale=D ** -0.5):
@@ -201,7 +208,7 @@ def run_wg_kernel(q, kv, attn_sink, idx, scale=D ** -0.5):
     lse = torch.full((b * s, h), float("nan"), device="cuda")
     kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
                   o.view(b * s, h, D), lse, torch.empty(1, 1, 1, D, device="cuda"),
-                  torch.empty(1, 1, 1, device="cuda"), s, nkv, scale)
+                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, scale)
     torch.cuda.synchronize()
     return o, lse.view(b, s, h)
 
@@ -324,3 +331,39 @@ def test_combine_with_inverse_rope_is_combine_then_rope(tokens, seq):
         o_part, lse_part, sink, fused, lse, cos, sin, base, seq)
     torch.cuda.synchronize()
     assert torch.equal(fused, two_steps), f"seed {seed}"
+
+
+@pytest.mark.parametrize("name,b,s,h,k", [("sparse_attn_ws", 64, 1, 64, 128),
+                                          ("sparse_attn_ws", 2, 5, 100, 200),
+                                          ("sparse_attn", 3, 2, 64, 70),
+                                          ("sparse_attn_wg", 1, 9, 128, 256)])
+def test_inverse_rope_in_the_epilogue_is_attention_then_rope(name, b, s, h, k):
+    """A whole (unsplit) sparse attention with rope = 1 (the V4 layer's
+    decode and prefill) gives the bits of the kernel with rope = 0 followed
+    by v4_rope's inverse rotation, at positions from device memory (one
+    past the tables included), H not a multiple of 64 included."""
+    seed = fresh_seed(torch)
+    nkv, positions = 300, 400
+    q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
+    angles = torch.arange(positions)[:, None] * torch.exp(
+        -torch.arange(32) * (math.log(10000.0) / 32))[None, :]
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    base = torch.randint(0, positions, (b,), dtype=torch.int32, device="cuda")
+    base[-1] = positions + 5
+    pad = 128 if name == "sparse_attn_wg" else 64
+    params = {"topk_pad": -(-k // pad) * pad, "head_blocks": -(-h // 64), "lse": 0,
+              "splits": 1, "partial_sums": 1}
+    outputs = []
+    for rope in (0, 1):
+        kernel = hisa.jit.get_kernel(name, dict(params, rope=rope))
+        o = torch.full_like(q, float("nan"))
+        kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
+                      o.view(b * s, h, D), attn_sink.view(1, h),
+                      torch.empty(1, 1, 1, D, device="cuda"), torch.empty(1, 1, 1, device="cuda"),
+                      cos, sin, base, s, nkv, D ** -0.5)
+        outputs.append(o)
+    hisa.jit.get_kernel("v4_rope", {"inverse": 1, "dim": 512}).launch(
+        outputs[0].view(b * s, h, D), cos, sin, base, s)
+    torch.cuda.synchronize()
+    assert not outputs[1].isnan().any(), f"seed {seed}"
+    assert torch.equal(outputs[1], outputs[0]), f"seed {seed}"

@@ -112,8 +112,9 @@ constexpr int64_t kMaxSparseAttnTopk = 4096;
 /// An inverse RoPE of sparseAttn's output (the V4 layer's): the last 64
 /// dims of each head rotate back by the angles of token t's position base[t
 /// / seqLen] + t % seqLen, from cos / sin tables [tablePositions, 32] f32
-/// (v4Rope with inverse = 1). A split call does it in its combine;
-/// otherwise a v4_rope launch follows.
+/// (v4Rope with inverse = 1, the same bits). A split call does it in its
+/// combine, a whole one in the attention kernel's epilogue: no launch of
+/// its own.
 struct OutputRope {
   const float *cos = nullptr, *sin = nullptr;
   const int32_t *base = nullptr;
