@@ -38,6 +38,14 @@
 // hisa-variant sparse_attn_ws replaces "@sparse_attn(" with "@sparse_attn_ws("
 // hisa-variant sparse_attn_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
 
+func.func private @norm_rope_query_heads(!tile.shared<[64, 512], bf16>,
+                                         !tile.frag<[64, 256], bf16>,
+                                         !tile.frag<[64, 256], f32>,
+                                         !tile.shared<[64], f32>,
+                                         !tile.global<[?, 32], f32>,
+                                         !tile.global<[?, 32], f32>,
+                                         !tile.global<[?], i32>,
+                                         index, index, f32)
 func.func private @rope_inverse_64_heads(!tile.global<[?, ?, 512], bf16>,
                                          !tile.global<[?, 32], f32>,
                                          !tile.global<[?, 32], f32>,
@@ -57,9 +65,10 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %rope_base: !tile.global<[?], i32>,
                          %tokens_per_batch: index,
                          %nkv: index,
-                         %softmax_scale: f32)
+                         %softmax_scale: f32,
+                         %q_eps: f32)
     params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
-            partial_sums = 0, rope = 0} {
+            partial_sums = 0, rope = 0, q_norm = 0} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
   %splits = tile.param "splits" : index
@@ -85,6 +94,11 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     // instead of through shared memory at every tile.
     %row_sum_parts = tile.alloc : !tile.frag<[64, 2], f32>
     %tile_parts = tile.alloc : !tile.frag<[64, 2], f32>
+    // With `q_norm`: the queries' norm and RoPE pass through these, half a
+    // head at a time, before the loop.
+    %q_half = tile.alloc : !tile.frag<[64, 256], bf16>
+    %q_squares = tile.alloc : !tile.frag<[64, 256], f32>
+    %q_sums = tile.alloc : !tile.shared<[64], f32>
 
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -127,6 +141,16 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     }
     tile.copy %q[%token, %first_head, %c0] to %q_s
         : !tile.global<[?, ?, 512], bf16> to !tile.shared<[64, 512], bf16>
+    %q_norm_param = tile.param "q_norm" : index
+    %q_norm_on = arith.cmpi ne, %q_norm_param, %c0 : index
+    scf.if %q_norm_on {
+      func.call @norm_rope_query_heads(%q_s, %q_half, %q_squares, %q_sums, %rope_cos,
+                                       %rope_sin, %rope_base, %token, %tokens_per_batch,
+                                       %q_eps)
+          : (!tile.shared<[64, 512], bf16>, !tile.frag<[64, 256], bf16>,
+             !tile.frag<[64, 256], f32>, !tile.shared<[64], f32>, !tile.global<[?, 32], f32>,
+             !tile.global<[?, 32], f32>, !tile.global<[?], i32>, index, index, f32) -> ()
+    }
     tile.fill %acc, %zero : !tile.frag<[64, 512], f32>, f32
     tile.fill %row_max, %neg_inf : !tile.frag<[64], f32>, f32
     tile.fill %row_sum, %zero : !tile.frag<[64], f32>, f32

@@ -30,7 +30,9 @@
 //
 // Same arguments as sparse_attn (splits must be 1: no split decode here;
 // rope = 1 rotates the output back as sparse_attn does, after both
-// warpgroups stored their halves); topk_pad must be a multiple of 128.
+// warpgroups stored their halves; q_eps is not read: there is no q_norm
+// here, and the operator uses sparse_attn_ws when it is asked for);
+// topk_pad must be a multiple of 128.
 
 func.func private @rope_inverse_64_heads(!tile.global<[?, ?, 512], bf16>,
                                          !tile.global<[?, 32], f32>,
@@ -51,7 +53,8 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
                             %rope_base: !tile.global<[?], i32>,
                             %tokens_per_batch: index,
                             %nkv: index,
-                            %softmax_scale: f32)
+                            %softmax_scale: f32,
+                            %q_eps: f32)
     params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
             partial_sums = 0, rope = 0} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>

@@ -74,3 +74,87 @@ func.func private @rope_inverse_64_heads(%o: !tile.global<[?, ?, 512], bf16>,
   }
   return
 }
+
+// The V4 layer's query preparation, on a block's 64 query heads in shared
+// memory (sparse attention's prologue): each 512-dim head normalized
+// (RMSNorm with weight 1: q * rsqrt(mean(q^2) + eps), rounded to bf16),
+// then its last 64 dims rotated by RoPE at the token's position (rounded
+// to bf16), as v4_norm_rope does; not its bits, since the squares add up
+// in another order. The heads pass through registers a half (256 columns)
+// at a time: half, squares and sums (the heads' sums of squares, then
+// their scales) are the caller's scratch.
+func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
+                                         %half: !tile.frag<[64, 256], bf16>,
+                                         %squares: !tile.frag<[64, 256], f32>,
+                                         %sums: !tile.shared<[64], f32>,
+                                         %cos: !tile.global<[?, 32], f32>,
+                                         %sin: !tile.global<[?, 32], f32>,
+                                         %base: !tile.global<[?], i32>,
+                                         %token: index, %seq: index,
+                                         %eps: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c256 = arith.constant 256 : index
+  %c448 = arith.constant 448 : index
+  %zero = arith.constant 0.0 : f32
+  %dim = arith.constant 512.0 : f32
+  tile.fill %sums, %zero : !tile.shared<[64], f32>, f32
+  scf.for %part = %c0 to %c2 step %c1 {
+    %column = arith.muli %part, %c256 : index
+    tile.copy %q_s[%c0, %column] to %half
+        : !tile.shared<[64, 512], bf16> to !tile.frag<[64, 256], bf16>
+    tile.parallel (%i, %j) in [64, 256] {
+      %v = tile.load %half[%i, %j] : !tile.frag<[64, 256], bf16>
+      %f = arith.extf %v : bf16 to f32
+      %square = arith.mulf %f, %f : f32
+      tile.store %square, %squares[%i, %j] : !tile.frag<[64, 256], f32>
+    }
+    tile.reduce sum %squares to %sums dim = 1 accumulate
+        : !tile.frag<[64, 256], f32> to !tile.shared<[64], f32>
+  }
+  // Each head's scale, once.
+  tile.parallel (%i) in [64] {
+    %total = tile.load %sums[%i] : !tile.shared<[64], f32>
+    %mean = arith.divf %total, %dim : f32
+    %shifted = arith.addf %mean, %eps : f32
+    %inverse = math.rsqrt %shifted : f32
+    tile.store %inverse, %sums[%i] : !tile.shared<[64], f32>
+  }
+  scf.for %part = %c0 to %c2 step %c1 {
+    %column = arith.muli %part, %c256 : index
+    tile.copy %q_s[%c0, %column] to %half
+        : !tile.shared<[64, 512], bf16> to !tile.frag<[64, 256], bf16>
+    tile.parallel (%i, %j) in [64, 256] {
+      %v = tile.load %half[%i, %j] : !tile.frag<[64, 256], bf16>
+      %inverse = tile.load %sums[%i] : !tile.shared<[64], f32>
+      %f = arith.extf %v : bf16 to f32
+      %normed = arith.mulf %f, %inverse : f32
+      tile.store %normed, %squares[%i, %j] : !tile.frag<[64, 256], f32>
+    }
+    tile.cast %squares to %half : !tile.frag<[64, 256], f32> to !tile.frag<[64, 256], bf16>
+    tile.copy %half to %q_s[%c0, %column]
+        : !tile.frag<[64, 256], bf16> to !tile.shared<[64, 512], bf16>
+  }
+  tile.barrier
+  %position = func.call @rope_position(%base, %cos, %token, %seq)
+      : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
+  tile.parallel (%r, %p) in [64, 32] {
+    %pair = arith.muli %p, %c2 : index
+    %even = arith.addi %c448, %pair : index
+    %odd = arith.addi %even, %c1 : index
+    %re_b = tile.load %q_s[%r, %even] : !tile.shared<[64, 512], bf16>
+    %im_b = tile.load %q_s[%r, %odd] : !tile.shared<[64, 512], bf16>
+    %re = arith.extf %re_b : bf16 to f32
+    %im = arith.extf %im_b : bf16 to f32
+    %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
+    %s = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
+    %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
+        : (f32, f32, f32, f32) -> (f32, f32)
+    %re_r = arith.truncf %re_out : f32 to bf16
+    %im_r = arith.truncf %im_out : f32 to bf16
+    tile.store %re_r, %q_s[%r, %even] : !tile.shared<[64, 512], bf16>
+    tile.store %im_r, %q_s[%r, %odd] : !tile.shared<[64, 512], bf16>
+  }
+  return
+}

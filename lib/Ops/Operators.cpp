@@ -485,7 +485,7 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                  const int32_t *topkIdxs, void *o, float *lse, int64_t batch,
                  int64_t seqLen, int64_t heads, int64_t nkv, int64_t topk,
                  float softmaxScale, void *workspace, uint64_t workspaceBytes,
-                 void *stream, const OutputRope *inverseRope) {
+                 void *stream, const LayerRope *layerRope) {
   const char *op = "sparse_attn";
   if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, nkv, topk))
     return error;
@@ -504,16 +504,22 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   if (lse)
     if (Error error = checkPointer(op, "lse", lse, 4))
       return error;
-  if (inverseRope) {
-    if (inverseRope->tablePositions < 1)
+  if (layerRope) {
+    if (layerRope->tablePositions < 1)
       return argumentError(formatv("{0}: the RoPE tables' positions = {1} "
                                    "must be >= 1",
-                                   op, inverseRope->tablePositions));
-    if (Error error = checkPointers(op, {{"rope cos", inverseRope->cos, 4},
-                                         {"rope sin", inverseRope->sin, 4},
-                                         {"rope base", inverseRope->base, 4}}))
+                                   op, layerRope->tablePositions));
+    if (Error error = checkPointers(op, {{"rope cos", layerRope->cos, 4},
+                                         {"rope sin", layerRope->sin, 4},
+                                         {"rope base", layerRope->base, 4}}))
       return error;
+    if (layerRope->normalizeQuery &&
+        (!(layerRope->queryEps >= 0) || !std::isfinite(layerRope->queryEps)))
+      return argumentError(
+          formatv("{0}: the query norm's eps = {1} must be finite and >= 0", op,
+                  layerRope->queryEps));
   }
+  bool normalizeQuery = layerRope && layerRope->normalizeQuery;
   int64_t splits = sparseAttnSplits(tokens, heads, topk);
   void *partialOut = o;
   void *partialLse = const_cast<float *>(attnSink);
@@ -537,11 +543,11 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   // Unused buffers (no lse; no split; no rotation) point at valid memory
   // the kernel never touches.
   const void *lseOut = lse ? static_cast<const void *>(lse) : attnSink;
-  OutputRope none;
+  LayerRope none;
   none.cos = none.sin = attnSink;
   none.base = reinterpret_cast<const int32_t *>(attnSink);
   none.tablePositions = 1;
-  const OutputRope &rope = inverseRope ? *inverseRope : none;
+  const LayerRope &rope = layerRope ? *layerRope : none;
   LaunchArgument arguments[] = {
       tensor(q, {tokens, heads, kSparseAttnDim}),
       // nkv = 0: every index is invalid and no row is read.
@@ -555,8 +561,9 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
              {splits > 1 ? tokens : 1, splits, splits > 1 ? heads : 1}),
       tensor(rope.cos, {rope.tablePositions, 32}),
       tensor(rope.sin, {rope.tablePositions, 32}),
-      tensor(rope.base, {inverseRope ? batch : 1}), integer(seqLen),
-      integer(std::max<int64_t>(nkv, 0)), floatScalar(softmaxScale)};
+      tensor(rope.base, {layerRope ? batch : 1}), integer(seqLen),
+      integer(std::max<int64_t>(nkv, 0)), floatScalar(softmaxScale),
+      floatScalar(rope.queryEps)};
   // The warp-specialized variant (a producer warpgroup gathers the rows)
   // with per-warpgroup row sums (partial_sums: one exchange after the loop)
   // measured fastest on H = 64 and on decode shapes (docs/performance.md,
@@ -566,8 +573,8 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   // at H = 128 with many tokens (twelfth session) and slower on decode's
   // few. Split calls keep the plain kernel, whose blocks are few and short.
   // (Measured at H = 128; whole head blocks only, like that shape.)
-  bool flashMlaSchedule =
-      splits == 1 && heads >= 128 && heads % 64 == 0 && tokens >= 1024;
+  bool flashMlaSchedule = splits == 1 && heads >= 128 && heads % 64 == 0 &&
+                          tokens >= 1024 && !normalizeQuery;
   const char *kernel = splits > 1         ? "sparse_attn"
                        : flashMlaSchedule ? "sparse_attn_wg"
                                           : "sparse_attn_ws";
@@ -575,10 +582,14 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
     topkPad = (topk + 127) / 128 * 128;
   if (Error error = runOperator(
           kernel,
-          formatv("head_blocks={0},lse={1},partial_sums={2},rope={3},"
-                  "splits={4},topk_pad={5}",
+          formatv("head_blocks={0},lse={1},partial_sums={2},{3}rope={4},"
+                  "splits={5},topk_pad={6}",
                   headBlocks, lse && splits == 1 ? 1 : 0, splits == 1 ? 1 : 0,
-                  inverseRope && splits == 1 ? 1 : 0, splits, topkPad),
+                  // (sparse_attn_wg has no query norm.)
+                  flashMlaSchedule ? ""
+                  : normalizeQuery ? "q_norm=1,"
+                                   : "q_norm=0,",
+                  layerRope && splits == 1 ? 1 : 0, splits, topkPad),
           arguments, stream))
     return error;
   // Whole: the kernel rotated its output back itself.
@@ -592,11 +603,11 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
       tensor(lseOut, {lse ? tokens : 1, lse ? heads : 1}),
       tensor(rope.cos, {rope.tablePositions, 32}),
       tensor(rope.sin, {rope.tablePositions, 32}),
-      tensor(rope.base, {inverseRope ? batch : 1}),
+      tensor(rope.base, {layerRope ? batch : 1}),
       integer(seqLen)};
   return runOperator(
       "sparse_attn_combine",
-      formatv("lse={0},rope={1}", lse ? 1 : 0, inverseRope ? 1 : 0), combine,
+      formatv("lse={0},rope={1}", lse ? 1 : 0, layerRope ? 1 : 0), combine,
       stream);
 }
 

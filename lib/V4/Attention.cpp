@@ -744,11 +744,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
             prefetch(w.woA, uint64_t(c.oLora) * c.heads * kHeadDim * 2))
       return error;
   }
-  if (Error error =
-          ops::v4NormRope(b.q.get(), b.ones.as<float>(), cos, sin, base, tokens,
-                          c.heads, kHeadDim, seq, maxSeq_, eps, stream))
-    return error;
-
+  // q's per-head norm and RoPE happen in the attention kernel (below).
   joinOnExit.joined = true;
   if (Error error = streams.joinInto(stream, lanes))
     return error;
@@ -765,17 +761,21 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
           ops::v4Indices(b.indices.as<int32_t>(), b.selected.as<int32_t>(),
                          positions, indexShape, seq, stream))
     return error;
-  // With its inverse RoPE (in the combine when decode splits the indices).
-  ops::OutputRope inverseRope;
-  inverseRope.cos = cos;
-  inverseRope.sin = sin;
-  inverseRope.base = base;
-  inverseRope.tablePositions = maxSeq_;
+  // q's per-head RMSNorm and RoPE in the kernel's prologue, the inverse
+  // RoPE of the output in its epilogue (in the combine when decode splits
+  // the indices): no launch of their own on the critical path.
+  ops::LayerRope rope;
+  rope.cos = cos;
+  rope.sin = sin;
+  rope.base = base;
+  rope.tablePositions = maxSeq_;
+  rope.normalizeQuery = true;
+  rope.queryEps = eps;
   if (Error error = ops::sparseAttn(
           b.q.get(), attnKv, w.attnSink, b.indices.as<int32_t>(), b.o.get(),
           nullptr, batch_, seq, c.heads, nkv, indexColumns(),
           1.0f / std::sqrt(float(kHeadDim)), b.attnWorkspace.get(),
-          b.attnWorkspace.bytes(), stream, &inverseRope))
+          b.attnWorkspace.bytes(), stream, &rope))
     return error;
   int64_t groupWidth = c.heads / c.oGroups * kHeadDim;
   if (Error error = project(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,

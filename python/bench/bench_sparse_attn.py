@@ -216,7 +216,7 @@ def kernel_variant(q, kv, sink, idx, name, extra=None):
     no_rope = rope_tables_unused()
     args = (q.view(b * s, h, D), kv.reshape(b * nkv, D), sink, idx.view(b * s, k),
             o.view(b * s, h, D), sink.view(1, h), unused_part, unused_lse, *no_rope, s, nkv,
-            SCALE)
+            SCALE, 0.0)
 
     def call():
         kernel.launch(*args)

@@ -181,7 +181,7 @@ def test_partial_sums_variant(h, k):
     o = torch.full_like(q, float("nan"))
     kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
                   o.view(b * s, h, D), attn_sink.view(1, h), torch.empty(1, 1, 1, D, device="cuda"),
-                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, D ** -0.5)
+                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, D ** -0.5, 0.0)
     torch.cuda.synchronize()
     ref_o, _ = reference(q, kv, attn_sink, idx, D ** -0.5)
     error = (o.float() - ref_o).norm() / ref_o.norm()
@@ -208,7 +208,7 @@ def run_wg_kernel(q, kv, attn_sink, idx, scale=D ** -0.5):
     lse = torch.full((b * s, h), float("nan"), device="cuda")
     kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
                   o.view(b * s, h, D), lse, torch.empty(1, 1, 1, D, device="cuda"),
-                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, scale)
+                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, scale, 0.0)
     torch.cuda.synchronize()
     return o, lse.view(b, s, h)
 
@@ -360,10 +360,58 @@ def test_inverse_rope_in_the_epilogue_is_attention_then_rope(name, b, s, h, k):
         kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
                       o.view(b * s, h, D), attn_sink.view(1, h),
                       torch.empty(1, 1, 1, D, device="cuda"), torch.empty(1, 1, 1, device="cuda"),
-                      cos, sin, base, s, nkv, D ** -0.5)
+                      cos, sin, base, s, nkv, D ** -0.5, 0.0)
         outputs.append(o)
     hisa.jit.get_kernel("v4_rope", {"inverse": 1, "dim": 512}).launch(
         outputs[0].view(b * s, h, D), cos, sin, base, s)
     torch.cuda.synchronize()
     assert not outputs[1].isnan().any(), f"seed {seed}"
     assert torch.equal(outputs[1], outputs[0]), f"seed {seed}"
+
+
+@pytest.mark.parametrize("name,b,s,h,k,splits", [("sparse_attn_ws", 64, 1, 64, 128, 1),
+                                                 ("sparse_attn_ws", 2, 5, 100, 200, 1),
+                                                 ("sparse_attn", 3, 1, 64, 640, 4)])
+def test_query_norm_in_the_prologue_is_norm_rope_then_attention(name, b, s, h, k, splits):
+    """q_norm = 1 (the V4 layer) prepares the block's queries in shared
+    memory as v4_norm_rope does (per-head RMSNorm, weight 1, then RoPE at
+    the token's position): the same result as v4_norm_rope followed by the
+    kernel with q_norm = 0, within one bf16 rounding of q (the squares add
+    in another order), also split over blocks (rope = 0 there: the combine
+    rotates); q itself is left as it was."""
+    seed = fresh_seed(torch)
+    nkv, positions, eps = 300, 400, 1e-6
+    q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
+    q = (q.float() * 3).bfloat16()
+    angles = torch.arange(positions)[:, None] * torch.exp(
+        -torch.arange(32) * (math.log(10000.0) / 32))[None, :]
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    base = torch.randint(0, positions, (b,), dtype=torch.int32, device="cuda")
+    base[-1] = positions + 5
+    params = {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0,
+              "splits": splits, "partial_sums": 1 if splits == 1 else 0,
+              "rope": 1 if splits == 1 else 0}
+    tokens = b * s
+    prepared = q.clone()
+    hisa.jit.get_kernel("v4_norm_rope", {"dim": 512}).launch(
+        prepared.view(tokens, h, D), torch.ones(512, device="cuda"), cos, sin, base, s, eps)
+    raw = q.clone()
+    outputs = []
+    for query, q_norm in ((prepared, 0), (raw, 1)):
+        kernel = hisa.jit.get_kernel(name, dict(params, q_norm=q_norm))
+        o = torch.full_like(q, float("nan"))
+        part_o = torch.full((tokens, splits, h, D) if splits > 1 else (1, 1, 1, D),
+                            float("nan"), device="cuda")
+        part_lse = torch.full((tokens, splits, h) if splits > 1 else (1, 1, 1),
+                              float("nan"), device="cuda")
+        kernel.launch(query.view(tokens, h, D), kv.view(b * nkv, D), attn_sink,
+                      idx.view(tokens, k), o.view(tokens, h, D), attn_sink.view(1, h),
+                      part_o, part_lse, cos, sin, base, s, nkv, D ** -0.5, eps)
+        outputs.append(part_o if splits > 1 else o)
+    torch.cuda.synchronize()
+    assert torch.equal(raw, q), "the kernel wrote q"
+    want, got = outputs[0].float(), outputs[1].float()
+    assert not got.isnan().any(), f"seed {seed}"
+    error = (got - want).norm() / want.norm()
+    assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
+    assert (got - want).abs().max() < 5e-2, f"seed {seed}"

@@ -81,7 +81,7 @@ def test_sparse_attn_ws_matches_the_plain_kernel(b, s, h, nkv, k):
         kernel.launch(q.view(b * s, h, 512), kv.view(b * nkv, 512), sink, idx.view(b * s, k),
                       o.view(b * s, h, 512), sink.view(1, h), unused_part, unused_lse,
                       torch.zeros(1, 32, device="cuda"), torch.zeros(1, 32, device="cuda"),
-                      torch.zeros(1, dtype=torch.int32, device="cuda"), s, nkv, scale)
+                      torch.zeros(1, dtype=torch.int32, device="cuda"), s, nkv, scale, 0.0)
         outputs[name] = o
     torch.cuda.synchronize()
     assert not outputs["sparse_attn"].isnan().any()

@@ -303,16 +303,17 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   // (its projections reuse each weight tile across many rows).
   EXPECT_EQ(prefillKernels.count("l2_prefetch"), 0u);
   EXPECT_EQ(decodeKernels.count("l2_prefetch"), 6u);
-  for (const char *kernel :
-       {"v4_norm_rope", "v4_rope", "v4_indices", "v4_advance"}) {
+  for (const char *kernel : {"v4_rope", "v4_indices", "v4_advance"}) {
     EXPECT_TRUE(prefillKernels.count(kernel)) << kernel;
     EXPECT_TRUE(decodeKernels.count(kernel)) << kernel;
   }
-  // q's per-head norm and RoPE are one launch; the norms after split
-  // projections (q_lora, kv) share the reduction's.
+  // q's per-head norm and RoPE happen in the attention kernel's prologue
+  // (no launch of their own); the norms after split projections (q_lora,
+  // kv) share the reduction's.
   EXPECT_TRUE(prefillKernels.count("v4_rmsnorm"));
   EXPECT_EQ(decodeKernels.count("linear_reduce_rmsnorm"), 6u);
-  EXPECT_EQ(decodeKernels.count("v4_norm_rope"), 3u);
+  EXPECT_EQ(prefillKernels.count("v4_norm_rope"), 0u);
+  EXPECT_EQ(decodeKernels.count("v4_norm_rope"), 0u);
   // Prefill-sized projections store through a staging tile; decode-sized
   // whole-k ones directly.
   EXPECT_TRUE(prefillKernels.count("linear_staged"));

@@ -135,13 +135,13 @@ TEST(V4Operators, FusedNormOperatorsNameTheirArguments) {
       << misaligned;
 }
 
-TEST(V4Operators, SparseAttnChecksItsOutputRope) {
-  OutputRope rope;
+TEST(V4Operators, SparseAttnChecksItsLayerRope) {
+  LayerRope rope;
   rope.cos = fake<float>();
   rope.sin = fake<float>();
   rope.base = fake<int32_t>();
   rope.tablePositions = 0;
-  auto call = [&](const OutputRope &r) {
+  auto call = [&](const LayerRope &r) {
     return messageOf(sparseAttn(fake(), fake(), fake<float>(), fake<int32_t>(),
                                 fake(), nullptr, 2, 1, 64, 100, 64, 0.04f,
                                 nullptr, 0, nullptr, &r));
@@ -151,6 +151,10 @@ TEST(V4Operators, SparseAttnChecksItsOutputRope) {
   rope.tablePositions = 16;
   rope.sin = nullptr;
   EXPECT_NE(call(rope).find("rope sin must not be NULL"), std::string::npos);
+  rope.sin = fake<float>();
+  rope.normalizeQuery = true;
+  rope.queryEps = -1.0f;
+  EXPECT_NE(call(rope).find("the query norm's eps = -1"), std::string::npos);
 }
 
 TEST(V4Operators, CompressorChecksItsShape) {

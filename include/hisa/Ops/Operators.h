@@ -109,23 +109,29 @@ constexpr int64_t kMaxSparseAttnTopk = 4096;
 /// blocks whose partial results are merged by a second kernel
 /// (sparse_attn_combine) through `workspace`, of at least
 /// sparseAttnWorkspaceSize bytes (0 when the call does not split).
-/// An inverse RoPE of sparseAttn's output (the V4 layer's): the last 64
-/// dims of each head rotate back by the angles of token t's position base[t
-/// / seqLen] + t % seqLen, from cos / sin tables [tablePositions, 32] f32
-/// (v4Rope with inverse = 1, the same bits). A split call does it in its
-/// combine, a whole one in the attention kernel's epilogue: no launch of
-/// its own.
-struct OutputRope {
+/// The V4 layer's RoPE around sparseAttn. The output's last 64 dims of
+/// each head rotate back by the angles of token t's position base[t /
+/// seqLen] + t % seqLen, from cos / sin tables [tablePositions, 32] f32
+/// (v4Rope with inverse = 1, the same bits): a split call does it in its
+/// combine, a whole one in the attention kernel's epilogue. With
+/// normalizeQuery, the kernel first prepares each block's queries as
+/// v4NormRope does (per-head RMSNorm with weight 1 and queryEps, then RoPE
+/// at the same position; not its bits: the squares add in another order),
+/// in shared memory: q in memory is read as given. Such calls run
+/// sparse_attn_ws rather than FlashMLA's schedule.
+struct LayerRope {
   const float *cos = nullptr, *sin = nullptr;
   const int32_t *base = nullptr;
   int64_t tablePositions = 0;
+  bool normalizeQuery = false;
+  float queryEps = 0.0f;
 };
 llvm::Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                        const int32_t *topkIdxs, void *o, float *lse,
                        int64_t batch, int64_t seqLen, int64_t heads,
                        int64_t nkv, int64_t topk, float softmaxScale,
                        void *workspace, uint64_t workspaceBytes, void *stream,
-                       const OutputRope *inverseRope = nullptr);
+                       const LayerRope *rope = nullptr);
 llvm::Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen,
                                     int64_t heads, int64_t topk,
                                     uint64_t *bytes);

@@ -56,7 +56,7 @@ def main():
                                    heads if splits > 1 else 1, device="cuda")
             attn = hisa.jit.get_kernel("sparse_attn_ws" if splits == 1 else "sparse_attn", params)
             args = (q, kv, sink, idx, o, unused, part_o, part_lse, cos, sin, base, 1, nkv,
-                    scale)
+                    scale, 0.0)
             if splits == 1:
                 rope = hisa.jit.get_kernel("v4_rope", {"inverse": 1, "dim": D})
 
