@@ -133,6 +133,10 @@ func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
       tile.store %normed, %squares[%i, %j] : !tile.frag<[64, 256], f32>
     }
     tile.cast %squares to %half : !tile.frag<[64, 256], f32> to !tile.frag<[64, 256], bf16>
+    // Every thread has read the half before any overwrites it (the copies
+    // need not give each thread the same elements both ways: racecheck,
+    // GPU run 58).
+    tile.barrier
     tile.copy %half to %q_s[%c0, %column]
         : !tile.frag<[64, 256], bf16> to !tile.shared<[64, 512], bf16>
   }
