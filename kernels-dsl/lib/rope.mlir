@@ -81,8 +81,8 @@ func.func private @rope_inverse_64_heads(%o: !tile.global<[?, ?, 512], bf16>,
 // then its last 64 dims rotated by RoPE at the token's position (rounded
 // to bf16), as v4_norm_rope does; not its bits, since the squares add up
 // in another order. The heads pass through registers a half (256 columns)
-// at a time: half, squares and sums (the heads' sums of squares, then
-// their scales) are the caller's scratch.
+// at a time: half, squares and sums (the heads' sums of squares) are the
+// caller's scratch.
 func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
                                          %half: !tile.frag<[64, 256], bf16>,
                                          %squares: !tile.frag<[64, 256], f32>,
@@ -113,21 +113,20 @@ func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
     tile.reduce sum %squares to %sums dim = 1 accumulate
         : !tile.frag<[64, 256], f32> to !tile.shared<[64], f32>
   }
-  // Each head's scale, once.
-  tile.parallel (%i) in [64] {
-    %total = tile.load %sums[%i] : !tile.shared<[64], f32>
-    %mean = arith.divf %total, %dim : f32
-    %shifted = arith.addf %mean, %eps : f32
-    %inverse = math.rsqrt %shifted : f32
-    tile.store %inverse, %sums[%i] : !tile.shared<[64], f32>
-  }
+  // (Each head's scale is computed where it is used: a [64] parallel
+  // would run replicated over the 256 threads, and rewriting the sums in
+  // place there raced (racecheck, GPU run 59). A thread's elements of one
+  // head read the same sum, so LLVM computes its scale once.)
   scf.for %part = %c0 to %c2 step %c1 {
     %column = arith.muli %part, %c256 : index
     tile.copy %q_s[%c0, %column] to %half
         : !tile.shared<[64, 512], bf16> to !tile.frag<[64, 256], bf16>
     tile.parallel (%i, %j) in [64, 256] {
       %v = tile.load %half[%i, %j] : !tile.frag<[64, 256], bf16>
-      %inverse = tile.load %sums[%i] : !tile.shared<[64], f32>
+      %total = tile.load %sums[%i] : !tile.shared<[64], f32>
+      %mean = arith.divf %total, %dim : f32
+      %shifted = arith.addf %mean, %eps : f32
+      %inverse = math.rsqrt %shifted : f32
       %f = arith.extf %v : bf16 to f32
       %normed = arith.mulf %f, %inverse : f32
       tile.store %normed, %squares[%i, %j] : !tile.frag<[64, 256], f32>
