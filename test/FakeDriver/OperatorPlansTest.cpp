@@ -9,12 +9,14 @@
 
 #include "FakeCuda.h"
 
+#include "hisa/Ops/Operators.h"
 #include "hisa/Runtime/hisa_runtime.h"
 
 #include "gtest/gtest.h"
 
 #include <cuda.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,85 @@ TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
   ASSERT_EQ(names(many), (std::vector<std::string>{"sparse_attn_ws"}));
   EXPECT_EQ(many[0].grid[0], 128u);
   EXPECT_EQ(many[0].block[0], 384u); // two consumer warpgroups + a producer
+}
+
+TEST(OperatorPlans, SparseAttnSplitsOnlyBelowHalfTheSms) {
+  // 64 (token, 64 heads) blocks: one block per token (measured faster than
+  // splits + the combine, docs/performance.md); 63 still split.
+  const int64_t heads = 64, topk = 128, nkv = 1024;
+  CUstream stream = someStream();
+  auto plan = [&](int64_t batch) {
+    uint64_t bytes = 0;
+    EXPECT_EQ(hisa_sparse_attn_workspace_size(batch, 1, heads, topk, &bytes),
+              HISA_OK)
+        << hisa_last_error();
+    void *q = deviceBuffer(batch * heads * 512 * 2);
+    void *kv = deviceBuffer(batch * nkv * 512 * 2);
+    auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
+    auto *idx = static_cast<int32_t *>(deviceBuffer(batch * topk * 4));
+    void *o = deviceBuffer(batch * heads * 512 * 2);
+    void *workspace = bytes ? deviceBuffer(bytes) : nullptr;
+    auto call = [&] {
+      return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, batch, 1, heads,
+                              nkv, topk, 0.044f, workspace, bytes, stream);
+    };
+    EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
+    hisa::fake_cuda::resetCalls();
+    EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
+    return names(launchesOn(stream));
+  };
+  EXPECT_EQ(plan(64), (std::vector<std::string>{"sparse_attn_ws"}));
+  EXPECT_EQ(plan(63),
+            (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
+}
+
+TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
+  // The V4 layer's RoPE (ops::LayerRope): q's norm and RoPE in the
+  // prologue, the output's inverse RoPE in the epilogue: one launch, and
+  // sparse_attn_ws even where FlashMLA's schedule (no query norm) would
+  // run; split decode rotates in its combine.
+  const int64_t seqLen = 1024, heads = 128, topk = 256, nkv = 64;
+  CUstream stream = someStream();
+  void *q = deviceBuffer(seqLen * heads * 512 * 2);
+  void *kv = deviceBuffer(nkv * 512 * 2);
+  auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
+  auto *idx = static_cast<int32_t *>(deviceBuffer(seqLen * topk * 4));
+  void *o = deviceBuffer(seqLen * heads * 512 * 2);
+  auto *table = static_cast<float *>(deviceBuffer(2048 * 32 * 4));
+  auto *base = static_cast<int32_t *>(deviceBuffer(4 * 4));
+  hisa::ops::LayerRope rope;
+  rope.cos = rope.sin = table;
+  rope.base = base;
+  rope.tablePositions = 2048;
+  rope.normalizeQuery = true;
+  rope.queryEps = 1e-6f;
+  uint64_t bytes = 0;
+  ASSERT_EQ(hisa_sparse_attn_workspace_size(1, 1, heads, topk, &bytes),
+            HISA_OK);
+  void *workspace = deviceBuffer(bytes);
+  auto plan = [&](int64_t tokens, uint64_t workspaceBytes) {
+    auto call = [&] {
+      return hisa::ops::sparseAttn(q, kv, sink, idx, o, nullptr, 1, tokens,
+                                   heads, nkv, topk, 0.044f, workspace,
+                                   workspaceBytes, stream, &rope);
+    };
+    llvm::Error first = call();
+    EXPECT_FALSE(bool(first)) << llvm::toString(std::move(first));
+    hisa::fake_cuda::resetCalls();
+    llvm::Error second = call();
+    EXPECT_FALSE(bool(second)) << llvm::toString(std::move(second));
+    return names(launchesOn(stream));
+  };
+  EXPECT_EQ(plan(seqLen, 0), (std::vector<std::string>{"sparse_attn_ws"}));
+  EXPECT_EQ(plan(1, bytes),
+            (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
+  // A bad eps is refused, naming it.
+  rope.queryEps = std::nanf("");
+  llvm::Error refused =
+      hisa::ops::sparseAttn(q, kv, sink, idx, o, nullptr, 1, seqLen, heads, nkv,
+                            topk, 0.044f, nullptr, 0, stream, &rope);
+  EXPECT_NE(llvm::toString(std::move(refused)).find("query norm's eps"),
+            std::string::npos);
 }
 
 TEST(OperatorPlans, SparseAttnH128PrefillRunsFlashMlaSchedule) {
