@@ -134,38 +134,55 @@ TEST(OperatorPlans, HisaIndexerStageTwoWarpSpecializedAtThreeBlocksPerSm) {
   EXPECT_EQ(h128.block[0], 128u);
 }
 
-TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
-  const int64_t heads = 64, topk = 640, nkv = 4096;
+/// Device buffers of a sparse attention call over `tokens` tokens (kv rows
+/// for `batch` sequences).
+struct SparseAttnBuffers {
+  SparseAttnBuffers(int64_t tokens, int64_t batch, int64_t heads, int64_t topk,
+                    int64_t nkv)
+      : q(deviceBuffer(tokens * heads * 512 * 2)),
+        kv(deviceBuffer(batch * nkv * 512 * 2)),
+        sink(static_cast<float *>(deviceBuffer(heads * 4))),
+        idx(static_cast<int32_t *>(deviceBuffer(tokens * topk * 4))),
+        o(deviceBuffer(tokens * heads * 512 * 2)) {}
+  void *q, *kv;
+  float *sink;
+  int32_t *idx;
+  void *o;
+};
+
+/// The launches of a decode-shaped hisa_sparse_attn call (one token per
+/// sequence), the second of two identical calls (the first compiles).
+std::vector<Call> sparseAttnDecodePlan(int64_t batch, int64_t heads,
+                                       int64_t topk, int64_t nkv) {
   CUstream stream = someStream();
-  auto run = [&](int64_t batch, std::vector<Call> &launches) {
-    uint64_t bytes = 0;
-    ASSERT_EQ(hisa_sparse_attn_workspace_size(batch, 1, heads, topk, &bytes),
-              HISA_OK)
-        << hisa_last_error();
-    void *q = deviceBuffer(batch * heads * 512 * 2);
-    void *kv = deviceBuffer(batch * nkv * 512 * 2);
-    auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
-    auto *idx = static_cast<int32_t *>(deviceBuffer(batch * topk * 4));
-    void *o = deviceBuffer(batch * heads * 512 * 2);
-    void *workspace = bytes ? deviceBuffer(bytes) : nullptr;
-    auto call = [&] {
-      return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, batch, 1, heads,
-                              nkv, topk, 0.044f, workspace, bytes, stream);
-    };
-    ASSERT_EQ(call(), HISA_OK) << hisa_last_error();
-    hisa::fake_cuda::resetCalls();
-    ASSERT_EQ(call(), HISA_OK) << hisa_last_error();
-    launches = launchesOn(stream);
+  uint64_t bytes = 0;
+  EXPECT_EQ(hisa_sparse_attn_workspace_size(batch, 1, heads, topk, &bytes),
+            HISA_OK)
+      << hisa_last_error();
+  void *q = deviceBuffer(batch * heads * 512 * 2);
+  void *kv = deviceBuffer(batch * nkv * 512 * 2);
+  auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
+  auto *idx = static_cast<int32_t *>(deviceBuffer(batch * topk * 4));
+  void *o = deviceBuffer(batch * heads * 512 * 2);
+  void *workspace = bytes ? deviceBuffer(bytes) : nullptr;
+  auto call = [&] {
+    return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, batch, 1, heads, nkv,
+                            topk, 0.044f, workspace, bytes, stream);
   };
+  EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
+  hisa::fake_cuda::resetCalls();
+  EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
+  return launchesOn(stream);
+}
+
+TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
   // One token: its 10 index tiles split over blocks, then combined.
-  std::vector<Call> few;
-  run(1, few);
+  std::vector<Call> few = sparseAttnDecodePlan(1, 64, 640, 4096);
   ASSERT_EQ(names(few),
             (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
   EXPECT_EQ(few[0].grid[0], 10u);
   // 128 tokens fill the GPU: one warp-specialized launch, a block each.
-  std::vector<Call> many;
-  run(128, many);
+  std::vector<Call> many = sparseAttnDecodePlan(128, 64, 640, 4096);
   ASSERT_EQ(names(many), (std::vector<std::string>{"sparse_attn_ws"}));
   EXPECT_EQ(many[0].grid[0], 128u);
   EXPECT_EQ(many[0].block[0], 384u); // two consumer warpgroups + a producer
@@ -174,30 +191,9 @@ TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
 TEST(OperatorPlans, SparseAttnSplitsOnlyBelowHalfTheSms) {
   // 64 (token, 64 heads) blocks: one block per token (measured faster than
   // splits + the combine, docs/performance.md); 63 still split.
-  const int64_t heads = 64, topk = 128, nkv = 1024;
-  CUstream stream = someStream();
-  auto plan = [&](int64_t batch) {
-    uint64_t bytes = 0;
-    EXPECT_EQ(hisa_sparse_attn_workspace_size(batch, 1, heads, topk, &bytes),
-              HISA_OK)
-        << hisa_last_error();
-    void *q = deviceBuffer(batch * heads * 512 * 2);
-    void *kv = deviceBuffer(batch * nkv * 512 * 2);
-    auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
-    auto *idx = static_cast<int32_t *>(deviceBuffer(batch * topk * 4));
-    void *o = deviceBuffer(batch * heads * 512 * 2);
-    void *workspace = bytes ? deviceBuffer(bytes) : nullptr;
-    auto call = [&] {
-      return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, batch, 1, heads,
-                              nkv, topk, 0.044f, workspace, bytes, stream);
-    };
-    EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
-    hisa::fake_cuda::resetCalls();
-    EXPECT_EQ(call(), HISA_OK) << hisa_last_error();
-    return names(launchesOn(stream));
-  };
-  EXPECT_EQ(plan(64), (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(plan(63),
+  EXPECT_EQ(names(sparseAttnDecodePlan(64, 64, 128, 1024)),
+            (std::vector<std::string>{"sparse_attn_ws"}));
+  EXPECT_EQ(names(sparseAttnDecodePlan(63, 64, 128, 1024)),
             (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
 }
 
@@ -208,11 +204,7 @@ TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
   // run; split decode rotates in its combine.
   const int64_t seqLen = 1024, heads = 128, topk = 256, nkv = 64;
   CUstream stream = someStream();
-  void *q = deviceBuffer(seqLen * heads * 512 * 2);
-  void *kv = deviceBuffer(nkv * 512 * 2);
-  auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
-  auto *idx = static_cast<int32_t *>(deviceBuffer(seqLen * topk * 4));
-  void *o = deviceBuffer(seqLen * heads * 512 * 2);
+  SparseAttnBuffers b(seqLen, 1, heads, topk, nkv);
   auto *table = static_cast<float *>(deviceBuffer(2048 * 32 * 4));
   auto *base = static_cast<int32_t *>(deviceBuffer(4 * 4));
   hisa::ops::LayerRope rope;
@@ -227,8 +219,8 @@ TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
   void *workspace = deviceBuffer(bytes);
   auto plan = [&](int64_t tokens, uint64_t workspaceBytes) {
     auto call = [&] {
-      return hisa::ops::sparseAttn(q, kv, sink, idx, o, nullptr, 1, tokens,
-                                   heads, nkv, topk, 0.044f, workspace,
+      return hisa::ops::sparseAttn(b.q, b.kv, b.sink, b.idx, b.o, nullptr, 1,
+                                   tokens, heads, nkv, topk, 0.044f, workspace,
                                    workspaceBytes, stream, &rope);
     };
     llvm::Error first = call();
@@ -243,9 +235,9 @@ TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
             (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
   // A bad eps is refused, naming it.
   rope.queryEps = std::nanf("");
-  llvm::Error refused =
-      hisa::ops::sparseAttn(q, kv, sink, idx, o, nullptr, 1, seqLen, heads, nkv,
-                            topk, 0.044f, nullptr, 0, stream, &rope);
+  llvm::Error refused = hisa::ops::sparseAttn(
+      b.q, b.kv, b.sink, b.idx, b.o, nullptr, 1, seqLen, heads, nkv, topk,
+      0.044f, nullptr, 0, stream, &rope);
   EXPECT_NE(llvm::toString(std::move(refused)).find("query norm's eps"),
             std::string::npos);
 }
@@ -254,14 +246,10 @@ TEST(OperatorPlans, SparseAttnH128PrefillRunsFlashMlaSchedule) {
   // H = 128 with many tokens: sparse_attn_wg, K padded to 128s.
   const int64_t seqLen = 1024, heads = 128, topk = 700, nkv = 64;
   CUstream stream = someStream();
-  void *q = deviceBuffer(seqLen * heads * 512 * 2);
-  void *kv = deviceBuffer(nkv * 512 * 2);
-  auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
-  auto *idx = static_cast<int32_t *>(deviceBuffer(seqLen * topk * 4));
-  void *o = deviceBuffer(seqLen * heads * 512 * 2);
+  SparseAttnBuffers b(seqLen, 1, heads, topk, nkv);
   auto call = [&](int64_t tokens) {
-    return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, 1, tokens, heads, nkv,
-                            topk, 0.044f, nullptr, 0, stream);
+    return hisa_sparse_attn(b.q, b.kv, b.sink, b.idx, b.o, nullptr, 1, tokens,
+                            heads, nkv, topk, 0.044f, nullptr, 0, stream);
   };
   ASSERT_EQ(call(seqLen), HISA_OK) << hisa_last_error();
   hisa::fake_cuda::resetCalls();

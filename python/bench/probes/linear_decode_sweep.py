@@ -55,11 +55,15 @@ def reference(x, w, groups, k, n):
     return torch.einsum("mgk,gnk->mgn", xs, ws).reshape(M, groups * n)
 
 
+def measured_copy_bandwidth():
+    """The device-to-device copy bandwidth of this run (bytes/s), printed."""
+    t, nbytes = copy_bandwidth(Timer(), 2.0, 10)
+    print(f"copy {nbytes / t / 1e9:.0f} GB/s\n")
+    return nbytes / t
+
+
 def main():
-    timer = Timer()
-    t, nbytes = copy_bandwidth(timer, 2.0, 10)
-    copy_bw = nbytes / t
-    print(f"copy {copy_bw / 1e9:.0f} GB/s\n")
+    copy_bw = measured_copy_bandwidth()
     reduce = hisa.jit.get_kernel("linear_reduce", {})
     print("| projection | N | K | groups | config | time (us) | GB/s | % of copy |")
     print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |")

@@ -29,9 +29,8 @@ sys.path.insert(0, here)
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
-from bench_memory_bound import Timer, copy_bandwidth  # noqa: E402
 from bench_mqa import bench  # noqa: E402
-from linear_decode_sweep import M, operator_choice  # noqa: E402
+from linear_decode_sweep import M, measured_copy_bandwidth, operator_choice  # noqa: E402
 
 SHAPES = [("wq_b", 32768, 1024, 1), ("wo_a (8 groups)", 1024, 4096, 8), ("wo_b", 4096, 8192, 1)]
 
@@ -60,10 +59,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a smaller sweep")
     args = parser.parse_args()
-    timer = Timer()
-    t, nbytes = copy_bandwidth(timer, 2.0, 10)
-    copy_bw = nbytes / t
-    print(f"copy {copy_bw / 1e9:.0f} GB/s\n")
+    copy_bw = measured_copy_bandwidth()
     sources = variant_sources()
     reduce = hisa.jit.get_kernel("linear_reduce", {})
     # --quick: 12 variants a shape (about a minute of JIT compiles each).

@@ -23,8 +23,8 @@ sys.path.insert(0, here)
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
-from bench_memory_bound import Timer, copy_bandwidth  # noqa: E402
-from linear_decode_sweep import M, SHAPES, operator_choice  # noqa: E402
+from linear_decode_sweep import (M, SHAPES, measured_copy_bandwidth,  # noqa: E402
+                                 operator_choice)
 
 
 def graph_time(fn, replays=200, copies=20):
@@ -47,10 +47,7 @@ def graph_time(fn, replays=200, copies=20):
 
 
 def main():
-    timer = Timer()
-    t, nbytes = copy_bandwidth(timer, 2.0, 10)
-    copy_bw = nbytes / t
-    print(f"copy {copy_bw / 1e9:.0f} GB/s\n")
+    copy_bw = measured_copy_bandwidth()
     reduce = hisa.jit.get_kernel("linear_reduce", {})
     print("| projection | splits | path | time (us) | % of copy | same bits |")
     print("| --- | ---: | --- | ---: | ---: | --- |")
