@@ -10,6 +10,8 @@
 // (token, head) row.
 
 func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
+func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
+                                 index, index) -> index
 
 func.func private @rms_scale(!tile.frag<[n], f32>, !tile.frag<[n], f32>,
                              !tile.frag<[n], f32>, !tile.frag<[n], bf16>,
@@ -63,14 +65,8 @@ tile.kernel @v4_norm_rope(%x: !tile.global<[?, ?, dim], bf16>,
     tile.copy %result to %x[%t, %h, %c0] : !tile.frag<[dim], bf16> to !tile.global<[?, ?, dim], bf16>
     tile.barrier
     // RoPE, as v4_rope.
-    %sequence = arith.divui %t, %seq : index
-    %in_sequence = arith.remui %t, %seq : index
-    %base_i32 = tile.load %base[%sequence] : !tile.global<[?], i32>
-    %base_raw = arith.index_cast %base_i32 : i32 to index
-    %unclamped = arith.addi %base_raw, %in_sequence : index
-    %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
-    %last_row = arith.subi %table, %c1 : index
-    %position = arith.minui %unclamped, %last_row : index
+    %position = func.call @rope_position(%base, %cos, %t, %seq)
+        : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
     %rope_first = arith.subi %dim_index, %c64 : index
     tile.parallel (%p) in [32] {
       %pair = arith.muli %p, %c2 : index

@@ -13,6 +13,8 @@
 // read their last row instead of memory past them. One block per token.
 
 func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
+func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
+                                 index, index) -> index
 
 tile.kernel @v4_rope(%x: !tile.global<[?, ?, dim], bf16>,
                      %cos: !tile.global<[?, 32], f32>,
@@ -30,14 +32,8 @@ tile.kernel @v4_rope(%x: !tile.global<[?, ?, dim], bf16>,
     %dim = tile.param "dim" : index
     %rope_first = arith.subi %dim, %c64 : index
     %heads = tile.dim %x, 1 : !tile.global<[?, ?, dim], bf16>
-    %sequence = arith.divui %t, %seq : index
-    %in_sequence = arith.remui %t, %seq : index
-    %base_i32 = tile.load %base[%sequence] : !tile.global<[?], i32>
-    %base_raw = arith.index_cast %base_i32 : i32 to index
-    %unclamped = arith.addi %base_raw, %in_sequence : index
-    %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
-    %last_row = arith.subi %table, %c1 : index
-    %position = arith.minui %unclamped, %last_row : index
+    %position = func.call @rope_position(%base, %cos, %t, %seq)
+        : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
     %inverse_param = tile.param "inverse" : index
     %inverse = arith.cmpi ne, %inverse_param, %c0 : index
     // 4 heads of 32 pairs per step: 128 threads, one pair each.

@@ -168,8 +168,8 @@ public:
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
-  /// Zeroes what the orchestration layers allocate (counters that kernels
-  /// expect at 0 before their first launch).
+  /// Zeroes what the orchestration layers allocate (no buffer of theirs is
+  /// read uninitialized).
   decltype(&::cuMemsetD8) memsetD8 = nullptr;
   decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
