@@ -243,6 +243,19 @@ public:
     (void)hisa_v4_attention_info(handle, &value, nullptr, nullptr, nullptr);
     return value;
   }
+  /// CSA layers: the indexer's key cache (fp8 codes [batch, rows, 128],
+  /// f32 scales [batch, rows]), writable; other ratios: nulls and 0 rows.
+  struct IndexKeyCache {
+    void *keys = nullptr;
+    float *scales = nullptr;
+    int64_t rowsPerSequence = 0;
+  };
+  IndexKeyCache indexKeyCache() const {
+    IndexKeyCache cache;
+    (void)hisa_v4_attention_index_keys(handle, &cache.keys, &cache.scales,
+                                       &cache.rowsPerSequence);
+    return cache;
+  }
 
 private:
   explicit Attention(hisa_v4_attention *handle) : handle(handle) {}

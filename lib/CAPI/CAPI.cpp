@@ -376,6 +376,20 @@ int hisa_v4_attention_info(const hisa_v4_attention *layer, int64_t *length,
   return HISA_OK;
 }
 
+int hisa_v4_attention_index_keys(const hisa_v4_attention *layer, void **keys,
+                                 float **scales, int64_t *rows_per_sequence) {
+  if (Error error = checkLayer(layer, "v4_attention_index_keys"))
+    return statusOf(std::move(error));
+  hisa::v4::Attention::IndexKeyCache cache = layer->layer->indexKeyCache();
+  if (keys)
+    *keys = cache.keys;
+  if (scales)
+    *scales = cache.scales;
+  if (rows_per_sequence)
+    *rows_per_sequence = cache.rowsPerSequence;
+  return HISA_OK;
+}
+
 int hisa_v4_attention_set_length(hisa_v4_attention *layer, int64_t length,
                                  void *stream) {
   if (Error error = checkLayer(layer, "v4_attention_set_length"))

@@ -424,6 +424,42 @@ Error v4HadamardFp4(void *x, int64_t rows, void *stream) {
   return runOperator("v4_hadamard_fp4", "", arguments, stream);
 }
 
+Error v4IndexQuery(const void *q, const float *cos, const float *sin,
+                   const int32_t *base, const void *wIn, void *q8, float *scale,
+                   float *wOut, int64_t tokens, int64_t heads, int64_t seq,
+                   int64_t tablePositions, float factor, void *stream) {
+  const char *op = "v4_index_query";
+  if (Error error = checkRopeShape(op, tokens, heads, 128, seq, tablePositions))
+    return error;
+  if (Error error = checkIndexRange(op, "tokens * heads", tokens * heads))
+    return error;
+  if (!std::isfinite(factor))
+    return argumentError(
+        formatv("{0}: factor = {1} is not finite", op, factor));
+  if (tokens == 0)
+    return Error::success();
+  if (Error error = checkPointers(op, {{"q", q, 4},
+                                       {"cos", cos, 4},
+                                       {"sin", sin, 4},
+                                       {"base", base, 4},
+                                       {"w_in", wIn, 2},
+                                       {"q8", q8, 4},
+                                       {"scale", scale, 4},
+                                       {"w_out", wOut, 4}}))
+    return error;
+  LaunchArgument arguments[] = {tensor(q, {tokens, heads, 128}),
+                                tensor(cos, {tablePositions, 32}),
+                                tensor(sin, {tablePositions, 32}),
+                                tensor(base, {(tokens + seq - 1) / seq}),
+                                tensor(wIn, {tokens, heads}),
+                                tensor(q8, {tokens, heads, 128}),
+                                tensor(scale, {tokens, heads}),
+                                tensor(wOut, {tokens, heads}),
+                                integer(seq),
+                                floatScalar(factor)};
+  return runOperator(op, "", arguments, stream);
+}
+
 Error v4CompressPrefill(const void *kv, const void *score, const float *ape,
                         const float *norm, const float *cos, const float *sin,
                         float *stateKv, float *stateScore, void *out,

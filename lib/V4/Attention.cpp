@@ -122,6 +122,11 @@ struct SideStreams {
   /// launch on the caller's stream.
   CUstream prefetch = nullptr;
   CUevent qProjected = nullptr, prefetched = nullptr;
+  /// The positions' advance: nothing after attention reads them, so it
+  /// runs beside the output projections (attended marks attention's
+  /// launch), joined at the forward's end.
+  CUstream advance = nullptr;
+  CUevent attended = nullptr, advanced = nullptr;
 
   SideStreams() = default;
   SideStreams(const SideStreams &) = delete;
@@ -132,10 +137,11 @@ struct SideStreams {
     for (CUstream lane : lanes)
       if (lane)
         (void)driver->streamDestroy(lane);
-    if (prefetch)
-      (void)driver->streamDestroy(prefetch);
+    for (CUstream tail : {prefetch, advance})
+      if (tail)
+        (void)driver->streamDestroy(tail);
     for (CUevent event : {fork, qrReady, keysReady, done[0], done[1], done[2],
-                          done[3], qProjected, prefetched})
+                          done[3], qProjected, prefetched, attended, advanced})
       if (event)
         (void)driver->eventDestroy(event);
   }
@@ -154,12 +160,13 @@ struct SideStreams {
       if (Error error = check(cuda.streamCreate(&lane, CU_STREAM_NON_BLOCKING),
                               "cuStreamCreate"))
         return error;
-    if (Error error =
-            check(cuda.streamCreate(&prefetch, CU_STREAM_NON_BLOCKING),
-                  "cuStreamCreate"))
-      return error;
-    for (CUevent *event : {&fork, &qrReady, &keysReady, &done[0], &done[1],
-                           &done[2], &done[3], &qProjected, &prefetched})
+    for (CUstream *tail : {&prefetch, &advance})
+      if (Error error = check(cuda.streamCreate(tail, CU_STREAM_NON_BLOCKING),
+                              "cuStreamCreate"))
+        return error;
+    for (CUevent *event :
+         {&fork, &qrReady, &keysReady, &done[0], &done[1], &done[2], &done[3],
+          &qProjected, &prefetched, &attended, &advanced})
       if (Error error = check(cuda.eventCreate(event, CU_EVENT_DISABLE_TIMING),
                               "cuEventCreate"))
         return error;
@@ -211,8 +218,9 @@ struct Attention::Buffers {
   SideStreams streams;
   DeviceBuffer cos, sin, ones;
   /// Each sequence's decode position (int32, device memory: every decode
-  /// kernel reads it and the step's last launch advances it, so that a
-  /// captured decode step replays at the next position), and zeros (the
+  /// kernel up to attention reads it and the step advances it after them,
+  /// so that a captured decode step replays at the next position), and
+  /// zeros (the
   /// base position of a prefill).
   DeviceBuffer positions, zeros;
   DeviceBuffer kvCache, stateKv, stateScore;
@@ -265,6 +273,13 @@ int64_t Attention::indexColumns() const {
 }
 
 const void *Attention::kvCache() const { return buffers_->kvCache.get(); }
+
+Attention::IndexKeyCache Attention::indexKeyCache() const {
+  const Buffers &b = *buffers_;
+  if (config_.compressRatio != 4)
+    return {};
+  return {b.indexKeys8.get(), b.indexKeyScale.as<float>(), b.indexKeyStride};
+}
 
 const int32_t *Attention::lastIndices() const {
   return buffers_->indices.as<int32_t>();
@@ -619,21 +634,26 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   // projection's weights meanwhile, wq_b's during wq_a and wo_a's from wq_b
   // to wo_a. Measured slower on the H200 (docs/performance.md), so off.
   uint64_t prefetchBytes = decode ? l2PrefetchBytes() : 0;
-  struct PrefetchLane {
+  // A lane that runs to the forward's end (the prefetches, the positions'
+  // advance): `stream` waits for it there, and on every exit once used.
+  struct TailLane {
     SideStreams &streams;
     void *stream;
+    CUstream lane;
+    CUevent done;
     bool pending = false;
     Error join() {
       pending = false;
-      if (Error error = streams.record(streams.prefetched, streams.prefetch))
+      if (Error error = streams.record(done, lane))
         return error;
-      return streams.wait(stream, streams.prefetched);
+      return streams.wait(stream, done);
     }
-    ~PrefetchLane() {
+    ~TailLane() {
       if (pending)
         consumeError(join());
     }
-  } prefetchLane{streams, stream};
+  } prefetchLane{streams, stream, streams.prefetch, streams.prefetched},
+      advanceLane{streams, stream, streams.advance, streams.advanced};
   auto prefetch = [&](const void *weight, uint64_t bytes) -> Error {
     return ops::l2Prefetch(weight, std::min(bytes, prefetchBytes),
                            streams.prefetch);
@@ -777,6 +797,17 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
           1.0f / std::sqrt(float(kHeadDim)), b.attnWorkspace.get(),
           b.attnWorkspace.bytes(), stream, &rope))
     return error;
+  // The step's last use of the positions was attention's (prologue and
+  // epilogue RoPE): decode advances every position, prefill sets them to
+  // the prompt length, beside the output projections.
+  if (Error error = streams.record(streams.attended, stream))
+    return error;
+  if (Error error = streams.wait(streams.advance, streams.attended))
+    return error;
+  advanceLane.pending = true;
+  if (Error error = ops::v4Advance(positions, batch_, /*set=*/!decode,
+                                   int32_t(seq), streams.advance))
+    return error;
   int64_t groupWidth = c.heads / c.oGroups * kHeadDim;
   if (Error error = project(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,
                             groupWidth, c.oGroups, stream))
@@ -805,10 +836,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (prefetchLane.pending)
     if (Error error = prefetchLane.join())
       return error;
-  // The step's last launch: decode advances every position, prefill sets
-  // them to the prompt length.
-  if (Error error = ops::v4Advance(positions, batch_, /*set=*/!decode,
-                                   int32_t(seq), stream))
+  if (Error error = advanceLane.join())
     return error;
   length_ = start + seq;
   return Error::success();
@@ -952,16 +980,13 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
   if (Error error = project(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
                             heads * kIndexDim, c.qLora, 1, stream))
     return error;
-  if (Error error = ops::v4Rope(b.indexQ.get(), cos, sin, base, tokens, heads,
-                                kIndexDim, seq, maxSeq_, false, stream))
-    return error;
-  if (Error error = ops::v4HadamardFp4(b.indexQ.get(), tokens * heads, stream))
-    return error;
+  // RoPE, Hadamard + fp4 and fp8 in one launch (the bits of v4Rope,
+  // v4HadamardFp4 and v4ToFp8 in turn).
   float factor = 1.0f / std::sqrt(float(kIndexDim) * float(heads));
-  if (Error error = ops::v4ToFp8(
-          b.indexQ.get(), b.indexQ8.get(), b.indexQScale.as<float>(),
-          b.indexWeights.get(), b.indexWeights32.as<float>(), nullptr, 1,
-          tokens * heads, 0, tokens * heads, factor, stream))
+  if (Error error = ops::v4IndexQuery(
+          b.indexQ.get(), cos, sin, base, b.indexWeights.get(), b.indexQ8.get(),
+          b.indexQScale.as<float>(), b.indexWeights32.as<float>(), tokens,
+          heads, seq, maxSeq_, factor, stream))
     return error;
 
   // Scores and the exact top index_topk of the visible entries: hisa's flat

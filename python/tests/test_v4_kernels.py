@@ -346,6 +346,58 @@ def test_to_fp8_is_exact_on_fp4_values(decode):
                 assert scale[b, s] == -1.0, f"row {(b, s)} was written, seed {seed}"
 
 
+@pytest.mark.parametrize("tokens,heads,seq", [(64, 64, 1), (37, 64, 37), (5, 3, 2)])
+def test_index_query_is_rope_hadamard_then_fp8(tokens, heads, seq):
+    """v4_index_query gives the bits of v4_rope (dim 128), v4_hadamard_fp4
+    and v4_to_fp8 (weights = 1) launched in turn, and leaves q unchanged
+    (decode: one token per sequence at its own position, one past the
+    tables; prefill: sequences of `seq` tokens from 0; a partial last block
+    of 8 rows)."""
+    seed = fresh_seed(torch)
+    positions_count = 4096
+    angles = ref.rope_angles(torch.arange(positions_count), 64, 160000.0)
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    sequences = -(-tokens // seq)
+    if seq == 1:
+        base = torch.randint(0, positions_count, (sequences,), dtype=torch.int32)
+        base[-1] = positions_count + 5                 # past the tables: their last row
+    else:
+        base = torch.zeros(sequences, dtype=torch.int32)
+    base = base.cuda()
+    q = (torch.randn(tokens, heads, 128, device="cuda") * 4).bfloat16()
+    q[0, 0] = 0                                        # a zero row: scale 2^-126 path
+    w_in = torch.randn(tokens, heads, device="cuda").bfloat16()
+    factor = 1.0 / (128 * heads) ** 0.5
+    rows = tokens * heads
+
+    # The three launches the fused kernel replaces.
+    y = q.clone()
+    hisa.jit.get_kernel("v4_rope", {"inverse": 0, "dim": 128}).launch(y, cos, sin, base, seq)
+    hisa.jit.get_kernel("v4_hadamard_fp4", {}).launch(y.view(rows, 128))
+    want_q8 = torch.zeros(1, rows, 128, dtype=torch.float8_e4m3fn, device="cuda")
+    want_scale = torch.full((1, rows), -1.0, device="cuda")
+    want_w = torch.full((1, rows), float("nan"), device="cuda")
+    unused = torch.zeros(1, dtype=torch.int32, device="cuda")
+    hisa.jit.get_kernel("v4_to_fp8", {"decode": 0, "weights": 1}).launch(
+        y.view(1, rows, 128), want_q8, want_scale, w_in.view(1, rows), want_w, unused,
+        0, rows, factor)
+
+    q_before = q.clone()
+    q8 = torch.zeros(tokens, heads, 128, dtype=torch.float8_e4m3fn, device="cuda")
+    scale = torch.full((tokens, heads), -1.0, device="cuda")
+    w_out = torch.full((tokens, heads), float("nan"), device="cuda")
+    hisa.jit.get_kernel("v4_index_query", {}).launch(q, cos, sin, base, w_in, q8, scale, w_out,
+                                                     seq, factor)
+    torch.cuda.synchronize()
+    assert torch.equal(q, q_before), "q must not change"
+    codes, want_codes = q8.view(torch.uint8).view(rows, 128), want_q8.view(torch.uint8)[0]
+    wrong = (codes != want_codes).nonzero()
+    assert wrong.numel() == 0, \
+        f"{wrong.shape[0]} fp8 codes differ, first (row, dim) {wrong[:4].tolist()}, seed {seed}"
+    assert torch.equal(scale.view(rows), want_scale[0]), f"row scales differ, seed {seed}"
+    assert torch.equal(w_out.view(rows), want_w[0]), f"weights differ, seed {seed}"
+
+
 def test_ring_write_and_advance():
     """v4_ring_write puts sequence b's kv row at ring slot positions[b] %
     128; v4_advance adds one to every position (set = 1: sets them)."""

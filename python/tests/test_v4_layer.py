@@ -48,6 +48,20 @@ def check_cache(layer, reference, config):
         if n:
             got = cache[:, 128:128 + n]
             assert relative_error(got, reference.kv_cache[:, 128:128 + n]) < 3e-2
+    keys = layer.index_key_cache()
+    assert (keys is None) == (config.compress_ratio != 4)
+    if keys is not None:
+        # The indexer's entries so far: fp8 codes times power-of-two scales,
+        # the reference's Hadamard + fp4 keys (an fp4 step apart where the
+        # compressor's f32 sums round differently).
+        codes, scales = keys
+        n = length // 4
+        assert codes.shape[0] == layer.batch and codes.shape[1] >= n
+        if n:
+            got = codes[:, :n].float() * scales[:, :n, None]
+            assert (scales[:, :n] > 0).all()
+            assert torch.equal(scales[:, :n], 2.0 ** scales[:, :n].log2().round())
+            assert relative_error(got, reference.i_cache[:, :n]) < 3e-2
 
 
 # CSA's selection is sensitive to rounding: the layer scores bf16

@@ -75,9 +75,12 @@ std::multiset<std::string> kernels(const std::vector<Call> &calls) {
 /// it after that; the indexer's branch (the one scoring keys) waits for
 /// q_lora (an event recorded on `stream` after its RMSNorm) and for the
 /// keys (an event recorded on the keys' branch after their fp8 conversion).
-/// A branch that only prefetches weights into L2 (decode) is joined before
-/// the step's last launch (`v4_advance`) instead, and prefetches wo_a only
-/// after an event `stream` recorded after wq_b.
+/// Two branches run to the forward's end instead, joined by its last
+/// calls: the one that only prefetches weights into L2 (decode), which
+/// prefetches wo_a only after an event `stream` recorded after wq_b, and
+/// the positions' advance (`v4_advance`, alone on its branch), which starts
+/// after an event `stream` recorded after the attention launch (the last
+/// kernel that reads the positions).
 void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
                            const char *what) {
   SCOPED_TRACE(what);
@@ -107,12 +110,23 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
     return c.kind == Call::Launch && c.name == "v4_advance";
   });
   ASSERT_NE(advanceLaunch, calls.end()) << "no v4_advance launch";
-  size_t advanceAt = advanceLaunch - calls.begin();
+  EXPECT_NE(advanceLaunch->stream, stream)
+      << "v4_advance runs on the caller's stream, after the projections";
+  size_t attentionAt = 0;
+  for (size_t i = 0; i < calls.size(); ++i)
+    if (calls[i].kind == Call::Launch && calls[i].stream == stream &&
+        calls[i].name.rfind("sparse_attn", 0) == 0)
+      attentionAt = i;
+  ASSERT_NE(attentionAt, 0u) << "no attention launch";
   for (auto &[side, own] : sides) {
     ASSERT_FALSE(own.empty());
-    bool prefetchOnly = std::all_of(own.begin(), own.end(), [&](size_t i) {
-      return calls[i].kind != Call::Launch || calls[i].name == "l2_prefetch";
-    });
+    auto onlyLaunches = [&](const char *kernel) {
+      return std::all_of(own.begin(), own.end(), [&](size_t i) {
+        return calls[i].kind != Call::Launch || calls[i].name == kernel;
+      });
+    };
+    bool prefetchOnly = onlyLaunches("l2_prefetch");
+    bool advanceOnly = onlyLaunches("v4_advance");
     // Forked: the first operation waits for what `stream` queued.
     const Call &first = calls[own.front()];
     ASSERT_EQ(first.kind, Call::StreamWait)
@@ -128,12 +142,18 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
     ASSERT_EQ(last.kind, Call::EventRecord)
         << "side stream " << side << " ends with " << last.name;
     bool joined = false;
-    size_t deadline = prefetchOnly ? advanceAt : indicesAt;
+    bool toTheEnd = prefetchOnly || advanceOnly;
+    size_t deadline = toTheEnd ? calls.size() : indicesAt;
     for (size_t j = own.back() + 1; j < deadline; ++j)
       joined |= calls[j].kind == Call::StreamWait &&
                 calls[j].stream == stream && calls[j].event == last.event;
     EXPECT_TRUE(joined) << "side stream " << side << " is not joined before "
-                        << (prefetchOnly ? "v4_advance" : "v4_indices");
+                        << (toTheEnd ? "the forward's end" : "v4_indices");
+    if (advanceOnly) {
+      EXPECT_GT(*fork, attentionAt)
+          << "the positions advance before attention has read them";
+      continue;
+    }
     if (prefetchOnly) {
       // wo_a's prefetch (the second) waits for an event recorded on
       // `stream` after its second projection (wq_b).
@@ -228,6 +248,19 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
   auto streamId = reinterpret_cast<uintptr_t>(stream);
 
+  // CSA layers show the indexer's key cache (capacity 300 / 4 = 75 entries,
+  // rows rounded up to 4); the others have none.
+  void *keys = nullptr;
+  float *scales = nullptr;
+  int64_t keyRows = -1;
+  ASSERT_EQ(hisa_v4_attention_index_keys(layer, &keys, &scales, &keyRows),
+            HISA_OK);
+  EXPECT_EQ(keys != nullptr, ratio == 4);
+  EXPECT_EQ(scales != nullptr, ratio == 4);
+  EXPECT_EQ(keyRows, ratio == 4 ? 76 : 0);
+  EXPECT_EQ(hisa_v4_attention_index_keys(nullptr, &keys, &scales, &keyRows),
+            HISA_ERROR_INVALID_ARGUMENT);
+
   // Decode's L2 prefetch lane is opt-in; checked here turned on.
   ASSERT_EQ(hisa_v4_attention_set_l2_prefetch(layer, -1), HISA_OK);
 
@@ -282,20 +315,22 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   EXPECT_EQ(after.eventsCreated, before.eventsCreated);
 
   expectForkedAndJoined(prefill, streamId, "prefill");
-  // One decode step at a time: each forks and joins its own branches.
-  size_t begin = 0;
-  for (int step = 0; step < 3; ++step) {
-    auto advance = std::find_if(
-        decode.begin() + begin, decode.end(), [&](const Call &call) {
-          return call.kind == Call::Launch && call.name == "v4_advance";
-        });
-    ASSERT_NE(advance, decode.end()) << "decode step " << step;
-    size_t end = advance - decode.begin() + 1;
-    expectForkedAndJoined(
-        std::vector<Call>(decode.begin() + begin, decode.begin() + end),
-        streamId, "a decode step");
-    begin = end;
-  }
+  // One decode step at a time: each forks and joins its own branches. A
+  // step starts where it records its fork on the caller's stream.
+  ASSERT_FALSE(decode.empty());
+  ASSERT_EQ(decode.front().kind, Call::EventRecord);
+  ASSERT_EQ(decode.front().stream, streamId);
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < decode.size(); ++i)
+    if (decode[i].kind == Call::EventRecord && decode[i].stream == streamId &&
+        decode[i].event == decode.front().event)
+      starts.push_back(i);
+  ASSERT_EQ(starts.size(), 3u) << "three decode steps";
+  starts.push_back(decode.size());
+  for (int step = 0; step < 3; ++step)
+    expectForkedAndJoined(std::vector<Call>(decode.begin() + starts[step],
+                                            decode.begin() + starts[step + 1]),
+                          streamId, "a decode step");
 
   std::multiset<std::string> prefillKernels = kernels(prefill);
   std::multiset<std::string> decodeKernels = kernels(decode);
@@ -333,6 +368,11 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
     EXPECT_EQ(decodeKernels.count("pool_mqa_logits"), 0u);
     EXPECT_EQ(decodeKernels.count("mqa_logits_decode"), 3u);
     EXPECT_EQ(decodeKernels.count("topk_f32"), 3u);
+    // The indexer's q: RoPE, Hadamard + fp4 and fp8 in one launch.
+    EXPECT_EQ(prefillKernels.count("v4_index_query"), 1u);
+    EXPECT_EQ(decodeKernels.count("v4_index_query"), 3u);
+    EXPECT_EQ(prefillKernels.count("v4_hadamard_fp4"), 0u);
+    EXPECT_EQ(decodeKernels.count("v4_hadamard_fp4"), 0u);
   } else {
     EXPECT_EQ(decodeKernels.count("mqa_logits_decode"), 0u);
   }

@@ -627,6 +627,7 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
       {"v4_compress", "blocks=2,decode=1,overlap=1,quantize=2,ratio=4"},
       {"v4_to_fp8", "decode=1,weights=0"},
       {"v4_to_fp8", "decode=0,weights=1"},
+      {"v4_index_query", ""},
       {"v4_index_windows", "ratio=4"},
       {"v4_indices", "csa=1,decode=1,ratio=4,window=128"},
       {"v4_ring_write", "window=128"},

@@ -156,6 +156,19 @@ llvm::Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
                     int64_t slots, int64_t firstSlot, int64_t endSlot,
                     float factor, void *stream);
 
+/// The CSA indexer's query in one launch (kernels-dsl/v4_index_query.mlir):
+/// each head of q [tokens, heads, 128] bf16 (read only) rotated by RoPE as
+/// v4Rope (dim 128) does, Walsh-Hadamard transformed and fp4
+/// quantize-dequantized as v4HadamardFp4 does, then split as v4ToFp8 does
+/// into q8 (fp8 e4m3, q's shape) and its row scale [tokens, heads] f32, with
+/// wOut = wIn (bf16 [tokens, heads]) * scale * factor (f32): the bits of
+/// the three launches, without their round trips through memory.
+llvm::Error v4IndexQuery(const void *q, const float *cos, const float *sin,
+                         const int32_t *base, const void *wIn, void *q8,
+                         float *scale, float *wOut, int64_t tokens,
+                         int64_t heads, int64_t seq, int64_t tablePositions,
+                         float factor, void *stream);
+
 /// The CSA indexer's windows over packed per-sequence keys: token t of
 /// `tokens` (sequence b = t / seq, position base[b] + t % seq; base: int32
 /// device memory) sees the entries [b * capacity, b * capacity + (position

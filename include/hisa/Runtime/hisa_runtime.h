@@ -240,6 +240,14 @@ HISA_EXPORT int hisa_v4_attention_info(const hisa_v4_attention *layer,
                                        int64_t *length, int64_t *index_columns,
                                        const void **kv_cache,
                                        const int32_t **last_indices);
+/* CSA layers (ratio 4): the indexer's key cache, fp8 e4m3 codes [batch,
+ * rows_per_sequence, 128] and their power-of-two scales [batch,
+ * rows_per_sequence] f32, writable (tests; benchmarks at a long context set
+ * with hisa_v4_attention_set_length, whose entries are otherwise zeros).
+ * Other ratios: NULLs and 0 rows. Any pointer may be NULL. */
+HISA_EXPORT int hisa_v4_attention_index_keys(const hisa_v4_attention *layer,
+                                             void **keys, float **scales,
+                                             int64_t *rows_per_sequence);
 /* The sequences hold `length` tokens: the host count and the device
  * positions (set on `stream`). Decode kernels read the positions from
  * device memory and each step advances them, so a decode step captured in

@@ -93,6 +93,18 @@ public:
   /// indexColumns()] int32, for tests and inspection.
   const void *kvCache() const;
   const int32_t *lastIndices() const;
+  /// CSA layers (ratio 4): the indexer's key cache, fp8 e4m3 codes [batch,
+  /// rowsPerSequence, 128] and their power-of-two scales [batch,
+  /// rowsPerSequence] f32, entry j of sequence b at row j. Writable: for
+  /// tests, and for benchmarks that time decode at a long context without
+  /// its prefill (setLength), whose entries are otherwise zeros (every
+  /// score tied). Other ratios: null pointers and 0 rows.
+  struct IndexKeyCache {
+    void *keys = nullptr;
+    float *scales = nullptr;
+    int64_t rowsPerSequence = 0;
+  };
+  IndexKeyCache indexKeyCache() const;
 
   /// Opt-in: decode warms L2 with the head of its next big projection's
   /// weights on a side stream while the q branch's small launches leave the

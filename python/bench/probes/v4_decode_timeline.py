@@ -27,7 +27,7 @@ import hisa  # noqa: E402
 from hisa.v4 import reference as ref  # noqa: E402
 
 
-def timeline(ratio, batch, context, prefetch, eager=False, pdl=True):
+def timeline(ratio, batch, context, prefetch, eager=False, pdl=True, zero_keys=False):
     config = ref.Config(compress_ratio=ratio)
     weights = ref.random_weights(config, device="cuda")
     layer = hisa.v4.Attention(config, weights, batch, context + 64,
@@ -35,6 +35,12 @@ def timeline(ratio, batch, context, prefetch, eager=False, pdl=True):
     layer.set_l2_prefetch(prefetch)
     layer.forward(torch.randn(batch, 128, config.dim, device="cuda").bfloat16(), 0)
     layer.set_length(context)
+    keys = layer.index_key_cache()
+    if keys is not None and not zero_keys:
+        # Distinct keys, as a real cache holds (zeros tie every score).
+        codes, scales = keys
+        codes.copy_((torch.randn(codes.shape, device="cuda") * 64).to(torch.float8_e4m3fn))
+        scales.copy_(2.0 ** -torch.randint(5, 9, scales.shape, device="cuda").float())
     x = torch.randn(batch, 1, config.dim, device="cuda").bfloat16()
     out = torch.empty_like(x)
     layer.forward(x, context, out=out)
@@ -71,7 +77,8 @@ def timeline(ratio, batch, context, prefetch, eager=False, pdl=True):
     end = max(start + duration for start, duration, _, _ in kernels)
     print(f"\n## ratio {ratio}: B = {batch}, context {context}, L2 prefetch {prefetch}, "
           f"{'eager' if eager else 'graph replay'}, programmatic launch "
-          f"{'on' if pdl else 'off'}: "
+          f"{'on' if pdl else 'off'}"
+          f"{', indexer keys zeros' if zero_keys and ratio == 4 else ''}: "
           f"{len(kernels)} kernels, first start to last end {end - t0:.1f} us, "
           f"kernel time {sum(k[1] for k in kernels):.1f} us\n")
     print("| start (us) | duration (us) | stream | gap on its stream (us) | kernel |")
@@ -92,6 +99,8 @@ def main():
     parser.add_argument("--context", type=int, default=65536)
     parser.add_argument("--l2-prefetch", type=int, default=0)
     parser.add_argument("--eager", action="store_true", help="profile an eager step")
+    parser.add_argument("--zero-keys", action="store_true",
+                        help="CSA: leave the indexer's keys at zeros (every score ties)")
     parser.add_argument("--no-pdl", action="store_true",
                         help="launch without programmatic dependent launch")
     args = parser.parse_args()
@@ -99,7 +108,8 @@ def main():
     hisa.set_programmatic_launch(pdl)
     print(f"# V4 decode step timeline on {torch.cuda.get_device_name()}")
     for ratio in (int(r) for r in args.ratios.split(",")):
-        timeline(ratio, args.batch, args.context, args.l2_prefetch, args.eager, pdl)
+        timeline(ratio, args.batch, args.context, args.l2_prefetch, args.eager, pdl,
+                 args.zero_keys)
 
 
 if __name__ == "__main__":

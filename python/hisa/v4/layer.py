@@ -114,6 +114,27 @@ class Attention:
         rows = 128 + (self.max_seq // ratio if ratio else 0)
         return _copy_from(pointer, (self.batch, rows, 512), torch.bfloat16, self.device)
 
+    def index_key_cache(self):
+        """CSA layers: the indexer's key cache as writable views of the
+        layer's memory, (codes [B, rows, 128] float8_e4m3fn, scales [B,
+        rows] float32; entry j of sequence b at row j); None for other
+        ratios. Benchmarks that time decode at a long context set with
+        set_length fill it (otherwise its entries are zeros and every score
+        ties)."""
+        keys, scales, rows = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int64()
+        status = _lib.lib().hisa_v4_attention_index_keys(self._handle, ctypes.byref(keys),
+                                                         ctypes.byref(scales),
+                                                         ctypes.byref(rows))
+        _lib.check(status, "hisa_v4_attention_index_keys")
+        if not keys.value:
+            return None
+        shape = (self.batch, rows.value)
+        codes = torch.as_tensor(_DeviceArray(keys.value, shape + (128,), torch.uint8),
+                                device=self.device).view(torch.float8_e4m3fn)
+        scale = torch.as_tensor(_DeviceArray(scales.value, shape, torch.float32),
+                                device=self.device)
+        return codes, scale
+
     def last_indices(self, tokens: int) -> torch.Tensor:
         """A copy of the last call's index rows [tokens, columns] int32."""
         _, columns, _, pointer = self._info()
@@ -166,12 +187,16 @@ class Attention:
     __call__ = forward
 
 
+# bf16 travels as int16 (the interface has no bf16 type string).
+_TYPESTR = {torch.int32: "<i4", torch.uint8: "|u1", torch.float32: "<f4"}
+
+
 class _DeviceArray:
     """Device memory the layer owns, seen through __cuda_array_interface__."""
 
     def __init__(self, pointer: int, shape, dtype):
         self.__cuda_array_interface__ = {
-            "shape": tuple(shape), "typestr": "<i4" if dtype == torch.int32 else "<i2",
+            "shape": tuple(shape), "typestr": _TYPESTR.get(dtype, "<i2"),
             "data": (pointer, False), "version": 3, "strides": None}
 
 
