@@ -17,6 +17,8 @@
 // and lanes. Chunks past a query's window do nothing. A tile starts at a
 // multiple of 4 keys (16-byte aligned scale pieces: W must be a multiple
 // of 4) and stores only the keys of its own chunk that lie in the window.
+// `min_blocks` bounds the registers for that many blocks per SM (the
+// operator asks for 8 up to 64 heads: the decode grid in one wave).
 
 tile.kernel @mqa_logits_decode(
     %q: !tile.global<[?, dim], f8E4M3FN>,
@@ -26,12 +28,12 @@ tile.kernel @mqa_logits_decode(
     %starts: !tile.global<[?], i32>,
     %ends: !tile.global<[?], i32>,
     %logits: !tile.global<[?, ?], f32>)
-    params {heads = 64, dim = 128, block_n = 64, split_n = 1024} {
+    params {heads = 64, dim = 128, block_n = 64, split_n = 1024, min_blocks = 4} {
   %m = tile.dim %starts, 0 : !tile.global<[?], i32>
   %row_length = tile.dim %logits, 1 : !tile.global<[?, ?], f32>
   %split_n = tile.param "split_n" : index
   %num_chunks = arith.ceildivui %row_length, %split_n : index
-  tile.launch (%chunk, %query) in (%num_chunks, %m) threads 128 blocks_per_sm 4 {
+  tile.launch (%chunk, %query) in (%num_chunks, %m) threads 128 blocks_per_sm "min_blocks" {
     %q_rows = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
     %weight_tile = tile.alloc : !tile.shared<[heads], f32>
     %k_tile = tile.alloc : !tile.shared<[block_n, dim], f8E4M3FN>

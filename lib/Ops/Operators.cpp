@@ -186,8 +186,14 @@ Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
                                 tensor(starts, {m}),
                                 tensor(ends, {m}),
                                 tensor(logits, {m, rowLength})};
-  return runOperator(op, formatv("dim={0},heads={1}", dim, heads), arguments,
-                     stream);
+  // Eight blocks per SM hold V4 decode's whole grid (64 sequences x 17
+  // chunks) in one wave: 50.4 -> 39.7 us, 64 -> 81% of copy on its 138 MB
+  // of keys (probes/mqa_logits_decode_sweep.py, H200). H = 128's [64, 128]
+  // accumulator needs more registers than that allows.
+  return runOperator(op,
+                     formatv("dim={0},heads={1},min_blocks={2}", dim, heads,
+                             heads <= 64 ? 8 : 4),
+                     arguments, stream);
 }
 
 Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,

@@ -117,6 +117,12 @@ struct SideStreams {
   CUstream lanes[kLanes] = {};
   CUevent fork = nullptr, qrReady = nullptr, keysReady = nullptr,
           done[kLanes] = {};
+  /// Decode: the indexer's scores are computed (wq_b waits for them, so
+  /// that it streams beside the top-k rather than ahead of the scores).
+  CUevent scored = nullptr;
+  /// The indexer's head weights and windows (x and the positions only) are
+  /// computed, on the keys' lane.
+  CUevent weighted = nullptr;
   /// Decode's L2 prefetches of the weights (Attention::setL2Prefetch): a
   /// lane of their own, joined at the step's end; qProjected marks wq_b's
   /// launch on the caller's stream.
@@ -140,8 +146,9 @@ struct SideStreams {
     for (CUstream tail : {prefetch, advance})
       if (tail)
         (void)driver->streamDestroy(tail);
-    for (CUevent event : {fork, qrReady, keysReady, done[0], done[1], done[2],
-                          done[3], qProjected, prefetched, attended, advanced})
+    for (CUevent event :
+         {fork, qrReady, keysReady, done[0], done[1], done[2], done[3],
+          qProjected, prefetched, attended, advanced, scored, weighted})
       if (event)
         (void)driver->eventDestroy(event);
   }
@@ -166,7 +173,7 @@ struct SideStreams {
         return error;
     for (CUevent *event :
          {&fork, &qrReady, &keysReady, &done[0], &done[1], &done[2], &done[3],
-          &qProjected, &prefetched, &attended, &advanced})
+          &qProjected, &prefetched, &attended, &advanced, &scored, &weighted})
       if (Error error = check(cuda.eventCreate(event, CU_EVENT_DISABLE_TIMING),
                               "cuEventCreate"))
         return error;
@@ -751,6 +758,13 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       return error;
     if (Error error = indexerScores(x, seq, decode, indexStream))
       return error;
+    // Decode: the indexer's chain (q, scores, top-k) is the step's critical
+    // path and wq_b is not on it until attention; launched at once, wq_b's
+    // blocks take every SM ahead of the chain's. After the scores, it
+    // streams beside the top-k, which leaves most of the memory system idle.
+    if (decode)
+      if (Error error = streams.wait(stream, streams.scored))
+        return error;
   }
   if (Error error = project(b.qr.get(), w.wqB, b.q.get(), tokens,
                             c.heads * kHeadDim, c.qLora, 1, stream))
@@ -911,8 +925,28 @@ Error Attention::indexerKeys(const void *x, int64_t seq, bool decode) {
   int32_t *positions = b.positions.as<int32_t>();
 
   // Two branches meet at the scores: the keys (on their own stream) and
-  // the q and weights (indexerScores, which also scores).
+  // the q (indexerScores, which also scores).
   void *keysStream = b.streams.lane(SideStreams::IndexKeysLane);
+
+  // First on this lane, what needs only x and the positions: the head
+  // weights (x * i_weights) and the scores' windows, so that the q's chain
+  // on the scoring lane starts at i_wq as soon as q_lora is there.
+  if (Error error = project(x, w.iWeights, b.indexWeights.get(), tokens,
+                            c.indexHeads, c.dim, 1, keysStream))
+    return error;
+  int32_t *starts = b.indexStarts.as<int32_t>();
+  int32_t *ends = b.indexEnds.as<int32_t>();
+  // Decode: each sequence's window over its own keys at its position;
+  // prefill: every sequence has the same windows over its own keys, one
+  // sequence's worth, shared by the per-sequence calls (and aligned).
+  if (Error error =
+          decode ? ops::v4IndexWindows(starts, ends, positions, tokens, 1,
+                                       /*capacity=*/0, 4, keysStream)
+                 : ops::v4IndexWindows(starts, ends, b.zeros.as<int32_t>(), seq,
+                                       seq, /*capacity=*/0, 4, keysStream))
+    return error;
+  if (Error error = b.streams.record(b.streams.weighted, keysStream))
+    return error;
 
   // Its compressor (ratio 4 with overlap, 128 dims): entries Hadamard + fp4
   // quantized in the kernel, into the key cache [batch, capacity, 128].
@@ -970,11 +1004,7 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
 
   // Its q: qr * i_wq, RoPE on each head's last 64 dims, Hadamard + fp4,
   // fp8 with the row scales folded into the head weights (x * i_weights *
-  // index_dim^-1/2 * heads^-1/2). The weights need only x: first, while
-  // q_lora is computed.
-  if (Error error = project(x, w.iWeights, b.indexWeights.get(), tokens, heads,
-                            c.dim, 1, stream))
-    return error;
+  // index_dim^-1/2 * heads^-1/2; computed on the keys' lane).
   if (Error error = b.streams.wait(stream, b.streams.qrReady))
     return error;
   if (Error error = project(b.qr.get(), w.iWq, b.indexQ.get(), tokens,
@@ -983,6 +1013,8 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
   // RoPE, Hadamard + fp4 and fp8 in one launch (the bits of v4Rope,
   // v4HadamardFp4 and v4ToFp8 in turn).
   float factor = 1.0f / std::sqrt(float(kIndexDim) * float(heads));
+  if (Error error = b.streams.wait(stream, b.streams.weighted))
+    return error;
   if (Error error = ops::v4IndexQuery(
           b.indexQ.get(), cos, sin, base, b.indexWeights.get(), b.indexQ8.get(),
           b.indexQScale.as<float>(), b.indexWeights32.as<float>(), tokens,
@@ -997,9 +1029,6 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
   int32_t *starts = b.indexStarts.as<int32_t>();
   int32_t *ends = b.indexEnds.as<int32_t>();
   if (decode) {
-    if (Error error = ops::v4IndexWindows(starts, ends, positions, tokens, 1,
-                                          /*capacity=*/0, 4, stream))
-      return error;
     if (Error error = b.streams.wait(stream, b.streams.keysReady))
       return error;
     auto *logits = static_cast<float *>(b.indexerWorkspace.get());
@@ -1008,6 +1037,8 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
             b.indexWeights32.as<float>(), starts, ends, logits, batch_, stride,
             heads, kIndexDim, stream))
       return error;
+    if (Error error = b.streams.record(b.streams.scored, stream))
+      return error;
     return ops::topk(logits, starts, ends, b.selected.as<int32_t>(), batch_,
                      stride, c.indexTopk, /*relative=*/true, stream);
   }
@@ -1015,11 +1046,6 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
   indexShape.heads = heads;
   indexShape.dim = kIndexDim;
   indexShape.topkTokens = c.indexTopk;
-  // Every sequence of a prefill has the same windows over its own keys:
-  // one sequence's worth, shared by the per-sequence calls (and aligned).
-  if (Error error = ops::v4IndexWindows(starts, ends, b.zeros.as<int32_t>(),
-                                        seq, seq, /*capacity=*/0, 4, stream))
-    return error;
   if (Error error = b.streams.wait(stream, b.streams.keysReady))
     return error;
   indexShape.m = seq;

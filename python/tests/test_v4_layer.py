@@ -51,9 +51,11 @@ def check_cache(layer, reference, config):
     keys = layer.index_key_cache()
     assert (keys is None) == (config.compress_ratio != 4)
     if keys is not None:
-        # The indexer's entries so far: fp8 codes times power-of-two scales,
-        # the reference's Hadamard + fp4 keys (an fp4 step apart where the
-        # compressor's f32 sums round differently).
+        # The indexer's entries so far: fp8 codes times power-of-two scales
+        # give the reference's Hadamard + fp4 keys, except where the
+        # compressor's f32 sums round an element across an e2m1 midpoint
+        # (a whole fp4 step: one such element of an entry's 128 is already
+        # ~4% of its L2 norm, so the check counts equal elements).
         codes, scales = keys
         n = length // 4
         assert codes.shape[0] == layer.batch and codes.shape[1] >= n
@@ -61,7 +63,10 @@ def check_cache(layer, reference, config):
             got = codes[:, :n].float() * scales[:, :n, None]
             assert (scales[:, :n] > 0).all()
             assert torch.equal(scales[:, :n], 2.0 ** scales[:, :n].log2().round())
-            assert relative_error(got, reference.i_cache[:, :n]) < 3e-2
+            expected = reference.i_cache[:, :n]
+            equal = (got == expected).float().mean().item()
+            assert equal >= 0.95, f"{equal:.1%} of the indexer's key elements equal"
+            assert relative_error(got, expected) < 0.15
 
 
 # CSA's selection is sensitive to rounding: the layer scores bf16

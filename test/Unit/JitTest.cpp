@@ -639,7 +639,7 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
                          "n=4096,splits=4,x_cols=8192,y_cols=4096"},
       {"linear_reduce", ""},
       {"cp_windows", ""},
-      {"mqa_logits_decode", "dim=128,heads=64"},
+      {"mqa_logits_decode", "dim=128,heads=64,min_blocks=8"},
       {"linear_staged", "k=1024,n=32768,x_cols=1024,y_cols=32768"},
   };
   for (const Case &c : cases) {
