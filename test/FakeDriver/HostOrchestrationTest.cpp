@@ -227,6 +227,29 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
     }
     EXPECT_TRUE(waitsForKeys)
         << "the indexer's scores do not wait for the fp8 keys";
+    // Decode: wq_b (the caller's second whole projection) waits for the
+    // scores, so that it streams beside the top-k instead of taking the
+    // SMs ahead of the indexer's chain.
+    bool decodeScores = calls[firstScore].name == "mqa_logits_decode";
+    if (!decodeScores)
+      continue;
+    int projections = 0;
+    bool wqBWaitsForScores = false;
+    for (size_t i = 0; i < calls.size() && projections < 2; ++i) {
+      const Call &call = calls[i];
+      if (call.stream != stream)
+        continue;
+      if (call.kind == Call::Launch && call.name.rfind("linear", 0) == 0 &&
+          call.name.rfind("linear_reduce", 0) != 0)
+        ++projections;
+      if (call.kind == Call::StreamWait && projections == 1) {
+        std::optional<size_t> record = lastRecord(call.event, i);
+        wqBWaitsForScores |=
+            record && calls[*record].stream == side && *record > firstScore;
+      }
+    }
+    EXPECT_TRUE(wqBWaitsForScores)
+        << "decode's wq_b does not wait for the indexer's scores";
   }
 }
 
