@@ -674,6 +674,12 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       return error;
   }
 
+  // Without the CSA indexer the index rows follow from the positions
+  // alone: first on the kv branch, off the critical path.
+  if (ratio != 4)
+    if (Error error = indexRows(decode, seq, kvStream))
+      return error;
+
   // kv: wkv, kv_norm, fp8 of the first 448 dims, RoPE.
   if (Error error = projectNormed(x, w.wkv, b.kv.get(), tokens, kHeadDim, c.dim,
                                   w.kvNorm, kvStream))
@@ -752,25 +758,29 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = projectNormed(x, w.wqA, b.qr.get(), tokens, c.qLora, c.dim,
                                   w.qNorm, stream))
     return error;
-  // The indexer's q starts from q_lora.
+  // The indexer's q starts from q_lora. Decode: its chain (q, scores,
+  // top-k) is the step's critical path, so it runs on the caller's stream,
+  // each launch a programmatic dependent of the one before, and wq_b (only
+  // attention needs it) streams beside the top-k on the scoring lane:
+  // launched with q_lora, wq_b's blocks took every SM ahead of the chain's
+  // (GPU run 63). Prefill: the indexer beside q, wq_b on the caller's.
+  bool indexerFirst = ratio == 4 && decode;
   if (ratio == 4) {
     if (Error error = streams.record(streams.qrReady, stream))
       return error;
-    if (Error error = indexerScores(x, seq, decode, indexStream))
+    if (Error error =
+            indexerScores(x, seq, decode, indexerFirst ? stream : indexStream))
       return error;
-    // Decode: the indexer's chain (q, scores, top-k) is the step's critical
-    // path and wq_b is not on it until attention; launched at once, wq_b's
-    // blocks take every SM ahead of the chain's. After the scores, it
-    // streams beside the top-k, which leaves most of the memory system idle.
-    if (decode)
-      if (Error error = streams.wait(stream, streams.scored))
-        return error;
   }
+  void *qStream = indexerFirst ? indexStream : stream;
+  if (indexerFirst)
+    if (Error error = streams.wait(qStream, streams.scored))
+      return error;
   if (Error error = project(b.qr.get(), w.wqB, b.q.get(), tokens,
-                            c.heads * kHeadDim, c.qLora, 1, stream))
+                            c.heads * kHeadDim, c.qLora, 1, qStream))
     return error;
   if (prefetchBytes) {
-    if (Error error = streams.record(streams.qProjected, stream))
+    if (Error error = streams.record(streams.qProjected, qStream))
       return error;
     if (Error error = streams.wait(streams.prefetch, streams.qProjected))
       return error;
@@ -783,18 +793,11 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = streams.joinInto(stream, lanes))
     return error;
 
-  // Index rows, sparse attention, the inverse RoPE, wo_a (grouped), wo_b.
-  ops::IndexShape indexShape;
-  indexShape.tokens = tokens;
-  indexShape.window = kWindow;
-  indexShape.slots = indexColumns() - kWindow;
-  indexShape.ratio = ratio;
-  indexShape.decode = decode;
-  indexShape.csa = ratio == 4;
-  if (Error error =
-          ops::v4Indices(b.indices.as<int32_t>(), b.selected.as<int32_t>(),
-                         positions, indexShape, seq, stream))
-    return error;
+  // Index rows (CSA: from the indexer's selection), sparse attention, the
+  // inverse RoPE, wo_a (grouped), wo_b.
+  if (ratio == 4)
+    if (Error error = indexRows(decode, seq, stream))
+      return error;
   // q's per-head RMSNorm and RoPE in the kernel's prologue, the inverse
   // RoPE of the output in its epilogue (in the combine when decode splits
   // the indices): no launch of their own on the critical path.
@@ -854,6 +857,19 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     return error;
   length_ = start + seq;
   return Error::success();
+}
+
+Error Attention::indexRows(bool decode, int64_t seq, void *stream) {
+  Buffers &b = *buffers_;
+  ops::IndexShape shape;
+  shape.tokens = batch_ * seq;
+  shape.window = kWindow;
+  shape.slots = indexColumns() - kWindow;
+  shape.ratio = config_.compressRatio;
+  shape.decode = decode;
+  shape.csa = shape.ratio == 4;
+  return ops::v4Indices(b.indices.as<int32_t>(), b.selected.as<int32_t>(),
+                        b.positions.as<int32_t>(), shape, seq, stream);
 }
 
 Error Attention::setL2Prefetch(int64_t bytes) {

@@ -167,7 +167,9 @@ def decode_indexer_rows(lines, copy_bw, batch=64, context=65536, topk=512):
     starts = torch.zeros(batch, dtype=torch.int32, device="cuda")
     ends = torch.full((batch,), keys, dtype=torch.int32, device="cuda")
     logits = torch.empty(batch, stride, device="cuda")
-    kernel = hisa.jit.get_kernel("mqa_logits_decode", {"heads": 64, "dim": 128})
+    # The operator's specialization (ops::mqaLogitsDecode: 8 blocks per SM).
+    kernel = hisa.jit.get_kernel("mqa_logits_decode",
+                                 {"heads": 64, "dim": 128, "min_blocks": 8})
     t_logits = bench(lambda: kernel.launch(q, k, scale, weights, starts, ends, logits))
     kernel.launch(q, k, scale, weights, starts, ends, logits)
     t_topk = bench(lambda: hisa.topk(logits, topk, starts=starts, ends=ends))

@@ -70,9 +70,11 @@ std::multiset<std::string> kernels(const std::vector<Call> &calls) {
 /// forked from and joined into `stream`: nothing blocks the host; work runs
 /// on `stream` or on side streams; a side stream's first operation waits
 /// for an event last recorded on `stream` (the fork), its last records an
-/// event that `stream` waits for before it assembles the index rows
-/// (`v4_indices`, which reads the branches' results), and nothing runs on
-/// it after that; the indexer's branch (the one scoring keys) waits for
+/// event that `stream` waits for before it first reads the branches'
+/// results (CSA: the index rows, `v4_indices`, from the indexer's
+/// selection; otherwise attention, as the index rows follow from the
+/// positions alone and are assembled on a side branch), and nothing runs
+/// on it after that; the indexer's branch (the one scoring keys) waits for
 /// q_lora (an event recorded on `stream` after its RMSNorm) and for the
 /// keys (an event recorded on the keys' branch after their fp8 conversion).
 /// Two branches run to the forward's end instead, joined by its last
@@ -105,7 +107,19 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
     return c.kind == Call::Launch && c.name == "v4_indices";
   });
   ASSERT_NE(indicesLaunch, calls.end()) << "no v4_indices launch";
-  size_t indicesAt = indicesLaunch - calls.begin();
+  bool selects = std::any_of(calls.begin(), calls.end(), [&](auto &c) {
+    return c.kind == Call::Launch &&
+           (c.name == "mqa_logits_decode" || c.name == "pool_mqa_logits");
+  });
+  EXPECT_EQ(indicesLaunch->stream == stream, selects)
+      << "the index rows belong on the caller's stream exactly when they "
+         "read the indexer's selection";
+  auto readsLaunch = std::find_if(calls.begin(), calls.end(), [&](auto &c) {
+    return c.kind == Call::Launch && c.stream == stream &&
+           (c.name == "v4_indices" || c.name.rfind("sparse_attn", 0) == 0);
+  });
+  ASSERT_NE(readsLaunch, calls.end()) << "no index rows or attention";
+  size_t readsAt = readsLaunch - calls.begin();
   auto advanceLaunch = std::find_if(calls.begin(), calls.end(), [&](auto &c) {
     return c.kind == Call::Launch && c.name == "v4_advance";
   });
@@ -118,6 +132,55 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
         calls[i].name.rfind("sparse_attn", 0) == 0)
       attentionAt = i;
   ASSERT_NE(attentionAt, 0u) << "no attention launch";
+  // A CSA decode step scores on the caller's stream (its critical path, each
+  // launch a programmatic dependent of the one before) after q_lora's
+  // RMSNorm; wq_b runs on a side lane whose first launch waits for an event
+  // recorded there after the scores, so that it streams beside the top-k.
+  auto decodeScores = std::find_if(calls.begin(), calls.end(), [&](auto &c) {
+    return c.kind == Call::Launch && c.name == "mqa_logits_decode";
+  });
+  if (decodeScores != calls.end()) {
+    size_t scoresAt = decodeScores - calls.begin();
+    EXPECT_EQ(decodeScores->stream, stream);
+    bool afterNorm = false;
+    for (size_t j = 0; j < scoresAt; ++j)
+      afterNorm |= calls[j].stream == stream && calls[j].kind == Call::Launch &&
+                   calls[j].name == "linear_reduce_rmsnorm";
+    EXPECT_TRUE(afterNorm) << "decode scores before q_lora's RMSNorm";
+    bool afterKeys = false;
+    for (size_t i = 0; i < scoresAt; ++i) {
+      if (calls[i].kind != Call::StreamWait || calls[i].stream != stream)
+        continue;
+      std::optional<size_t> record = lastRecord(calls[i].event, i);
+      if (!record || calls[*record].stream == stream)
+        continue;
+      for (size_t j = 0; j < *record; ++j)
+        afterKeys |= calls[j].stream == calls[*record].stream &&
+                     calls[j].kind == Call::Launch &&
+                     calls[j].name == "v4_to_fp8";
+    }
+    EXPECT_TRUE(afterKeys) << "decode scores do not wait for the fp8 keys";
+    bool wqBBesideTopk = false;
+    for (auto &[side, own] : sides) {
+      std::optional<size_t> firstLaunch;
+      for (size_t i : own)
+        if (calls[i].kind == Call::Launch) {
+          firstLaunch = i;
+          break;
+        }
+      if (!firstLaunch || calls[*firstLaunch].name.rfind("linear", 0) != 0)
+        continue;
+      for (size_t i : own) {
+        if (i > *firstLaunch || calls[i].kind != Call::StreamWait)
+          continue;
+        std::optional<size_t> record = lastRecord(calls[i].event, i);
+        wqBBesideTopk |=
+            record && calls[*record].stream == stream && *record > scoresAt;
+      }
+    }
+    EXPECT_TRUE(wqBBesideTopk)
+        << "decode's wq_b does not wait for the indexer's scores";
+  }
   for (auto &[side, own] : sides) {
     ASSERT_FALSE(own.empty());
     auto onlyLaunches = [&](const char *kernel) {
@@ -143,12 +206,13 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
         << "side stream " << side << " ends with " << last.name;
     bool joined = false;
     bool toTheEnd = prefetchOnly || advanceOnly;
-    size_t deadline = toTheEnd ? calls.size() : indicesAt;
+    size_t deadline = toTheEnd ? calls.size() : readsAt;
     for (size_t j = own.back() + 1; j < deadline; ++j)
       joined |= calls[j].kind == Call::StreamWait &&
                 calls[j].stream == stream && calls[j].event == last.event;
     EXPECT_TRUE(joined) << "side stream " << side << " is not joined before "
-                        << (toTheEnd ? "the forward's end" : "v4_indices");
+                        << (toTheEnd ? "the forward's end"
+                                     : "its results are read");
     if (advanceOnly) {
       EXPECT_GT(*fork, attentionAt)
           << "the positions advance before attention has read them";
@@ -168,14 +232,26 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
             calls[i].kind == Call::StreamWait)
           record = lastRecord(calls[i].event, i);
       ASSERT_TRUE(record) << "wo_a's prefetch waits for nothing";
-      EXPECT_EQ(calls[*record].stream, stream);
+      // ... right after wq_b's launches (on the caller's stream, or, in a
+      // CSA decode step, on the scoring lane beside the top-k).
+      uintptr_t qStream = calls[*record].stream;
+      std::optional<size_t> previous;
+      for (size_t j = *record; j-- > 0;)
+        if (calls[j].stream == qStream && calls[j].kind == Call::Launch) {
+          previous = j;
+          break;
+        }
+      ASSERT_TRUE(previous) << "wo_a's prefetch follows no launch";
+      EXPECT_EQ(calls[*previous].name.rfind("linear", 0), 0u)
+          << "wo_a's prefetch follows " << calls[*previous].name;
       int projections = 0;
       for (size_t j = 0; j < *record; ++j)
-        projections += calls[j].stream == stream &&
+        projections += calls[j].stream == qStream &&
                        calls[j].kind == Call::Launch &&
                        calls[j].name.rfind("linear", 0) == 0 &&
                        calls[j].name.rfind("linear_reduce", 0) != 0;
-      EXPECT_EQ(projections, 2) << "wo_a's prefetch starts before wq_b";
+      EXPECT_EQ(projections, qStream == stream ? 2 : 1)
+          << "wo_a's prefetch starts before wq_b";
       continue;
     }
     // The indexer's branch reads q_lora: it waits for an event the caller's
@@ -227,29 +303,6 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
     }
     EXPECT_TRUE(waitsForKeys)
         << "the indexer's scores do not wait for the fp8 keys";
-    // Decode: wq_b (the caller's second whole projection) waits for the
-    // scores, so that it streams beside the top-k instead of taking the
-    // SMs ahead of the indexer's chain.
-    bool decodeScores = calls[firstScore].name == "mqa_logits_decode";
-    if (!decodeScores)
-      continue;
-    int projections = 0;
-    bool wqBWaitsForScores = false;
-    for (size_t i = 0; i < calls.size() && projections < 2; ++i) {
-      const Call &call = calls[i];
-      if (call.stream != stream)
-        continue;
-      if (call.kind == Call::Launch && call.name.rfind("linear", 0) == 0 &&
-          call.name.rfind("linear_reduce", 0) != 0)
-        ++projections;
-      if (call.kind == Call::StreamWait && projections == 1) {
-        std::optional<size_t> record = lastRecord(call.event, i);
-        wqBWaitsForScores |=
-            record && calls[*record].stream == side && *record > firstScore;
-      }
-    }
-    EXPECT_TRUE(wqBWaitsForScores)
-        << "decode's wq_b does not wait for the indexer's scores";
   }
 }
 

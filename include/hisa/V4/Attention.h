@@ -131,10 +131,13 @@ private:
   /// The CSA indexer's keys (its compressor and their fp8 codes), on their
   /// side stream; records keysReady.
   llvm::Error indexerKeys(const void *x, int64_t seq, bool decode);
-  /// Its q, weights, scores and top-k on `stream`, after qrReady and
-  /// keysReady.
+  /// Its q, scores and top-k on `stream`, after qrReady, `weighted` (its
+  /// head weights and windows, on the keys' stream) and keysReady.
   llvm::Error indexerScores(const void *x, int64_t seq, bool decode,
                             void *stream);
+  /// The index rows of the `batch * seq` tokens (window part, then the
+  /// compressed part: all visible entries, or CSA's selection) on `stream`.
+  llvm::Error indexRows(bool decode, int64_t seq, void *stream);
   /// y = x w^T of one projection (ops::linear), split over k through the
   /// buffers' splitK workspace where ops::linearSplits chooses it (decode).
   llvm::Error project(const void *x, const void *w, void *y, int64_t m,
