@@ -17,6 +17,7 @@
 
 // From hisa's device library (kernels-dsl/lib/quantize.mlir).
 func.func private @fp4_qdq(f32, f32) -> f32
+func.func private @hadamard_butterflies_8x128(!tile.shared<[8, 128], f32>)
 
 tile.kernel @v4_hadamard_fp4(%x: !tile.global<[?, 128], bf16>) {
   %rows = tile.dim %x, 0 : !tile.global<[?, 128], bf16>
@@ -26,12 +27,8 @@ tile.kernel @v4_hadamard_fp4(%x: !tile.global<[?, 128], bf16>) {
     %work = tile.alloc : !tile.shared<[8, 128], f32>
     %values = tile.alloc : !tile.frag<[8, 4, 32], f32>
     %amax = tile.alloc : !tile.shared<[8, 4], f32>
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c2 = arith.constant 2 : index
     %c8 = arith.constant 8 : index
     %c32 = arith.constant 32 : index
-    %c128 = arith.constant 128 : index
     %zero = arith.constant 0.0 : f32
     %first_row = arith.muli %block, %c8 : index
 
@@ -47,31 +44,8 @@ tile.kernel @v4_hadamard_fp4(%x: !tile.global<[?, 128], bf16>) {
       }
       tile.store %v, %work[%r, %i] : !tile.shared<[8, 128], f32>
     }
-    // Stage h pairs element i = (p / h) * 2h + p % h with i + h.
-    %h_last = arith.constant 64 : index
-    scf.for %stage = %c0 to %c8 step %c1 {
-      %stage_i = arith.index_cast %stage : index to i64
-      %one_i = arith.constant 1 : i64
-      %h_i = arith.shli %one_i, %stage_i : i64
-      %h = arith.index_cast %h_i : i64 to index
-      %active = arith.cmpi ule, %h, %h_last : index
-      scf.if %active {
-        tile.parallel (%r, %p) in [8, 64] {
-          %group = arith.divui %p, %h : index
-          %offset = arith.remui %p, %h : index
-          %two_h = arith.muli %h, %c2 : index
-          %base = arith.muli %group, %two_h : index
-          %i = arith.addi %base, %offset : index
-          %k = arith.addi %i, %h : index
-          %a = tile.load %work[%r, %i] : !tile.shared<[8, 128], f32>
-          %b = tile.load %work[%r, %k] : !tile.shared<[8, 128], f32>
-          %sum = arith.addf %a, %b : f32
-          %difference = arith.subf %a, %b : f32
-          tile.store %sum, %work[%r, %i] : !tile.shared<[8, 128], f32>
-          tile.store %difference, %work[%r, %k] : !tile.shared<[8, 128], f32>
-        }
-      }
-    }
+    // The butterflies (kernels-dsl/lib/quantize.mlir).
+    func.call @hadamard_butterflies_8x128(%work) : (!tile.shared<[8, 128], f32>) -> ()
     %sqrt_n = arith.constant 11.3137084989847603904 : f32
     tile.parallel (%r, %blk, %lane) in [8, 4, 32] {
       %in_block = arith.muli %blk, %c32 : index

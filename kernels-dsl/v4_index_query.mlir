@@ -24,6 +24,7 @@ func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f
                                  index, index) -> index
 func.func private @fp4_qdq(f32, f32) -> f32
 func.func private @pow2_at_least(f32) -> f32
+func.func private @hadamard_butterflies_8x128(!tile.shared<[8, 128], f32>)
 
 tile.kernel @v4_index_query(%q: !tile.global<[?, ?, 128], bf16>,
                             %cos: !tile.global<[?, 32], f32>,
@@ -98,32 +99,8 @@ tile.kernel @v4_index_query(%q: !tile.global<[?, ?, 128], bf16>,
         tile.store %im_r, %work[%r, %odd] : !tile.shared<[8, 128], f32>
       }
     }
-    // 2. The butterflies: stage h pairs element i = (p / h) * 2h + p % h
-    // with i + h, h = 1, 2, ..., 64.
-    %h_last = arith.constant 64 : index
-    scf.for %stage = %c0 to %c8 step %c1 {
-      %stage_i = arith.index_cast %stage : index to i64
-      %one_i = arith.constant 1 : i64
-      %h_i = arith.shli %one_i, %stage_i : i64
-      %h = arith.index_cast %h_i : i64 to index
-      %active = arith.cmpi ule, %h, %h_last : index
-      scf.if %active {
-        tile.parallel (%r, %p) in [8, 64] {
-          %group = arith.divui %p, %h : index
-          %offset = arith.remui %p, %h : index
-          %two_h = arith.muli %h, %c2 : index
-          %first = arith.muli %group, %two_h : index
-          %i = arith.addi %first, %offset : index
-          %k = arith.addi %i, %h : index
-          %a = tile.load %work[%r, %i] : !tile.shared<[8, 128], f32>
-          %b = tile.load %work[%r, %k] : !tile.shared<[8, 128], f32>
-          %sum = arith.addf %a, %b : f32
-          %difference = arith.subf %a, %b : f32
-          tile.store %sum, %work[%r, %i] : !tile.shared<[8, 128], f32>
-          tile.store %difference, %work[%r, %k] : !tile.shared<[8, 128], f32>
-        }
-      }
-    }
+    // 2. The Walsh-Hadamard butterflies (kernels-dsl/lib/quantize.mlir).
+    func.call @hadamard_butterflies_8x128(%work) : (!tile.shared<[8, 128], f32>) -> ()
     %sqrt_n = arith.constant 11.3137084989847603904 : f32
     tile.parallel (%r, %blk, %lane) in [8, 4, 32] {
       %in_block = arith.muli %blk, %c32 : index

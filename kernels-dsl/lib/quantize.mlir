@@ -83,3 +83,41 @@ func.func private @fp4_qdq(%v: f32, %amax: f32) -> f32 {
   %restored = arith.mulf %signed, %scale : f32
   return %restored : f32
 }
+
+// The Walsh-Hadamard transform's butterflies, in place on 8 rows of 128
+// f32 in shared memory (not yet divided by sqrt(128)): stage h = 1, 2, ...,
+// 64 pairs element i = (p / h) * 2h + p % h with i + h into (a + b, a - b),
+// in the reference's order, so the f32 sums agree bit for bit
+// (v4_hadamard_fp4, v4_index_query; v4_compress runs the same stages on
+// its one row).
+func.func private @hadamard_butterflies_8x128(%work: !tile.shared<[8, 128], f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %h_last = arith.constant 64 : index
+  scf.for %stage = %c0 to %c8 step %c1 {
+    %stage_i = arith.index_cast %stage : index to i64
+    %one_i = arith.constant 1 : i64
+    %h_i = arith.shli %one_i, %stage_i : i64
+    %h = arith.index_cast %h_i : i64 to index
+    %active = arith.cmpi ule, %h, %h_last : index
+    scf.if %active {
+      tile.parallel (%r, %p) in [8, 64] {
+        %group = arith.divui %p, %h : index
+        %offset = arith.remui %p, %h : index
+        %two_h = arith.muli %h, %c2 : index
+        %base = arith.muli %group, %two_h : index
+        %i = arith.addi %base, %offset : index
+        %k = arith.addi %i, %h : index
+        %a = tile.load %work[%r, %i] : !tile.shared<[8, 128], f32>
+        %b = tile.load %work[%r, %k] : !tile.shared<[8, 128], f32>
+        %sum = arith.addf %a, %b : f32
+        %difference = arith.subf %a, %b : f32
+        tile.store %sum, %work[%r, %i] : !tile.shared<[8, 128], f32>
+        tile.store %difference, %work[%r, %k] : !tile.shared<[8, 128], f32>
+      }
+    }
+  }
+  return
+}
