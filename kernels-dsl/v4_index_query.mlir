@@ -36,10 +36,10 @@ tile.kernel @v4_index_query(%q: !tile.global<[?, ?, 128], bf16>,
                             %w_out: !tile.global<[?, ?], f32>,
                             %seq: index, %factor: f32) {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 128], bf16>
-  %heads_host = tile.dim %q, 1 : !tile.global<[?, ?, 128], bf16>
-  %rows_host = arith.muli %tokens, %heads_host : index
+  %heads = tile.dim %q, 1 : !tile.global<[?, ?, 128], bf16>
+  %rows = arith.muli %tokens, %heads : index
   %c8_host = arith.constant 8 : index
-  %blocks = arith.ceildivui %rows_host, %c8_host : index
+  %blocks = arith.ceildivui %rows, %c8_host : index
   tile.launch (%block) in (%blocks) threads 128 {
     %work = tile.alloc : !tile.shared<[8, 128], f32>
     %values = tile.alloc : !tile.frag<[8, 4, 32], f32>
@@ -53,9 +53,6 @@ tile.kernel @v4_index_query(%q: !tile.global<[?, ?, 128], bf16>,
     %c32 = arith.constant 32 : index
     %c64 = arith.constant 64 : index
     %zero = arith.constant 0.0 : f32
-    %heads = tile.dim %q, 1 : !tile.global<[?, ?, 128], bf16>
-    %token_count = tile.dim %q, 0 : !tile.global<[?, ?, 128], bf16>
-    %rows = arith.muli %token_count, %heads : index
     %first_row = arith.muli %block, %c8 : index
 
     // The rows (zeros past the last): rows past it stay zero throughout

@@ -946,7 +946,7 @@ Error Attention::indexerKeys(const void *x, int64_t seq, bool decode) {
 
   // First on this lane, what needs only x and the positions: the head
   // weights (x * i_weights) and the scores' windows, so that the q's chain
-  // on the scoring lane starts at i_wq as soon as q_lora is there.
+  // starts at i_wq as soon as q_lora is there.
   if (Error error = project(x, w.iWeights, b.indexWeights.get(), tokens,
                             c.indexHeads, c.dim, 1, keysStream))
     return error;
@@ -955,11 +955,10 @@ Error Attention::indexerKeys(const void *x, int64_t seq, bool decode) {
   // Decode: each sequence's window over its own keys at its position;
   // prefill: every sequence has the same windows over its own keys, one
   // sequence's worth, shared by the per-sequence calls (and aligned).
-  if (Error error =
-          decode ? ops::v4IndexWindows(starts, ends, positions, tokens, 1,
-                                       /*capacity=*/0, 4, keysStream)
-                 : ops::v4IndexWindows(starts, ends, b.zeros.as<int32_t>(), seq,
-                                       seq, /*capacity=*/0, 4, keysStream))
+  const int32_t *windowBase = decode ? positions : b.zeros.as<int32_t>();
+  if (Error error = ops::v4IndexWindows(starts, ends, windowBase,
+                                        decode ? tokens : seq, seq,
+                                        /*capacity=*/0, 4, keysStream))
     return error;
   if (Error error = b.streams.record(b.streams.weighted, keysStream))
     return error;

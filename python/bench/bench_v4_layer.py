@@ -202,6 +202,18 @@ def prefill_rows(ratio, seq, lines):
     torch.cuda.empty_cache()
 
 
+def fill_random_index_keys(layer):
+    """CSA: random fp8 keys with power-of-two scales in the layer's indexer
+    key cache, as a real cache at a long context holds (after set_length
+    its entries are zeros, and every score ties). No-op for other ratios."""
+    keys = layer.index_key_cache()
+    if keys is None:
+        return
+    codes, scales = keys
+    codes.copy_((torch.randn(codes.shape, device="cuda") * 64).to(torch.float8_e4m3fn))
+    scales.copy_(2.0 ** -torch.randint(5, 9, scales.shape, device="cuda").float())
+
+
 def decode_rows(ratio, batch, context, copy_bw, lines, prefetch_values=(-1,)):
     config = ref.Config(compress_ratio=ratio)
     weights = flash_weights(config)
@@ -218,9 +230,7 @@ def decode_rows(ratio, batch, context, copy_bw, lines, prefetch_values=(-1,)):
     key_fills = ("zeros", "random") if ratio == 4 else ("-",)
     for keys in key_fills:
         if keys == "random":
-            codes, scales = layer.index_key_cache()
-            codes.copy_((torch.randn(codes.shape, device="cuda") * 64).to(torch.float8_e4m3fn))
-            scales.copy_(2.0 ** -torch.randint(5, 9, scales.shape, device="cuda").float())
+            fill_random_index_keys(layer)
         for prefetch in prefetch_values:
             layer.set_l2_prefetch(prefetch)
             decode_row(layer, config, weights, ratio, batch, context, x, copy_bw, lines,

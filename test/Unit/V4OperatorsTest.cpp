@@ -229,6 +229,25 @@ TEST(V4Operators, IndexRowsAndIndexerPiecesCheckTheirArguments) {
             std::string::npos);
 }
 
+TEST(V4Operators, IndexQueryNamesItsArguments) {
+  auto call = [](const void *q, const void *wIn, int64_t heads, int64_t seq,
+                 float factor) {
+    return messageOf(v4IndexQuery(
+        q, fake<float>(), fake<float>(), fake<int32_t>(), wIn, fake(),
+        fake<float>(), fake<float>(), 3, heads, seq, 16, factor, nullptr));
+  };
+  EXPECT_NE(call(nullptr, fake(), 4, 1, 1.0f).find("q must not"),
+            std::string::npos);
+  EXPECT_NE(call(fake(), fake(0x10001), 4, 1, 1.0f).find("w_in"),
+            std::string::npos);
+  EXPECT_NE(call(fake(), fake(), 0, 1, 1.0f).find("heads = 0"),
+            std::string::npos);
+  EXPECT_NE(call(fake(), fake(), 4, 0, 1.0f).find("seq = 0"),
+            std::string::npos);
+  EXPECT_NE(call(fake(), fake(), 4, 1, std::nanf("")).find("not finite"),
+            std::string::npos);
+}
+
 TEST(V4Operators, DecodeLogitsCheckTheirShape) {
   EXPECT_NE(
       messageOf(mqaLogitsDecode(fake(), fake(), fake<float>(), fake<float>(),

@@ -25,6 +25,7 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from hisa.v4 import reference as ref  # noqa: E402
+from bench_v4_layer import fill_random_index_keys  # noqa: E402
 
 
 def timeline(ratio, batch, context, prefetch, eager=False, pdl=True, zero_keys=False):
@@ -35,12 +36,8 @@ def timeline(ratio, batch, context, prefetch, eager=False, pdl=True, zero_keys=F
     layer.set_l2_prefetch(prefetch)
     layer.forward(torch.randn(batch, 128, config.dim, device="cuda").bfloat16(), 0)
     layer.set_length(context)
-    keys = layer.index_key_cache()
-    if keys is not None and not zero_keys:
-        # Distinct keys, as a real cache holds (zeros tie every score).
-        codes, scales = keys
-        codes.copy_((torch.randn(codes.shape, device="cuda") * 64).to(torch.float8_e4m3fn))
-        scales.copy_(2.0 ** -torch.randint(5, 9, scales.shape, device="cuda").float())
+    if not zero_keys:
+        fill_random_index_keys(layer)
     x = torch.randn(batch, 1, config.dim, device="cuda").bfloat16()
     out = torch.empty_like(x)
     layer.forward(x, context, out=out)
