@@ -26,8 +26,9 @@
 //      O = O * exp2(m_old - m) + P V.
 //   3. O / (l + exp2(sink*log2(e) - m)) in bf16; lse if asked. With rope
 //      = 1 (the V4 layer), the stored output's last 64 dims are then
-//      rotated back by RoPE at the token's position (lib/rope.mlir:
-//      rope_inverse_64_heads; tables rope_cos / rope_sin [positions, 32],
+//      rotated back by RoPE at the token's position, in registers before
+//      the store (lib/rope.mlir: rope_rotate_element on each pair, which a
+//      thread holds whole; tables rope_cos / rope_sin [positions, 32],
 //      rope_base [B]: the bits of a separate v4_rope with inverse = 1).
 //      Split blocks leave that to sparse_attn_combine.
 
@@ -44,13 +45,10 @@ func.func private @norm_rope_query_heads(!tile.shared<[64, 512], bf16>,
                                          !tile.shared<[64], f32>,
                                          !tile.global<[?, 32], f32>,
                                          !tile.global<[?, 32], f32>,
-                                         !tile.global<[?], i32>,
-                                         index, index, f32)
-func.func private @rope_inverse_64_heads(!tile.global<[?, ?, 512], bf16>,
-                                         !tile.global<[?, 32], f32>,
-                                         !tile.global<[?, 32], f32>,
-                                         !tile.global<[?], i32>,
-                                         index, index, index, index)
+                                         index, f32)
+func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
+                                 index, index) -> index
+func.func private @rope_rotate_element(bf16, bf16, i1, f32, f32) -> bf16
 
 tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %kv: !tile.global<[?, 512], bf16>,
@@ -123,6 +121,20 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %nkv_i32 = arith.index_cast %nkv : index to i32
     %k_i32 = arith.index_cast %k : index to i32
     %scale_log2 = arith.mulf %softmax_scale, %log2e : f32
+    // The token's RoPE position, read first: its loads then overlap the
+    // prologue's instead of delaying the query's rotation and the epilogue.
+    %rope_param = tile.param "rope" : index
+    %rope_on = arith.cmpi ne, %rope_param, %c0 : index
+    %q_norm_param = tile.param "q_norm" : index
+    %q_norm_on = arith.cmpi ne, %q_norm_param, %c0 : index
+    %uses_rope = arith.ori %rope_on, %q_norm_on : i1
+    %position = scf.if %uses_rope -> (index) {
+      %at = func.call @rope_position(%rope_base, %rope_cos, %token, %tokens_per_batch)
+          : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
+      scf.yield %at : index
+    } else {
+      scf.yield %c0 : index
+    }
 
     // 1. Indices (absolute kv rows, -1 where invalid) and queries.
     tile.copy %topk_idxs[%token, %c0] to %rows
@@ -141,15 +153,12 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     }
     tile.copy %q[%token, %first_head, %c0] to %q_s
         : !tile.global<[?, ?, 512], bf16> to !tile.shared<[64, 512], bf16>
-    %q_norm_param = tile.param "q_norm" : index
-    %q_norm_on = arith.cmpi ne, %q_norm_param, %c0 : index
     scf.if %q_norm_on {
       func.call @norm_rope_query_heads(%q_s, %q_half, %q_squares, %q_sums, %rope_cos,
-                                       %rope_sin, %rope_base, %token, %tokens_per_batch,
-                                       %q_eps)
+                                       %rope_sin, %position, %q_eps)
           : (!tile.shared<[64, 512], bf16>, !tile.frag<[64, 256], bf16>,
              !tile.frag<[64, 256], f32>, !tile.shared<[64], f32>, !tile.global<[?, 32], f32>,
-             !tile.global<[?, 32], f32>, !tile.global<[?], i32>, index, index, f32) -> ()
+             !tile.global<[?, 32], f32>, index, f32) -> ()
     }
     tile.fill %acc, %zero : !tile.frag<[64, 512], f32>, f32
     tile.fill %row_max, %neg_inf : !tile.frag<[64], f32>, f32
@@ -300,24 +309,39 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
         }
       }
+      // With rope, the last 64 dims are rotated back in registers: each
+      // thread holds both elements of a pair (columns 2p, 2p + 1).
+      %c448 = arith.constant 448 : index
+      %c2 = arith.constant 2 : index
       tile.parallel (%i, %j) in [64, 512] {
         %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
         %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
         %normalized = arith.mulf %a, %inverse : f32
         %rounded = arith.truncf %normalized : f32 to bf16
-        tile.store %rounded, %out[%i, %j] : !tile.frag<[64, 512], bf16>
+        %rotated_dim = arith.cmpi uge, %j, %c448 : index
+        %rotate = arith.andi %rope_on, %rotated_dim : i1
+        %result = scf.if %rotate -> (bf16) {
+          %j_partner = arith.xori %j, %c1 : index
+          %b = tile.load %acc[%i, %j_partner] : !tile.frag<[64, 512], f32>
+          %partner_normalized = arith.mulf %b, %inverse : f32
+          %partner = arith.truncf %partner_normalized : f32 to bf16
+          %offset = arith.subi %j, %c448 : index
+          %pair = arith.divui %offset, %c2 : index
+          %parity = arith.remui %j, %c2 : index
+          %odd = arith.cmpi ne, %parity, %c0 : index
+          %c = tile.load %rope_cos[%position, %pair] : !tile.global<[?, 32], f32>
+          %s_forward = tile.load %rope_sin[%position, %pair] : !tile.global<[?, 32], f32>
+          %s = arith.negf %s_forward : f32
+          %rotated = func.call @rope_rotate_element(%rounded, %partner, %odd, %c, %s)
+              : (bf16, bf16, i1, f32, f32) -> bf16
+          scf.yield %rotated : bf16
+        } else {
+          scf.yield %rounded : bf16
+        }
+        tile.store %result, %out[%i, %j] : !tile.frag<[64, 512], bf16>
       }
       tile.copy %out to %o[%token, %first_head, %c0]
           : !tile.frag<[64, 512], bf16> to !tile.global<[?, ?, 512], bf16>
-      %rope_param = tile.param "rope" : index
-      %rope_on = arith.cmpi ne, %rope_param, %c0 : index
-      scf.if %rope_on {
-        func.call @rope_inverse_64_heads(%o, %rope_cos, %rope_sin, %rope_base, %token, %tokens_per_batch,
-                                         %first_head, %heads)
-            : (!tile.global<[?, ?, 512], bf16>, !tile.global<[?, 32], f32>,
-               !tile.global<[?, 32], f32>, !tile.global<[?], i32>, index, index, index,
-               index) -> ()
-      }
     } else {
       tile.parallel (%i) in [64] {
         %m = tile.load %row_max[%i] : !tile.frag<[64], f32>

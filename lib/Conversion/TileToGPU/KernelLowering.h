@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <map>
 #include <optional>
 
 namespace hisa::tile {
@@ -29,6 +30,8 @@ namespace hisa::tile {
 struct ElementContext {
   ParallelOp parallel;
   int64_t value;
+  /// The value's coordinates (what the body's induction variables became).
+  llvm::ArrayRef<mlir::Value> coords;
 };
 
 /// Whether `gemm` sits in the body of the multi-stage `loop` after nothing
@@ -92,6 +95,17 @@ public:
     bool writesNeedIterationBarrier = false;
   };
   mlir::FailureOr<StagedCopies> analyzeStagedCopies(PipelinedOp op);
+  /// Of the consumers' ops before the warp_specialized `loop` (in its
+  /// block), the first from which on none writes what the producer reads
+  /// (the loop's bounds, its copies' offsets and index tiles), touches a
+  /// staged tile or writes global memory: the roles can meet before it,
+  /// and the consumers' remaining prologue (a query's normalization)
+  /// overlaps the producer's first stages. `loop` itself when none is.
+  mlir::Operation *findProducerStart(PipelinedOp loop);
+  /// Whether the roles met before the warp_specialized loop's prologue
+  /// (findProducerStart): the consumers then synchronize among themselves
+  /// at the loop.
+  bool producerStartsEarly = false;
   /// A warp_specialized tile.pipelined: the consumers' loop here, the
   /// producer warpgroup's into the else-block of `roleSplit`.
   mlir::LogicalResult lowerWarpSpecialized(PipelinedOp op, mlir::OpBuilder &b);
@@ -282,6 +296,12 @@ public:
                                                   mlir::Value first,
                                                   mlir::Value second,
                                                   mlir::Type to);
+
+  /// getPartnerValues of each (parallel, dimension, mask) that a fragment
+  /// load reads the partner of its element at.
+  std::map<std::tuple<mlir::Operation *, int64_t, int64_t>,
+           llvm::SmallVector<int64_t>>
+      partnerValues;
 
   LaunchOp launch;
   mlir::gpu::GPUFuncOp func;

@@ -533,6 +533,25 @@ LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
       return op.emitOpError("fragment element read outside tile.parallel");
     FailureOr<int64_t> value =
         getReadValue(context->parallel, fragment, context->value);
+    // The element's partner (index d xor mask), which tile-assign-layouts
+    // verified this thread holds.
+    if (std::optional<std::pair<int64_t, int64_t>> partner =
+            matchPartnerIndices(op.getIndices(), context->coords)) {
+      auto [dim, mask] = *partner;
+      ParallelOp parallel = context->parallel;
+      auto key = std::make_tuple(parallel.getOperation(), dim, mask);
+      auto found = partnerValues.find(key);
+      if (found == partnerValues.end()) {
+        std::optional<SmallVector<int64_t>> partners =
+            getPartnerValues(*parallel.getLayout(),
+                             *parallel.getDomain().getStaticSizes(), dim, mask);
+        if (!partners)
+          return op.emitOpError("reads the partner of its element, which "
+                                "another thread holds");
+        found = partnerValues.emplace(key, std::move(*partners)).first;
+      }
+      value = found->second[context->value];
+    }
     if (failed(value))
       return op.emitOpError("reads a fragment that is neither the enclosing "
                             "tile.parallel's shape nor a reduction of it");

@@ -194,6 +194,8 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
                                     index(b, 0));
     }
   }
+  // (Keyed by the parallel op, whose address a later op may reuse.)
+  partnerValues.clear();
   SmallPtrSet<Value, 4> written = getWrittenSharedTiles(op);
   bool writesShared = !written.empty();
   // Threads that run ahead must not overwrite what slower ones still read
@@ -221,7 +223,7 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
     emitIf(b, inside, [&](OpBuilder &nested) {
       IRMapping mapping;
       mapping.map(body.getArguments(), coords);
-      ElementContext context{op, v};
+      ElementContext context{op, v, coords};
       // Clone the whole body before lowering: lowering replaces the uses of
       // the clones' results, which later clones must already hold.
       SmallVector<Operation *> clones;

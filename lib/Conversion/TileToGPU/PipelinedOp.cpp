@@ -13,6 +13,7 @@
 #include "hisa/Dialect/Tile/IR/TileLimits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -616,6 +617,84 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
   return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
 
+Operation *KernelLowering::findProducerStart(PipelinedOp loop) {
+  SmallVector<Value> staged, read, pending;
+  for (CopyOp copy : loop.getBody().front().getOps<CopyOp>()) {
+    if (!isa<GlobalType>(copy.getSource().getType()) ||
+        !isa<SharedType>(copy.getDest().getType()))
+      continue;
+    staged.push_back(copy.getDest());
+    llvm::append_range(pending, copy.getSourceOffsets());
+    if (Value rows = copy.getRowIndices())
+      read.push_back(rows);
+    if (Value first = copy.getRowOffset())
+      pending.push_back(first);
+  }
+  pending.append({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()});
+  // The shared tiles the producer's recomputed values load from.
+  DenseSet<Value> seen;
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    Operation *def = value.getDefiningOp();
+    if (!seen.insert(value).second || !def)
+      continue;
+    def->walk([&](Operation *inner) {
+      if (auto load = dyn_cast<LoadOp>(inner);
+          load && isa<SharedType>(load.getSource().getType()))
+        read.push_back(load.getSource());
+      llvm::append_range(pending, inner->getOperands());
+    });
+  }
+  auto conflicts = [&](Operation *op) {
+    WalkResult walk = op->walk([&](Operation *inner) {
+      if (isa<PipelinedOp, func::CallOp>(inner))
+        return WalkResult::interrupt();
+      // What is not a tile op and touches memory (griddepcontrol.wait: the
+      // producer's reads must follow it) stays before the rendezvous.
+      if (!isa<TileDialect>(inner->getDialect()) &&
+          inner->getNumRegions() == 0 && !isMemoryEffectFree(inner))
+        return WalkResult::interrupt();
+      Value written;
+      if (auto store = dyn_cast<StoreOp>(inner))
+        written = store.getDest();
+      else if (auto atomic = dyn_cast<AtomicOp>(inner))
+        written = atomic.getDest();
+      else if (auto copy = dyn_cast<CopyOp>(inner))
+        written = copy.getDest();
+      if (written && isa<GlobalType>(written.getType()))
+        return WalkResult::interrupt();
+      for (Value operand : inner->getOperands())
+        if (isa<SharedType>(operand.getType()) &&
+            llvm::any_of(llvm::concat<Value>(staged, read), [&](Value tile) {
+              return mayShareBytes(operand, tile);
+            }))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    return walk.wasInterrupted();
+  };
+  Operation *start = loop;
+  for (Operation *previous = loop->getPrevNode();
+       previous && !conflicts(previous); previous = previous->getPrevNode())
+    start = previous;
+  // Only values the consumers alone use may be computed after the
+  // rendezvous: arithmetic at the start of the tail that the producer's
+  // clones recompute anyway needs no overlap.
+  while (start != loop && isMemoryEffectFree(start) &&
+         start->getNumRegions() == 0)
+    start = start->getNextNode();
+  // Worth a second barrier at the loop only when the tail moves data (a
+  // fill of registers is not).
+  bool touchesMemory = false;
+  for (Operation *op = start; op != loop; op = op->getNextNode())
+    op->walk([&](Operation *inner) {
+      touchesMemory |= llvm::any_of(inner->getOperandTypes(), [](Type type) {
+        return isa<SharedType, GlobalType>(type);
+      });
+    });
+  return touchesMemory ? start : loop.getOperation();
+}
+
 // The consumers (the launch's threads) run the loop body on stage k % S once
 // the stage's "full" mbarrier completes its phase k / S, then each warp
 // arrives on the stage's "empty" mbarrier; the producer warpgroup (threads
@@ -711,7 +790,10 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   // producer's gathers read, operands of wgmma) is visible to both proxies
   // and to the producer after the rendezvous.
   fenceSharedForAsyncProxy(b);
-  roleRendezvous(b);
+  if (producerStartsEarly)
+    barrier(b);
+  else
+    roleRendezvous(b);
 
   Value lower = op.getLowerBound(), step = op.getStep();
   Value upper = getEffectiveUpperBound(b, loc, op);

@@ -541,14 +541,30 @@ LogicalResult KernelLowering::run() {
   // Op lowerings fence their own shared-memory use, so one that ends with a
   // barrier is often followed by one that begins with one: a barrier with
   // only side-effect-free ops since the previous one is dropped.
+  // The roles' rendezvous counts as one (it includes every consumer). With
+  // only async-proxy fences between two barriers, the first is dropped
+  // instead: the fences' writes are then ordered by the second.
+  auto isRendezvous = [](Operation *op) {
+    auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
+    return call && call.getIntrin() == "llvm.nvvm.barrier.cta.sync.count";
+  };
   SmallVector<gpu::BarrierOp> repeated;
   func.walk([&](gpu::BarrierOp barrier) {
     Operation *previous = barrier->getPrevNode();
+    bool fenced = false;
     while (previous && !isa<gpu::BarrierOp>(previous) &&
-           isMemoryEffectFree(previous) && previous->getNumRegions() == 0)
+           !isRendezvous(previous) &&
+           ((isMemoryEffectFree(previous) && previous->getNumRegions() == 0) ||
+            isa<NVVM::FenceProxyOp>(previous))) {
+      fenced |= isa<NVVM::FenceProxyOp>(previous);
       previous = previous->getPrevNode();
-    if (isa_and_nonnull<gpu::BarrierOp>(previous))
+    }
+    if (!fenced && previous &&
+        (isa<gpu::BarrierOp>(previous) || isRendezvous(previous)))
       repeated.push_back(barrier);
+    else if (fenced && isa_and_nonnull<gpu::BarrierOp>(previous) &&
+             !llvm::is_contained(repeated, previous))
+      repeated.push_back(cast<gpu::BarrierOp>(previous));
   });
   for (gpu::BarrierOp barrier : repeated)
     barrier->erase();
@@ -625,6 +641,19 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   Block *consumer = roleSplit.thenBlock();
   for (Operation *op : moved)
     op->moveBefore(consumer->getTerminator());
+  // The roles meet as early as the producer's inputs allow.
+  for (PipelinedOp loop : consumer->getOps<PipelinedOp>()) {
+    if (!loop.getWarpSpecialized())
+      continue;
+    Operation *start = findProducerStart(loop);
+    if (start == loop.getOperation())
+      break;
+    OpBuilder early(start);
+    fenceSharedForAsyncProxy(early);
+    roleRendezvous(early);
+    producerStartsEarly = true;
+    break;
+  }
   // setmaxnreg moves registers between the roles inside the block's pool,
   // which is what ptxas gives every thread at entry (R: the register file's
   // share of one thread at this occupancy, in units of 8) times the block's

@@ -2,9 +2,11 @@
 
 #include "hisa/Dialect/Tile/IR/TileLayouts.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -220,6 +222,98 @@ hisa::tile::getReducedValueBits(FragmentLayoutAttr source,
       reducedValueBits.push_back(bit);
   }
   return reducedValueBits;
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+hisa::tile::matchPartnerIndices(ValueRange indices, ValueRange inductionVars) {
+  if (indices.size() != inductionVars.size())
+    return std::nullopt;
+  std::optional<std::pair<int64_t, int64_t>> partner;
+  for (auto [dim, pair] :
+       llvm::enumerate(llvm::zip_equal(indices, inductionVars))) {
+    auto [index, iv] = pair;
+    if (index == iv)
+      continue;
+    auto xorOp = index.getDefiningOp<arith::XOrIOp>();
+    if (partner || !xorOp)
+      return std::nullopt;
+    Value other = xorOp.getLhs() == iv   ? xorOp.getRhs()
+                  : xorOp.getRhs() == iv ? xorOp.getLhs()
+                                         : Value();
+    APInt mask;
+    if (!other || !matchPattern(other, m_ConstantInt(&mask)) ||
+        !mask.isStrictlyPositive())
+      return std::nullopt;
+    partner = std::make_pair(static_cast<int64_t>(dim), mask.getSExtValue());
+  }
+  return partner;
+}
+
+std::optional<SmallVector<int64_t>>
+hisa::tile::getPartnerValues(FragmentLayoutAttr layout, ArrayRef<int64_t> shape,
+                             int64_t dim, int64_t mask) {
+  if (!layout || dim < 0 || dim >= static_cast<int64_t>(shape.size()) ||
+      layout.getMap().getNumResults() != shape.size())
+    return std::nullopt;
+  MLIRContext *context = layout.getContext();
+  int64_t threads = layout.getThreads(), values = layout.getValues();
+  // Every (thread, value)'s element, row-major; -1 past the shape.
+  SmallVector<int64_t> elements(threads * values, -1);
+  SmallVector<Attribute> operands(2), results;
+  for (int64_t t = 0; t < threads; ++t)
+    for (int64_t v = 0; v < values; ++v) {
+      operands[0] = IntegerAttr::get(IndexType::get(context), t);
+      operands[1] = IntegerAttr::get(IndexType::get(context), v);
+      results.clear();
+      if (failed(layout.getMap().constantFold(operands, results)))
+        return std::nullopt;
+      int64_t linear = 0;
+      bool inside = true;
+      for (auto [attr, size] : llvm::zip_equal(results, shape)) {
+        int64_t coord = cast<IntegerAttr>(attr).getInt();
+        inside &= coord >= 0 && coord < size;
+        linear = linear * size + coord;
+      }
+      elements[t * values + v] = inside ? linear : -1;
+    }
+  // The row-major stride of coordinate `dim`.
+  int64_t stride = 1;
+  for (int64_t d = dim + 1; d < static_cast<int64_t>(shape.size()); ++d)
+    stride *= shape[d];
+  auto partnerOf = [&](int64_t linear) -> int64_t {
+    int64_t coord = linear / stride % shape[dim];
+    int64_t flipped = coord ^ mask;
+    if (flipped >= shape[dim])
+      return -1;
+    return linear + (flipped - coord) * stride;
+  };
+  // The partner value of each value, from the first thread that holds it;
+  // then every thread must hold that partner at that value.
+  SmallVector<int64_t> partners(values, -1);
+  for (int64_t v = 0; v < values; ++v)
+    for (int64_t t = 0; t < threads && partners[v] < 0; ++t) {
+      int64_t element = elements[t * values + v];
+      if (element < 0)
+        continue;
+      int64_t partner = partnerOf(element);
+      if (partner < 0)
+        return std::nullopt;
+      for (int64_t w = 0; w < values; ++w)
+        if (elements[t * values + w] == partner)
+          partners[v] = w;
+      if (partners[v] < 0)
+        return std::nullopt;
+    }
+  for (int64_t t = 0; t < threads; ++t)
+    for (int64_t v = 0; v < values; ++v) {
+      int64_t element = elements[t * values + v];
+      if (element >= 0 &&
+          elements[t * values + partners[v]] != partnerOf(element))
+        return std::nullopt;
+    }
+  for (int64_t &partner : partners)
+    partner = std::max<int64_t>(partner, 0);
+  return partners;
 }
 
 int64_t hisa::tile::getReducedValueIndex(ArrayRef<int64_t> reducedValueBits,

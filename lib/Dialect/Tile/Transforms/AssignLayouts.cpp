@@ -525,6 +525,35 @@ struct TileAssignLayoutsPass
       if (parallel.getExtents() == fragment.getDims() &&
           llvm::equal(indices, parallel.getInductionVars()))
         return WalkResult::advance();
+      if (std::optional<std::pair<int64_t, int64_t>> partner =
+              matchPartnerIndices(indices, parallel.getInductionVars())) {
+        auto [dim, mask] = *partner;
+        if (!isa<LoadOp>(op))
+          return op->emitOpError("writes the partner of its element (index ")
+                 << dim << " xor " << mask
+                 << "); a tile.parallel writes its own elements only";
+        bool written = false;
+        parallel.walk([&](StoreOp store) {
+          written |= getViewedTile(store.getDest()) == getViewedTile(buffer);
+        });
+        if (written)
+          return op->emitOpError("reads the partner of its element (index ")
+                 << dim << " xor " << mask << ") of fragment "
+                 << formatDims(fragment.getDims())
+                 << ", which the same tile.parallel writes: the partner may "
+                    "already hold its new value";
+        if (parallel.getLayout() &&
+            parallel.getExtents() == fragment.getDims() &&
+            areEquivalentLayouts(*parallel.getLayout(), fragment.getLayout()) &&
+            getPartnerValues(*parallel.getLayout(),
+                             *parallel.getDomain().getStaticSizes(), dim, mask))
+          return WalkResult::advance();
+        return op->emitOpError("reads the partner of its element (index ")
+               << dim << " xor " << mask << ") of fragment "
+               << formatDims(fragment.getDims())
+               << ", but its layout puts some partners in other threads or "
+                  "past the tile (read the pair from shared memory instead)";
+      }
       if (isa<LoadOp>(op) && parallel.getLayout() &&
           getRowSliceDim(*parallel.getLayout(),
                          *parallel.getDomain().getStaticSizes(),

@@ -71,6 +71,11 @@ struct TilePlanSharedMemoryPass
     // Global-to-shared copies at the top level of a pipelined loop fill one
     // buffer per stage while earlier stages are computed on.
     DenseMap<Operation *, int64_t> stagesOf;
+    // A warp-specialized loop's producer may start filling its stages
+    // before the loop (as soon as what it reads is written, while the
+    // consumers finish their prologue): those stages are live from the
+    // launch's start and share no bytes with the prologue's tiles.
+    DenseSet<Operation *> filledEarly;
     WalkResult pipelines = launch.walk([&](PipelinedOp loop) -> WalkResult {
       if (!stagesCopies(loop))
         return WalkResult::advance();
@@ -84,6 +89,8 @@ struct TilePlanSharedMemoryPass
                                   "allocated by tile.alloc (not a view)");
         int64_t &stages = stagesOf[alloc];
         stages = std::max<int64_t>(stages, loop.getNumStages());
+        if (loop.getWarpSpecialized())
+          filledEarly.insert(alloc);
       }
       return WalkResult::advance();
     });
@@ -120,6 +127,8 @@ struct TilePlanSharedMemoryPass
       }
       if (tile.firstUse == UINT_MAX)
         tile.firstUse = at;
+      if (filledEarly.contains(alloc))
+        tile.firstUse = 0;
       if (int64_t stages = stagesOf.lookup(alloc)) {
         // Every stage starts as aligned as the tile: 1024 bytes for wgmma's
         // swizzled operands, at least 128 for TMA boxes.

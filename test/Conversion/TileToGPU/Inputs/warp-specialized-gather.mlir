@@ -17,8 +17,8 @@ tile.kernel @ws_gather(%a: !tile.global<[64, 64], bf16>, %b: !tile.global<[?, 64
     %c4 = arith.constant 4 : index
     %c64 = arith.constant 64 : index
     %zero = arith.constant 0.0 : f32
-    tile.copy %a[%c0, %c0] to %a_s : !tile.global<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
     tile.copy %rows[%c0] to %rows_s : !tile.global<[?], i32> to !tile.shared<[256], i32>
+    tile.copy %a[%c0, %c0] to %a_s : !tile.global<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
     tile.fill %acc, %zero : !tile.frag<[64, 64], f32>, f32
     tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 warp_specialized {
       %first = arith.muli %t, %c64 : index

@@ -149,6 +149,21 @@ std::optional<int64_t> getRowSliceDim(FragmentLayoutAttr layout,
                                       llvm::ArrayRef<int64_t> sliceShape,
                                       mlir::ValueRange sliceIndices);
 
+/// A read inside a tile.parallel of its own fragment at its induction
+/// variables `inductionVars`, except that coordinate d is `iv_d xor mask`
+/// (`arith.xori` with a positive constant): the element's partner, e.g. the
+/// other half of a RoPE pair. Returns (d, mask), or none for other indices.
+std::optional<std::pair<int64_t, int64_t>>
+matchPartnerIndices(mlir::ValueRange indices, mlir::ValueRange inductionVars);
+
+/// For the partner reads of matchPartnerIndices in a tile.parallel over
+/// `shape` laid out as `layout`: for each value, the value of the same
+/// thread that holds its partner (coordinate `dim` xor `mask`). None when a
+/// partner lies in another thread or outside the shape.
+std::optional<llvm::SmallVector<int64_t>>
+getPartnerValues(FragmentLayoutAttr layout, llvm::ArrayRef<int64_t> shape,
+                 int64_t dim, int64_t mask);
+
 /// The value of the reduced fragment that holds source value `value`'s
 /// coordinates (with `dim` dropped): `value` with `reducedValueBits` removed.
 int64_t getReducedValueIndex(llvm::ArrayRef<int64_t> reducedValueBits,

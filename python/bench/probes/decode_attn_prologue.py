@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""V4 decode's sparse attention kernel alone (sparse_attn_ws, 64 tokens x 64
+heads, the window's 128 and HCA/CSA's 640 indices per token), CUDA-graph
+timed with and without the V4 layer's work around the main loop: the
+inverse RoPE of the output (rope = 1) and the query's norm + RoPE
+(q_norm = 1). The difference is what the prologue and epilogue cost on the
+decode step's critical path. Prints a checksum of each output's bits, so
+that two runtime libraries (HISA_RUNTIME_LIB) can be compared.
+
+    PYTHONPATH=python python3 python/bench/probes/decode_attn_prologue.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", ".."))
+sys.path.insert(0, os.path.join(here, ".."))
+sys.path.insert(0, here)
+
+import torch  # noqa: E402
+
+import hisa  # noqa: E402
+from hisa.v4 import reference as ref  # noqa: E402
+from split_k_one_launch_ab import graph_time  # noqa: E402
+
+D = 512
+
+
+def main():
+    tokens, heads, nkv = 64, 64, 8192
+    torch.manual_seed(0)
+    angles = ref.rope_angles(torch.arange(nkv), 64, 10000.0)
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    base = torch.randint(0, nkv - 1, (tokens,), dtype=torch.int32, device="cuda")
+    print("| indices per token | rope | q_norm | time (us) | output bits (sha1) |")
+    print("| ---: | ---: | ---: | ---: | --- |")
+    for topk in (128, 640):
+        q = torch.randn(tokens, heads, D, device="cuda").bfloat16()
+        kv = torch.randn(tokens * nkv, D, device="cuda").bfloat16()
+        sink = torch.randn(heads, device="cuda")
+        idx = torch.randint(0, nkv, (tokens, topk), dtype=torch.int32, device="cuda")
+        idx[:, -5:] = -1
+        unused = torch.zeros(1, 1, device="cuda")
+        part_o = torch.empty(1, 1, 1, D, device="cuda")
+        part_lse = torch.empty(1, 1, 1, device="cuda")
+        for rope, q_norm in ((0, 0), (1, 0), (1, 1)):
+            o = torch.empty(tokens, heads, D, device="cuda").bfloat16()
+            params = {"head_blocks": 1, "lse": 0, "partial_sums": 1, "splits": 1,
+                      "topk_pad": -(-topk // 64) * 64, "rope": rope, "q_norm": q_norm}
+            attn = hisa.jit.get_kernel("sparse_attn_ws", params)
+            args = (q, kv, sink, idx, o, unused, part_o, part_lse, cos, sin, base, 1, nkv,
+                    D ** -0.5, 1e-6)
+            t = graph_time(lambda attn=attn, args=args: attn.launch(*args))
+            digest = hashlib.sha1(o.view(torch.int16).cpu().numpy().tobytes()).hexdigest()[:12]
+            print(f"| {topk} | {rope} | {q_norm} | {t * 1e6:.1f} | {digest} |")
+        del kv
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
