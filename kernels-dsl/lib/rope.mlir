@@ -99,10 +99,12 @@ func.func private @rope_inverse_64_heads(%o: !tile.global<[?, ?, 512], bf16>,
 // (RMSNorm with weight 1: q * rsqrt(mean(q^2) + eps), rounded to bf16),
 // then its last 64 dims rotated by RoPE at `position` (rounded to bf16), as
 // v4_norm_rope does; not its bits, since the squares add up in another
-// order. The heads pass through registers a half (256 columns) at a time,
-// and the rotation happens there on the normalized pairs (each thread holds
-// both elements of a pair): half, squares and sums (the heads' sums of
-// squares) are the caller's scratch.
+// order. The heads pass through registers a half (256 columns) at a time:
+// half, squares and sums (the heads' sums of squares) are the caller's
+// scratch. (Rotating the pairs in registers during the second half's pass,
+// with partner reads, measured 7 us slower at decode: each element's
+// cos/sin loads sat behind its own branch, one latency after another. GPU
+// run 68.)
 func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
                                          %half: !tile.frag<[64, 256], bf16>,
                                          %squares: !tile.frag<[64, 256], f32>,
@@ -140,37 +142,14 @@ func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
     tile.copy %q_s[%c0, %column] to %half
         : !tile.shared<[64, 512], bf16> to !tile.frag<[64, 256], bf16>
     tile.parallel (%i, %j) in [64, 256] {
+      %v = tile.load %half[%i, %j] : !tile.frag<[64, 256], bf16>
       %total = tile.load %sums[%i] : !tile.shared<[64], f32>
       %mean = arith.divf %total, %dim : f32
       %shifted = arith.addf %mean, %eps : f32
       %inverse = math.rsqrt %shifted : f32
-      %v = tile.load %half[%i, %j] : !tile.frag<[64, 256], bf16>
       %f = arith.extf %v : bf16 to f32
       %normed = arith.mulf %f, %inverse : f32
-      %rounded = arith.truncf %normed : f32 to bf16
-      %at = arith.addi %column, %j : index
-      %rotated_dim = arith.cmpi uge, %at, %c448 : index
-      %result = scf.if %rotated_dim -> (bf16) {
-        %j_partner = arith.xori %j, %c1 : index
-        %w = tile.load %half[%i, %j_partner] : !tile.frag<[64, 256], bf16>
-        %g = arith.extf %w : bf16 to f32
-        %partner_normed = arith.mulf %g, %inverse : f32
-        %partner = arith.truncf %partner_normed : f32 to bf16
-        %offset = arith.subi %at, %c448 : index
-        %pair = arith.divui %offset, %c2 : index
-        %parity = arith.remui %at, %c2 : index
-        %odd = arith.cmpi ne, %parity, %c0 : index
-        %c = tile.load %cos[%position, %pair] : !tile.global<[?, 32], f32>
-        %s = tile.load %sin[%position, %pair] : !tile.global<[?, 32], f32>
-        %rotated = func.call @rope_rotate_element(%rounded, %partner, %odd, %c, %s)
-            : (bf16, bf16, i1, f32, f32) -> bf16
-        scf.yield %rotated : bf16
-      } else {
-        scf.yield %rounded : bf16
-      }
-      // (Exact in f32: the cast back to bf16 below gives %result.)
-      %wide = arith.extf %result : bf16 to f32
-      tile.store %wide, %squares[%i, %j] : !tile.frag<[64, 256], f32>
+      tile.store %normed, %squares[%i, %j] : !tile.frag<[64, 256], f32>
     }
     tile.cast %squares to %half : !tile.frag<[64, 256], f32> to !tile.frag<[64, 256], bf16>
     // Every thread has read the half before any overwrites it (the copies
@@ -179,6 +158,24 @@ func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
     tile.barrier
     tile.copy %half to %q_s[%c0, %column]
         : !tile.frag<[64, 256], bf16> to !tile.shared<[64, 512], bf16>
+  }
+  tile.barrier
+  tile.parallel (%r, %p) in [64, 32] {
+    %pair = arith.muli %p, %c2 : index
+    %even = arith.addi %c448, %pair : index
+    %odd = arith.addi %even, %c1 : index
+    %re_b = tile.load %q_s[%r, %even] : !tile.shared<[64, 512], bf16>
+    %im_b = tile.load %q_s[%r, %odd] : !tile.shared<[64, 512], bf16>
+    %re = arith.extf %re_b : bf16 to f32
+    %im = arith.extf %im_b : bf16 to f32
+    %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
+    %s = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
+    %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
+        : (f32, f32, f32, f32) -> (f32, f32)
+    %re_r = arith.truncf %re_out : f32 to bf16
+    %im_r = arith.truncf %im_out : f32 to bf16
+    tile.store %re_r, %q_s[%r, %even] : !tile.shared<[64, 512], bf16>
+    tile.store %im_r, %q_s[%r, %odd] : !tile.shared<[64, 512], bf16>
   }
   return
 }
