@@ -178,8 +178,8 @@ std::vector<Call> sparseAttnDecodePlan(int64_t batch, int64_t heads,
 TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
   // One token: its 10 index tiles split over blocks, then combined.
   std::vector<Call> few = sparseAttnDecodePlan(1, 64, 640, 4096);
-  ASSERT_EQ(names(few),
-            (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
+  ASSERT_EQ(names(few), (std::vector<std::string>{"sparse_attn_ws",
+                                                  "sparse_attn_combine"}));
   EXPECT_EQ(few[0].grid[0], 10u);
   // 128 tokens fill the GPU: one warp-specialized launch, a block each.
   std::vector<Call> many = sparseAttnDecodePlan(128, 64, 640, 4096);
@@ -188,13 +188,24 @@ TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
   EXPECT_EQ(many[0].block[0], 384u); // two consumer warpgroups + a producer
 }
 
-TEST(OperatorPlans, SparseAttnSplitsOnlyBelowHalfTheSms) {
-  // 64 (token, 64 heads) blocks: one block per token (measured faster than
-  // splits + the combine, docs/performance.md); 63 still split.
+TEST(OperatorPlans, SparseAttnSplitsOnlyBelowHalfTheSmsOrLongIndices) {
+  // 64 (token, 64 heads) blocks: one block per token for short index lists
+  // (measured faster than splits + the combine, docs/performance.md); 63
+  // still split; long lists (8 tiles of 64 or more) split in two while
+  // that fits in 132 SMs.
   EXPECT_EQ(names(sparseAttnDecodePlan(64, 64, 128, 1024)),
             (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(names(sparseAttnDecodePlan(63, 64, 128, 1024)),
-            (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
+  EXPECT_EQ(
+      names(sparseAttnDecodePlan(63, 64, 128, 1024)),
+      (std::vector<std::string>{"sparse_attn_ws", "sparse_attn_combine"}));
+  std::vector<Call> longer = sparseAttnDecodePlan(64, 64, 640, 4096);
+  ASSERT_EQ(names(longer), (std::vector<std::string>{"sparse_attn_ws",
+                                                     "sparse_attn_combine"}));
+  EXPECT_EQ(longer[0].grid[0], 128u);
+  EXPECT_EQ(names(sparseAttnDecodePlan(64, 64, 448, 4096)),
+            (std::vector<std::string>{"sparse_attn_ws"}));
+  EXPECT_EQ(names(sparseAttnDecodePlan(67, 64, 640, 4096)),
+            (std::vector<std::string>{"sparse_attn_ws"}));
 }
 
 TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
@@ -231,8 +242,8 @@ TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
     return names(launchesOn(stream));
   };
   EXPECT_EQ(plan(seqLen, 0), (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(plan(1, bytes),
-            (std::vector<std::string>{"sparse_attn", "sparse_attn_combine"}));
+  EXPECT_EQ(plan(1, bytes), (std::vector<std::string>{"sparse_attn_ws",
+                                                      "sparse_attn_combine"}));
   // A bad eps is refused, naming it.
   rope.queryEps = std::nanf("");
   llvm::Error refused = hisa::ops::sparseAttn(

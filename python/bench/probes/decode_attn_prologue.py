@@ -55,8 +55,40 @@ def main():
             args = (q, kv, sink, idx, o, unused, part_o, part_lse, cos, sin, base, 1, nkv,
                     D ** -0.5, 1e-6)
             t = graph_time(lambda attn=attn, args=args: attn.launch(*args))
+            whole = o
             digest = hashlib.sha1(o.view(torch.int16).cpu().numpy().tobytes()).hexdigest()[:12]
             print(f"| {topk} | {rope} | {q_norm} | {t * 1e6:.1f} | {digest} |")
+        # The layer's full work (rope, q_norm) with each token's indices
+        # split over 2 or 4 blocks (either kernel), merged by
+        # sparse_attn_combine, which also rotates the output back.
+        tiles = -(-topk // 64)
+        for kernel in ("sparse_attn", "sparse_attn_ws"):
+            for splits in (2, 4):
+                if splits > tiles:
+                    continue
+                o = torch.empty(tokens, heads, D, device="cuda").bfloat16()
+                split_o = torch.empty(tokens, splits, heads, D, device="cuda")
+                split_lse = torch.empty(tokens, splits, heads, device="cuda")
+                params = {"head_blocks": 1, "lse": 0, "partial_sums": 0, "splits": splits,
+                          "topk_pad": tiles * 64, "rope": 0, "q_norm": 1}
+                attn = hisa.jit.get_kernel(kernel, params)
+                combine = hisa.jit.get_kernel("sparse_attn_combine",
+                                             {"lse": 0, "rope": 1, "splits": splits})
+                args = (q, kv, sink, idx, o, unused, split_o, split_lse, cos, sin, base, 1, nkv,
+                        D ** -0.5, 1e-6)
+
+                def run(attn=attn, args=args, combine=combine, o=o, split_o=split_o,
+                        split_lse=split_lse):
+                    attn.launch(*args)
+                    combine.launch(split_o, split_lse, sink, o, unused, cos, sin, base, 1)
+                t = graph_time(run)
+                t_attn = graph_time(lambda attn=attn, args=args: attn.launch(*args))
+                t_combine = graph_time(
+                    lambda combine=combine, split_o=split_o, split_lse=split_lse, o=o:
+                    combine.launch(split_o, split_lse, sink, o, unused, cos, sin, base, 1))
+                print(f"| {topk} | {kernel}, {splits} splits + combine | 1 | {t * 1e6:.1f} "
+                      f"(attention {t_attn * 1e6:.1f}, combine {t_combine * 1e6:.1f}) | "
+                      f"max abs diff vs whole {(o.float() - whole.float()).abs().max().item():.3g} |")
         del kv
         torch.cuda.empty_cache()
 
