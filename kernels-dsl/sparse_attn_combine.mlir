@@ -18,20 +18,11 @@
 // bf16 values, so the same bits as the two launches): token t of sequence
 // t / seq at position base[t / seq] + t % seq, cos / sin tables
 // [positions, 32] f32 (positions past them read the last row). With rope =
-// 0 those arguments are not read. The rotation happens in registers (a
-// thread holds its columns in runs of 4, so both halves of each pair), and
-// the position and the tables are read first, beside the sink and the
-// splits' lse: a block waits for one round of loads before its rows, not
-// one after another (GPU run 70: 9.2 us for 64 tokens x 64 heads x 2
-// splits, most of it latency).
-//
-// `splits` (a parameter; 0: o_part's dimension 1) makes the loops over the
-// splits static, so that their loads are issued together; with a nonzero
-// value the loops run over min(splits, o_part's dimension 1).
+// 0 those arguments are not read.
 
+func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
 func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
                                  index, index) -> index
-func.func private @rope_rotate_element(bf16, bf16, i1, f32, f32) -> bf16
 
 tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
                                  %lse_part: !tile.global<[?, ?, ?], f32>,
@@ -42,37 +33,22 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
                                  %sin: !tile.global<[?, 32], f32>,
                                  %base: !tile.global<[?], i32>,
                                  %seq: index)
-    params {lse = 0, rope = 0, splits = 0} {
+    params {lse = 0, rope = 0} {
   %tokens = tile.dim %o_part, 0 : !tile.global<[?, ?, ?, 512], f32>
   %heads = tile.dim %o_part, 2 : !tile.global<[?, ?, ?, 512], f32>
   %blocks = arith.muli %tokens, %heads : index
   tile.launch (%block) in (%blocks) threads 128 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    %c31 = arith.constant 31 : index
-    %c448 = arith.constant 448 : index
     %zero = arith.constant 0.0 : f32
     %one = arith.constant 1.0 : f32
     %neg_inf = arith.constant 0xFF800000 : f32
     %log2e = arith.constant 1.44269504 : f32
     %ln2 = arith.constant 0.693147182 : f32
     %heads_in = tile.dim %o_part, 2 : !tile.global<[?, ?, ?, 512], f32>
-    %splits_given = tile.dim %o_part, 1 : !tile.global<[?, ?, ?, 512], f32>
-    %splits_param = tile.param "splits" : index
-    %static = arith.cmpi ne, %splits_param, %c0 : index
-    %splits_static = arith.minui %splits_param, %splits_given : index
-    %splits = arith.select %static, %splits_static, %splits_given : index
+    %splits = tile.dim %o_part, 1 : !tile.global<[?, ?, ?, 512], f32>
     %token = arith.divui %block, %heads_in : index
     %h = arith.remui %block, %heads_in : index
-    %rope_param = tile.param "rope" : index
-    %rope_on = arith.cmpi ne, %rope_param, %c0 : index
-    %position = scf.if %rope_on -> (index) {
-      %at = func.call @rope_position(%base, %cos, %token, %seq)
-          : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
-      scf.yield %at : index
-    } else {
-      scf.yield %c0 : index
-    }
     %sink = tile.load %attn_sink[%h] : !tile.global<[?], f32>
     %sink_log2 = arith.mulf %sink, %log2e : f32
     // M and D in log2 units (block-uniform scalar loads).
@@ -100,6 +76,7 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
     %acc = tile.alloc : !tile.frag<[512], f32>
     %part = tile.alloc : !tile.frag<[512], f32>
     %result = tile.alloc : !tile.frag<[512], bf16>
+    %row = tile.alloc : !tile.shared<[512], bf16>
     tile.fill %acc, %zero : !tile.frag<[512], f32>, f32
     scf.for %i = %c0 to %splits step %c1 {
       %lse_i = tile.load %lse_part[%token, %i, %h] : !tile.global<[?, ?, ?], f32>
@@ -121,35 +98,40 @@ tile.kernel @sparse_attn_combine(%o_part: !tile.global<[?, ?, ?, 512], f32>,
       %total = tile.load %acc[%j] : !tile.frag<[512], f32>
       %normalized = arith.mulf %total, %inverse : f32
       %rounded = arith.truncf %normalized : f32 to bf16
-      %value = scf.if %rope_on -> (bf16) {
-        // The tables are read for every column (4 loads each a thread, all
-        // in flight together); the last 64 use them.
-        %half_j = arith.shrui %j, %c1 : index
-        %pair = arith.andi %half_j, %c31 : index
-        %c = tile.load %cos[%position, %pair] : !tile.global<[?, 32], f32>
-        %s_forward = tile.load %sin[%position, %pair] : !tile.global<[?, 32], f32>
-        %rotated_dim = arith.cmpi uge, %j, %c448 : index
-        %rotated = scf.if %rotated_dim -> (bf16) {
-          %j_partner = arith.xori %j, %c1 : index
-          %b = tile.load %acc[%j_partner] : !tile.frag<[512], f32>
-          %partner_normalized = arith.mulf %b, %inverse : f32
-          %partner = arith.truncf %partner_normalized : f32 to bf16
-          %parity = arith.andi %j, %c1 : index
-          %odd = arith.cmpi ne, %parity, %c0 : index
-          %s = arith.negf %s_forward : f32
-          %out = func.call @rope_rotate_element(%rounded, %partner, %odd, %c, %s)
-              : (bf16, bf16, i1, f32, f32) -> bf16
-          scf.yield %out : bf16
-        } else {
-          scf.yield %rounded : bf16
-        }
-        scf.yield %rotated : bf16
-      } else {
-        scf.yield %rounded : bf16
-      }
-      tile.store %value, %result[%j] : !tile.frag<[512], bf16>
+      tile.store %rounded, %result[%j] : !tile.frag<[512], bf16>
     }
     tile.copy %result to %o[%token, %h, %c0] : !tile.frag<[512], bf16> to !tile.global<[?, ?, 512], bf16>
+    %rope_param = tile.param "rope" : index
+    %rope_on = arith.cmpi ne, %rope_param, %c0 : index
+    scf.if %rope_on {
+      // The rotated pairs are written again after the barrier, from the
+      // row kept in shared memory (a pair's values are in one thread's
+      // registers, but a fragment is read only at its own index).
+      tile.copy %result to %row : !tile.frag<[512], bf16> to !tile.shared<[512], bf16>
+      tile.barrier
+      %c2 = arith.constant 2 : index
+      %c448 = arith.constant 448 : index
+      %position = func.call @rope_position(%base, %cos, %token, %seq)
+          : (!tile.global<[?], i32>, !tile.global<[?, 32], f32>, index, index) -> index
+      tile.parallel (%p) in [32] {
+        %pair = arith.muli %p, %c2 : index
+        %even = arith.addi %c448, %pair : index
+        %odd = arith.addi %even, %c1 : index
+        %re_b = tile.load %row[%even] : !tile.shared<[512], bf16>
+        %im_b = tile.load %row[%odd] : !tile.shared<[512], bf16>
+        %re = arith.extf %re_b : bf16 to f32
+        %im = arith.extf %im_b : bf16 to f32
+        %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
+        %s_forward = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
+        %s = arith.negf %s_forward : f32
+        %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
+            : (f32, f32, f32, f32) -> (f32, f32)
+        %re_r = arith.truncf %re_out : f32 to bf16
+        %im_r = arith.truncf %im_out : f32 to bf16
+        tile.store %re_r, %o[%token, %h, %even] : !tile.global<[?, ?, 512], bf16>
+        tile.store %im_r, %o[%token, %h, %odd] : !tile.global<[?, ?, 512], bf16>
+      }
+    }
     %want_lse = tile.param "lse" : index
     %lse_on = arith.cmpi ne, %want_lse, %c0 : index
     scf.if %lse_on {

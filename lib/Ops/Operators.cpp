@@ -415,29 +415,23 @@ namespace {
 
 /// Blocks that fill an H100/H200 (132 SMs, one ~209 KiB block each): decode
 /// with fewer than kSparseAttnSplitBelow (token, 64 heads) blocks splits
-/// each token's index tiles over up to kSparseAttnTargetBlocks blocks. From
-/// half the SMs on, a token's indices split in two only when they are long
-/// (kSparseAttnLongTiles tiles of 64 or more), so that the second half of
-/// the SMs is used: H200, GPU runs 56 and 70, 64 tokens x 64 heads with the
-/// V4 layer's query norm and rotations, probes/decode_attn_prologue.py:
-/// 640 indices 35.6 us whole against 26.2 split in two + the combine's
-/// ~4 (run 71); 128 indices 16.9 whole against 14.4 + 9.2 (the combine
-/// before run 71's rewrite) split.
+/// each token's index tiles. From half the SMs on, one block per token is
+/// faster than splits plus the combine's launch (H200, GPU run 56,
+/// probes/decode_attn_splits.py, 64 tokens x 64 heads: 128 indices 13.1
+/// us whole against 21.6 split in two and combined; 640 indices 32.1
+/// against 34.1; GPU runs 70-71, probes/decode_attn_prologue.py, with the
+/// V4 layer's query norm and rotations: 640 indices 35.6 us whole against
+/// 26.2 split in two + 9.2 for the combine, whose ~6 us of load latency a
+/// rewrite with static splits and the rotation in registers did not cut).
 constexpr int64_t kSparseAttnTargetBlocks = 132;
 constexpr int64_t kSparseAttnSplitBelow = 64;
-constexpr int64_t kSparseAttnLongTiles = 8;
 constexpr int64_t kSparseAttnMaxSplits = 32;
 
 int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk) {
   int64_t blocks = tokens * ((heads + 63) / 64);
   int64_t tiles = (topk + 63) / 64;
-  if (blocks <= 0 || tiles < 2)
+  if (blocks <= 0 || blocks >= kSparseAttnSplitBelow || tiles < 2)
     return 1;
-  if (blocks >= kSparseAttnSplitBelow)
-    return tiles >= kSparseAttnLongTiles &&
-                   2 * blocks <= kSparseAttnTargetBlocks
-               ? 2
-               : 1;
   return std::max<int64_t>(1, std::min({tiles, kSparseAttnTargetBlocks / blocks,
                                         kSparseAttnMaxSplits}));
 }
@@ -620,10 +614,10 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
       tensor(rope.sin, {rope.tablePositions, 32}),
       tensor(rope.base, {layerRope ? batch : 1}),
       integer(seqLen)};
-  return runOperator("sparse_attn_combine",
-                     formatv("lse={0},rope={1},splits={2}", lse ? 1 : 0,
-                             layerRope ? 1 : 0, splits),
-                     combine, stream);
+  return runOperator(
+      "sparse_attn_combine",
+      formatv("lse={0},rope={1}", lse ? 1 : 0, layerRope ? 1 : 0), combine,
+      stream);
 }
 
 Error flashAttn(const void *q, const void *k, const void *v, void *o,

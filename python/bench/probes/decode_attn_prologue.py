@@ -72,8 +72,7 @@ def main():
                 params = {"head_blocks": 1, "lse": 0, "partial_sums": 0, "splits": splits,
                           "topk_pad": tiles * 64, "rope": 0, "q_norm": 1}
                 attn = hisa.jit.get_kernel(kernel, params)
-                combine = hisa.jit.get_kernel("sparse_attn_combine",
-                                             {"lse": 0, "rope": 1, "splits": splits})
+                combine = hisa.jit.get_kernel("sparse_attn_combine", {"lse": 0, "rope": 1})
                 args = (q, kv, sink, idx, o, unused, split_o, split_lse, cos, sin, base, 1, nkv,
                         D ** -0.5, 1e-6)
 
