@@ -399,7 +399,8 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   for (int64_t seq = 1; seq <= std::min<int64_t>(tokens / batch, 4096); ++seq) {
     uint64_t bytes = 0;
     if (Error error =
-            ops::sparseAttnWorkspaceSize(batch, seq, c.heads, columns, &bytes))
+            ops::sparseAttnWorkspaceSize(batch, seq, c.heads, columns, &bytes,
+                                         /*mergeInKernel=*/true))
       return std::move(error);
     attnBytes = std::max(attnBytes, bytes);
   }
@@ -799,8 +800,10 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     if (Error error = indexRows(decode, seq, stream))
       return error;
   // q's per-head RMSNorm and RoPE in the kernel's prologue, the inverse
-  // RoPE of the output in its epilogue (in the combine when decode splits
-  // the indices): no launch of their own on the critical path.
+  // RoPE of the output in its epilogue (in the merge of the last split
+  // when decode splits the indices): no launch of their own on the
+  // critical path. The workspace was zero-filled when allocated, which the
+  // in-kernel merge's counters need (and keep).
   ops::LayerRope rope;
   rope.cos = cos;
   rope.sin = sin;
@@ -812,7 +815,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
           b.q.get(), attnKv, w.attnSink, b.indices.as<int32_t>(), b.o.get(),
           nullptr, batch_, seq, c.heads, nkv, indexColumns(),
           1.0f / std::sqrt(float(kHeadDim)), b.attnWorkspace.get(),
-          b.attnWorkspace.bytes(), stream, &rope))
+          b.attnWorkspace.bytes(), stream, &rope, /*mergeInKernel=*/true))
     return error;
   // The step's last use of the positions was attention's (prologue and
   // epilogue RoPE): decode advances every position, prefill sets them to
