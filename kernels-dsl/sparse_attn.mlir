@@ -49,127 +49,6 @@ func.func private @norm_rope_query_heads(!tile.shared<[64, 512], bf16>,
 func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
                                  index, index) -> index
 func.func private @rope_rotate_element(bf16, bf16, i1, f32, f32) -> bf16
-func.func private @rope_rotate(f32, f32, f32, f32) -> (f32, f32)
-
-// With `merge` (split decode whose caller keeps a zeroed counter per
-// token and 64 heads): the block that finishes a token's last split merges
-// the splits' outputs, with sparse_attn_combine's arithmetic (the same
-// bits), instead of a combine launch: per head the weights w_i = exp(lse_i
-// - M) and 1 / D (M the maximum of the lse and the sink, D the sum of the
-// weights and the sink's), then o = sum_i w_i o_i / D in bf16, rotated
-// back (rope) and the lse (lse) as the combine does.
-func.func private @merge_splits(%o_part: !tile.global<[?, ?, ?, 512], f32>,
-                                %lse_part: !tile.global<[?, ?, ?], f32>,
-                                %attn_sink: !tile.global<[?], f32>,
-                                %o: !tile.global<[?, ?, 512], bf16>,
-                                %lse_out: !tile.global<[?, ?], f32>,
-                                %cos: !tile.global<[?, 32], f32>,
-                                %sin: !tile.global<[?, 32], f32>,
-                                %weights: !tile.shared<[64, 32], f32>,
-                                %inverses: !tile.shared<[64], f32>,
-                                %token: index, %first_head: index,
-                                %heads: index, %position: index,
-                                %splits: index, %rope_on: i1, %lse_on: i1) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c224 = arith.constant 224 : index
-  %zero = arith.constant 0.0 : f32
-  %one = arith.constant 1.0 : f32
-  %neg_inf = arith.constant 0xFF800000 : f32
-  %log2e = arith.constant 1.44269504 : f32
-  %ln2 = arith.constant 0.693147182 : f32
-  tile.parallel (%i) in [64] {
-    %h = arith.addi %first_head, %i : index
-    %real = arith.cmpi ult, %h, %heads : index
-    %h_safe = arith.select %real, %h, %c0 : index
-    %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
-    %sink_log2 = arith.mulf %sink, %log2e : f32
-    %max = scf.for %s = %c0 to %splits step %c1 iter_args(%m = %sink_log2) -> (f32) {
-      %lse_s = tile.load %lse_part[%token, %s, %h_safe] : !tile.global<[?, ?, ?], f32>
-      %lse_log2 = arith.mulf %lse_s, %log2e : f32
-      %next = arith.maximumf %m, %lse_log2 : f32
-      scf.yield %next : f32
-    }
-    %none = arith.cmpf oeq, %max, %neg_inf : f32
-    %max_safe = arith.select %none, %zero, %max : f32
-    %sink_shifted = arith.subf %sink_log2, %max_safe : f32
-    %sink_weight = math.exp2 %sink_shifted : f32
-    %sum = scf.for %s = %c0 to %splits step %c1 iter_args(%total = %sink_weight) -> (f32) {
-      %lse_s = tile.load %lse_part[%token, %s, %h_safe] : !tile.global<[?, ?, ?], f32>
-      %lse_log2 = arith.mulf %lse_s, %log2e : f32
-      %shifted = arith.subf %lse_log2, %max_safe : f32
-      %w = math.exp2 %shifted : f32
-      tile.store %w, %weights[%i, %s] : !tile.shared<[64, 32], f32>
-      %next = arith.addf %total, %w : f32
-      scf.yield %next : f32
-    }
-    %positive = arith.cmpf ogt, %sum, %zero : f32
-    %inverse_raw = arith.divf %one, %sum : f32
-    %inverse = arith.select %positive, %inverse_raw, %zero : f32
-    tile.store %inverse, %inverses[%i] : !tile.shared<[64], f32>
-    %write_lse = arith.andi %lse_on, %real : i1
-    scf.if %write_lse {
-      %log2_sum = math.log2 %sum : f32
-      %total_log2 = arith.addf %max_safe, %log2_sum : f32
-      %lse = arith.mulf %total_log2, %ln2 : f32
-      tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
-    }
-  }
-  // One (head, pair of columns) per element: the pair rotates together.
-  // (Four passes of 64 pairs keep the unrolled code small.)
-  %c4 = arith.constant 4 : index
-  %c64 = arith.constant 64 : index
-  scf.for %chunk = %c0 to %c4 step %c1 {
-  %first_pair = arith.muli %chunk, %c64 : index
-  tile.parallel (%i, %q) in [64, 64] {
-    %p = arith.addi %first_pair, %q : index
-    %h = arith.addi %first_head, %i : index
-    %real = arith.cmpi ult, %h, %heads : index
-    scf.if %real {
-      %even = arith.muli %p, %c2 : index
-      %odd = arith.addi %even, %c1 : index
-      %sums:2 = scf.for %s = %c0 to %splits step %c1
-          iter_args(%a = %zero, %b = %zero) -> (f32, f32) {
-        %w = tile.load %weights[%i, %s] : !tile.shared<[64, 32], f32>
-        %pa = tile.load %o_part[%token, %s, %h, %even] : !tile.global<[?, ?, ?, 512], f32>
-        %pb = tile.load %o_part[%token, %s, %h, %odd] : !tile.global<[?, ?, ?, 512], f32>
-        // A split without a valid index has w = 0 and o_i = 0.
-        %ta = arith.mulf %w, %pa : f32
-        %tb = arith.mulf %w, %pb : f32
-        %na = arith.addf %a, %ta : f32
-        %nb = arith.addf %b, %tb : f32
-        scf.yield %na, %nb : f32, f32
-      }
-      %inverse = tile.load %inverses[%i] : !tile.shared<[64], f32>
-      %ra = arith.mulf %sums#0, %inverse : f32
-      %rb = arith.mulf %sums#1, %inverse : f32
-      %re_r = arith.truncf %ra : f32 to bf16
-      %im_r = arith.truncf %rb : f32 to bf16
-      %rotated_dims = arith.cmpi uge, %p, %c224 : index
-      %rotate = arith.andi %rope_on, %rotated_dims : i1
-      %out:2 = scf.if %rotate -> (bf16, bf16) {
-        %pair = arith.subi %p, %c224 : index
-        %re = arith.extf %re_r : bf16 to f32
-        %im = arith.extf %im_r : bf16 to f32
-        %c = tile.load %cos[%position, %pair] : !tile.global<[?, 32], f32>
-        %s_forward = tile.load %sin[%position, %pair] : !tile.global<[?, 32], f32>
-        %s = arith.negf %s_forward : f32
-        %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
-            : (f32, f32, f32, f32) -> (f32, f32)
-        %re_o = arith.truncf %re_out : f32 to bf16
-        %im_o = arith.truncf %im_out : f32 to bf16
-        scf.yield %re_o, %im_o : bf16, bf16
-      } else {
-        scf.yield %re_r, %im_r : bf16, bf16
-      }
-      tile.store %out#0, %o[%token, %h, %even] : !tile.global<[?, ?, 512], bf16>
-      tile.store %out#1, %o[%token, %h, %odd] : !tile.global<[?, ?, 512], bf16>
-    }
-  }
-  }
-  return
-}
 
 tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %kv: !tile.global<[?, 512], bf16>,
@@ -179,7 +58,6 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %lse_out: !tile.global<[?, ?], f32>,
                          %o_part: !tile.global<[?, ?, ?, 512], f32>,
                          %lse_part: !tile.global<[?, ?, ?], f32>,
-                         %merge_counters: !tile.global<[?], i32>,
                          %rope_cos: !tile.global<[?, 32], f32>,
                          %rope_sin: !tile.global<[?, 32], f32>,
                          %rope_base: !tile.global<[?], i32>,
@@ -188,7 +66,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %softmax_scale: f32,
                          %q_eps: f32)
     params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
-            partial_sums = 0, rope = 0, q_norm = 0, merge = 0} {
+            partial_sums = 0, rope = 0, q_norm = 0} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
   %splits = tile.param "splits" : index
@@ -219,11 +97,6 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %q_half = tile.alloc : !tile.frag<[64, 256], bf16>
     %q_squares = tile.alloc : !tile.frag<[64, 256], f32>
     %q_sums = tile.alloc : !tile.shared<[64], f32>
-    // With `merge`: the token's ticket, and per head the splits' weights
-    // and the denominator's inverse.
-    %ticket_s = tile.alloc : !tile.shared<[1], i32>
-    %merge_w = tile.alloc : !tile.shared<[64, 32], f32>
-    %merge_inverse = tile.alloc : !tile.shared<[64], f32>
 
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -498,44 +371,6 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
       }
       tile.copy %acc to %o_part[%token, %split, %first_head, %c0]
           : !tile.frag<[64, 512], f32> to !tile.global<[?, ?, ?, 512], f32>
-      %merge_param = tile.param "merge" : index
-      %merge_on = arith.cmpi ne, %merge_param, %c0 : index
-      scf.if %merge_on {
-        // Every thread's stores are performed before one thread takes the
-        // token's ticket (lib/split_k.mlir's pattern); the last of the
-        // token's splits merges them all.
-        tile.fence gpu
-        tile.barrier
-        %one_i32 = arith.constant 1 : i32
-        tile.parallel (%x) in [1] {
-          %ticket = tile.atomic add %one_i32, %merge_counters[%token_block]
-              : !tile.global<[?], i32>
-          tile.store %ticket, %ticket_s[%x] : !tile.shared<[1], i32>
-        }
-        %mine = tile.load %ticket_s[%c0] : !tile.shared<[1], i32>
-        %splits_i32 = arith.index_cast %splits_in : index to i32
-        %last_ticket = arith.subi %splits_i32, %one_i32 : i32
-        %last = arith.cmpi eq, %mine, %last_ticket : i32
-        scf.if %last {
-          tile.fence gpu
-          %lse_param = tile.param "lse" : index
-          %lse_on = arith.cmpi ne, %lse_param, %c0 : index
-          func.call @merge_splits(%o_part, %lse_part, %attn_sink, %o, %lse_out, %rope_cos,
-                                  %rope_sin, %merge_w, %merge_inverse, %token, %first_head,
-                                  %heads, %position, %splits_in, %rope_on, %lse_on)
-              : (!tile.global<[?, ?, ?, 512], f32>, !tile.global<[?, ?, ?], f32>,
-                 !tile.global<[?], f32>, !tile.global<[?, ?, 512], bf16>,
-                 !tile.global<[?, ?], f32>, !tile.global<[?, 32], f32>,
-                 !tile.global<[?, 32], f32>, !tile.shared<[64, 32], f32>,
-                 !tile.shared<[64], f32>, index, index, index, index, index, i1,
-                 i1) -> ()
-          // Back to 0 for the next launch.
-          %zero_i32 = arith.constant 0 : i32
-          tile.parallel (%x) in [1] {
-            tile.store %zero_i32, %merge_counters[%token_block] : !tile.global<[?], i32>
-          }
-        }
-      }
     }
   }
 }

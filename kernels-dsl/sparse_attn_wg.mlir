@@ -28,8 +28,7 @@
 // added after the loop. Row maxima and sums in log2 units; a maximum of
 // -inf (no valid key yet) contributes factors of 0.
 //
-// Same arguments as sparse_attn (splits must be 1: no split decode here,
-// and merge_counters is not read;
+// Same arguments as sparse_attn (splits must be 1: no split decode here;
 // rope = 1 rotates the output back as sparse_attn does, after both
 // warpgroups stored their halves; q_eps is not read: there is no q_norm
 // here, and the operator uses sparse_attn_ws when it is asked for);
@@ -49,7 +48,6 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
                             %lse_out: !tile.global<[?, ?], f32>,
                             %o_part: !tile.global<[?, ?, ?, 512], f32>,
                             %lse_part: !tile.global<[?, ?, ?], f32>,
-                            %merge_counters: !tile.global<[?], i32>,
                             %rope_cos: !tile.global<[?, 32], f32>,
                             %rope_sin: !tile.global<[?, 32], f32>,
                             %rope_base: !tile.global<[?], i32>,

@@ -423,26 +423,15 @@ namespace {
 /// V4 layer's query norm and rotations: 640 indices 35.6 us whole against
 /// 26.2 split in two + 9.2 for the combine, whose ~6 us of load latency a
 /// rewrite with static splits and the rotation in registers did not cut).
-/// When the splits merge in the kernel (mergeInKernel: the last split
-/// block of a token merges them, no combine launch), long index lists
-/// (kSparseAttnLongTiles tiles or more) also split in two from half the
-/// SMs up to kSparseAttnTargetBlocks blocks.
 constexpr int64_t kSparseAttnTargetBlocks = 132;
 constexpr int64_t kSparseAttnSplitBelow = 64;
-constexpr int64_t kSparseAttnLongTiles = 8;
 constexpr int64_t kSparseAttnMaxSplits = 32;
 
-int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk,
-                         bool mergeInKernel) {
+int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk) {
   int64_t blocks = tokens * ((heads + 63) / 64);
   int64_t tiles = (topk + 63) / 64;
-  if (blocks <= 0 || tiles < 2)
+  if (blocks <= 0 || blocks >= kSparseAttnSplitBelow || tiles < 2)
     return 1;
-  if (blocks >= kSparseAttnSplitBelow)
-    return mergeInKernel && tiles >= kSparseAttnLongTiles &&
-                   2 * blocks <= kSparseAttnTargetBlocks
-               ? 2
-               : 1;
   return std::max<int64_t>(1, std::min({tiles, kSparseAttnTargetBlocks / blocks,
                                         kSparseAttnMaxSplits}));
 }
@@ -450,15 +439,10 @@ int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk,
 uint64_t alignPiece(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 /// Bytes of the split partials: outputs [tokens, splits, heads, 512] f32,
-/// then lse [tokens, splits, heads] f32, then (mergeInKernel) one i32
-/// counter per (token, 64 heads).
-uint64_t sparseAttnPartialBytes(int64_t tokens, int64_t heads, int64_t splits,
-                                bool mergeInKernel) {
+/// then lse [tokens, splits, heads] f32.
+uint64_t sparseAttnPartialBytes(int64_t tokens, int64_t heads, int64_t splits) {
   uint64_t rows = static_cast<uint64_t>(tokens * splits * heads);
-  uint64_t counters =
-      mergeInKernel ? static_cast<uint64_t>(tokens * ((heads + 63) / 64)) : 0;
-  return alignPiece(rows * kSparseAttnDim * 4) + alignPiece(rows * 4) +
-         alignPiece(counters * 4);
+  return alignPiece(rows * kSparseAttnDim * 4) + alignPiece(rows * 4);
 }
 
 Error checkSparseAttnSizes(const char *op, int64_t batch, int64_t seqLen,
@@ -494,18 +478,15 @@ Error checkSparseAttnSizes(const char *op, int64_t batch, int64_t seqLen,
 } // namespace
 
 Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen, int64_t heads,
-                              int64_t topk, uint64_t *bytes,
-                              bool mergeInKernel) {
+                              int64_t topk, uint64_t *bytes) {
   const char *op = "sparse_attn_workspace_size";
   if (!bytes)
     return argumentError(formatv("{0}: bytes must not be NULL", op));
   if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, 0, topk))
     return error;
   int64_t tokens = batch * seqLen;
-  int64_t splits = sparseAttnSplits(tokens, heads, topk, mergeInKernel);
-  *bytes = splits > 1
-               ? sparseAttnPartialBytes(tokens, heads, splits, mergeInKernel)
-               : 0;
+  int64_t splits = sparseAttnSplits(tokens, heads, topk);
+  *bytes = splits > 1 ? sparseAttnPartialBytes(tokens, heads, splits) : 0;
   return Error::success();
 }
 
@@ -513,7 +494,7 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                  const int32_t *topkIdxs, void *o, float *lse, int64_t batch,
                  int64_t seqLen, int64_t heads, int64_t nkv, int64_t topk,
                  float softmaxScale, void *workspace, uint64_t workspaceBytes,
-                 void *stream, const LayerRope *layerRope, bool mergeInKernel) {
+                 void *stream, const LayerRope *layerRope) {
   const char *op = "sparse_attn";
   if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, nkv, topk))
     return error;
@@ -548,16 +529,11 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                   layerRope->queryEps));
   }
   bool normalizeQuery = layerRope && layerRope->normalizeQuery;
-  int64_t splits = sparseAttnSplits(tokens, heads, topk, mergeInKernel);
+  int64_t splits = sparseAttnSplits(tokens, heads, topk);
   void *partialOut = o;
   void *partialLse = const_cast<float *>(attnSink);
-  // Unused (no merge in the kernel): valid memory the kernel never touches.
-  void *counters = const_cast<float *>(attnSink);
-  int64_t headBlocks = (heads + 63) / 64;
-  bool merge = splits > 1 && mergeInKernel;
   if (splits > 1) {
-    uint64_t needed =
-        sparseAttnPartialBytes(tokens, heads, splits, mergeInKernel);
+    uint64_t needed = sparseAttnPartialBytes(tokens, heads, splits);
     if (!workspace || workspaceBytes < needed)
       return argumentError(
           formatv("{0}: workspace has {1} bytes; this call splits each token's "
@@ -567,13 +543,12 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
     if (Error error = checkPointer(op, "workspace", workspace, 256))
       return error;
     partialOut = workspace;
-    uint64_t rows = static_cast<uint64_t>(tokens * splits * heads);
-    partialLse =
-        static_cast<char *>(workspace) + alignPiece(rows * kSparseAttnDim * 4);
-    if (merge)
-      counters = static_cast<char *>(partialLse) + alignPiece(rows * 4);
+    partialLse = static_cast<char *>(workspace) +
+                 alignPiece(static_cast<uint64_t>(tokens * splits * heads) *
+                            kSparseAttnDim * 4);
   }
   int64_t topkPad = (topk + 63) / 64 * 64;
+  int64_t headBlocks = (heads + 63) / 64;
   // Unused buffers (no lse; no split; no rotation) point at valid memory
   // the kernel never touches.
   const void *lseOut = lse ? static_cast<const void *>(lse) : attnSink;
@@ -593,7 +568,6 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                           splits > 1 ? heads : 1, kSparseAttnDim}),
       tensor(partialLse,
              {splits > 1 ? tokens : 1, splits, splits > 1 ? heads : 1}),
-      tensor(counters, {merge ? tokens * headBlocks : 1}),
       tensor(rope.cos, {rope.tablePositions, 32}),
       tensor(rope.sin, {rope.tablePositions, 32}),
       tensor(rope.base, {layerRope ? batch : 1}), integer(seqLen),
@@ -618,20 +592,17 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   if (Error error = runOperator(
           kernel,
           formatv("head_blocks={0},lse={1},partial_sums={2},{3}rope={4},"
-                  "splits={5},topk_pad={6}{7}",
-                  headBlocks, lse && (splits == 1 || merge) ? 1 : 0,
-                  splits == 1 ? 1 : 0,
+                  "splits={5},topk_pad={6}",
+                  headBlocks, lse && splits == 1 ? 1 : 0, splits == 1 ? 1 : 0,
                   // (sparse_attn_wg has no query norm.)
                   flashMlaSchedule ? ""
                   : normalizeQuery ? "q_norm=1,"
                                    : "q_norm=0,",
-                  layerRope && (splits == 1 || merge) ? 1 : 0, splits, topkPad,
-                  merge ? ",merge=1" : ""),
+                  layerRope && splits == 1 ? 1 : 0, splits, topkPad),
           arguments, stream))
     return error;
-  // Whole, or merged by the last split: the kernel rotated its output back
-  // itself.
-  if (splits == 1 || merge)
+  // Whole: the kernel rotated its output back itself.
+  if (splits == 1)
     return Error::success();
   LaunchArgument combine[] = {
       tensor(partialOut, {tokens, splits, heads, kSparseAttnDim}),

@@ -399,8 +399,7 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   for (int64_t seq = 1; seq <= std::min<int64_t>(tokens / batch, 4096); ++seq) {
     uint64_t bytes = 0;
     if (Error error =
-            ops::sparseAttnWorkspaceSize(batch, seq, c.heads, columns, &bytes,
-                                         /*mergeInKernel=*/true))
+            ops::sparseAttnWorkspaceSize(batch, seq, c.heads, columns, &bytes))
       return std::move(error);
     attnBytes = std::max(attnBytes, bytes);
   }
@@ -800,10 +799,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     if (Error error = indexRows(decode, seq, stream))
       return error;
   // q's per-head RMSNorm and RoPE in the kernel's prologue, the inverse
-  // RoPE of the output in its epilogue (in the merge of the last split
-  // when decode splits the indices): no launch of their own on the
-  // critical path. The workspace was zero-filled when allocated, which the
-  // in-kernel merge's counters need (and keep).
+  // RoPE of the output in its epilogue (in the combine when decode splits
+  // the indices): no launch of their own on the critical path.
   ops::LayerRope rope;
   rope.cos = cos;
   rope.sin = sin;
@@ -815,7 +812,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
           b.q.get(), attnKv, w.attnSink, b.indices.as<int32_t>(), b.o.get(),
           nullptr, batch_, seq, c.heads, nkv, indexColumns(),
           1.0f / std::sqrt(float(kHeadDim)), b.attnWorkspace.get(),
-          b.attnWorkspace.bytes(), stream, &rope, /*mergeInKernel=*/true))
+          b.attnWorkspace.bytes(), stream, &rope))
     return error;
   // The step's last use of the positions was attention's (prologue and
   // epilogue RoPE): decode advances every position, prefill sets them to

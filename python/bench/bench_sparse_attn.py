@@ -215,9 +215,8 @@ def kernel_variant(q, kv, sink, idx, name, extra=None):
     unused_lse = torch.empty(1, 1, 1, device="cuda")
     no_rope = rope_tables_unused()
     args = (q.view(b * s, h, D), kv.reshape(b * nkv, D), sink, idx.view(b * s, k),
-            o.view(b * s, h, D), sink.view(1, h), unused_part, unused_lse,
-            torch.zeros(1, dtype=torch.int32, device="cuda"),  # merge_counters (merge = 0)
-            *no_rope, s, nkv, SCALE, 0.0)
+            o.view(b * s, h, D), sink.view(1, h), unused_part, unused_lse, *no_rope, s, nkv,
+            SCALE, 0.0)
 
     def call():
         kernel.launch(*args)

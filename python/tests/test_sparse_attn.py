@@ -181,19 +181,12 @@ def test_partial_sums_variant(h, k):
     o = torch.full_like(q, float("nan"))
     kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
                   o.view(b * s, h, D), attn_sink.view(1, h), torch.empty(1, 1, 1, D, device="cuda"),
-                  torch.empty(1, 1, 1, device="cuda"), merge_counters_unused(),
-                  *rope_tables_unused(), s, nkv, D ** -0.5, 0.0)
+                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, D ** -0.5, 0.0)
     torch.cuda.synchronize()
     ref_o, _ = reference(q, kv, attn_sink, idx, D ** -0.5)
     error = (o.float() - ref_o).norm() / ref_o.norm()
     assert error < 1e-2, f"relative L2 error {error:.3e}"
     assert (o.float() - expected.float()).abs().max() < 3e-2
-
-
-def merge_counters_unused():
-    """The merge_counters argument of a sparse attention kernel launched
-    with merge = 0 (not read)."""
-    return torch.zeros(1, dtype=torch.int32, device="cuda")
 
 
 def rope_tables_unused():
@@ -367,7 +360,7 @@ def test_inverse_rope_in_the_epilogue_is_attention_then_rope(name, b, s, h, k):
         kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
                       o.view(b * s, h, D), attn_sink.view(1, h),
                       torch.empty(1, 1, 1, D, device="cuda"), torch.empty(1, 1, 1, device="cuda"),
-                      merge_counters_unused(), cos, sin, base, s, nkv, D ** -0.5, 0.0)
+                      cos, sin, base, s, nkv, D ** -0.5, 0.0)
         outputs.append(o)
     hisa.jit.get_kernel("v4_rope", {"inverse": 1, "dim": 512}).launch(
         outputs[0].view(b * s, h, D), cos, sin, base, s)
@@ -413,8 +406,7 @@ def test_query_norm_in_the_prologue_is_norm_rope_then_attention(name, b, s, h, k
                               float("nan"), device="cuda")
         kernel.launch(query.view(tokens, h, D), kv.view(b * nkv, D), attn_sink,
                       idx.view(tokens, k), o.view(tokens, h, D), attn_sink.view(1, h),
-                      part_o, part_lse, merge_counters_unused(), cos, sin, base, s, nkv,
-                      D ** -0.5, eps)
+                      part_o, part_lse, cos, sin, base, s, nkv, D ** -0.5, eps)
         outputs.append(part_o if splits > 1 else o)
     torch.cuda.synchronize()
     assert torch.equal(raw, q), "the kernel wrote q"
@@ -423,48 +415,3 @@ def test_query_norm_in_the_prologue_is_norm_rope_then_attention(name, b, s, h, k
     error = (got - want).norm() / want.norm()
     assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
     assert (got - want).abs().max() < 5e-2, f"seed {seed}"
-
-
-@pytest.mark.parametrize("b,s,h,k,splits,rope", [(64, 1, 64, 640, 2, 1), (3, 2, 100, 300, 4, 0),
-                                                 (1, 1, 128, 2048, 32, 1)])
-def test_merge_in_the_kernel_is_the_combine(b, s, h, k, splits, rope):
-    """merge = 1 (the V4 layer's split decode): the last split block of each
-    token merges the splits itself. The same bits as the split kernel
-    followed by sparse_attn_combine (output, lse, inverse RoPE), a token
-    without a valid index and H not a multiple of 64 included; the counters
-    are back at 0 afterwards, so a second launch (a CUDA graph's replay)
-    gives the same result."""
-    seed = fresh_seed(torch)
-    nkv, positions = 3000, 4000
-    q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
-    idx[0, 0] = -1
-    tokens, head_blocks = b * s, -(-h // 64)
-    angles = torch.arange(positions)[:, None] * torch.exp(
-        -torch.arange(32) * (math.log(10000.0) / 32))[None, :]
-    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
-    base = torch.randint(0, positions - s, (b,), dtype=torch.int32, device="cuda")
-    params = {"topk_pad": -(-k // 64) * 64, "head_blocks": head_blocks, "lse": 1,
-              "splits": splits, "partial_sums": 0, "q_norm": 0}
-    part_o = torch.empty(tokens, splits, h, D, device="cuda")
-    part_lse = torch.empty(tokens, splits, h, device="cuda")
-    counters = torch.zeros(tokens * head_blocks, dtype=torch.int32, device="cuda")
-    args = lambda o, lse: (q.view(tokens, h, D), kv.view(b * nkv, D), attn_sink,  # noqa: E731
-                           idx.view(tokens, k), o.view(tokens, h, D), lse, part_o, part_lse,
-                           counters, cos, sin, base, s, nkv, D ** -0.5, 0.0)
-    # Two launches: the split kernel (rope, lse off), then the combine.
-    two_o = torch.full_like(q, float("nan"))
-    two_lse = torch.full((tokens, h), float("nan"), device="cuda")
-    hisa.jit.get_kernel("sparse_attn_ws", dict(params, rope=0, lse=0)).launch(
-        *args(two_o, two_lse))
-    hisa.jit.get_kernel("sparse_attn_combine", {"lse": 1, "rope": rope}).launch(
-        part_o, part_lse, attn_sink, two_o.view(tokens, h, D), two_lse, cos, sin, base, s)
-    merged = hisa.jit.get_kernel("sparse_attn_ws", dict(params, rope=rope, merge=1))
-    for replay in range(2):
-        o = torch.full_like(q, float("nan"))
-        lse = torch.full((tokens, h), float("nan"), device="cuda")
-        merged.launch(*args(o, lse))
-        torch.cuda.synchronize()
-        assert torch.equal(o, two_o), f"seed {seed}, launch {replay}"
-        assert torch.equal(lse, two_lse), f"seed {seed}, launch {replay}"
-        assert not bool(counters.any()), f"seed {seed}: counters left {counters.tolist()}"
-    assert torch.equal(o[0, 0], torch.zeros_like(o[0, 0]))

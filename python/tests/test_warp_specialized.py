@@ -80,7 +80,6 @@ def test_sparse_attn_ws_matches_the_plain_kernel(b, s, h, nkv, k):
         unused_lse = torch.empty(1, 1, 1, device="cuda")
         kernel.launch(q.view(b * s, h, 512), kv.view(b * nkv, 512), sink, idx.view(b * s, k),
                       o.view(b * s, h, 512), sink.view(1, h), unused_part, unused_lse,
-                      torch.zeros(1, dtype=torch.int32, device="cuda"),  # merge = 0
                       torch.zeros(1, 32, device="cuda"), torch.zeros(1, 32, device="cuda"),
                       torch.zeros(1, dtype=torch.int32, device="cuda"), s, nkv, scale, 0.0)
         outputs[name] = o

@@ -201,47 +201,6 @@ TEST(OperatorPlans, SparseAttnSplitsOnlyBelowHalfTheSms) {
       (std::vector<std::string>{"sparse_attn_ws", "sparse_attn_combine"}));
 }
 
-TEST(OperatorPlans, SparseAttnMergesSplitsInTheKernelWhenAsked) {
-  // With mergeInKernel (the V4 layer, whose workspace is zero-filled) the
-  // last split block of a token merges the splits: no combine launch, and
-  // 64 tokens' 640 indices split in two (128 blocks); 448 indices (7 tiles)
-  // and 67 tokens stay whole. The workspace holds the counters too.
-  CUstream stream = someStream();
-  auto plan = [&](int64_t tokens, int64_t topk) {
-    uint64_t plain = 0, bytes = 0;
-    EXPECT_FALSE(
-        bool(hisa::ops::sparseAttnWorkspaceSize(tokens, 1, 64, topk, &plain)));
-    EXPECT_FALSE(bool(hisa::ops::sparseAttnWorkspaceSize(
-        tokens, 1, 64, topk, &bytes, /*mergeInKernel=*/true)));
-    SparseAttnBuffers b(tokens, tokens, 64, topk, 4096);
-    void *workspace = bytes ? deviceBuffer(bytes) : nullptr;
-    auto call = [&] {
-      return hisa::ops::sparseAttn(b.q, b.kv, b.sink, b.idx, b.o, nullptr,
-                                   tokens, 1, 64, 4096, topk, 0.044f, workspace,
-                                   bytes, stream, nullptr,
-                                   /*mergeInKernel=*/true);
-    };
-    llvm::Error first = call();
-    EXPECT_FALSE(bool(first)) << llvm::toString(std::move(first));
-    hisa::fake_cuda::resetCalls();
-    llvm::Error second = call();
-    EXPECT_FALSE(bool(second)) << llvm::toString(std::move(second));
-    return std::make_pair(launchesOn(stream), bytes);
-  };
-  auto [decode, decodeBytes] = plan(64, 640);
-  ASSERT_EQ(names(decode), (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(decode[0].grid[0], 128u);
-  // Partial outputs [64, 2, 64, 512] f32, lse [64, 2, 64] f32, 64 counters.
-  EXPECT_EQ(decodeBytes, 64u * 2 * 64 * 512 * 4 + 32768 + 256);
-  auto [one, oneBytes] = plan(1, 640);
-  ASSERT_EQ(names(one), (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(one[0].grid[0], 10u);
-  EXPECT_EQ(names(plan(64, 448).first),
-            (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(plan(64, 448).second, 0u);
-  EXPECT_EQ(plan(67, 640).second, 0u);
-}
-
 TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
   // The V4 layer's RoPE (ops::LayerRope): q's norm and RoPE in the
   // prologue, the output's inverse RoPE in the epilogue: one launch, and

@@ -108,13 +108,7 @@ constexpr int64_t kMaxSparseAttnTopk = 4096;
 /// With few tokens (decode), each token's indices are split over several
 /// blocks whose partial results are merged by a second kernel
 /// (sparse_attn_combine) through `workspace`, of at least
-/// sparseAttnWorkspaceSize bytes (0 when the call does not split). With
-/// mergeInKernel the last split block of each token merges them itself (the
-/// same bits, no second launch), and long index lists split from more
-/// tokens on: the workspace (sized with the same flag) then also holds one
-/// counter per token and 64 heads, which must be zero before the first call
-/// that uses the workspace and which every call leaves at zero (the V4
-/// layer zero-fills its workspace once).
+/// sparseAttnWorkspaceSize bytes (0 when the call does not split).
 /// The V4 layer's RoPE around sparseAttn. The output's last 64 dims of
 /// each head rotate back by the angles of token t's position base[t /
 /// seqLen] + t % seqLen, from cos / sin tables [tablePositions, 32] f32
@@ -137,12 +131,10 @@ llvm::Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                        int64_t batch, int64_t seqLen, int64_t heads,
                        int64_t nkv, int64_t topk, float softmaxScale,
                        void *workspace, uint64_t workspaceBytes, void *stream,
-                       const LayerRope *rope = nullptr,
-                       bool mergeInKernel = false);
+                       const LayerRope *rope = nullptr);
 llvm::Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen,
                                     int64_t heads, int64_t topk,
-                                    uint64_t *bytes,
-                                    bool mergeInKernel = false);
+                                    uint64_t *bytes);
 
 /// Dense attention forward, bf16, layout [batch, heads, seqLen, dim] for q,
 /// k, v and o (torch's scaled_dot_product_attention): o = softmax(q k^T *

@@ -47,13 +47,12 @@ def main():
         unused = torch.zeros(1, 1, device="cuda")
         part_o = torch.empty(1, 1, 1, D, device="cuda")
         part_lse = torch.empty(1, 1, 1, device="cuda")
-        counters = torch.zeros(tokens, dtype=torch.int32, device="cuda")
         for rope, q_norm in ((0, 0), (1, 0), (1, 1)):
             o = torch.empty(tokens, heads, D, device="cuda").bfloat16()
             params = {"head_blocks": 1, "lse": 0, "partial_sums": 1, "splits": 1,
                       "topk_pad": -(-topk // 64) * 64, "rope": rope, "q_norm": q_norm}
             attn = hisa.jit.get_kernel("sparse_attn_ws", params)
-            args = (q, kv, sink, idx, o, unused, part_o, part_lse, counters, cos, sin, base, 1, nkv,
+            args = (q, kv, sink, idx, o, unused, part_o, part_lse, cos, sin, base, 1, nkv,
                     D ** -0.5, 1e-6)
             t = graph_time(lambda attn=attn, args=args: attn.launch(*args))
             whole = o
@@ -74,8 +73,7 @@ def main():
                           "topk_pad": tiles * 64, "rope": 0, "q_norm": 1}
                 attn = hisa.jit.get_kernel(kernel, params)
                 combine = hisa.jit.get_kernel("sparse_attn_combine", {"lse": 0, "rope": 1})
-                args = (q, kv, sink, idx, o, unused, split_o, split_lse, counters, cos, sin, base, 1,
-                        nkv,
+                args = (q, kv, sink, idx, o, unused, split_o, split_lse, cos, sin, base, 1, nkv,
                         D ** -0.5, 1e-6)
 
                 def run(attn=attn, args=args, combine=combine, o=o, split_o=split_o,

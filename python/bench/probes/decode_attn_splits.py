@@ -55,8 +55,7 @@ def main():
             part_lse = torch.empty(tokens if splits > 1 else 1, splits,
                                    heads if splits > 1 else 1, device="cuda")
             attn = hisa.jit.get_kernel("sparse_attn_ws" if splits == 1 else "sparse_attn", params)
-            counters = torch.zeros(1, dtype=torch.int32, device="cuda")  # merge = 0
-            args = (q, kv, sink, idx, o, unused, part_o, part_lse, counters, cos, sin, base, 1, nkv,
+            args = (q, kv, sink, idx, o, unused, part_o, part_lse, cos, sin, base, 1, nkv,
                     scale, 0.0)
             if splits == 1:
                 rope = hisa.jit.get_kernel("v4_rope", {"inverse": 1, "dim": D})
