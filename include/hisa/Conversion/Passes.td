@@ -59,6 +59,15 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     the consumers wait for "full", run the body and arrive on "empty" once
     per warp. The producer recomputes the loop bounds and copy offsets from
     the arithmetic they depend on (a value read from memory is refused).
+    The rendezvous sits as early in the consumers' prologue as the
+    producer's inputs allow: after the last op before the loop that writes
+    what the producer reads (index tiles, a trip count's tile), touches a
+    staged tile's bytes, writes global memory or is not a tile op with
+    memory effects (the programmatic-launch wait), so that the rest of the
+    prologue (a query's copy and normalization) overlaps the first stages'
+    copies; the consumers then fence and meet among themselves at the loop.
+    tile-plan-shared-memory keeps the stages of such a loop live from the
+    launch's start, so no prologue tile shares their bytes.
 
     Tile ops are unrolled over each thread's elements, so the code emitted
     grows with tile sizes. Before building anything, the pass estimates the

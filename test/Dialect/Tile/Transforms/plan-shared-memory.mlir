@@ -79,3 +79,50 @@ tile.kernel @mbarriers(%g: !tile.global<[?, 64], f32>) {
     }
   }
 }
+
+// -----
+
+// The stages of a warp_specialized loop are live from the launch's start
+// (its producer may fill them during the consumers' prologue): %scratch,
+// dead before the loop, does not reuse their bytes as it would before a
+// plain pipelined loop (@stages_after_prologue_plain).
+// CHECK-LABEL: tile.kernel @stages_after_prologue_ws
+// CHECK: tile.alloc {tile.offset = 0 : i64, tile.stage_bytes = 8192 : i64, tile.stages = 2 : i64} : !tile.shared<[64, 64], bf16>
+// CHECK: tile.alloc {tile.offset = 16384 : i64} : !tile.shared<[64], f32>
+// CHECK-LABEL: tile.kernel @stages_after_prologue_plain
+// CHECK: tile.alloc {tile.offset = 0 : i64, tile.stage_bytes = 8192 : i64, tile.stages = 2 : i64} : !tile.shared<[64, 64], bf16>
+// CHECK: tile.alloc {tile.offset = 0 : i64} : !tile.shared<[64], f32>
+tile.kernel @stages_after_prologue_ws(%g: !tile.global<[?, 64], bf16>, %out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %scratch = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    tile.fill %scratch, %zero : !tile.shared<[64], f32>, f32
+    tile.copy %scratch to %out[%c0] : !tile.shared<[64], f32> to !tile.global<[64], f32>
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 warp_specialized {
+      %first = arith.muli %t, %c64 : index
+      tile.copy %g[%first, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+tile.kernel @stages_after_prologue_plain(%g: !tile.global<[?, 64], bf16>, %out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %scratch = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    tile.fill %scratch, %zero : !tile.shared<[64], f32>, f32
+    tile.copy %scratch to %out[%c0] : !tile.shared<[64], f32> to !tile.global<[64], f32>
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 {
+      %first = arith.muli %t, %c64 : index
+      tile.copy %g[%first, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}

@@ -426,13 +426,27 @@ def Tile_ParallelOp : Tile_Op<"parallel", [
     (following the layout of the fragments the body touches; the layout pass
     records the distribution in `layout`). Extents are integers or parameter
     names. Fragments are accessed at exactly the induction variables; global,
-    shared and local tiles at any index.
+    shared and local tiles at any index. Two reads of a fragment may look
+    elsewhere, where the layout keeps the element in the reading thread:
+    a reduction of the parallel's fragment along one dimension, read at the
+    other induction variables (row statistics), and an element's partner,
+    read at the induction variables with one of them replaced by
+    `arith.xori %iv, %c` for a positive constant c (the other half of a
+    RoPE pair: a wgmma accumulator holds columns 2p and 2p + 1 in one
+    thread); tile-assign-layouts refuses a partner that lies in another
+    thread or past the tile, a store to a partner, and a partner read of a
+    fragment the same parallel writes.
 
     ```mlir
     tile.parallel (%i, %h) in [block_n, heads] {
       %x = tile.load %acc[%i, %h] : !tile.frag<[block_n, heads], f32>
       %r = arith.maximumf %x, %zero : f32
       tile.store %r, %acc[%i, %h] : !tile.frag<[block_n, heads], f32>
+    }
+    tile.parallel (%i, %j) in [64, 64] {
+      %j_partner = arith.xori %j, %c1 : index
+      %partner = tile.load %acc[%i, %j_partner] : !tile.frag<[64, 64], f32>
+      tile.store %partner, %swapped[%i, %j] : !tile.frag<[64, 64], f32>
     }
     ```
   }];
@@ -479,7 +493,9 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     recomputes them), shared tiles written before the loop are visible to
     the producer's gathers, and a bound may be an element of a shared tile
     written and read before the loop and not written from the loop on (a
-    trip count computed in the kernel; the producer reads it again).
+    trip count computed in the kernel; the producer reads it again). The
+    producer starts once what it reads is written: the consumers' ops
+    between that point and the loop run while the first stages fill.
 
     `overlap_gemm` (with `warp_specialized`, TMA copies, at least 3
     stages): the body's one gemm (`clear_accum`, after side-effect-free

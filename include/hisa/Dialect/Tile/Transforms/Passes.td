@@ -182,8 +182,11 @@ def TilePlanSharedMemory : Pass<"tile-plan-shared-memory", "::mlir::ModuleOp"> {
     `tile.shared_bytes` (the buffer size, including a scratch area for
     cross-warp reductions at `tile.scratch_offset`). A shared tile that a
     global-to-shared copy of a `tile.pipelined` loop with `num_stages` > 1
-    fills gets one buffer per stage (`tile.stages`), each aligned. A launch
-    that needs more than `max-bytes` is an error. A pipelined loop with copies
+    fills gets one buffer per stage (`tile.stages`), each aligned; the
+    stages of a `warp_specialized` loop are live from the launch's start
+    (its producer may fill them while the consumers run their prologue), so
+    no tile used only before the loop shares their bytes. A launch that
+    needs more than `max-bytes` is an error. A pipelined loop with copies
     marked `tile.tma` gets one 8-byte mbarrier per stage after the tiles, at
     `tile.mbarrier_offset` on the loop.
   }];
