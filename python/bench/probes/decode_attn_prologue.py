@@ -24,26 +24,18 @@ sys.path.insert(0, here)
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
-from hisa.v4 import reference as ref  # noqa: E402
+from decode_attn_splits import D, HEADS, NKV, TOKENS, decode_inputs, rope_tables  # noqa: E402
 from split_k_one_launch_ab import graph_time  # noqa: E402
-
-D = 512
 
 
 def main():
-    tokens, heads, nkv = 64, 64, 8192
+    tokens, heads, nkv = TOKENS, HEADS, NKV
     torch.manual_seed(0)
-    angles = ref.rope_angles(torch.arange(nkv), 64, 10000.0)
-    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
-    base = torch.randint(0, nkv - 1, (tokens,), dtype=torch.int32, device="cuda")
+    cos, sin, base = rope_tables()
     print("| indices per token | rope | q_norm | time (us) | output bits (sha1) |")
     print("| ---: | ---: | ---: | ---: | --- |")
     for topk in (128, 640):
-        q = torch.randn(tokens, heads, D, device="cuda").bfloat16()
-        kv = torch.randn(tokens * nkv, D, device="cuda").bfloat16()
-        sink = torch.randn(heads, device="cuda")
-        idx = torch.randint(0, nkv, (tokens, topk), dtype=torch.int32, device="cuda")
-        idx[:, -5:] = -1
+        q, kv, sink, idx = decode_inputs(topk)
         unused = torch.zeros(1, 1, device="cuda")
         part_o = torch.empty(1, 1, 1, D, device="cuda")
         part_lse = torch.empty(1, 1, 1, device="cuda")

@@ -26,21 +26,36 @@ from hisa.v4 import reference as ref  # noqa: E402
 from split_k_one_launch_ab import graph_time  # noqa: E402
 
 D = 512
+TOKENS, HEADS, NKV = 64, 64, 8192
+
+
+def rope_tables():
+    """The V4 layer's cos / sin tables over NKV positions and a random
+    position per token (shared with decode_attn_prologue.py)."""
+    angles = ref.rope_angles(torch.arange(NKV), 64, 10000.0)
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    base = torch.randint(0, NKV - 1, (TOKENS,), dtype=torch.int32, device="cuda")
+    return cos, sin, base
+
+
+def decode_inputs(topk):
+    """q [TOKENS, HEADS, 512], one kv cache of NKV rows per token, the sink
+    and `topk` random indices per token (the last 5 of them -1)."""
+    q = torch.randn(TOKENS, HEADS, D, device="cuda").bfloat16()
+    kv = torch.randn(TOKENS * NKV, D, device="cuda").bfloat16()
+    sink = torch.randn(HEADS, device="cuda")
+    idx = torch.randint(0, NKV, (TOKENS, topk), dtype=torch.int32, device="cuda")
+    idx[:, -5:] = -1
+    return q, kv, sink, idx
 
 
 def main():
-    tokens, heads, nkv = 64, 64, 8192
-    angles = ref.rope_angles(torch.arange(nkv), 64, 10000.0)
-    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
-    base = torch.randint(0, nkv - 1, (tokens,), dtype=torch.int32, device="cuda")
+    tokens, heads, nkv = TOKENS, HEADS, NKV
+    cos, sin, base = rope_tables()
     print("| indices per token | path | time (us) | max abs diff vs splits=2 |")
     print("| ---: | --- | ---: | ---: |")
     for topk in (128, 640):
-        q = torch.randn(tokens, heads, D, device="cuda").bfloat16()
-        kv = torch.randn(tokens * nkv, D, device="cuda").bfloat16()
-        sink = torch.randn(heads, device="cuda")
-        idx = torch.randint(0, nkv, (tokens, topk), dtype=torch.int32, device="cuda")
-        idx[:, -5:] = -1
+        q, kv, sink, idx = decode_inputs(topk)
         scale = D ** -0.5
         unused = torch.zeros(1, 1, device="cuda")
         results = {}
