@@ -531,10 +531,9 @@ LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
   if (auto fragment = dyn_cast<FragmentType>(type)) {
     if (!context)
       return op.emitOpError("fragment element read outside tile.parallel");
-    FailureOr<int64_t> value =
-        getReadValue(context->parallel, fragment, context->value);
+    FailureOr<int64_t> value = failure();
     // The element's partner (index d xor mask), which tile-assign-layouts
-    // verified this thread holds.
+    // verified this thread holds; else its own value or a row slice's.
     if (std::optional<std::pair<int64_t, int64_t>> partner =
             matchPartnerIndices(op.getIndices(), context->coords)) {
       auto [dim, mask] = *partner;
@@ -551,6 +550,8 @@ LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
         found = partnerValues.emplace(key, std::move(*partners)).first;
       }
       value = found->second[context->value];
+    } else {
+      value = getReadValue(context->parallel, fragment, context->value);
     }
     if (failed(value))
       return op.emitOpError("reads a fragment that is neither the enclosing "

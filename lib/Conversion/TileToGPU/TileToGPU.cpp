@@ -641,18 +641,21 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   Block *consumer = roleSplit.thenBlock();
   for (Operation *op : moved)
     op->moveBefore(consumer->getTerminator());
-  // The roles meet as early as the producer's inputs allow.
-  for (PipelinedOp loop : consumer->getOps<PipelinedOp>()) {
-    if (!loop.getWarpSpecialized())
-      continue;
+  // The roles meet as early as the producer's inputs allow (the launch's
+  // one warp-specialized loop sits directly in its body).
+  auto loops = consumer->getOps<PipelinedOp>();
+  auto found = llvm::find_if(loops, [](PipelinedOp candidate) {
+    return candidate.getWarpSpecialized();
+  });
+  if (found != loops.end()) {
+    PipelinedOp loop = *found;
     Operation *start = findProducerStart(loop);
-    if (start == loop.getOperation())
-      break;
-    OpBuilder early(start);
-    fenceSharedForAsyncProxy(early);
-    roleRendezvous(early);
-    producerStartsEarly = true;
-    break;
+    if (start != loop.getOperation()) {
+      OpBuilder early(start);
+      fenceSharedForAsyncProxy(early);
+      roleRendezvous(early);
+      producerStartsEarly = true;
+    }
   }
   // setmaxnreg moves registers between the roles inside the block's pool,
   // which is what ptxas gives every thread at entry (R: the register file's
