@@ -31,6 +31,15 @@
 //      thread holds whole; tables rope_cos / rope_sin [positions, 32],
 //      rope_base [B]: the bits of a separate v4_rope with inverse = 1).
 //      Split blocks leave that to sparse_attn_combine.
+//   4. With cluster_blocks = 2 (and splits = 2), the two halves of a token's
+//      tiles run as one thread-block cluster and merge without a second
+//      kernel: each block puts its row maxima and sums and its [64, 512]
+//      f32 accumulator in its own shared memory, the blocks meet at a
+//      cluster barrier, and block r finishes output columns [256r, 256r +
+//      256) (and rank 0 the lse) from its values and the peer's, read
+//      through distributed shared memory (tile.load ... peer); a second
+//      cluster barrier keeps each block's shared memory until its peer has
+//      read it.
 
 // sparse_attn_ws: the same kernel with a producer warpgroup issuing the
 // gathers (tile.pipelined warp_specialized); GPU-tested, and what the
@@ -43,9 +52,8 @@ func.func private @norm_rope_query_heads(!tile.shared<[64, 512], bf16>,
                                          !tile.frag<[64, 256], bf16>,
                                          !tile.frag<[64, 256], f32>,
                                          !tile.shared<[64], f32>,
-                                         !tile.global<[?, 32], f32>,
-                                         !tile.global<[?, 32], f32>,
-                                         index, f32)
+                                         !tile.shared<[32], f32>,
+                                         !tile.shared<[32], f32>, f32)
 func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
                                  index, index) -> index
 func.func private @rope_rotate_element(bf16, bf16, i1, f32, f32) -> bf16
@@ -66,13 +74,13 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %softmax_scale: f32,
                          %q_eps: f32)
     params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
-            partial_sums = 0, rope = 0, q_norm = 0} {
+            partial_sums = 0, rope = 0, q_norm = 0, cluster_blocks = 1} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
   %splits = tile.param "splits" : index
   %token_blocks = arith.muli %tokens, %head_blocks : index
   %blocks = arith.muli %token_blocks, %splits : index
-  tile.launch (%block) in (%blocks) threads 256 {
+  tile.launch (%block) in (%blocks) threads 256 cluster "cluster_blocks" {
     %q_s = tile.alloc : !tile.shared<[64, 512], bf16>
     %kv_s = tile.alloc : !tile.shared<[64, 512], bf16>
     %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
@@ -97,6 +105,20 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %q_half = tile.alloc : !tile.frag<[64, 256], bf16>
     %q_squares = tile.alloc : !tile.frag<[64, 256], f32>
     %q_sums = tile.alloc : !tile.shared<[64], f32>
+    // With rope: the token's cos and sin rows, read once (a global load per
+    // element would wait behind its own bounds check).
+    %cos_s = tile.alloc : !tile.shared<[32], f32>
+    %sin_s = tile.alloc : !tile.shared<[32], f32>
+    // With `cluster_blocks = 2`: the pair's exchange (step 3).
+    %max_s = tile.alloc : !tile.shared<[64], f32>
+    %sum_s = tile.alloc : !tile.shared<[64], f32>
+    // (Rows padded to 520 floats: the accumulator's 8 rows per warp store
+    // to different banks.)
+    %stage_s = tile.alloc : !tile.shared<[64, 520], f32>
+    %own_scale_s = tile.alloc : !tile.shared<[64], f32>
+    %peer_scale_s = tile.alloc : !tile.shared<[64], f32>
+    %merged = tile.alloc : !tile.frag<[64, 256], f32>
+    %out_half = tile.alloc : !tile.frag<[64, 256], bf16>
 
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -153,12 +175,18 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     }
     tile.copy %q[%token, %first_head, %c0] to %q_s
         : !tile.global<[?, ?, 512], bf16> to !tile.shared<[64, 512], bf16>
+    scf.if %uses_rope {
+      tile.copy %rope_cos[%position, %c0] to %cos_s
+          : !tile.global<[?, 32], f32> to !tile.shared<[32], f32>
+      tile.copy %rope_sin[%position, %c0] to %sin_s
+          : !tile.global<[?, 32], f32> to !tile.shared<[32], f32>
+    }
     scf.if %q_norm_on {
-      func.call @norm_rope_query_heads(%q_s, %q_half, %q_squares, %q_sums, %rope_cos,
-                                       %rope_sin, %position, %q_eps)
+      func.call @norm_rope_query_heads(%q_s, %q_half, %q_squares, %q_sums, %cos_s,
+                                       %sin_s, %q_eps)
           : (!tile.shared<[64, 512], bf16>, !tile.frag<[64, 256], bf16>,
-             !tile.frag<[64, 256], f32>, !tile.shared<[64], f32>, !tile.global<[?, 32], f32>,
-             !tile.global<[?, 32], f32>, index, f32) -> ()
+             !tile.frag<[64, 256], f32>, !tile.shared<[64], f32>, !tile.shared<[32], f32>,
+             !tile.shared<[32], f32>, f32) -> ()
     }
     tile.fill %acc, %zero : !tile.frag<[64, 512], f32>, f32
     tile.fill %row_max, %neg_inf : !tile.frag<[64], f32>, f32
@@ -310,9 +338,13 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         }
       }
       // With rope, the last 64 dims are rotated back in registers: each
-      // thread holds both elements of a pair (columns 2p, 2p + 1).
+      // thread holds both elements of a pair (columns 2p, 2p + 1). Every
+      // element computes its rotation (tables in shared memory, a valid
+      // entry for any column) and keeps it or not: a branch per element
+      // would hold each load behind it.
       %c448 = arith.constant 448 : index
       %c2 = arith.constant 2 : index
+      %c63 = arith.constant 63 : index
       tile.parallel (%i, %j) in [64, 512] {
         %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
         %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
@@ -320,57 +352,159 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %rounded = arith.truncf %normalized : f32 to bf16
         %rotated_dim = arith.cmpi uge, %j, %c448 : index
         %rotate = arith.andi %rope_on, %rotated_dim : i1
-        %result = scf.if %rotate -> (bf16) {
-          %j_partner = arith.xori %j, %c1 : index
-          %b = tile.load %acc[%i, %j_partner] : !tile.frag<[64, 512], f32>
-          %partner_normalized = arith.mulf %b, %inverse : f32
-          %partner = arith.truncf %partner_normalized : f32 to bf16
-          %offset = arith.subi %j, %c448 : index
-          %pair = arith.divui %offset, %c2 : index
-          %parity = arith.remui %j, %c2 : index
-          %odd = arith.cmpi ne, %parity, %c0 : index
-          %c = tile.load %rope_cos[%position, %pair] : !tile.global<[?, 32], f32>
-          %s_forward = tile.load %rope_sin[%position, %pair] : !tile.global<[?, 32], f32>
-          %s = arith.negf %s_forward : f32
-          %rotated = func.call @rope_rotate_element(%rounded, %partner, %odd, %c, %s)
-              : (bf16, bf16, i1, f32, f32) -> bf16
-          scf.yield %rotated : bf16
-        } else {
-          scf.yield %rounded : bf16
-        }
+        %j_partner = arith.xori %j, %c1 : index
+        %b = tile.load %acc[%i, %j_partner] : !tile.frag<[64, 512], f32>
+        %partner_normalized = arith.mulf %b, %inverse : f32
+        %partner = arith.truncf %partner_normalized : f32 to bf16
+        %in_block = arith.andi %j, %c63 : index
+        %pair = arith.divui %in_block, %c2 : index
+        %parity = arith.remui %j, %c2 : index
+        %odd = arith.cmpi ne, %parity, %c0 : index
+        %c = tile.load %cos_s[%pair] : !tile.shared<[32], f32>
+        %s_forward = tile.load %sin_s[%pair] : !tile.shared<[32], f32>
+        %s = arith.negf %s_forward : f32
+        %rotated = func.call @rope_rotate_element(%rounded, %partner, %odd, %c, %s)
+            : (bf16, bf16, i1, f32, f32) -> bf16
+        %result = arith.select %rotate, %rotated, %rounded : bf16
         tile.store %result, %out[%i, %j] : !tile.frag<[64, 512], bf16>
       }
       tile.copy %out to %o[%token, %first_head, %c0]
           : !tile.frag<[64, 512], bf16> to !tile.global<[?, ?, 512], bf16>
     } else {
-      tile.parallel (%i) in [64] {
-        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
-        %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
-        %one = arith.constant 1.0 : f32
-        %positive = arith.cmpf ogt, %l, %zero : f32
-        %inverse_raw = arith.divf %one, %l : f32
-        %inverse = arith.select %positive, %inverse_raw, %zero : f32
-        tile.store %inverse, %tile_sum[%i] : !tile.frag<[64], f32>
-        %h = arith.addi %first_head, %i : index
-        %log2_sum = math.log2 %l : f32
-        %total_log2 = arith.addf %m, %log2_sum : f32
-        %ln2 = arith.constant 0.693147182 : f32
-        %lse_raw = arith.mulf %total_log2, %ln2 : f32
-        // Nothing valid in this split: lse -inf (weight 0 in the combine).
-        %lse = arith.select %positive, %lse_raw, %neg_inf : f32
-        %real = arith.cmpi ult, %h, %heads : index
-        scf.if %real {
-          tile.store %lse, %lse_part[%token, %split, %h] : !tile.global<[?, ?, ?], f32>
+      %cluster_param = tile.param "cluster_blocks" : index
+      %c2_blocks = arith.constant 2 : index
+      %in_pair = arith.cmpi eq, %cluster_param, %c2_blocks : index
+      scf.if %in_pair {
+        // The two halves of the token's tiles ran in one cluster: each block
+        // publishes its row statistics and unnormalized output in its own
+        // shared memory, then finishes half of the output columns (rank r:
+        // [256r, 256r + 256)) from its own values and the peer's.
+        %rank = tile.cluster_rank : index
+        %other = arith.subi %c1, %rank : index
+        tile.copy %row_max to %max_s : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+        tile.copy %row_sum to %sum_s : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+        tile.copy %acc to %stage_s[%c0, %c0] : !tile.frag<[64, 512], f32> to !tile.shared<[64, 520], f32>
+        tile.cluster_barrier
+        %want_lse = tile.param "lse" : index
+        %lse_on = arith.cmpi ne, %want_lse, %c0 : index
+        %first_rank = arith.cmpi eq, %rank, %c0 : index
+        %rank_writes_lse = arith.andi %lse_on, %first_rank : i1
+        tile.parallel (%i) in [64] {
+          %m_own = tile.load %row_max[%i] : !tile.frag<[64], f32>
+          %l_own = tile.load %row_sum[%i] : !tile.frag<[64], f32>
+          %m_peer = tile.load %max_s[%i] peer %other : !tile.shared<[64], f32>
+          %l_peer = tile.load %sum_s[%i] peer %other : !tile.shared<[64], f32>
+          %m = arith.maximumf %m_own, %m_peer : f32
+          %none = arith.cmpf oeq, %m, %neg_inf : f32
+          %m_safe = arith.select %none, %zero, %m : f32
+          // A half with nothing valid has m = -inf: weight exp2(-inf) = 0.
+          %own_shift = arith.subf %m_own, %m_safe : f32
+          %w_own = math.exp2 %own_shift : f32
+          %peer_shift = arith.subf %m_peer, %m_safe : f32
+          %w_peer = math.exp2 %peer_shift : f32
+          %h = arith.addi %first_head, %i : index
+          %real = arith.cmpi ult, %h, %heads : index
+          %h_safe = arith.select %real, %h, %c0 : index
+          %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
+          %sink_log2 = arith.mulf %sink, %log2e : f32
+          %sink_shifted = arith.subf %sink_log2, %m_safe : f32
+          %sink_term = math.exp2 %sink_shifted : f32
+          %l_own_w = arith.mulf %l_own, %w_own : f32
+          %l_peer_w = arith.mulf %l_peer, %w_peer : f32
+          %l = arith.addf %l_own_w, %l_peer_w : f32
+          %denominator = arith.addf %l, %sink_term : f32
+          %one = arith.constant 1.0 : f32
+          %positive = arith.cmpf ogt, %denominator, %zero : f32
+          %inverse_raw = arith.divf %one, %denominator : f32
+          %inverse = arith.select %positive, %inverse_raw, %zero : f32
+          %own_scale = arith.mulf %w_own, %inverse : f32
+          %peer_scale = arith.mulf %w_peer, %inverse : f32
+          tile.store %own_scale, %own_scale_s[%i] : !tile.shared<[64], f32>
+          tile.store %peer_scale, %peer_scale_s[%i] : !tile.shared<[64], f32>
+          %write_lse = arith.andi %rank_writes_lse, %real : i1
+          scf.if %write_lse {
+            %log2_sum = math.log2 %denominator : f32
+            %total_log2 = arith.addf %m_safe, %log2_sum : f32
+            %ln2 = arith.constant 0.693147182 : f32
+            %lse = arith.mulf %total_log2, %ln2 : f32
+            tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
+          }
         }
+        %c256 = arith.constant 256 : index
+        %first_column = arith.muli %rank, %c256 : index
+        tile.parallel (%i, %c) in [64, 256] {
+          %j = arith.addi %first_column, %c : index
+          %a_own = tile.load %stage_s[%i, %j] : !tile.shared<[64, 520], f32>
+          %a_peer = tile.load %stage_s[%i, %j] peer %other : !tile.shared<[64, 520], f32>
+          %s_own = tile.load %own_scale_s[%i] : !tile.shared<[64], f32>
+          %s_peer = tile.load %peer_scale_s[%i] : !tile.shared<[64], f32>
+          %own_part = arith.mulf %a_own, %s_own : f32
+          %peer_part = arith.mulf %a_peer, %s_peer : f32
+          %sum = arith.addf %own_part, %peer_part : f32
+          tile.store %sum, %merged[%i, %c] : !tile.frag<[64, 256], f32>
+        }
+        // With rope, the last 64 dims (rank 1's columns [192, 256)) are
+        // rotated back: both elements of a pair are in one thread; every
+        // column computes a rotation (with a valid table entry) and keeps it
+        // or not, rather than branching per element.
+        %c448 = arith.constant 448 : index
+        %c2 = arith.constant 2 : index
+        %c63 = arith.constant 63 : index
+        tile.parallel (%i, %c) in [64, 256] {
+          %x = tile.load %merged[%i, %c] : !tile.frag<[64, 256], f32>
+          %c_partner = arith.xori %c, %c1 : index
+          %y = tile.load %merged[%i, %c_partner] : !tile.frag<[64, 256], f32>
+          %rounded = arith.truncf %x : f32 to bf16
+          %partner = arith.truncf %y : f32 to bf16
+          %j = arith.addi %first_column, %c : index
+          %rotated_dim = arith.cmpi uge, %j, %c448 : index
+          %rotate = arith.andi %rope_on, %rotated_dim : i1
+          %in_block = arith.andi %c, %c63 : index
+          %pair = arith.divui %in_block, %c2 : index
+          %parity = arith.remui %c, %c2 : index
+          %odd = arith.cmpi ne, %parity, %c0 : index
+          %cos = tile.load %cos_s[%pair] : !tile.shared<[32], f32>
+          %s_forward = tile.load %sin_s[%pair] : !tile.shared<[32], f32>
+          %s = arith.negf %s_forward : f32
+          %turned = func.call @rope_rotate_element(%rounded, %partner, %odd, %cos, %s)
+              : (bf16, bf16, i1, f32, f32) -> bf16
+          %result = arith.select %rotate, %turned, %rounded : bf16
+          tile.store %result, %out_half[%i, %c] : !tile.frag<[64, 256], bf16>
+        }
+        tile.copy %out_half to %o[%token, %first_head, %first_column]
+            : !tile.frag<[64, 256], bf16> to !tile.global<[?, ?, 512], bf16>
+        // The peer reads this block's tiles until here.
+        tile.cluster_barrier
+      } else {
+        tile.parallel (%i) in [64] {
+          %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+          %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
+          %one = arith.constant 1.0 : f32
+          %positive = arith.cmpf ogt, %l, %zero : f32
+          %inverse_raw = arith.divf %one, %l : f32
+          %inverse = arith.select %positive, %inverse_raw, %zero : f32
+          tile.store %inverse, %tile_sum[%i] : !tile.frag<[64], f32>
+          %h = arith.addi %first_head, %i : index
+          %log2_sum = math.log2 %l : f32
+          %total_log2 = arith.addf %m, %log2_sum : f32
+          %ln2 = arith.constant 0.693147182 : f32
+          %lse_raw = arith.mulf %total_log2, %ln2 : f32
+          // Nothing valid in this split: lse -inf (weight 0 in the combine).
+          %lse = arith.select %positive, %lse_raw, %neg_inf : f32
+          %real = arith.cmpi ult, %h, %heads : index
+          scf.if %real {
+            tile.store %lse, %lse_part[%token, %split, %h] : !tile.global<[?, ?, ?], f32>
+          }
+        }
+        tile.parallel (%i, %j) in [64, 512] {
+          %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
+          %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
+          %normalized = arith.mulf %a, %inverse : f32
+          tile.store %normalized, %acc[%i, %j] : !tile.frag<[64, 512], f32>
+        }
+        tile.copy %acc to %o_part[%token, %split, %first_head, %c0]
+            : !tile.frag<[64, 512], f32> to !tile.global<[?, ?, ?, 512], f32>
       }
-      tile.parallel (%i, %j) in [64, 512] {
-        %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
-        %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
-        %normalized = arith.mulf %a, %inverse : f32
-        tile.store %normalized, %acc[%i, %j] : !tile.frag<[64, 512], f32>
-      }
-      tile.copy %acc to %o_part[%token, %split, %first_head, %c0]
-          : !tile.frag<[64, 512], f32> to !tile.global<[?, ?, ?, 512], f32>
     }
   }
 }

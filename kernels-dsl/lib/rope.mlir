@@ -97,7 +97,8 @@ func.func private @rope_inverse_64_heads(%o: !tile.global<[?, ?, 512], bf16>,
 // The V4 layer's query preparation, on a block's 64 query heads in shared
 // memory (sparse attention's prologue): each 512-dim head normalized
 // (RMSNorm with weight 1: q * rsqrt(mean(q^2) + eps), rounded to bf16),
-// then its last 64 dims rotated by RoPE at `position` (rounded to bf16), as
+// then its last 64 dims rotated by RoPE with the position's table rows cos
+// and sin (staged in shared memory by the caller; rounded to bf16), as
 // v4_norm_rope does; not its bits, since the squares add up in another
 // order. The heads pass through registers a half (256 columns) at a time:
 // half, squares and sums (the heads' sums of squares) are the caller's
@@ -109,9 +110,9 @@ func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
                                          %half: !tile.frag<[64, 256], bf16>,
                                          %squares: !tile.frag<[64, 256], f32>,
                                          %sums: !tile.shared<[64], f32>,
-                                         %cos: !tile.global<[?, 32], f32>,
-                                         %sin: !tile.global<[?, 32], f32>,
-                                         %position: index, %eps: f32) {
+                                         %cos: !tile.shared<[32], f32>,
+                                         %sin: !tile.shared<[32], f32>,
+                                         %eps: f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -168,8 +169,8 @@ func.func private @norm_rope_query_heads(%q_s: !tile.shared<[64, 512], bf16>,
     %im_b = tile.load %q_s[%r, %odd] : !tile.shared<[64, 512], bf16>
     %re = arith.extf %re_b : bf16 to f32
     %im = arith.extf %im_b : bf16 to f32
-    %c = tile.load %cos[%position, %p] : !tile.global<[?, 32], f32>
-    %s = tile.load %sin[%position, %p] : !tile.global<[?, 32], f32>
+    %c = tile.load %cos[%p] : !tile.shared<[32], f32>
+    %s = tile.load %sin[%p] : !tile.shared<[32], f32>
     %re_out, %im_out = func.call @rope_rotate(%re, %im, %c, %s)
         : (f32, f32, f32, f32) -> (f32, f32)
     %re_r = arith.truncf %re_out : f32 to bf16

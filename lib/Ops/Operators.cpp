@@ -427,10 +427,24 @@ constexpr int64_t kSparseAttnTargetBlocks = 132;
 constexpr int64_t kSparseAttnSplitBelow = 64;
 constexpr int64_t kSparseAttnMaxSplits = 32;
 
+/// Decode whose (token, 64 heads) blocks fill at most half the SMs, but
+/// not so few that more than two splits would pay (from 45 blocks, 132 /
+/// blocks < 3): each token's tiles go to a cluster of two blocks, which
+/// merge their halves through distributed shared memory (no workspace, no
+/// combine launch).
+bool sparseAttnClusterPair(int64_t tokens, int64_t heads, int64_t topk) {
+  int64_t blocks = tokens * ((heads + 63) / 64);
+  int64_t tiles = (topk + 63) / 64;
+  return tiles >= 2 && blocks > 0 && 2 * blocks <= kSparseAttnTargetBlocks &&
+         kSparseAttnTargetBlocks / blocks < 3;
+}
+
+/// Splits whose partials sparse_attn_combine merges (1: none).
 int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk) {
   int64_t blocks = tokens * ((heads + 63) / 64);
   int64_t tiles = (topk + 63) / 64;
-  if (blocks <= 0 || blocks >= kSparseAttnSplitBelow || tiles < 2)
+  if (blocks <= 0 || blocks >= kSparseAttnSplitBelow || tiles < 2 ||
+      sparseAttnClusterPair(tokens, heads, topk))
     return 1;
   return std::max<int64_t>(1, std::min({tiles, kSparseAttnTargetBlocks / blocks,
                                         kSparseAttnMaxSplits}));
@@ -529,6 +543,7 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                   layerRope->queryEps));
   }
   bool normalizeQuery = layerRope && layerRope->normalizeQuery;
+  bool pair = sparseAttnClusterPair(tokens, heads, topk);
   int64_t splits = sparseAttnSplits(tokens, heads, topk);
   void *partialOut = o;
   void *partialLse = const_cast<float *>(attnSink);
@@ -584,21 +599,26 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   // heads x 640 indices in two splits: 26.2 us against the plain kernel's
   // 27.2, GPU run 70). (Measured at H = 128; whole head blocks only, like
   // that shape.)
-  bool flashMlaSchedule = splits == 1 && heads >= 128 && heads % 64 == 0 &&
-                          tokens >= 1024 && !normalizeQuery;
+  bool flashMlaSchedule = splits == 1 && !pair && heads >= 128 &&
+                          heads % 64 == 0 && tokens >= 1024 && !normalizeQuery;
   const char *kernel = flashMlaSchedule ? "sparse_attn_wg" : "sparse_attn_ws";
   if (flashMlaSchedule)
     topkPad = (topk + 127) / 128 * 128;
+  // A cluster pair finishes the output itself (lse and rotation too).
+  bool finishes = splits == 1;
   if (Error error = runOperator(
           kernel,
-          formatv("head_blocks={0},lse={1},partial_sums={2},{3}rope={4},"
-                  "splits={5},topk_pad={6}",
-                  headBlocks, lse && splits == 1 ? 1 : 0, splits == 1 ? 1 : 0,
+          formatv("{0}head_blocks={1},lse={2},partial_sums={3},{4}rope={5},"
+                  "splits={6},topk_pad={7}",
+                  flashMlaSchedule ? ""
+                  : pair           ? "cluster_blocks=2,"
+                                   : "cluster_blocks=1,",
+                  headBlocks, lse && finishes ? 1 : 0, finishes ? 1 : 0,
                   // (sparse_attn_wg has no query norm.)
                   flashMlaSchedule ? ""
                   : normalizeQuery ? "q_norm=1,"
                                    : "q_norm=0,",
-                  layerRope && splits == 1 ? 1 : 0, splits, topkPad),
+                  layerRope && finishes ? 1 : 0, pair ? 2 : splits, topkPad),
           arguments, stream))
     return error;
   // Whole: the kernel rotated its output back itself.

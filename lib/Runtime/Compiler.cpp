@@ -503,6 +503,8 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   metadata.sharedBytes = kernel.getLaunch()
                              ->getAttrOfType<IntegerAttr>("tile.shared_bytes")
                              .getInt();
+  metadata.clusterBlocks =
+      kernel.getLaunch().getBoundClusterBlocks().value_or(1);
   for (const tile::TensorMapSpec &spec : tile::getTensorMaps(kernel)) {
     KernelMetadata::TensorMap map;
     map.argument = spec.argNumber;

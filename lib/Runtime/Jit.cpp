@@ -335,6 +335,11 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
                                kernel, d, (*grid)[d], limits[d]));
     blocks[d] = static_cast<unsigned>((*grid)[d]);
   }
+  // The driver would refuse it with a bare CUDA_ERROR_INVALID_VALUE.
+  if ((*grid)[0] % metadata.clusterBlocks != 0)
+    return makeError(formatv("kernel '{0}': the grid's x extent {1} is not a "
+                             "multiple of its cluster of {2} blocks",
+                             kernel, (*grid)[0], metadata.clusterBlocks));
   SmallVector<void *, 64> params;
   for (uint64_t &slot : slots)
     params.push_back(&slot);

@@ -10,6 +10,8 @@
 //   inst <op> <a> <b> <immediate> <bits>
 //   grid <value id>...
 //   gridwait                  (the kernel waits for its prerequisite grids)
+//   cluster <blocks>          (thread-block clusters of that many blocks
+//                              along x; absent: no clusters)
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +65,8 @@ std::string KernelMetadata::serialize() const {
   os << "\n";
   if (waitsForPrerequisiteGrids)
     os << "gridwait\n";
+  if (clusterBlocks > 1)
+    os << "cluster " << clusterBlocks << "\n";
   return text;
 }
 
@@ -146,6 +150,10 @@ Expected<KernelMetadata> KernelMetadata::parse(StringRef text) {
       metadata.program.push_back(inst);
     } else if (fields[0] == "gridwait" && fields.size() == 1) {
       metadata.waitsForPrerequisiteGrids = true;
+    } else if (fields[0] == "cluster") {
+      if (fields.size() != 2 || !number(1, metadata.clusterBlocks) ||
+          metadata.clusterBlocks < 1 || metadata.clusterBlocks > 8)
+        return malformed(line);
     } else if (fields[0] == "grid") {
       for (size_t i = 1; i < fields.size(); ++i) {
         int64_t value;

@@ -151,6 +151,28 @@ def test_decode_splits_few_tokens(b, s, h, k):
     check(q, kv, attn_sink, idx)
 
 
+@pytest.mark.parametrize("b,s,h,k", [(64, 1, 64, 640), (24, 2, 64, 129),
+                                     (30, 1, 128, 200), (50, 1, 16, 100)])
+def test_decode_cluster_pairs(b, s, h, k):
+    # 45 to 66 (token, 64 heads) blocks: each token's index tiles go to a
+    # cluster of two blocks, which merge their halves through distributed
+    # shared memory (lse included): halves without a valid index, a row of
+    # -1, K not a multiple of 64, H not a multiple of 64.
+    seed = fresh_seed(torch)
+    q, kv, attn_sink, idx = inputs(b, s, h, 5000, k)
+    half = -(-k // 128) * 64           # the first block's share of the indices
+    idx[0, 0, :half] = -1              # rank 0 sees nothing
+    idx[1, 0, half:] = -1              # rank 1 sees nothing
+    idx[-1, -1] = -1                   # nobody sees anything: 0
+    o = check(q, kv, attn_sink, idx)
+    assert torch.equal(o[-1, -1], torch.zeros_like(o[-1, -1])), f"seed {seed}"
+    attn_sink.fill_(float("-inf"))
+    o, lse = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5, return_lse=True)
+    assert not torch.isnan(o).any(), f"seed {seed}"
+    assert torch.equal(o[-1, -1], torch.zeros_like(o[-1, -1]))
+    assert bool((lse[-1, -1] == float("-inf")).all())
+
+
 def test_decode_split_without_valid_indices():
     # A token without a valid index gives 0 in every split and after the
     # combine; with a sink of -inf the denominator is 0: still 0, not NaN.
@@ -415,3 +437,43 @@ def test_query_norm_in_the_prologue_is_norm_rope_then_attention(name, b, s, h, k
     error = (got - want).norm() / want.norm()
     assert error < 1e-2, f"relative L2 {error:.2e}, seed {seed}"
     assert (got - want).abs().max() < 5e-2, f"seed {seed}"
+
+
+@pytest.mark.parametrize("b,s,h,k", [(64, 1, 64, 640), (25, 2, 100, 200)])
+def test_cluster_pair_with_layer_rope_is_the_whole_kernel(b, s, h, k):
+    """The cluster pair (cluster_blocks = 2, splits = 2) with the V4
+    layer's query norm and both rotations, and lse: the whole kernel's
+    output within one bf16 rounding (the halves' sums add in another
+    order), and its lse within f32 rounding; positions one past the tables
+    included."""
+    seed = fresh_seed(torch)
+    nkv, positions, eps = 300, 400, 1e-6
+    q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
+    idx[0, 0] = -1
+    angles = torch.arange(positions)[:, None] * torch.exp(
+        -torch.arange(32) * (math.log(10000.0) / 32))[None, :]
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    base = torch.randint(0, positions, (b,), dtype=torch.int32, device="cuda")
+    base[-1] = positions + 5
+    tokens = b * s
+    common = {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 1,
+              "partial_sums": 1, "rope": 1, "q_norm": 1}
+    outputs = []
+    for extra in ({"splits": 1, "cluster_blocks": 1}, {"splits": 2, "cluster_blocks": 2}):
+        kernel = hisa.jit.get_kernel("sparse_attn_ws", dict(common, **extra))
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((tokens, h), float("nan"), device="cuda")
+        kernel.launch(q.view(tokens, h, D), kv.view(b * nkv, D), attn_sink,
+                      idx.view(tokens, k), o.view(tokens, h, D), lse,
+                      torch.empty(1, 1, 1, D, device="cuda"),
+                      torch.empty(1, 1, 1, device="cuda"),
+                      cos, sin, base, s, nkv, D ** -0.5, eps)
+        outputs.append((o, lse))
+    torch.cuda.synchronize()
+    (want, want_lse), (got, got_lse) = outputs
+    assert not got.isnan().any() and not got_lse.isnan().any(), f"seed {seed}"
+    assert torch.equal(got[0, 0], torch.zeros_like(got[0, 0])), f"seed {seed}"
+    error = (got.float() - want.float()).norm() / want.float().norm()
+    assert error < 4e-3, f"relative L2 {error:.2e}, seed {seed}"
+    assert torch.allclose(got.float(), want.float(), atol=2e-2, rtol=1e-2), f"seed {seed}"
+    assert torch.allclose(got_lse, want_lse, atol=1e-4, rtol=1e-5), f"seed {seed}"

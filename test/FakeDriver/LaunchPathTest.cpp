@@ -177,4 +177,43 @@ TEST(LaunchPath, CheckDevicePointersNamesTheArgument) {
   EXPECT_FALSE(bool(checkDevicePointers("an_op", {{"none", nullptr}})));
 }
 
+TEST(LaunchPath, ClusterKernelsNeedAWholeNumberOfClusters) {
+  // Two blocks of a cluster swap rows (test/Conversion/TileToGPU/Inputs/
+  // cluster-exchange.mlir, in short): the metadata records the cluster, and
+  // a grid that is not a multiple of it is refused by name before the
+  // driver sees it.
+  const char *source = R"mlir(
+    tile.kernel @pairs(%in: !tile.global<[?, 128], f32>,
+                       %out: !tile.global<[?, 128], f32>) {
+      %rows = tile.dim %in, 0 : !tile.global<[?, 128], f32>
+      tile.launch (%bx) in (%rows) threads 128 cluster 2 {
+        %mine = tile.alloc : !tile.shared<[128], f32>
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %rank = tile.cluster_rank : index
+        %other = arith.subi %c1, %rank : index
+        tile.copy %in[%bx, %c0] to %mine
+            : !tile.global<[?, 128], f32> to !tile.shared<[128], f32>
+        tile.cluster_barrier
+        tile.parallel (%i) in [128] {
+          %v = tile.load %mine[%i] peer %other : !tile.shared<[128], f32>
+          tile.store %v, %out[%bx, %i] : !tile.global<[?, 128], f32>
+        }
+        tile.cluster_barrier
+      }
+    })mlir";
+  auto kernel = Jit::get().getKernel(source, "pairs", "", "sm_90a");
+  ASSERT_TRUE(bool(kernel)) << toString(kernel.takeError());
+  EXPECT_EQ((*kernel)->getMetadata().clusterBlocks, 2);
+  void *in = deviceBuffer(5 * 128 * 4), *out = deviceBuffer(5 * 128 * 4);
+  LaunchArgument even[] = {tensor(in, {4, 128}), tensor(out, {4, 128})};
+  EXPECT_FALSE(bool((*kernel)->launch(even, nullptr)));
+  LaunchArgument odd[] = {tensor(in, {5, 128}), tensor(out, {5, 128})};
+  llvm::Error refused = (*kernel)->launch(odd, nullptr);
+  EXPECT_NE(toString(std::move(refused))
+                .find("the grid's x extent 5 is not a multiple of its "
+                      "cluster of 2 blocks"),
+            std::string::npos);
+}
+
 } // namespace

@@ -188,17 +188,28 @@ TEST(OperatorPlans, SparseAttnSplitsFewTokensAndCombines) {
   EXPECT_EQ(many[0].block[0], 384u); // two consumer warpgroups + a producer
 }
 
-TEST(OperatorPlans, SparseAttnSplitsOnlyBelowHalfTheSms) {
-  // 64 (token, 64 heads) blocks: one block per token (measured faster than
-  // splits + the combine, docs/performance.md), long index lists included;
-  // 63 still split.
-  EXPECT_EQ(names(sparseAttnDecodePlan(64, 64, 128, 1024)),
-            (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(names(sparseAttnDecodePlan(64, 64, 640, 4096)),
-            (std::vector<std::string>{"sparse_attn_ws"}));
-  EXPECT_EQ(
-      names(sparseAttnDecodePlan(63, 64, 128, 1024)),
-      (std::vector<std::string>{"sparse_attn_ws", "sparse_attn_combine"}));
+TEST(OperatorPlans, SparseAttnPairsBlocksInClustersFromAThirdOfTheSms) {
+  // 45 to 66 (token, 64 heads) blocks: each token's index tiles go to a
+  // cluster of two blocks that merge through distributed shared memory:
+  // one launch of twice the blocks, no workspace, no combine.
+  for (int64_t batch : {45, 63, 64, 66}) {
+    uint64_t bytes = 1;
+    ASSERT_EQ(hisa_sparse_attn_workspace_size(batch, 1, 64, 640, &bytes),
+              HISA_OK);
+    EXPECT_EQ(bytes, 0u) << batch;
+    std::vector<Call> paired = sparseAttnDecodePlan(batch, 64, 640, 4096);
+    ASSERT_EQ(names(paired), (std::vector<std::string>{"sparse_attn_ws"}))
+        << batch;
+    EXPECT_EQ(paired[0].grid[0], static_cast<unsigned>(2 * batch));
+  }
+  // One index tile has nothing to split; 67 blocks and more run whole;
+  // at 44 blocks and below, three or more splits and the combine.
+  EXPECT_EQ(sparseAttnDecodePlan(64, 64, 64, 1024)[0].grid[0], 64u);
+  EXPECT_EQ(sparseAttnDecodePlan(67, 64, 640, 4096)[0].grid[0], 67u);
+  std::vector<Call> split = sparseAttnDecodePlan(44, 64, 640, 4096);
+  EXPECT_EQ(names(split), (std::vector<std::string>{"sparse_attn_ws",
+                                                    "sparse_attn_combine"}));
+  EXPECT_EQ(split[0].grid[0], 44u * 3);
 }
 
 TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {

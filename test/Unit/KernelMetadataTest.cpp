@@ -59,6 +59,24 @@ TEST(KernelMetadata, RoundTripsTheGridWait) {
   EXPECT_FALSE(parsed->waitsForPrerequisiteGrids);
 }
 
+TEST(KernelMetadata, RoundTripsTheClusterSize) {
+  KernelMetadata metadata = makePooling();
+  metadata.clusterBlocks = 2;
+  llvm::Expected<KernelMetadata> parsed =
+      KernelMetadata::parse(metadata.serialize());
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(parsed->clusterBlocks, 2);
+  EXPECT_EQ(parsed->serialize(), metadata.serialize());
+  // Without the record: no clusters; out of range: malformed.
+  EXPECT_EQ(KernelMetadata::parse(makePooling().serialize())->clusterBlocks, 1);
+  std::string text = metadata.serialize();
+  text.replace(text.find("cluster 2"), 9, "cluster 9");
+  llvm::Expected<KernelMetadata> bad = KernelMetadata::parse(text);
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("cluster 9"),
+            std::string::npos);
+}
+
 TEST(KernelMetadata, RoundTripsTensorMaps) {
   KernelMetadata metadata = makePooling();
   KernelMetadata::TensorMap map;

@@ -129,6 +129,9 @@ struct KernelMetadata {
   /// before it touches memory, so it may be launched as a programmatic
   /// dependent of the previous kernel in its stream.
   bool waitsForPrerequisiteGrids = false;
+  /// Blocks per thread-block cluster along x (PTX .reqnctapercluster; 1:
+  /// none). The grid's x extent must be a multiple of it.
+  int64_t clusterBlocks = 1;
 
   std::string serialize() const;
   static llvm::Expected<KernelMetadata> parse(llvm::StringRef text);

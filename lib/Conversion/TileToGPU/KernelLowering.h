@@ -77,7 +77,12 @@ public:
                                 const ElementContext *context);
   mlir::LogicalResult lowerAtomic(AtomicOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerPrefetch(PrefetchOp op, mlir::OpBuilder &b,
-                                  const ElementContext *context);
+                                    const ElementContext *context);
+  /// One element of `memref` (a shared tile) in the cluster's block `peer`.
+  mlir::FailureOr<mlir::Value> loadPeerElement(LoadOp op, mlir::OpBuilder &b,
+                                               mlir::Value memref,
+                                               mlir::ValueRange indices,
+                                               mlir::Value peer);
   mlir::LogicalResult lowerStore(StoreOp op, mlir::OpBuilder &b,
                                  const ElementContext *context);
   mlir::LogicalResult lowerParallel(ParallelOp op, mlir::OpBuilder &b);

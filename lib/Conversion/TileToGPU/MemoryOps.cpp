@@ -563,11 +563,64 @@ LogicalResult KernelLowering::lowerLoad(LoadOp op, OpBuilder &b,
         getElementIndices(op, b, op.getSource(), op.getIndices());
     if (failed(indices))
       return failure();
-    result = loadElements(b, memrefs.lookup(op.getSource()), *indices, 1,
-                          isa<GlobalType>(type));
+    Value memref = memrefs.lookup(op.getSource());
+    if (Value peer = op.getPeer()) {
+      FailureOr<Value> loaded = loadPeerElement(op, b, memref, *indices, peer);
+      if (failed(loaded))
+        return failure();
+      result = *loaded;
+    } else {
+      result = loadElements(b, memref, *indices, 1, isa<GlobalType>(type));
+    }
   }
   op.getResult().replaceAllUsesWith(result);
   return success();
+}
+
+FailureOr<Value> KernelLowering::loadPeerElement(LoadOp op, OpBuilder &b,
+                                                 Value memref,
+                                                 ValueRange indices,
+                                                 Value peer) {
+  Location loc = op.getLoc();
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic))
+    return op.emitOpError("reads a peer's element of a shared tile whose "
+                          "layout is not static");
+  // The same tile sits at the same shared address in every block of the
+  // cluster: the tile's base mapped to the peer's (one mapa, which LLVM
+  // shares between the elements), then the element's offset, so that
+  // LLVM can merge a thread's consecutive elements into one vector load
+  // (each distributed shared memory request costs about as much as a
+  // 16-byte one).
+  Value linear = index(b, offset);
+  for (auto [coordinate, stride] : llvm::zip(indices, strides))
+    linear = arith::AddIOp::create(
+        b, loc, linear,
+        arith::MulIOp::create(b, loc, coordinate, index(b, stride)));
+  Type element = type.getElementType();
+  Value remoteBase = NVVM::MapaOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7),
+      getSharedPointer(b, memref),
+      arith::IndexCastUIOp::create(b, loc, b.getI32Type(), peer));
+  // mapa keeps the address's offset in the block's window: the peer's
+  // tile is as aligned as this one (what LLVM needs to merge loads).
+  AllocOp alloc = getRootAlloc(op.getSource());
+  auto tileOffset =
+      alloc ? alloc->getAttrOfType<IntegerAttr>("tile.offset") : IntegerAttr();
+  if (tileOffset && tileOffset.getInt() % 16 == 0)
+    LLVM::AssumeOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1),
+        LLVM::AssumeAlignTag(), remoteBase,
+        arith::ConstantIntOp::create(b, loc, b.getI64Type(), 16));
+  Value remote = LLVM::GEPOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), element,
+      remoteBase,
+      ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), linear)});
+  return LLVM::LoadOp::create(b, loc, element, remote).getResult();
 }
 
 LogicalResult KernelLowering::lowerStore(StoreOp op, OpBuilder &b,

@@ -414,6 +414,23 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               }
               return success();
             })
+            .Case([&](ClusterRankOp rank) {
+              Value id =
+                  NVVM::ClusterId::create(b, rank.getLoc(), b.getI32Type());
+              rank.replaceAllUsesWith(
+                  arith::IndexCastUIOp::create(b, rank.getLoc(),
+                                               b.getIndexType(), id)
+                      .getResult());
+              return success();
+            })
+            .Case([&](ClusterBarrierOp barrier) {
+              // Release the block's shared writes to the cluster, acquire
+              // the others'.
+              NVVM::ClusterArriveOp::create(b, barrier.getLoc(),
+                                            b.getUnitAttr());
+              NVVM::ClusterWaitOp::create(b, barrier.getLoc(), b.getUnitAttr());
+              return success();
+            })
             .Case([&](CopyOp copy) { return lowerCopy(copy, b); })
             .Case([&](FillOp fill) {
               return lowerFill(fill, fill.getDest(), fill.getValue(), b);
@@ -722,6 +739,10 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip,
   if (isa_and_nonnull<StringAttr>(launch.getBlocksPerSmAttr()))
     return launch.emitOpError("blocks_per_sm names a parameter that is not "
                               "bound; run tile-bind-params first");
+  std::optional<int64_t> clusterBlocks = launch.getBoundClusterBlocks();
+  if (!clusterBlocks)
+    return launch.emitOpError("cluster names a parameter that is not bound; "
+                              "run tile-bind-params first");
   if (failed(checkUnrollBudget(launch, maxUnrolledOps)))
     return failure();
   OpBuilder b(kernel);
@@ -750,6 +771,11 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip,
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(*blocks));
   else if (launch.getWarpSpecializedLoop())
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  // PTX .reqnctapercluster: a plain launch then forms the clusters.
+  if (*clusterBlocks > 1)
+    func->setAttr(
+        NVVM::NVVMDialect::getClusterDimAttrName(),
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(*clusterBlocks), 1, 1}));
   if (tensorMapCount)
     func->setAttr(kTensorMapCountAttrName, b.getI64IntegerAttr(tensorMapCount));
   Block &entry = func.getBody().front();

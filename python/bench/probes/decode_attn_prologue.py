@@ -50,11 +50,22 @@ def main():
             whole = o
             digest = hashlib.sha1(o.view(torch.int16).cpu().numpy().tobytes()).hexdigest()[:12]
             print(f"| {topk} | {rope} | {q_norm} | {t * 1e6:.1f} | {digest} |")
-        # The layer's full work (rope, q_norm) with each token's indices
-        # split over 2 or 4 blocks (either kernel), merged by
-        # sparse_attn_combine, which also rotates the output back.
+        # The layer's full work with each token's indices split over a
+        # cluster of two blocks that merge through distributed shared
+        # memory (what the operator runs at 44 to 66 blocks).
         tiles = -(-topk // 64)
-        for kernel in ("sparse_attn", "sparse_attn_ws"):
+        o = torch.empty(tokens, heads, D, device="cuda").bfloat16()
+        params = {"head_blocks": 1, "lse": 0, "partial_sums": 1, "splits": 2,
+                  "cluster_blocks": 2, "topk_pad": tiles * 64, "rope": 1, "q_norm": 1}
+        attn = hisa.jit.get_kernel("sparse_attn_ws", params)
+        args = (q, kv, sink, idx, o, unused, part_o, part_lse, cos, sin, base, 1, nkv,
+                D ** -0.5, 1e-6)
+        t = graph_time(lambda attn=attn, args=args: attn.launch(*args))
+        print(f"| {topk} | cluster pair | 1 | {t * 1e6:.1f} | max abs diff vs whole "
+              f"{(o.float() - whole.float()).abs().max().item():.3g} |")
+        # ... or over 2 or 4 blocks merged by sparse_attn_combine, which
+        # also rotates the output back.
+        for kernel in ("sparse_attn_ws",):
             for splits in (2, 4):
                 if splits > tiles:
                     continue

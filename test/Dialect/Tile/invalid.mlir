@@ -163,6 +163,82 @@ tile.kernel @blocks_per_sm_unknown_param() params {blocks = 2} {
 
 // -----
 
+tile.kernel @cluster_too_large() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op cluster must be 1 to 8 blocks, got 16}}
+  tile.launch (%bx) in (%c1) threads 128 cluster 16 {
+  }
+}
+
+// -----
+
+tile.kernel @cluster_unknown_param() params {pair = 2} {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'tile.launch' op cluster names 'pairs', which is not a parameter of kernel @cluster_unknown_param}}
+  tile.launch (%bx) in (%c1) threads 128 cluster "pairs" {
+  }
+}
+
+// -----
+
+tile.kernel @cluster_rank_without_cluster() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    // expected-error @+1 {{'tile.cluster_rank' op needs a tile.launch with `cluster N`}}
+    %rank = tile.cluster_rank : index
+  }
+}
+
+// -----
+
+tile.kernel @cluster_barrier_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 cluster 2 {
+    tile.parallel (%i) in [128] {
+      // expected-error @+1 {{'tile.cluster_barrier' op may not sit in a tile.parallel body (every thread of the cluster meets it once)}}
+      tile.cluster_barrier
+    }
+  }
+}
+
+// -----
+
+tile.kernel @cluster_barrier_in_pipelined(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 cluster 2 {
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 {
+      // expected-error @+1 {{'tile.cluster_barrier' op may not sit in a tile.pipelined, tile.per_warpgroup or tile.all_of body}}
+      tile.cluster_barrier
+    }
+  }
+}
+
+// -----
+
+tile.kernel @peer_load_from_global(%g: !tile.global<[?], f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 cluster 2 {
+    // expected-error @+1 {{'tile.load' op reads a peer block's element only from a shared tile, got a global tile [?]}}
+    %v = tile.load %g[%c0] peer %c1 : !tile.global<[?], f32>
+  }
+}
+
+// -----
+
+tile.kernel @peer_load_without_cluster() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %s = tile.alloc : !tile.shared<[128], f32>
+    // expected-error @+1 {{'tile.load' op needs a tile.launch with `cluster N`}}
+    %v = tile.load %s[%c0] peer %c1 : !tile.shared<[128], f32>
+  }
+}
+
+// -----
+
 tile.kernel @too_many_blocks_per_sm() {
   %c1 = arith.constant 1 : index
   // expected-error @+1 {{'tile.launch' op blocks_per_sm must be at least 1 with at most 2048 threads per SM, got 9 blocks of 256 threads}}

@@ -150,6 +150,39 @@ tile.kernel @occupancy_param(%a: index) params {blocks = 3} {
 
 // -----
 
+// Thread-block clusters: the rank, the cluster barrier and a peer's shared
+// element; the size may name a parameter.
+// CHECK-LABEL: tile.kernel @cluster_pair
+// CHECK: tile.launch (%{{.*}}) in (%{{.*}}) threads 128 cluster 2 {
+// CHECK: %[[RANK:.*]] = tile.cluster_rank : index
+// CHECK: tile.cluster_barrier
+// CHECK: tile.load %{{.*}}[%{{.*}}] peer %{{.*}} : !tile.shared<[128], f32>
+tile.kernel @cluster_pair(%a: index, %out: !tile.global<[?], f32>) {
+  tile.launch (%x) in (%a) threads 128 cluster 2 {
+    %s = tile.alloc : !tile.shared<[128], f32>
+    %c1 = arith.constant 1 : index
+    %rank = tile.cluster_rank : index
+    %other = arith.subi %c1, %rank : index
+    tile.cluster_barrier
+    tile.parallel (%i) in [128] {
+      %v = tile.load %s[%i] peer %other : !tile.shared<[128], f32>
+      tile.store %v, %out[%i] : !tile.global<[?], f32>
+    }
+    tile.cluster_barrier
+  }
+}
+
+// -----
+
+// CHECK-LABEL: tile.kernel @cluster_param
+// CHECK: tile.launch (%{{.*}}) in (%{{.*}}) threads 128 cluster "pair" {
+tile.kernel @cluster_param(%a: index) params {pair = 2} {
+  tile.launch (%x) in (%a) threads 128 cluster "pair" {
+  }
+}
+
+// -----
+
 // Atomics on shared and global memory, at indices computed in the body.
 // CHECK-LABEL: tile.kernel @atomics
 // CHECK: %{{.*}} = tile.atomic add %{{.*}}, %{{.*}}[%{{.*}}] : !tile.shared<[256], i32>

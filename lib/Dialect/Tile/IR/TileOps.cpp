@@ -414,6 +414,18 @@ ParseResult LaunchOp::parse(OpAsmParser &parser, OperationState &result) {
       value = parser.getBuilder().getI64IntegerAttr(blocks);
     result.addAttribute(getBlocksPerSmAttrName(result.name), value);
   }
+  if (succeeded(parser.parseOptionalKeyword("cluster"))) {
+    std::string param;
+    int64_t blocks;
+    Attribute value;
+    if (succeeded(parser.parseOptionalString(&param)))
+      value = parser.getBuilder().getStringAttr(param);
+    else if (parser.parseInteger(blocks))
+      return failure();
+    else
+      value = parser.getBuilder().getI64IntegerAttr(blocks);
+    result.addAttribute(getClusterBlocksAttrName(result.name), value);
+  }
   if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   for (OpAsmParser::Argument &index : blockIndices)
@@ -437,8 +449,16 @@ void LaunchOp::print(OpAsmPrinter &p) {
     else
       p << cast<IntegerAttr>(blocks).getInt();
   }
+  if (Attribute cluster = getClusterBlocksAttr()) {
+    p << " cluster ";
+    if (auto name = dyn_cast<StringAttr>(cluster))
+      p << name;
+    else
+      p << cast<IntegerAttr>(cluster).getInt();
+  }
   p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(), {getThreadsAttrName(), getBlocksPerSmAttrName()});
+      (*this)->getAttrs(), {getThreadsAttrName(), getBlocksPerSmAttrName(),
+                            getClusterBlocksAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
@@ -479,6 +499,17 @@ LogicalResult LaunchOp::verify() {
              << name.getValue() << "', which is not a parameter of kernel @"
              << kernel.getSymName();
   }
+  if (auto name = dyn_cast_or_null<StringAttr>(getClusterBlocksAttr())) {
+    auto kernel = (*this)->getParentOfType<KernelOp>();
+    if (kernel && !kernel.getParams().get(name))
+      return emitOpError("cluster names '")
+             << name.getValue() << "', which is not a parameter of kernel @"
+             << kernel.getSymName();
+  }
+  // 8 is the portable cluster size (larger ones need an opt-in per kernel).
+  if (std::optional<int64_t> cluster = getBoundClusterBlocks())
+    if (*cluster < 1 || *cluster > 8)
+      return emitOpError("cluster must be 1 to 8 blocks, got ") << *cluster;
   if (std::optional<int64_t> blocks = getBoundBlocksPerSm())
     if (*blocks < 1 || *blocks > 2048 / threads)
       return emitOpError("blocks_per_sm must be at least 1 with at most 2048 "
@@ -1367,8 +1398,49 @@ static LogicalResult verifyElementAccess(Operation *op, Type bufferType,
   return verifyInsideLaunch(op);
 }
 
+/// Ops that only mean something in a cluster: inside a launch, it must
+/// have `cluster` (a device function's ops are checked once inlined).
+static LogicalResult verifyInsideCluster(Operation *op) {
+  if (failed(verifyInsideLaunch(op)))
+    return failure();
+  auto launch = op->getParentOfType<LaunchOp>();
+  if (!launch)
+    return success();
+  // (`cluster 1`, say a parameter's default, is a cluster of one block:
+  // its peer is itself.)
+  if (!launch.getClusterBlocksAttr())
+    return op->emitOpError("needs a tile.launch with `cluster N`");
+  return success();
+}
+
 LogicalResult LoadOp::verify() {
+  if (getPeer()) {
+    if (!isa<SharedType>(getSource().getType()))
+      return emitOpError("reads a peer block's element only from a shared "
+                         "tile, got a ")
+             << describe(getSource().getType());
+    if (failed(verifyInsideCluster(*this)))
+      return failure();
+  }
   return verifyElementAccess(*this, getSource().getType(), getIndices());
+}
+
+//===----------------------------------------------------------------------===//
+// Clusters
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClusterRankOp::verify() { return verifyInsideCluster(*this); }
+
+LogicalResult ClusterBarrierOp::verify() {
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("may not sit in a tile.parallel body (every thread "
+                       "of the cluster meets it once)");
+  if ((*this)->getParentOfType<PipelinedOp>() ||
+      (*this)->getParentOfType<PerWarpgroupOp>() ||
+      (*this)->getParentOfType<AllOfOp>())
+    return emitOpError("may not sit in a tile.pipelined, tile.per_warpgroup "
+                       "or tile.all_of body");
+  return verifyInsideCluster(*this);
 }
 
 LogicalResult StoreOp::verify() {

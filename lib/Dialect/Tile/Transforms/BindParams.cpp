@@ -76,16 +76,23 @@ LogicalResult bindKernel(KernelOp kernel,
     parallel.setExtentsAttr(bind(parallel.getExtents()));
   });
   kernel.walk([&](LaunchOp launch) {
-    auto name = dyn_cast_or_null<StringAttr>(launch.getBlocksPerSmAttr());
-    if (!name)
-      return;
-    std::optional<int64_t> value = lookup(name.getValue());
-    if (!value) {
-      emitError() << "blocks_per_sm names unknown parameter '"
-                  << name.getValue() << "'";
-      return;
-    }
-    launch.setBlocksPerSmAttr(builder.getI64IntegerAttr(*value));
+    // blocks_per_sm and cluster may each name a parameter.
+    auto bindNamed = [&](Attribute attr, StringRef what, auto set) {
+      auto name = dyn_cast_or_null<StringAttr>(attr);
+      if (!name)
+        return;
+      std::optional<int64_t> value = lookup(name.getValue());
+      if (!value) {
+        emitError() << what << " names unknown parameter '" << name.getValue()
+                    << "'";
+        return;
+      }
+      set(builder.getI64IntegerAttr(*value));
+    };
+    bindNamed(launch.getBlocksPerSmAttr(), "blocks_per_sm",
+              [&](IntegerAttr value) { launch.setBlocksPerSmAttr(value); });
+    bindNamed(launch.getClusterBlocksAttr(), "cluster",
+              [&](IntegerAttr value) { launch.setClusterBlocksAttr(value); });
   });
   if (failed)
     return failure();

@@ -119,14 +119,22 @@ struct TilePlanSharedMemoryPass
           unsigned use = topLevelPosition(user);
           tile.firstUse = std::min(tile.firstUse, use);
           tile.lastUse = std::max(tile.lastUse, use);
+          // Another block of the cluster may read it until the launch's
+          // last cluster barrier.
+          if (auto load = dyn_cast<LoadOp>(user); load && load.getPeer())
+            tile.lastUse = body.getOperations().size();
           if (auto view = dyn_cast<ViewOp>(user))
             worklist.push_back(view.getResult());
           if (auto pick = dyn_cast<PickOp>(user))
             worklist.push_back(pick.getResult());
         }
       }
-      if (tile.firstUse == UINT_MAX)
+      // An unused tile (its uses in a branch a parameter removed, say)
+      // takes no bytes.
+      if (tile.firstUse == UINT_MAX) {
         tile.firstUse = at;
+        tile.bytes = 0;
+      }
       if (filledEarly.contains(alloc))
         tile.firstUse = 0;
       if (int64_t stages = stagesOf.lookup(alloc)) {

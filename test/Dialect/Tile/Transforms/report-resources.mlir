@@ -8,8 +8,8 @@
 // RUN: hisa-opt %kernels/fp8_gemm.mlir --tile-to-nvvm | FileCheck %s --check-prefix=GEMM-PLANNED
 // RUN: hisa-opt %kernels/fp8_gemm.mlir --tile-bind-params --tile-report-resources="features=-tma" -o /dev/null | FileCheck %s --check-prefix=GEMM-NO-TMA
 
-// 64x128 fp8 + 128 f32 shared = 8192 + 512 bytes declared; %b is never used,
-// so the plan needs only %a's 8192 bytes. Fragments 64*64*4 + 64*4 = 16640
+// 64x128 fp8 + 128 f32 shared = 8192 + 512 bytes declared; %b is never used
+// (it takes no bytes), so the plan needs only %a's 8192 bytes. Fragments 64*64*4 + 64*4 = 16640
 // bytes over 128 threads = 130 bytes per thread; local 2 x i32.
 // CHECK: kernel @k threads=128 shared=8192B (declared: 2 tiles, 8704B) fragment=130B/thread local=8B/thread
 // UNBOUND: error: 'tile.alloc' op has a shape with parameter names; run tile-bind-params before tile-report-resources
@@ -25,5 +25,6 @@ tile.kernel @k() params {n = 64} {
     %c = tile.alloc : !tile.frag<[n, 64], f32>
     %d = tile.alloc : !tile.frag<[n], f32>
     %e = tile.alloc : !tile.local<[2], i32>
+    tile.clear %a : !tile.shared<[n, 128], f8E4M3FN>
   }
 }

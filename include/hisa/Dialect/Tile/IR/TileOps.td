@@ -155,9 +155,22 @@ def Tile_LaunchOp : Tile_Op<"launch", [
     tile.launch (%bx) in (%m) threads 128 blocks_per_sm 5 { ... }
     tile.launch (%bx) in (%m) threads 128 blocks_per_sm "min_blocks" { ... }
     ```
+
+    `cluster N` (sm_90 thread-block clusters) groups every N consecutive
+    blocks along x into a cluster whose blocks run at the same time on
+    different SMs and may read each other's shared tiles (`tile.load ...
+    peer`) and meet at `tile.cluster_barrier`; N is 1 to 8, or a kernel
+    parameter's name (1: each block is a cluster of its own, its only peer
+    itself). The grid's x extent must be a multiple of N (the runtime
+    refuses a launch that is not).
+
+    ```mlir
+    tile.launch (%bx) in (%blocks) threads 256 cluster 2 { ... }
+    ```
   }];
   let arguments = (ins Variadic<Index>:$gridSizes, I64Attr:$threads,
-                       OptionalAttr<AnyAttrOf<[I64Attr, StrAttr]>>:$blocks_per_sm);
+                       OptionalAttr<AnyAttrOf<[I64Attr, StrAttr]>>:$blocks_per_sm,
+                       OptionalAttr<AnyAttrOf<[I64Attr, StrAttr]>>:$cluster_blocks);
   let extraClassDeclaration = [{
     ::mlir::Block::BlockArgListType getBlockIndices() {
       return getBody().getArguments();
@@ -172,6 +185,16 @@ def Tile_LaunchOp : Tile_Op<"launch", [
     std::optional<int64_t> getBoundBlocksPerSm() {
       if (auto value = ::llvm::dyn_cast_or_null<::mlir::IntegerAttr>(
               getBlocksPerSmAttr()))
+        return value.getInt();
+      return std::nullopt;
+    }
+    /// The bound cluster size: 1 without `cluster` (nullopt while it still
+    /// names a parameter).
+    std::optional<int64_t> getBoundClusterBlocks() {
+      ::mlir::Attribute blocks = getClusterBlocksAttr();
+      if (!blocks)
+        return 1;
+      if (auto value = ::llvm::dyn_cast<::mlir::IntegerAttr>(blocks))
         return value.getInt();
       return std::nullopt;
     }
@@ -662,17 +685,72 @@ def Tile_ReleaseOp : Tile_Op<"release"> {
   let hasVerifier = 1;
 }
 
-def Tile_LoadOp : Tile_Op<"load", [
+def Tile_ClusterRankOp : Tile_Op<"cluster_rank", [Pure]> {
+  let summary = "The block's rank in its thread-block cluster";
+  let description = [{
+    In [0, N) for a launch with `cluster N`: block x of the grid has rank
+    x mod N (clusters group consecutive blocks along x).
+
+    ```mlir
+    %rank = tile.cluster_rank : index
+    ```
+  }];
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ClusterBarrierOp : Tile_Op<"cluster_barrier"> {
+  let summary = "Every block of the cluster meets here";
+  let description = [{
+    barrier.cluster.arrive (release) + barrier.cluster.wait (acquire):
+    every thread of every block of the cluster arrives before any goes on,
+    so shared-memory writes before it are visible to the cluster's other
+    blocks (`tile.load ... peer`) after it. Every thread that has not
+    exited must reach the same cluster barriers: it sits directly in the
+    launch body or in `scf` control flow that is uniform over the cluster,
+    not in a tile.parallel, tile.pipelined, tile.per_warpgroup or
+    tile.all_of body (a warp-specialized loop's producer warpgroup has
+    exited by then and does not count). A block that a peer reads from
+    must not exit before the peer's reads: put a cluster barrier after
+    them.
+
+    ```mlir
+    tile.copy %row_max to %max_s : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+    tile.cluster_barrier
+    // tile.load %max_s[%i] peer %other ...
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
+def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Reads one element of a tile or global tensor";
   let description = [{
     Used in `tile.parallel` bodies and serial code. A read outside a global
     tensor gives 0.
+
+    `peer %rank` reads the element of the same shared tile in another block
+    of the launch's cluster (its rank in [0, N) of `cluster N`): the
+    distributed shared memory of sm_90 (mapa + ld.shared::cluster). The
+    peer must have written it before a `tile.cluster_barrier` that both
+    passed, and keeps it until a later one: a tile read by a peer stays
+    allocated to the end of the launch (tile-plan-shared-memory gives its
+    bytes to no later tile).
+
+    ```mlir
+    %m_peer = tile.load %row_max_s[%i] peer %other : !tile.shared<[64], f32>
+    ```
   }];
-  let arguments = (ins Tile_AnyBuffer:$source, Variadic<Index>:$indices);
+  let arguments = (ins Tile_AnyBuffer:$source, Variadic<Index>:$indices,
+                       Optional<Index>:$peer);
   let results = (outs AnyType:$result);
-  let assemblyFormat =
-      "$source `[` $indices `]` attr-dict `:` qualified(type($source))";
+  let assemblyFormat = [{
+    $source `[` $indices `]` (`peer` $peer^)? attr-dict `:`
+    qualified(type($source))
+  }];
   let hasVerifier = 1;
 }
 
