@@ -402,30 +402,26 @@ ParseResult LaunchOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   result.addAttribute(getThreadsAttrName(result.name),
                       parser.getBuilder().getI64IntegerAttr(threads));
-  if (succeeded(parser.parseOptionalKeyword("blocks_per_sm"))) {
+  // `blocks_per_sm` and `cluster` each take an integer or a parameter's
+  // name.
+  auto parseCount = [&](StringRef keyword, StringAttr name) -> ParseResult {
+    if (failed(parser.parseOptionalKeyword(keyword)))
+      return success();
     std::string param;
-    int64_t blocks;
+    int64_t count;
     Attribute value;
     if (succeeded(parser.parseOptionalString(&param)))
       value = parser.getBuilder().getStringAttr(param);
-    else if (parser.parseInteger(blocks))
+    else if (parser.parseInteger(count))
       return failure();
     else
-      value = parser.getBuilder().getI64IntegerAttr(blocks);
-    result.addAttribute(getBlocksPerSmAttrName(result.name), value);
-  }
-  if (succeeded(parser.parseOptionalKeyword("cluster"))) {
-    std::string param;
-    int64_t blocks;
-    Attribute value;
-    if (succeeded(parser.parseOptionalString(&param)))
-      value = parser.getBuilder().getStringAttr(param);
-    else if (parser.parseInteger(blocks))
-      return failure();
-    else
-      value = parser.getBuilder().getI64IntegerAttr(blocks);
-    result.addAttribute(getClusterBlocksAttrName(result.name), value);
-  }
+      value = parser.getBuilder().getI64IntegerAttr(count);
+    result.addAttribute(name, value);
+    return success();
+  };
+  if (parseCount("blocks_per_sm", getBlocksPerSmAttrName(result.name)) ||
+      parseCount("cluster", getClusterBlocksAttrName(result.name)))
+    return failure();
   if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   for (OpAsmParser::Argument &index : blockIndices)
@@ -442,20 +438,17 @@ void LaunchOp::print(OpAsmPrinter &p) {
   llvm::interleaveComma(getBlockIndices(), p,
                         [&](BlockArgument index) { p.printOperand(index); });
   p << ") in (" << getGridSizes() << ") threads " << getThreads();
-  if (Attribute blocks = getBlocksPerSmAttr()) {
-    p << " blocks_per_sm ";
-    if (auto name = dyn_cast<StringAttr>(blocks))
+  auto printCount = [&](StringRef keyword, Attribute count) {
+    if (!count)
+      return;
+    p << " " << keyword << " ";
+    if (auto name = dyn_cast<StringAttr>(count))
       p << name;
     else
-      p << cast<IntegerAttr>(blocks).getInt();
-  }
-  if (Attribute cluster = getClusterBlocksAttr()) {
-    p << " cluster ";
-    if (auto name = dyn_cast<StringAttr>(cluster))
-      p << name;
-    else
-      p << cast<IntegerAttr>(cluster).getInt();
-  }
+      p << cast<IntegerAttr>(count).getInt();
+  };
+  printCount("blocks_per_sm", getBlocksPerSmAttr());
+  printCount("cluster", getClusterBlocksAttr());
   p.printOptionalAttrDictWithKeyword(
       (*this)->getAttrs(), {getThreadsAttrName(), getBlocksPerSmAttrName(),
                             getClusterBlocksAttrName()});
