@@ -553,7 +553,8 @@ FailureOr<Value> KernelLowering::cloneForProducer(OpBuilder &b, Value value,
   // loop, which the roles' rendezvous orders before the producer's loop;
   // writers after the loop wait for every stage, so for the producer's last
   // read.
-  if (auto load = dyn_cast_or_null<LoadOp>(def)) {
+  // (Not a peer block's element: the producer would read its own.)
+  if (auto load = dyn_cast_or_null<LoadOp>(def); load && !load.getPeer()) {
     auto loop = dyn_cast<PipelinedOp>(user);
     Value tile = load.getSource();
     if (loop && loop->isAncestor(load) &&
