@@ -27,8 +27,8 @@
 //   3. O / (l + exp2(sink*log2(e) - m)) in bf16; lse if asked. With rope
 //      = 1 (the V4 layer), the stored output's last 64 dims are then
 //      rotated back by RoPE at the token's position, in registers before
-//      the store (lib/rope.mlir: rope_rotate_element on each pair, which a
-//      thread holds whole; tables rope_cos / rope_sin [positions, 32],
+//      the store (lib/rope.mlir: rope_inverse_column on each element; a
+//      thread holds both of a pair; tables rope_cos / rope_sin [positions, 32],
 //      rope_base [B]: the bits of a separate v4_rope with inverse = 1).
 //      Split blocks leave that to sparse_attn_combine.
 //   4. With cluster_blocks = 2 (and splits = 2), the two halves of a token's
@@ -56,7 +56,8 @@ func.func private @norm_rope_query_heads(!tile.shared<[64, 512], bf16>,
                                          !tile.shared<[32], f32>, f32)
 func.func private @rope_position(!tile.global<[?], i32>, !tile.global<[?, 32], f32>,
                                  index, index) -> index
-func.func private @rope_rotate_element(bf16, bf16, i1, f32, f32) -> bf16
+func.func private @rope_inverse_column(bf16, bf16, index, i1, !tile.shared<[32], f32>,
+                                       !tile.shared<[32], f32>) -> bf16
 
 tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %kv: !tile.global<[?, 512], bf16>,
@@ -109,7 +110,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     // element would wait behind its own bounds check).
     %cos_s = tile.alloc : !tile.shared<[32], f32>
     %sin_s = tile.alloc : !tile.shared<[32], f32>
-    // With `cluster_blocks = 2`: the pair's exchange (step 3).
+    // With `cluster_blocks = 2`: the pair's exchange (step 4).
     %max_s = tile.alloc : !tile.shared<[64], f32>
     %sum_s = tile.alloc : !tile.shared<[64], f32>
     // (Rows padded to 520 floats: the accumulator's 8 rows per warp store
@@ -338,34 +339,19 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         }
       }
       // With rope, the last 64 dims are rotated back in registers: each
-      // thread holds both elements of a pair (columns 2p, 2p + 1). Every
-      // element computes its rotation (tables in shared memory, a valid
-      // entry for any column) and keeps it or not: a branch per element
-      // would hold each load behind it.
-      %c448 = arith.constant 448 : index
-      %c2 = arith.constant 2 : index
-      %c63 = arith.constant 63 : index
+      // thread holds both elements of a pair (columns 2p, 2p + 1).
       tile.parallel (%i, %j) in [64, 512] {
         %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
         %inverse = tile.load %tile_sum[%i] : !tile.frag<[64], f32>
         %normalized = arith.mulf %a, %inverse : f32
         %rounded = arith.truncf %normalized : f32 to bf16
-        %rotated_dim = arith.cmpi uge, %j, %c448 : index
-        %rotate = arith.andi %rope_on, %rotated_dim : i1
         %j_partner = arith.xori %j, %c1 : index
         %b = tile.load %acc[%i, %j_partner] : !tile.frag<[64, 512], f32>
         %partner_normalized = arith.mulf %b, %inverse : f32
         %partner = arith.truncf %partner_normalized : f32 to bf16
-        %in_block = arith.andi %j, %c63 : index
-        %pair = arith.divui %in_block, %c2 : index
-        %parity = arith.remui %j, %c2 : index
-        %odd = arith.cmpi ne, %parity, %c0 : index
-        %c = tile.load %cos_s[%pair] : !tile.shared<[32], f32>
-        %s_forward = tile.load %sin_s[%pair] : !tile.shared<[32], f32>
-        %s = arith.negf %s_forward : f32
-        %rotated = func.call @rope_rotate_element(%rounded, %partner, %odd, %c, %s)
-            : (bf16, bf16, i1, f32, f32) -> bf16
-        %result = arith.select %rotate, %rotated, %rounded : bf16
+        %result = func.call @rope_inverse_column(%rounded, %partner, %j, %rope_on, %cos_s,
+                                                 %sin_s)
+            : (bf16, bf16, index, i1, !tile.shared<[32], f32>, !tile.shared<[32], f32>) -> bf16
         tile.store %result, %out[%i, %j] : !tile.frag<[64, 512], bf16>
       }
       tile.copy %out to %o[%token, %first_head, %c0]
@@ -444,12 +430,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           tile.store %sum, %merged[%i, %c] : !tile.frag<[64, 256], f32>
         }
         // With rope, the last 64 dims (rank 1's columns [192, 256)) are
-        // rotated back: both elements of a pair are in one thread; every
-        // column computes a rotation (with a valid table entry) and keeps it
-        // or not, rather than branching per element.
-        %c448 = arith.constant 448 : index
-        %c2 = arith.constant 2 : index
-        %c63 = arith.constant 63 : index
+        // rotated back: both elements of a pair are in one thread.
         tile.parallel (%i, %c) in [64, 256] {
           %x = tile.load %merged[%i, %c] : !tile.frag<[64, 256], f32>
           %c_partner = arith.xori %c, %c1 : index
@@ -457,18 +438,9 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           %rounded = arith.truncf %x : f32 to bf16
           %partner = arith.truncf %y : f32 to bf16
           %j = arith.addi %first_column, %c : index
-          %rotated_dim = arith.cmpi uge, %j, %c448 : index
-          %rotate = arith.andi %rope_on, %rotated_dim : i1
-          %in_block = arith.andi %c, %c63 : index
-          %pair = arith.divui %in_block, %c2 : index
-          %parity = arith.remui %c, %c2 : index
-          %odd = arith.cmpi ne, %parity, %c0 : index
-          %cos = tile.load %cos_s[%pair] : !tile.shared<[32], f32>
-          %s_forward = tile.load %sin_s[%pair] : !tile.shared<[32], f32>
-          %s = arith.negf %s_forward : f32
-          %turned = func.call @rope_rotate_element(%rounded, %partner, %odd, %cos, %s)
-              : (bf16, bf16, i1, f32, f32) -> bf16
-          %result = arith.select %rotate, %turned, %rounded : bf16
+          %result = func.call @rope_inverse_column(%rounded, %partner, %j, %rope_on, %cos_s,
+                                                   %sin_s)
+              : (bf16, bf16, index, i1, !tile.shared<[32], f32>, !tile.shared<[32], f32>) -> bf16
           tile.store %result, %out_half[%i, %c] : !tile.frag<[64, 256], bf16>
         }
         tile.copy %out_half to %o[%token, %first_head, %first_column]

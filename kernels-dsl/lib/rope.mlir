@@ -33,6 +33,35 @@ func.func private @rope_rotate_element(%own: bf16, %partner: bf16, %odd: i1,
   return %rounded : bf16
 }
 
+// An attention output's element at column `column` of its 512, rotated
+// back by RoPE when `enabled` and the column is one of the last 64 (the
+// V4 layer's decode and prefill epilogues): `own` and its pair partner
+// (column xor 1) rounded to bf16, `cos` / `sin` the token's table rows in
+// shared memory. Every column computes the rotation (with a valid table
+// entry) and keeps it or not: a branch per element would hold each load
+// behind it.
+func.func private @rope_inverse_column(%own: bf16, %partner: bf16, %column: index,
+                                       %enabled: i1, %cos: !tile.shared<[32], f32>,
+                                       %sin: !tile.shared<[32], f32>) -> bf16 {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c63 = arith.constant 63 : index
+  %c448 = arith.constant 448 : index
+  %rotated_dim = arith.cmpi uge, %column, %c448 : index
+  %rotate = arith.andi %enabled, %rotated_dim : i1
+  %in_block = arith.andi %column, %c63 : index
+  %pair = arith.divui %in_block, %c2 : index
+  %parity = arith.remui %column, %c2 : index
+  %odd = arith.cmpi ne, %parity, %c0 : index
+  %c = tile.load %cos[%pair] : !tile.shared<[32], f32>
+  %s_forward = tile.load %sin[%pair] : !tile.shared<[32], f32>
+  %s = arith.negf %s_forward : f32
+  %rotated = func.call @rope_rotate_element(%own, %partner, %odd, %c, %s)
+      : (bf16, bf16, i1, f32, f32) -> bf16
+  %result = arith.select %rotate, %rotated, %own : bf16
+  return %result : bf16
+}
+
 // The position of token t: sequence t / seq at base[t / seq] + t % seq,
 // clamped to the tables' last row (cos [positions, 32]).
 func.func private @rope_position(%base: !tile.global<[?], i32>,

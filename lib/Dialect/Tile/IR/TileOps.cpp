@@ -485,19 +485,16 @@ LogicalResult LaunchOp::verify() {
     return emitOpError("thread count must be a multiple of 32 between 32 and "
                        "1024, got ")
            << threads;
-  if (auto name = dyn_cast_or_null<StringAttr>(getBlocksPerSmAttr())) {
-    auto kernel = (*this)->getParentOfType<KernelOp>();
-    if (kernel && !kernel.getParams().get(name))
-      return emitOpError("blocks_per_sm names '")
-             << name.getValue() << "', which is not a parameter of kernel @"
-             << kernel.getSymName();
-  }
-  if (auto name = dyn_cast_or_null<StringAttr>(getClusterBlocksAttr())) {
-    auto kernel = (*this)->getParentOfType<KernelOp>();
-    if (kernel && !kernel.getParams().get(name))
-      return emitOpError("cluster names '")
-             << name.getValue() << "', which is not a parameter of kernel @"
-             << kernel.getSymName();
+  // blocks_per_sm and cluster may name a parameter of the kernel.
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  for (auto [keyword, count] :
+       {std::pair<StringRef, Attribute>{"blocks_per_sm", getBlocksPerSmAttr()},
+        {"cluster", getClusterBlocksAttr()}}) {
+    auto name = dyn_cast_or_null<StringAttr>(count);
+    if (name && kernel && !kernel.getParams().get(name))
+      return emitOpError() << keyword << " names '" << name.getValue()
+                           << "', which is not a parameter of kernel @"
+                           << kernel.getSymName();
   }
   // 8 is the portable cluster size (larger ones need an opt-in per kernel).
   if (std::optional<int64_t> cluster = getBoundClusterBlocks())
