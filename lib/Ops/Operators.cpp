@@ -666,11 +666,14 @@ Error flashAttn(const void *q, const void *k, const void *v, void *o,
                                 tensor(v, {batch, heads, seqLen, dim}),
                                 tensor(o, {batch, heads, seqLen, dim}),
                                 floatScalar(softmaxScale)};
-  // Causal: the warp-specialized variant measured 1.35x faster (its
-  // producer keeps loading while the consumers skip masked work); without
-  // a mask the plain kernel is 2% faster (docs/performance.md, 2026-12-02).
-  return runOperator(causal ? "flash_attn_ws" : "flash_attn",
-                     formatv("causal={0},dim={1}", causal ? 1 : 0, dim),
+  // The plain kernel (consumers issue the TMA boxes) with 64-key tiles:
+  // since only the diagonal and last tiles test each score and exp2 is one
+  // MUFU.EX2, it is faster than the warp-specialized variant, causal or not
+  // (docs/performance.md, twenty-second session). A positive scale enters
+  // the exponent (fold_scale); a negative one would move the row maximum.
+  return runOperator("flash_attn",
+                     formatv("causal={0},dim={1},fold_scale={2}",
+                             causal ? 1 : 0, dim, softmaxScale > 0 ? 1 : 0),
                      arguments, stream);
 }
 

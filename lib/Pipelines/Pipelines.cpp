@@ -85,6 +85,8 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   device.addPass(createTileLowerSCFToCFBottomUp());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertNVGPUToNVVMPass());
+  // Before libdevice claims it: exp2 as one MUFU.EX2 (flush to zero).
+  device.addPass(createTileLowerExp2());
   device.addPass(createConvertGpuOpsToNVVMOps());
   // Math ops the NVVM lowering leaves (integer ones such as math.ctpop)
   // become LLVM intrinsics; the float ones were mapped to libdevice above.

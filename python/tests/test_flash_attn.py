@@ -10,9 +10,16 @@ torch, hisa = require_gpu()
 F = torch.nn.functional
 
 
-def check(b, h, s, d, causal, scale=None, magnitude=1.0):
+def check(b, h, s, d, causal, scale=None, magnitude=1.0, kernel=None):
+    """hisa.flash_attn, or `kernel` (name, params) launched directly."""
     q, k, v = (torch.randn(b, h, s, d, device="cuda").mul(magnitude).bfloat16() for _ in range(3))
-    o = hisa.flash_attn(q, k, v, causal=causal, softmax_scale=scale)
+    if kernel is None:
+        o = hisa.flash_attn(q, k, v, causal=causal, softmax_scale=scale)
+    else:
+        name, params = kernel
+        o = torch.empty_like(q)
+        hisa.jit.get_kernel(name, dict(params, dim=d, causal=int(causal))).launch(
+            q, k, v, o, d ** -0.5 if scale is None else scale)
     torch.cuda.synchronize()
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal,
                                          scale=scale)
@@ -36,6 +43,22 @@ def test_scale_and_large_scores():
     fresh_seed(torch)
     check(1, 2, 300, 128, True, scale=0.3)
     check(1, 2, 300, 64, False, magnitude=6.0)
+    # A negative scale keeps the scores scaled before the row maximum
+    # (fold_scale = 0); a positive one folds into the exponent.
+    check(1, 2, 300, 128, True, scale=-0.2)
+    check(1, 2, 300, 64, False, scale=-0.05, magnitude=3.0)
+    check(2, 3, 1000, 128, True, scale=0.02, kernel=("flash_attn", {"fold_scale": 1}))
+
+
+@pytest.mark.parametrize("name", ["flash_attn", "flash_attn_ws"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("b,h,s", [(1, 1, 128), (2, 3, 1000), (1, 2, 77), (1, 2, 300)])
+def test_key_tiles_of_128(name, b, h, s, d, causal):
+    """Both kernels with kt = 128 (one key tile per 128 queries: the causal
+    diagonal and the last partial tile are the masked ones)."""
+    fresh_seed(torch)
+    check(b, h, s, d, causal, kernel=(name, {"kt": 128}))
 
 
 def test_bad_arguments():

@@ -91,22 +91,26 @@ def test_sparse_attn_ws_matches_the_plain_kernel(b, s, h, nkv, k):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attn_ws_matches_the_plain_kernel(causal):
-    """The operator runs flash_attn_ws when causal, flash_attn otherwise: it
-    gives the bits of the kernel it runs. The two kernels differ only in how
-    a thread's row max and sum are chained (flash_attn_ws: 4 chains, the
-    plain kernel: 1), so they agree to rounding, not bit for bit."""
+    """The operator runs the plain flash_attn with the scale folded into the
+    exponent (fold_scale = 1 for a positive scale): it gives that kernel's
+    bits. flash_attn_ws differs from the plain kernel in how a thread's row
+    max and sum are chained (4 chains, the plain kernel: 1) and fold_scale
+    in where the scale rounds, so they agree to rounding, not bit for bit."""
     fresh_seed(torch)
     q, k, v = (torch.randn(2, 3, 1000, 128, device="cuda").bfloat16() for _ in range(3))
     operator = hisa.flash_attn(q, k, v, causal=causal)
     outputs = {}
-    for name in ("flash_attn", "flash_attn_ws"):
-        kernel = hisa.jit.get_kernel(name, {"dim": 128, "causal": int(causal)})
+    for label, name, fold in (("plain", "flash_attn", 0), ("folded", "flash_attn", 1),
+                              ("ws", "flash_attn_ws", 0)):
+        kernel = hisa.jit.get_kernel(name, {"dim": 128, "causal": int(causal),
+                                            "fold_scale": fold})
         o = torch.full_like(q, float("nan"))
         kernel.launch(q, k, v, o, 128 ** -0.5)
-        outputs[name] = o
+        outputs[label] = o
     torch.cuda.synchronize()
-    for name, o in outputs.items():
-        assert not o.isnan().any(), name
-    torch.testing.assert_close(outputs["flash_attn_ws"].float(), outputs["flash_attn"].float(),
-                               rtol=1e-2, atol=1e-2)
-    assert torch.equal(operator, outputs["flash_attn_ws" if causal else "flash_attn"])
+    for label, o in outputs.items():
+        assert not o.isnan().any(), label
+    for label in ("ws", "folded"):
+        torch.testing.assert_close(outputs[label].float(), outputs["plain"].float(),
+                                   rtol=1e-2, atol=1e-2)
+    assert torch.equal(operator, outputs["folded"])

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace hisa {
@@ -24,6 +25,9 @@ namespace hisa {
 /// the name in.
 inline constexpr llvm::StringLiteral kDynamicSharedBaseMarker =
     "__hisa_dynamic_shared_base__";
+
+/// f32 `math.exp2` as `llvm.nvvm.ex2.approx.ftz.f32` (tile-lower-exp2).
+void populateTileLowerExp2Patterns(mlir::RewritePatternSet &patterns);
 
 #define GEN_PASS_DECL
 #include "hisa/Conversion/Passes.h.inc"

@@ -163,4 +163,19 @@ def TileLowerSCFToCFBottomUp
   let dependentDialects = ["::mlir::cf::ControlFlowDialect"];
 }
 
+def TileLowerExp2 : Pass<"tile-lower-exp2", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "f32 math.exp2 as PTX's ex2.approx.ftz.f32";
+  let description = [{
+    Runs before `convert-gpu-to-nvvm`, which would map `math.exp2` to
+    libdevice's `__nv_exp2f`: `ex2.approx.f32` without `.ftz`, which ptxas
+    expands around `MUFU.EX2` into a compare and two predicated multiplies
+    that keep subnormal results (four instructions instead of one, on every
+    score of an attention tile). Each f32 `math.exp2` becomes
+    `llvm.nvvm.ex2.approx.ftz.f32` instead: the same approximation, results
+    below 2^-126 flushed to zero, as `math.exp` already is (libdevice's
+    `__nv_expf`) and as nvcc's `--use_fast_math` does.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // HISA_CONVERSION_PASSES_TD

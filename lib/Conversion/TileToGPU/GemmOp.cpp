@@ -144,15 +144,16 @@ void KernelLowering::fenceSharedForAsyncProxy(OpBuilder &b) {
 }
 
 /// Whether `op` (with what it contains) leaves shared memory as it is: a
-/// gemm writes its register accumulator; stores and reductions into
-/// fragments or local arrays; loads; regions of such ops.
+/// gemm writes its register accumulator; stores, reductions, casts and
+/// fills into fragments or local arrays (e.g. P cast to bf16 in registers
+/// for a register-A gemm); loads; regions of such ops.
 static bool leavesSharedMemory(Operation &op) {
   // Not isPure: an unsigned division by a parameter is not speculatable,
   // but it writes no shared memory either.
   if (isa<LoadOp, DimOp, ParamOp, AllOfOp, GemmOp>(op) ||
       isMemoryEffectFree(&op))
     return true;
-  if (isa<StoreOp, ReduceOp>(op)) {
+  if (isa<StoreOp, ReduceOp, CastOp, FillOp, ClearOp>(op)) {
     Value dest = getWrittenTile(&op);
     return dest && isa<FragmentType, LocalType>(dest.getType());
   }

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""A/B of the dense flash_attn kernels: the built-in sources (any `kt`)
+against kernels-dsl/flash_attn.mlir from another commit, in one process on
+the same inputs ([1, 32, 8192, 128] bf16, causal and not), every output
+checked against torch's scaled_dot_product_attention first.
+
+    git show HEAD~1:kernels-dsl/flash_attn.mlir > /tmp/flash_old.mlir
+    PYTHONPATH=python python3 python/bench/probes/flash_attn_ab.py \
+        [--old /tmp/flash_old.mlir] [--kt 64,128]
+
+The old file's `hisa-variant` lines are applied as cmake/KernelVariants.cmake
+does, so its flash_attn_ws is compared too. Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", ".."))
+sys.path.insert(0, os.path.join(here, ".."))
+
+import torch  # noqa: E402
+
+import hisa  # noqa: E402
+from bench_mqa import bench  # noqa: E402
+
+
+def with_variants(text):
+    """{name: source}: flash_attn and the variants its comments declare."""
+    rules = re.findall(r'^// hisa-variant (\w+) replaces "(.*)" with "(.*)"$', text, re.M)
+    stripped = re.sub(r"^// hisa-variant [^\n]*\n", "", text, flags=re.M)
+    sources = {"flash_attn": stripped}
+    for name, old, new in rules:
+        source = sources.get(name, stripped)
+        assert old in source, (name, old)
+        sources[name] = source.replace(old, new)
+    return sources
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--old", help="another commit's kernels-dsl/flash_attn.mlir")
+    parser.add_argument("--kt", default="64,128", help="key tile sizes of the built-in kernels")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("flash_attn_ab: no CUDA GPU", file=sys.stderr)
+        return 2
+    F = torch.nn.functional
+    b, h, s, d = 1, 32, 8192, 128
+    q, k, v = (torch.randn(b, h, s, d, device="cuda").bfloat16() for _ in range(3))
+    old = with_variants(open(args.old).read()) if args.old else {}
+    print("| causal | kernel | source | params | ms | TFLOP/s | vs SDPA | rel. error |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for causal in (True, False):
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        sdpa = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        print(f"| {causal} | torch SDPA | - | - | {sdpa * 1e3:.3f} | {flops / sdpa / 1e12:.0f} | 1.00x | - |")
+        t = bench(lambda: hisa.flash_attn(q, k, v, causal=causal))
+        print(f"| {causal} | hisa.flash_attn (operator) | built-in | - | {t * 1e3:.3f} | "
+              f"{flops / t / 1e12:.0f} | {sdpa / t:.2f}x | - |")
+        # (kernel, label, source, params): the built-in kernels with each
+        # key tile and both scale forms, the plain kernel's row statistics
+        # in 2 and 4 register chains, and the old source.
+        variants = [(name, "built-in", None, {"kt": kt, "fold_scale": fold})
+                    for name in ("flash_attn", "flash_attn_ws")
+                    for kt in map(int, args.kt.split(","))
+                    for fold in (0, 1)]
+        plain = hisa.jit.builtin_kernel_source("flash_attn")
+        variants += [("flash_attn", f"chains = {n}", plain.replace("chains = 1", f"chains = {n}"),
+                      {"fold_scale": 1}) for n in (2, 4)]
+        variants += [(name, "old", source, {}) for name, source in old.items()]
+        for name, label, source, extra in variants:
+            params = dict(extra, dim=d, causal=int(causal))
+            shown = ",".join(f"{key}={value}" for key, value in extra.items()) or "-"
+            try:
+                kernel = hisa.jit.get_kernel(name, params, source=source)
+            except Exception as exc:  # a variant that does not compile is a row
+                print(f"| {causal} | {name} | {label} | {shown} | - | - | - | "
+                      f"{str(exc).splitlines()[0][:80]} |")
+                continue
+            o = torch.empty_like(q)
+
+            def call(kernel=kernel, o=o):
+                kernel.launch(q, k, v, o, d ** -0.5)
+                return o
+            call()
+            torch.cuda.synchronize()
+            err = float((o.float() - ref.float()).norm() / ref.float().norm())
+            t = bench(call)
+            flag = "" if err < 1e-2 else " **WRONG**"
+            print(f"| {causal} | {name} | {label} | {shown} | {t * 1e3:.3f} | "
+                  f"{flops / t / 1e12:.0f} | {sdpa / t:.2f}x | {err:.1e}{flag} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
