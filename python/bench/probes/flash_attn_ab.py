@@ -44,7 +44,7 @@ def with_variants(text):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--old", help="another commit's kernels-dsl/flash_attn.mlir")
-    parser.add_argument("--kt", default="64,128", help="key tile sizes of the built-in kernels")
+    parser.add_argument("--kt", default="64", help="key tile sizes of the built-in kernels")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("flash_attn_ab: no CUDA GPU", file=sys.stderr)
