@@ -585,6 +585,22 @@ LogicalResult KernelLowering::run() {
   });
   for (gpu::BarrierOp barrier : repeated)
     barrier->erase();
+  // Dropping a barrier between two async-proxy fences (a copy into a wgmma
+  // operand, then the gemm's own fence) leaves them adjacent: the second
+  // orders nothing more and is one more MEMBAR.ALL.CTA in SASS.
+  SmallVector<NVVM::FenceProxyOp> repeatedFences;
+  func.walk([&](NVVM::FenceProxyOp fence) {
+    Operation *previous = fence->getPrevNode();
+    while (previous && isMemoryEffectFree(previous) &&
+           previous->getNumRegions() == 0)
+      previous = previous->getPrevNode();
+    auto earlier = dyn_cast_or_null<NVVM::FenceProxyOp>(previous);
+    if (earlier && earlier.getKind() == fence.getKind() &&
+        earlier.getSpace() == fence.getSpace())
+      repeatedFences.push_back(fence);
+  });
+  for (NVVM::FenceProxyOp fence : repeatedFences)
+    fence->erase();
   // The consumers of a warp-specialized launch synchronize among
   // themselves: named barrier 1 of the launch's threads (barrier 0, all
   // threads of the block, is the rendezvous with the producer).
