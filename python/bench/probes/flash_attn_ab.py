@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -27,18 +26,7 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from bench_mqa import bench  # noqa: E402
-
-
-def with_variants(text):
-    """{name: source}: flash_attn and the variants its comments declare."""
-    rules = re.findall(r'^// hisa-variant (\w+) replaces "(.*)" with "(.*)"$', text, re.M)
-    stripped = re.sub(r"^// hisa-variant [^\n]*\n", "", text, flags=re.M)
-    sources = {"flash_attn": stripped}
-    for name, old, new in rules:
-        source = sources.get(name, stripped)
-        assert old in source, (name, old)
-        sources[name] = source.replace(old, new)
-    return sources
+from kernel_variants import with_variants  # noqa: E402
 
 
 def main():
@@ -52,7 +40,7 @@ def main():
     F = torch.nn.functional
     b, h, s, d = 1, 32, 8192, 128
     q, k, v = (torch.randn(b, h, s, d, device="cuda").bfloat16() for _ in range(3))
-    old = with_variants(open(args.old).read()) if args.old else {}
+    old = with_variants(open(args.old).read(), "flash_attn") if args.old else {}
     print("| causal | kernel | source | params | ms | TFLOP/s | vs SDPA | rel. error |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for causal in (True, False):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -30,24 +29,17 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from bench_mqa import bench  # noqa: E402
+from kernel_variants import with_variants  # noqa: E402
 from linear_decode_sweep import M, measured_copy_bandwidth, operator_choice  # noqa: E402
 
 SHAPES = [("wq_b", 32768, 1024, 1), ("wo_a (8 groups)", 1024, 4096, 8), ("wo_b", 4096, 8192, 1)]
 
 
 def variant_sources():
-    """{name: source} of linear and linear_partial from kernels-dsl/linear.mlir,
-    applying its `hisa-variant` lines as cmake/KernelVariants.cmake does."""
+    """{name: source} of linear and linear_partial from kernels-dsl/linear.mlir."""
     path = os.path.join(here, "..", "..", "..", "kernels-dsl", "linear.mlir")
     with open(path) as f:
-        base = f.read()
-    rules = re.findall(r'^// hisa-variant (\w+) replaces "(.*)" with "(.*)"$', base, re.M)
-    sources = {"linear": base}
-    for name, old, new in rules:
-        text = sources.get(name, base)
-        assert old in text, (name, old)
-        sources[name] = text.replace(old, new)
-    return sources
+        return with_variants(f.read(), "linear")
 
 
 def specialize(source, stages, blocks_per_sm):
