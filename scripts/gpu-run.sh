@@ -62,6 +62,8 @@ export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 export HISA_RUNTIME_LIB=${HISA_RUNTIME_LIB:-$root/build/lib/libhisa_runtime.so}
 # A missing GPU, torch or library fails the tests here instead of skipping them.
 export HISA_TESTS_STRICT=${HISA_TESTS_STRICT:-1}
+# A kernel whose wgmmas ptxas serialized fails its tests instead of running slow.
+export HISA_STRICT_WGMMA=${HISA_STRICT_WGMMA:-1}
 # A private JIT cache for this run (bench_jit.py makes its own fresh ones).
 cache_tmp=""
 if [[ -z ${HISA_CACHE_DIR:-} ]]; then

@@ -194,6 +194,9 @@ struct LocalMemoryUse {
   int64_t stackFrameBytes = 0;
   int64_t spillStoreBytes = 0;
   int64_t registers = 0; // "Used N registers": per thread at kernel entry
+  /// ptxas's reason for running every wgmma of a function one at a time
+  /// (each followed by its own wait), empty when it did not.
+  std::string wgmmaSerialized;
 };
 
 /// The largest stack frame and spill stores in a ptxas -v log ("N bytes
@@ -203,6 +206,15 @@ LocalMemoryUse parseLocalMemoryUse(StringRef log) {
   SmallVector<StringRef> lines;
   log.split(lines, '\n');
   for (StringRef line : lines) {
+    // "(C7512) Potential Performance Loss: wgmma.mma_async instructions are
+    // serialized due to insufficient register resources for the function
+    // 'k'" (C7510-C7520 name the other reasons).
+    if (size_t serialized = line.find("wgmma.mma_async instructions are "
+                                      "serialized");
+        serialized != StringRef::npos && use.wgmmaSerialized.empty()) {
+      StringRef reason = line.drop_front(serialized).trim();
+      use.wgmmaSerialized = reason.str();
+    }
     if (size_t used = line.find("Used "); used != StringRef::npos) {
       StringRef rest = line.drop_front(used + 5);
       int64_t registers = 0;
@@ -569,6 +581,21 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
           "complete",
           kernelName, split->first, split->second, wanted, blockThreads,
           localMemory.registers, blockThreads * localMemory.registers));
+  }
+  // ptxas ran every wgmma alone (a wait after each): correct but several
+  // times slower on the tensor cores. Say so, or refuse with
+  // HISA_STRICT_WGMMA=1.
+  if (!localMemory.wgmmaSerialized.empty()) {
+    std::string message =
+        formatv("kernel '{0}' ({1}): ptxas reports that its {2}", kernelName,
+                params.empty() ? std::string("default parameters")
+                               : llvm::join(params, ","),
+                localMemory.wgmmaSerialized)
+            .str();
+    const char *strict = std::getenv("HISA_STRICT_WGMMA");
+    if (strict && *strict && StringRef(strict) != "0")
+      return makeCompileError(message + " (refused: HISA_STRICT_WGMMA is set)");
+    llvm::errs() << "hisa: warning: " << message << "\n";
   }
   // Per-thread local memory: a tile.local indexed by a run-time value (the
   // array cannot live in registers) or register spills. The kernel works,

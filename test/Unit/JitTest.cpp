@@ -475,6 +475,42 @@ TEST_F(JitCacheTest, ReportsLocalMemoryAndRefusesItWhenStrict) {
       << (compiled ? "" : llvm::toString(compiled.takeError()));
 }
 
+TEST_F(JitCacheTest, ReportsSerializedWgmmaAndRefusesItWhenStrict) {
+  // A "ptxas" that ran every wgmma alone, as it does when the in-flight
+  // accumulators do not fit the register budget.
+  std::string script = root + "/serializing-ptxas";
+  writeFile(script,
+            "#!/bin/sh\n"
+            "out=''\n"
+            "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+            "echo \"ptxas info    : (C7512) Potential Performance Loss: "
+            "wgmma.mma_async instructions are serialized due to insufficient "
+            "register resources for the function 'k'\" >&2\n"
+            "echo 'ptxas info    : Used 128 registers, used 1 barriers' >&2\n"
+            "printf cubin > \"$out\"\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+  {
+    ScopedEnvironment strict("HISA_STRICT_WGMMA", "1");
+    auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
+                                       kPooling, kFirstParams, "sm_90a");
+    ASSERT_FALSE(compiled);
+    std::string message = llvm::toString(compiled.takeError());
+    EXPECT_NE(message.find("wgmma.mma_async instructions are serialized due "
+                           "to insufficient register resources"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("refused: HISA_STRICT_WGMMA"), std::string::npos)
+        << message;
+  }
+  // Without the variable: a warning on stderr, and the kernel.
+  ScopedEnvironment lenient("HISA_STRICT_WGMMA", nullptr);
+  auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling), kPooling,
+                                     kFirstParams, "sm_90a");
+  EXPECT_TRUE(static_cast<bool>(compiled))
+      << (compiled ? "" : llvm::toString(compiled.takeError()));
+}
+
 TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
   // A "ptxas" that never finishes. (The passes before it take well under a
   // second, so the limit runs out while it runs.)
