@@ -240,9 +240,11 @@ def dense_rows(lines, gemm_rate, variants=False):
         impls = [("torch SDPA", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
                  ("hisa.flash_attn", lambda: hisa.flash_attn(q, k, v, causal=causal))]
         if variants:
-            # The operator runs flash_attn_ws when causal, flash_attn otherwise.
-            other = "flash_attn" if causal else "flash_attn_ws"
-            kernel = hisa.jit.get_kernel(other, {"dim": d, "causal": int(causal)})
+            # The operator runs flash_attn_pp; the plain two-blocks-per-SM
+            # kernel, as it ran before, for comparison.
+            other = "flash_attn"
+            kernel = hisa.jit.get_kernel(other, {"dim": d, "causal": int(causal),
+                                                 "fold_scale": 1})
             o_ws = torch.empty_like(q)
 
             def call_ws(kernel=kernel, o_ws=o_ws):

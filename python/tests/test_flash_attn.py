@@ -1,6 +1,7 @@
-"""hisa.flash_attn (kernels-dsl/flash_attn.mlir) against torch's
-scaled_dot_product_attention computed in f32: causal and not, D 64 and 128,
-sequence lengths that are not multiples of the 128-query or 64-key tiles."""
+"""hisa.flash_attn (kernels-dsl/flash_attn_pp.mlir, and the other dense
+kernels launched directly) against torch's scaled_dot_product_attention
+computed in f32: causal and not, D 64 and 128, sequence lengths that are not
+multiples of the 128-query or the 64/128-key tiles."""
 
 import pytest
 
@@ -50,15 +51,35 @@ def test_scale_and_large_scores():
     check(2, 3, 1000, 128, True, scale=0.02, kernel=("flash_attn", {"fold_scale": 1}))
 
 
-@pytest.mark.parametrize("name", ["flash_attn", "flash_attn_ws"])
+@pytest.mark.parametrize("name", ["flash_attn", "flash_attn_ws", "flash_attn_pp"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("b,h,s", [(1, 1, 128), (2, 3, 1000), (1, 2, 77), (1, 2, 300)])
 def test_key_tiles_of_128(name, b, h, s, d, causal):
-    """Both kernels with kt = 128 (one key tile per 128 queries: the causal
+    """Each kernel with kt = 128 (one key tile per 128 queries: the causal
     diagonal and the last partial tile are the masked ones)."""
     fresh_seed(torch)
     check(b, h, s, d, causal, kernel=(name, {"kt": 128}))
+
+
+@pytest.mark.parametrize("fold", [0, 1])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("b,h,s", [(1, 1, 64), (2, 3, 1000), (1, 2, 77), (1, 2, 129)])
+def test_ping_pong_with_64_key_tiles(b, h, s, d, causal, fold):
+    """flash_attn_pp with kt = 64 (more turns per block; one key tile short
+    of a query tile) and both scale forms: a block of one key tile runs one
+    S and the P = 0 pass only."""
+    fresh_seed(torch)
+    check(b, h, s, d, causal, kernel=("flash_attn_pp", {"kt": 64, "fold_scale": fold}))
+
+
+def test_ping_pong_many_heads_and_batches():
+    """More blocks than SMs, heaviest first, causal and not (the benchmark's
+    shape, shortened), through the operator."""
+    fresh_seed(torch)
+    check(3, 40, 1537, 128, True)
+    check(2, 70, 700, 64, False)
 
 
 def test_bad_arguments():

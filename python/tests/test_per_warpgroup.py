@@ -101,3 +101,25 @@ def test_released_copies_and_named_barriers(steps):
         want[1] += (a1 @ bt) + (a0 @ bt)
     for wg in range(2):
         torch.testing.assert_close(out[wg], want[wg], rtol=1e-4, atol=2e-2)
+
+
+@pytest.mark.parametrize("steps", [1, 2, 7])
+def test_asynchronous_gemms_in_turns(steps):
+    # tile.gemm async and tile.wait_gemms (pending = 1, then 0) with the
+    # warpgroups taking turns on named barriers, FA3's hand-over
+    # (test/Conversion/TileToGPU/Inputs/async-gemm-turns.mlir): each
+    # accumulates a_w b_t^T and b_t a_w^T over the steps.
+    fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "async-gemm-turns.mlir", "async_gemm_turns")
+    a = torch.randn(128 * steps, 64, device="cuda").bfloat16()
+    b = torch.randn(64 * steps, 64, device="cuda").bfloat16()
+    out = torch.full((2, 2, 64, 64), float("nan"), device="cuda")
+    kernel.launch(a, b, out)
+    torch.cuda.synchronize()
+    for wg in range(2):
+        rows = [a[128 * t + 64 * wg:128 * t + 64 * (wg + 1)].float() for t in range(steps)]
+        keys = [b[64 * t:64 * (t + 1)].float() for t in range(steps)]
+        torch.testing.assert_close(out[wg, 0], sum(r @ k.t() for r, k in zip(rows, keys)),
+                                   rtol=1e-4, atol=1e-2)
+        torch.testing.assert_close(out[wg, 1], sum(k @ r.t() for r, k in zip(rows, keys)),
+                                   rtol=1e-4, atol=1e-2)

@@ -91,17 +91,18 @@ def test_sparse_attn_ws_matches_the_plain_kernel(b, s, h, nkv, k):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attn_ws_matches_the_plain_kernel(causal):
-    """The operator runs the plain flash_attn with the scale folded into the
-    exponent (fold_scale = 1 for a positive scale): it gives that kernel's
-    bits. flash_attn_ws differs from the plain kernel in how a thread's row
-    max and sum are chained (4 chains, the plain kernel: 1) and fold_scale
-    in where the scale rounds, so they agree to rounding, not bit for bit."""
+    """The operator runs flash_attn_pp (FA3's ping-pong schedule, 128-key
+    tiles) with the scale folded into the exponent (fold_scale = 1 for a
+    positive scale): it gives that kernel's bits. flash_attn_ws and the
+    ping-pong kernel differ from the plain kernel in how a thread's row max
+    and sum are chained or in the key tile, and fold_scale in where the
+    scale rounds, so they agree to rounding, not bit for bit."""
     fresh_seed(torch)
     q, k, v = (torch.randn(2, 3, 1000, 128, device="cuda").bfloat16() for _ in range(3))
     operator = hisa.flash_attn(q, k, v, causal=causal)
     outputs = {}
     for label, name, fold in (("plain", "flash_attn", 0), ("folded", "flash_attn", 1),
-                              ("ws", "flash_attn_ws", 0)):
+                              ("ws", "flash_attn_ws", 0), ("pp", "flash_attn_pp", 1)):
         kernel = hisa.jit.get_kernel(name, {"dim": 128, "causal": int(causal),
                                             "fold_scale": fold})
         o = torch.full_like(q, float("nan"))
@@ -110,7 +111,7 @@ def test_flash_attn_ws_matches_the_plain_kernel(causal):
     torch.cuda.synchronize()
     for label, o in outputs.items():
         assert not o.isnan().any(), label
-    for label in ("ws", "folded"):
+    for label in ("ws", "folded", "pp"):
         torch.testing.assert_close(outputs[label].float(), outputs["plain"].float(),
                                    rtol=1e-2, atol=1e-2)
-    assert torch.equal(operator, outputs["folded"])
+    assert torch.equal(operator, outputs["pp"])

@@ -150,7 +150,9 @@ void KernelLowering::fenceSharedForAsyncProxy(OpBuilder &b) {
 static bool leavesSharedMemory(Operation &op) {
   // Not isPure: an unsigned division by a parameter is not speculatable,
   // but it writes no shared memory either.
-  if (isa<LoadOp, DimOp, ParamOp, AllOfOp, GemmOp>(op) ||
+  // (A barrier or a wait for gemms orders accesses; it writes nothing.)
+  if (isa<LoadOp, DimOp, ParamOp, AllOfOp, GemmOp, BarrierOp, WaitGemmsOp>(
+          op) ||
       isMemoryEffectFree(&op))
     return true;
   if (isa<StoreOp, ReduceOp, CastOp, FillOp, ClearOp>(op)) {
@@ -169,17 +171,25 @@ static bool leavesSharedMemory(Operation &op) {
 /// Whether everything `block` runs before `gemm` (which it contains, maybe
 /// nested) leaves shared memory as it is, apart from the pipeline's staged
 /// copies (global-to-shared copies directly in its body, `topLevel`).
-/// Nested gemms count only inside an scf.if or a synchronized
-/// tile.per_warpgroup: in a nested loop, what follows the gemm runs before
-/// its next pass.
+/// Nested gemms count only inside an scf.if or a tile.per_warpgroup: in a
+/// nested loop, what follows the gemm runs before its next pass. An
+/// unsynchronized tile.per_warpgroup counts only when nothing in it writes
+/// shared memory: its warpgroups run successive iterations out of step, so
+/// a write after the gemm could precede the other warpgroup's next gemm.
 static bool onlyStagedWritesBefore(Block &block, GemmOp gemm, bool topLevel) {
   for (Operation &op : block) {
     if (&op == gemm.getOperation())
       return true;
     if (op.isAncestor(gemm)) {
       auto perWarpgroup = dyn_cast<PerWarpgroupOp>(op);
+      bool writesNothing =
+          perWarpgroup &&
+          llvm::all_of(perWarpgroup.getBody().getOps(), [](Operation &inside) {
+            return leavesSharedMemory(inside);
+          });
       if (!isa<scf::IfOp>(op) &&
-          !(perWarpgroup && !perWarpgroup.getUnsynchronized()))
+          !(perWarpgroup &&
+            (!perWarpgroup.getUnsynchronized() || writesNothing)))
         return false;
       Block *inner = gemm->getBlock();
       while (inner->getParentOp() != &op)
@@ -556,8 +566,12 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
     return success();
   }
   // A deferred gemm keeps its group in flight; the loop waits after it.
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
-                                     deferredGemms.contains(op) ? 1 : 0);
+  // An asynchronous one is waited for by a later tile.wait_gemms; its
+  // accumulators are the wgmma's results already (ptxas keeps their
+  // registers untouched until the wait).
+  if (!op.getAsync())
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
+                                       deferredGemms.contains(op) ? 1 : 0);
   storeGemmAccumulators(b, op, results);
   return success();
 }

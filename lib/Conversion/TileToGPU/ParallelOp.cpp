@@ -88,6 +88,13 @@ bool hisa::tile::mayShareBytes(Value a, Value b) {
   b = getViewedTile(b);
   if (a == b)
     return true;
+  // A tile.pick is any of its candidates.
+  if (auto pick = a.getDefiningOp<PickOp>())
+    return llvm::any_of(pick.getTiles(),
+                        [&](Value tile) { return mayShareBytes(tile, b); });
+  if (auto pick = b.getDefiningOp<PickOp>())
+    return llvm::any_of(pick.getTiles(),
+                        [&](Value tile) { return mayShareBytes(a, tile); });
   std::optional<std::pair<int64_t, int64_t>> first = getPlannedBytes(a);
   std::optional<std::pair<int64_t, int64_t>> second = getPlannedBytes(b);
   if (!first || !second)

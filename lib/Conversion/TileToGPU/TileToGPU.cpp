@@ -473,6 +473,13 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               return lowerWarpBroadcast(broadcast, b, context);
             })
             .Case([&](GemmOp gemm) { return lowerGemm(gemm, b); })
+            .Case([&](WaitGemmsOp wait) {
+              // (mma.sync gemms are synchronous: nothing to wait for.)
+              if (hasWgmma(chip))
+                NVVM::WgmmaWaitGroupSyncOp::create(b, wait.getLoc(),
+                                                   wait.getPending());
+              return success();
+            })
             .Case([&](DimOp dim) {
               Value memref = memrefs.lookup(dim.getSource());
               dim.replaceAllUsesWith(

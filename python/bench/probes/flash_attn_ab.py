@@ -33,6 +33,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--old", help="another commit's kernels-dsl/flash_attn.mlir")
     parser.add_argument("--kt", default="64", help="key tile sizes of the built-in kernels")
+    parser.add_argument("--old-kernel", default="flash_attn",
+                        help="the kernel of --old (its hisa-variant lines add more)")
+    parser.add_argument("--old-params", default="",
+                        help="parameters for --old's kernels, e.g. kt=128,fold_scale=1")
+    parser.add_argument("--kernels", default="flash_attn,flash_attn_ws,flash_attn_pp",
+                        help="built-in kernels to run at each key tile size")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("flash_attn_ab: no CUDA GPU", file=sys.stderr)
@@ -40,7 +46,9 @@ def main():
     F = torch.nn.functional
     b, h, s, d = 1, 32, 8192, 128
     q, k, v = (torch.randn(b, h, s, d, device="cuda").bfloat16() for _ in range(3))
-    old = with_variants(open(args.old).read(), "flash_attn") if args.old else {}
+    old = with_variants(open(args.old).read(), args.old_kernel) if args.old else {}
+    old_params = {key: int(value) for key, value in
+                  (item.split("=") for item in args.old_params.split(",") if item)}
     print("| causal | kernel | source | params | ms | TFLOP/s | vs SDPA | rel. error |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for causal in (True, False):
@@ -55,13 +63,17 @@ def main():
         # key tile and both scale forms, the plain kernel's row statistics
         # in 2 and 4 register chains, and the old source.
         variants = [(name, "built-in", None, {"kt": kt, "fold_scale": fold})
-                    for name in ("flash_attn", "flash_attn_ws")
+                    for name in args.kernels.split(",")
                     for kt in map(int, args.kt.split(","))
                     for fold in (0, 1)]
-        plain = hisa.jit.builtin_kernel_source("flash_attn")
-        variants += [("flash_attn", f"chains = {n}", plain.replace("chains = 1", f"chains = {n}"),
-                      {"fold_scale": 1}) for n in (2, 4)]
-        variants += [(name, "old", source, {}) for name, source in old.items()]
+        for name in args.kernels.split(","):
+            if name == "flash_attn_ws":  # (its rules give it four chains)
+                continue
+            source = hisa.jit.builtin_kernel_source(name)
+            kt = {"kt": 128} if name == "flash_attn_pp" else {}
+            variants += [(name, f"chains = {n}", source.replace("chains = 1", f"chains = {n}"),
+                          dict(kt, fold_scale=1)) for n in (2, 4)]
+        variants += [(name, "old", source, old_params) for name, source in old.items()]
         for name, label, source, extra in variants:
             params = dict(extra, dim=d, causal=int(causal))
             shown = ",".join(f"{key}={value}" for key, value in extra.items()) or "-"

@@ -1570,3 +1570,100 @@ tile.kernel @fence_unknown_scope() {
     tile.fence cluster
   }
 }
+
+// -----
+
+tile.kernel @async_gemm_never_waited() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %s = tile.alloc : !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.gemm' op is asynchronous but no tile.wait_gemms after it in its block (or after the scf.if holding it) waits for it}}
+    tile.gemm %q, %q, %s transpose_b clear_accum async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    // (Two newer gemms would have to be issued for this wait to cover it.)
+    tile.wait_gemms pending = 1
+  }
+}
+
+// -----
+
+tile.kernel @async_gemm_accumulator_read_early() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %s = tile.alloc : !tile.frag<[64, 64], f32>
+    %zero = arith.constant 0.0 : f32
+    tile.gemm %q, %q, %s transpose_b clear_accum async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.parallel' op uses the accumulator of an asynchronous tile.gemm before a tile.wait_gemms waits for it}}
+    tile.parallel (%i, %j) in [64, 64] {
+      tile.store %zero, %s[%i, %j] : !tile.frag<[64, 64], f32>
+    }
+    tile.wait_gemms
+  }
+}
+
+// -----
+
+tile.kernel @async_gemm_register_a_rewritten() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %v = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p = tile.alloc : !tile.frag<[64, 64], bf16>
+    %o = tile.alloc : !tile.frag<[64, 64], f32>
+    %zero = arith.constant 0.0 : bf16
+    tile.gemm %p, %v, %o async
+        : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'tile.fill' op uses the register A operand of an asynchronous tile.gemm before a tile.wait_gemms waits for it}}
+    tile.fill %p, %zero : !tile.frag<[64, 64], bf16>, bf16
+    tile.wait_gemms
+  }
+}
+
+// -----
+
+tile.kernel @async_gemm_wait_nested(%flag: i1) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %s = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %q, %q, %s transpose_b clear_accum async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    // expected-error @+1 {{'scf.if' op holds a tile.gemm or tile.wait_gemms while an asynchronous tile.gemm before it is pending; wait for it in its own block first}}
+    scf.if %flag {
+      tile.wait_gemms
+    }
+    tile.wait_gemms
+  }
+}
+
+// -----
+
+tile.kernel @wait_gemms_pending_out_of_range() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    // expected-error @+1 {{'tile.wait_gemms' op pending must be between 0 and 7, got 8}}
+    tile.wait_gemms pending = 8
+  }
+}
+
+// -----
+
+tile.kernel @overlap_gemm_async(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      // expected-error @+1 {{'tile.gemm' op in an overlap_gemm loop cannot be async (the loop issues it ahead and waits for it itself)}}
+      tile.gemm %k_s, %q, %acc transpose_b clear_accum async
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      tile.wait_gemms
+    }
+  }
+}

@@ -423,3 +423,26 @@ tile.kernel @overlap_gemm(%k: !tile.global<[?, 64], bf16>) {
     }
   }
 }
+
+// -----
+
+// CHECK-LABEL: tile.kernel @async_gemms
+// CHECK: tile.gemm %{{.*}}, %{{.*}}, %{{.*}} transpose_b clear_accum async :
+// CHECK: tile.gemm %{{.*}}, %{{.*}}, %{{.*}} policy(full_row) async :
+// CHECK: tile.wait_gemms pending = 1
+// CHECK: tile.wait_gemms{{$}}
+tile.kernel @async_gemms() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %s = tile.alloc : !tile.frag<[64, 64], f32>
+    %o = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.gemm %q, %k_s, %s transpose_b clear_accum async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.gemm %q, %k_s, %o policy(full_row) async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.wait_gemms pending = 1
+    tile.wait_gemms
+  }
+}

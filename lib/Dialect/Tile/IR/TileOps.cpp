@@ -927,6 +927,73 @@ static bool isSupportedGemmTypes(Type a, Type b, Type c) {
   return false;
 }
 
+/// Whether `op` (or an op nested in it) uses `value` as an operand.
+static bool usesValue(Operation *op, Value value) {
+  return op
+      ->walk([&](Operation *nested) {
+        return llvm::is_contained(nested->getOperands(), value)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// An asynchronous gemm is waited for later in its own block, or after
+/// the scf.if (at any depth) that holds it: walking on from it, the first
+/// tile.wait_gemms that leaves at most as many gemms pending as
+/// asynchronous gemms were issued since (or a synchronous gemm, which waits
+/// for every group) covers it. Until then nothing may use C or a register
+/// A, whose registers the wgmma still owns.
+static LogicalResult verifyAsyncGemm(GemmOp gemm) {
+  SmallVector<std::pair<Value, StringRef>> owned = {
+      {gemm.getC(), "accumulator"}};
+  if (isa<FragmentType>(gemm.getA().getType()))
+    owned.push_back({gemm.getA(), "register A operand"});
+  int64_t newer = 0;
+  // The next op on the gemm's path: the rest of its block, then what
+  // follows each enclosing scf.if.
+  auto next = [](Operation *op) -> Operation * {
+    while (!op->getNextNode()) {
+      op = op->getParentOp();
+      if (!isa_and_nonnull<scf::IfOp>(op))
+        return nullptr;
+    }
+    return op->getNextNode();
+  };
+  for (Operation *op = next(gemm); op; op = next(op)) {
+    if (isa<scf::YieldOp>(op))
+      continue;
+    if (auto wait = dyn_cast<WaitGemmsOp>(op);
+        wait && newer >= wait.getPending())
+      return success();
+    for (auto [tile, what] : owned)
+      if (usesValue(op, tile))
+        return op->emitOpError("uses the ")
+               << what
+               << " of an asynchronous tile.gemm before a tile.wait_gemms "
+                  "waits for it";
+    if (auto later = dyn_cast<GemmOp>(op)) {
+      if (!later.getAsync())
+        return success();
+      ++newer;
+      continue;
+    }
+    bool nestedGemmOrWait =
+        op->getNumRegions() > 0 && op->walk([](Operation *nested) {
+                                       return isa<GemmOp, WaitGemmsOp>(nested)
+                                                  ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+                                     }).wasInterrupted();
+    if (nestedGemmOrWait)
+      return op->emitOpError("holds a tile.gemm or tile.wait_gemms while an "
+                             "asynchronous tile.gemm before it is pending; "
+                             "wait for it in its own block first");
+  }
+  return gemm.emitOpError("is asynchronous but no tile.wait_gemms after it in "
+                          "its block (or after the scf.if holding it) waits "
+                          "for it");
+}
+
 LogicalResult GemmOp::verify() {
   // wgmma and mma.sync are warp(group)-wide, and the lowering meets the
   // whole block at a barrier before them; a parallel body runs per element.
@@ -966,6 +1033,18 @@ LogicalResult GemmOp::verify() {
     return emitOpError("C has shape ")
            << formatDims(c.getDims()) << " but A and B give [" << formatDim(m)
            << ", " << formatDim(n) << "]";
+  if (getAsync() && failed(verifyAsyncGemm(*this)))
+    return failure();
+  return verifyInsideLaunch(*this);
+}
+
+LogicalResult WaitGemmsOp::verify() {
+  if (getPending() < 0 || getPending() > kMaxPendingGemms)
+    return emitOpError("pending must be between 0 and ")
+           << kMaxPendingGemms << ", got " << getPending();
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("cannot be in a tile.parallel body (a warpgroup waits "
+                       "for its gemms together)");
   return verifyInsideLaunch(*this);
 }
 
@@ -1172,6 +1251,9 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
     return op.emitOpError("overlap_gemm needs exactly one tile.gemm directly "
                           "in the body");
   GemmOp gemm = *gemms.begin();
+  if (gemm.getAsync())
+    return gemm.emitOpError("in an overlap_gemm loop cannot be async (the "
+                            "loop issues it ahead and waits for it itself)");
   if (!gemm.getClearAccum() || !isa<FragmentType>(gemm.getC().getType()))
     return gemm.emitOpError("in an overlap_gemm loop must clear a fragment "
                             "accumulator (clear_accum): the next iteration's "

@@ -70,6 +70,9 @@ inline constexpr int64_t kMaxAllOfElements = 1024;
 /// thread holds up to 64 values of one row of a [64, 256] accumulator;
 /// with more chains than values, each value starts its own chain).
 inline constexpr int64_t kMaxReduceChains = 16;
+/// The most asynchronous gemms a tile.wait_gemms may leave running
+/// (wgmma.wait_group's operand; the hardware tracks a few groups).
+inline constexpr int64_t kMaxPendingGemms = 7;
 /// What the producer of an overlap_gemm loop keeps: it issues TMA boxes
 /// alone (one thread, a few addresses), and the consumers hold two
 /// accumulators.

@@ -380,6 +380,22 @@ def Tile_GemmOp : Tile_Op<"gemm"> {
     sm_80 and newer without wgmma to mma.sync m16n8k16 (bf16/f16 only: fp8
     is refused).
 
+    `async` (sm_90a): the wgmma group is issued and committed but not waited
+    for; a later `tile.wait_gemms` in the same block waits for it, and until
+    then nothing may read or write C (or a register A). What runs in
+    between overlaps the tensor cores: FlashAttention-3's hand-over of the
+    tensor cores from one warpgroup to the other right after its gemm is
+    issued (a named barrier's arrive), or another warpgroup's softmax.
+    (mma.sync targets run it synchronously.)
+
+    ```mlir
+    tile.gemm %q_own, %k_s, %s transpose_b clear_accum async
+        : !tile.shared<[64, 128], bf16>, !tile.shared<[128, 128], bf16>
+          -> !tile.frag<[64, 128], f32>
+    tile.barrier id = 1 arrive_only
+    tile.wait_gemms
+    ```
+
     ```mlir
     tile.gemm %k_s, %q_s, %acc transpose_b clear_accum policy(full_row)
         : !tile.shared<[block_n, dim], f8E4M3FN>, !tile.shared<[heads, dim], f8E4M3FN>
@@ -391,12 +407,33 @@ def Tile_GemmOp : Tile_Op<"gemm"> {
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                        UnitAttr:$clear_accum,
                        DefaultValuedAttr<Tile_GemmWarpPolicy,
-                                         "::hisa::tile::GemmWarpPolicy::Square">:$policy);
+                                         "::hisa::tile::GemmWarpPolicy::Square">:$policy,
+                       UnitAttr:$async);
   let assemblyFormat = [{
     $a `,` $b `,` $c (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
-    (`clear_accum` $clear_accum^)? (`policy` `(` $policy^ `)`)? attr-dict
+    (`clear_accum` $clear_accum^)? (`policy` `(` $policy^ `)`)? (`async` $async^)? attr-dict
     `:` qualified(type($a)) `,` qualified(type($b)) `->` qualified(type($c))
   }];
+  let hasVerifier = 1;
+}
+
+def Tile_WaitGemmsOp : Tile_Op<"wait_gemms"> {
+  let summary = "Waits for the executing warpgroup's asynchronous gemms";
+  let description = [{
+    Waits until at most `pending` (default 0) of the warpgroup's
+    asynchronous gemms (`tile.gemm ... async`) are still running, the
+    newest ones (`wgmma.wait_group pending`: gemms complete in the order
+    they were issued); the accumulators of the others may be used after
+    it. Every thread of a warpgroup must execute it together (no divergent
+    control flow around it). On targets without wgmma it does nothing.
+
+    ```mlir
+    tile.gemm %q_own, %k_s, %s transpose_b clear_accum async : ...
+    tile.wait_gemms
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$pending);
+  let assemblyFormat = "(`pending` `=` $pending^)? attr-dict";
   let hasVerifier = 1;
 }
 
