@@ -22,10 +22,12 @@
 //
 // Masking, scale folding and the heaviest-first block order are
 // flash_attn's (see there). kt keys per tile: 128 (the operator's; 64
-// measured 15% slower); one block per SM either way (the consumers keep
+// measured 17-21% slower); one block per SM either way (the consumers keep
 // [64, kt] scores, P and the [64, D] output in 216 registers a thread).
-// docs/performance.md, twenty-third session: 0.99x torch SDPA causal,
-// 0.93x non-causal at [1, 32, 8192, 128] (flash_attn: 0.95x / 0.89x).
+// docs/performance.md, twenty-third session: 0.99-1.00x torch SDPA causal,
+// 0.92-0.94x non-causal at [1, 32, 8192, 128] (flash_attn: 0.95x / 0.89x);
+// below S = 4096 (D = 128) / 8192 (D = 64) the plain kernel is faster (two
+// blocks per SM hide each block's start and end) and the operator runs it.
 
 tile.kernel @flash_attn_pp(%q: !tile.global<[?, ?, ?, dim], bf16>,
                            %k: !tile.global<[?, ?, ?, dim], bf16>,

@@ -666,12 +666,17 @@ Error flashAttn(const void *q, const void *k, const void *v, void *o,
                                 tensor(v, {batch, heads, seqLen, dim}),
                                 tensor(o, {batch, heads, seqLen, dim}),
                                 floatScalar(softmaxScale)};
-  // FlashAttention-3's schedule (kernels-dsl/flash_attn_pp.mlir: a TMA
-  // producer, two consumer warpgroups taking turns on the tensor cores,
-  // 128-key tiles): 4% faster than the plain kernel causal or not
-  // (docs/performance.md, twenty-third session). A positive scale enters the
-  // exponent (fold_scale); a negative one would move the row maximum.
-  return runOperator("flash_attn_pp",
+  // Long sequences: FlashAttention-3's schedule (kernels-dsl/
+  // flash_attn_pp.mlir: a TMA producer, two consumer warpgroups taking turns
+  // on the tensor cores, 128-key tiles, one block per SM), 2-8% faster than
+  // the plain kernel from S = 4096 (D = 128) / 8192 (D = 64) on. Shorter
+  // ones: the plain kernel (64-key tiles, two blocks per SM, so one block's
+  // start and end overlap the other's work), up to 19% faster there
+  // (docs/performance.md, twenty-third session, probes/flash_attn_shapes.py).
+  // A positive scale enters the exponent (fold_scale); a negative one would
+  // move the row maximum.
+  bool pingPong = seqLen >= (dim == 128 ? 4096 : 8192);
+  return runOperator(pingPong ? "flash_attn_pp" : "flash_attn",
                      formatv("causal={0},dim={1},fold_scale={2}",
                              causal ? 1 : 0, dim, softmaxScale > 0 ? 1 : 0),
                      arguments, stream);

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The dense attention kernels across shapes: the operator's flash_attn_pp
+(one block per SM, FA3's schedule), the plain flash_attn (two blocks per SM,
+64-key tiles) and torch's SDPA, causal and not, D 64 and 128, from short to
+long sequences (the total work kept near B*H*S^2 = 2^31 keys x queries).
+Every output checked against SDPA first. Prints a markdown table.
+
+    PYTHONPATH=python python3 python/bench/probes/flash_attn_shapes.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", ".."))
+sys.path.insert(0, os.path.join(here, ".."))
+
+import torch  # noqa: E402
+
+import hisa  # noqa: E402
+from bench_mqa import bench  # noqa: E402
+
+SHAPES = [(16, 16, 512), (8, 16, 1024), (4, 16, 2048), (2, 16, 4096), (1, 16, 8192),
+          (1, 32, 8192), (1, 8, 16384)]
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("flash_attn_shapes: no CUDA GPU", file=sys.stderr)
+        return 2
+    F = torch.nn.functional
+    print("| [B, H, S, D] | causal | SDPA (ms) | flash_attn_pp (ms) | vs SDPA | "
+          "flash_attn plain (ms) | vs SDPA | pp vs plain |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    failed = 0
+    for d in (128, 64):
+        for b, h, s in SHAPES:
+            q, k, v = (torch.randn(b, h, s, d, device="cuda").bfloat16() for _ in range(3))
+            for causal in (True, False):
+                ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                plain = hisa.jit.get_kernel("flash_attn", {"dim": d, "causal": int(causal),
+                                                           "fold_scale": 1})
+                o = torch.empty_like(q)
+
+                def run_plain(plain=plain, o=o):
+                    plain.launch(q, k, v, o, d ** -0.5)
+                    return o
+
+                rows = []
+                for fn in (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                           lambda: hisa.flash_attn(q, k, v, causal=causal), run_plain):
+                    out = fn()
+                    torch.cuda.synchronize()
+                    error = float((out.float() - ref.float()).norm() / ref.float().norm())
+                    if error > 1e-2:
+                        failed += 1
+                    rows.append((bench(fn), error))
+                (t_sdpa, _), (t_pp, e_pp), (t_plain, e_plain) = rows
+                flag = "" if max(e_pp, e_plain) <= 1e-2 else " **WRONG**"
+                print(f"| [{b}, {h}, {s}, {d}] | {causal} | {t_sdpa * 1e3:.3f} | "
+                      f"{t_pp * 1e3:.3f} | {t_sdpa / t_pp:.2f}x | {t_plain * 1e3:.3f} | "
+                      f"{t_sdpa / t_plain:.2f}x | {t_plain / t_pp:.2f}x{flag} |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
