@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The dense attention kernels across shapes: the operator's flash_attn_pp
-(one block per SM, FA3's schedule), the plain flash_attn (two blocks per SM,
-64-key tiles) and torch's SDPA, causal and not, D 64 and 128, from short to
-long sequences (the total work kept near B*H*S^2 = 2^31 keys x queries).
-Every output checked against SDPA first. Prints a markdown table.
+"""The dense attention kernels across shapes: flash_attn_pp (one block per
+SM, FA3's schedule), the plain flash_attn (two blocks per SM, 64-key tiles),
+the operator (which picks one of them by length) and torch's SDPA, causal
+and not, D 64 and 128, from short to long sequences. Every output checked
+against SDPA first. Prints a markdown table.
 
     PYTHONPATH=python python3 python/bench/probes/flash_attn_shapes.py
 """
@@ -32,36 +32,41 @@ def main():
         return 2
     F = torch.nn.functional
     print("| [B, H, S, D] | causal | SDPA (ms) | flash_attn_pp (ms) | vs SDPA | "
-          "flash_attn plain (ms) | vs SDPA | pp vs plain |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "flash_attn plain (ms) | vs SDPA | pp vs plain | operator vs SDPA |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     failed = 0
     for d in (128, 64):
         for b, h, s in SHAPES:
             q, k, v = (torch.randn(b, h, s, d, device="cuda").bfloat16() for _ in range(3))
             for causal in (True, False):
                 ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                plain = hisa.jit.get_kernel("flash_attn", {"dim": d, "causal": int(causal),
-                                                           "fold_scale": 1})
-                o = torch.empty_like(q)
+                params = {"dim": d, "causal": int(causal), "fold_scale": 1}
+                kernels = [hisa.jit.get_kernel(name, params)
+                           for name in ("flash_attn_pp", "flash_attn")]
+                outs = [torch.empty_like(q) for _ in kernels]
 
-                def run_plain(plain=plain, o=o):
-                    plain.launch(q, k, v, o, d ** -0.5)
-                    return o
+                def runner(kernel, o):
+                    def run():
+                        kernel.launch(q, k, v, o, d ** -0.5)
+                        return o
+                    return run
 
                 rows = []
-                for fn in (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                           lambda: hisa.flash_attn(q, k, v, causal=causal), run_plain):
+                for fn in [lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)] + \
+                        [runner(kernel, o) for kernel, o in zip(kernels, outs)] + \
+                        [lambda: hisa.flash_attn(q, k, v, causal=causal)]:
                     out = fn()
                     torch.cuda.synchronize()
                     error = float((out.float() - ref.float()).norm() / ref.float().norm())
                     if error > 1e-2:
                         failed += 1
                     rows.append((bench(fn), error))
-                (t_sdpa, _), (t_pp, e_pp), (t_plain, e_plain) = rows
-                flag = "" if max(e_pp, e_plain) <= 1e-2 else " **WRONG**"
+                (t_sdpa, _), (t_pp, e_pp), (t_plain, e_plain), (t_op, e_op) = rows
+                flag = "" if max(e_pp, e_plain, e_op) <= 1e-2 else " **WRONG**"
                 print(f"| [{b}, {h}, {s}, {d}] | {causal} | {t_sdpa * 1e3:.3f} | "
                       f"{t_pp * 1e3:.3f} | {t_sdpa / t_pp:.2f}x | {t_plain * 1e3:.3f} | "
-                      f"{t_sdpa / t_plain:.2f}x | {t_plain / t_pp:.2f}x{flag} |")
+                      f"{t_sdpa / t_plain:.2f}x | {t_plain / t_pp:.2f}x | "
+                      f"{t_sdpa / t_op:.2f}x{flag} |")
     return 1 if failed else 0
 
 
