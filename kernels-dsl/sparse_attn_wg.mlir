@@ -154,22 +154,25 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
       tile.per_warpgroup (%wg) unsynchronized {
         %is_first = arith.cmpi eq, %wg, %c0 : index
         %first = arith.select %is_first, %first0, %first1 : index
+        // (The two k-halves of S back to back, one wait.)
         scf.if %is_first {
-          tile.gemm %q_lo, %kv0_lo, %s transpose_b clear_accum
+          tile.gemm %q_lo, %kv0_lo, %s transpose_b clear_accum async
               : !tile.shared<[64, 256], bf16>, !tile.shared<[64, 256], bf16>
                 -> !tile.frag<[64, 64], f32>
-          tile.gemm %q_hi, %kv0_hi, %s transpose_b
+          tile.gemm %q_hi, %kv0_hi, %s transpose_b async
               : !tile.shared<[64, 256], bf16>, !tile.shared<[64, 256], bf16>
                 -> !tile.frag<[64, 64], f32>
+          tile.wait_gemms
           tile.release %kv0_hi : !tile.shared<[64, 256], bf16>
           tile.release %kv1_hi : !tile.shared<[64, 256], bf16>
         } else {
-          tile.gemm %q_hi, %kv1_hi, %s transpose_b clear_accum
+          tile.gemm %q_hi, %kv1_hi, %s transpose_b clear_accum async
               : !tile.shared<[64, 256], bf16>, !tile.shared<[64, 256], bf16>
                 -> !tile.frag<[64, 64], f32>
-          tile.gemm %q_lo, %kv1_lo, %s transpose_b
+          tile.gemm %q_lo, %kv1_lo, %s transpose_b async
               : !tile.shared<[64, 256], bf16>, !tile.shared<[64, 256], bf16>
                 -> !tile.frag<[64, 64], f32>
+          tile.wait_gemms
           tile.release %kv1_lo : !tile.shared<[64, 256], bf16>
           tile.release %kv0_lo : !tile.shared<[64, 256], bf16>
         }
@@ -240,11 +243,11 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         }
         tile.cast %s to %p : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
         scf.if %is_first {
-          // O_lo += P0 V0_lo, then wg 1's maximum.
-          tile.gemm %p, %kv0_lo, %acc
+          // O_lo += P0 V0_lo runs while this warpgroup waits for wg 1's
+          // maximum and updates its statistics.
+          tile.gemm %p, %kv0_lo, %acc async
               : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 256], bf16>
                 -> !tile.frag<[64, 256], f32>
-          tile.release %kv0_lo : !tile.shared<[64, 256], bf16>
           tile.barrier id = 1
           tile.parallel (%i) in [64] {
             %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
@@ -259,6 +262,8 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
             %l_new = arith.mulf %l, %rescale : f32
             tile.store %l_new, %row_sum[%i] : !tile.frag<[64], f32>
           }
+          tile.wait_gemms
+          tile.release %kv0_lo : !tile.shared<[64, 256], bf16>
           tile.parallel (%i, %j) in [64, 64] {
             %v = tile.load %s[%i, %j] : !tile.frag<[64, 64], f32>
             %rescale = tile.load %factor[%i] : !tile.frag<[64], f32>
@@ -279,13 +284,15 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
               : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 256], bf16>
                 -> !tile.frag<[64, 256], f32>
         } else {
-          // O_hi += P1 V1_hi; hand P1 over; O_hi += P0 V0_hi.
-          tile.gemm %p, %kv1_hi, %acc
+          // O_hi += P1 V1_hi, P1 handed over while it runs; O_hi += P0
+          // V0_hi.
+          tile.gemm %p, %kv1_hi, %acc async
               : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 256], bf16>
                 -> !tile.frag<[64, 256], f32>
-          tile.release %kv1_hi : !tile.shared<[64, 256], bf16>
           tile.copy %p to %p1_s : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
           tile.barrier id = 3 arrive_only
+          tile.wait_gemms
+          tile.release %kv1_hi : !tile.shared<[64, 256], bf16>
           tile.barrier id = 2
           tile.gemm %p0_s, %kv0_hi, %acc
               : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 256], bf16>

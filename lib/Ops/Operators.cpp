@@ -593,13 +593,14 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   // measured fastest on H = 64 and on decode shapes (docs/performance.md,
   // 2026-12-02, eleventh session: 2-3% over partial_sums=0, 4-8% over the
   // plain kernel). FlashMLA's schedule (sparse_attn_wg: each consumer
-  // warpgroup its own 64 keys, so 128 keys an iteration) is 2-3% faster
-  // at H = 128 with many tokens (twelfth session) and slower on decode's
-  // few. Split calls use the warp-specialized kernel too (64 tokens x 64
-  // heads x 640 indices in two splits: 26.2 us against the plain kernel's
-  // 27.2, GPU run 70). (Measured at H = 128; whole head blocks only, like
-  // that shape.)
-  bool flashMlaSchedule = splits == 1 && !pair && heads >= 128 &&
+  // warpgroup its own 64 keys, so 128 keys an iteration) is faster with
+  // many tokens: 1-2% at H = 128 (twelfth session), and since its gemms
+  // are asynchronous 9% at H = 64 (twenty-third session: 0.878 against
+  // 0.965 ms at S = 4096, K = 640); slower on decode's few tokens. Split
+  // calls use the warp-specialized kernel too (64 tokens x 64 heads x 640
+  // indices in two splits: 26.2 us against the plain kernel's 27.2, GPU run
+  // 70). (Whole head blocks only, like the measured shapes.)
+  bool flashMlaSchedule = splits == 1 && !pair && heads >= 64 &&
                           heads % 64 == 0 && tokens >= 1024 && !normalizeQuery;
   const char *kernel = flashMlaSchedule ? "sparse_attn_wg" : "sparse_attn_ws";
   if (flashMlaSchedule)

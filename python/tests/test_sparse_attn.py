@@ -73,13 +73,15 @@ def test_random(b, s, h, nkv, k):
     check(*inputs(b, s, h, nkv, k))
 
 
-@pytest.mark.parametrize("s,k", [(1024, 700), (1100, 4096)])
-def test_h128_prefill_runs_flashmla_schedule(s, k):
-    # The operator runs sparse_attn_wg at H = 128 with >= 1024 tokens (K
-    # padded to 128s, up to the largest K); checked in chunks of tokens
-    # (the f32 reference gathers [S, K, 512]).
+@pytest.mark.parametrize("h,s,k", [(128, 1024, 700), (128, 1100, 4096), (64, 1024, 640),
+                                   (64, 1030, 129)])
+def test_prefill_runs_flashmla_schedule(h, s, k):
+    # The operator runs sparse_attn_wg at H = 64 and 128 with >= 1024 tokens
+    # (K padded to 128s, up to the largest K); checked in chunks of tokens
+    # (the f32 reference gathers [S, K, 512]), and bit for bit against the
+    # kernel launched directly.
     fresh_seed(torch)
-    q, kv, attn_sink, idx = inputs(1, s, 128, 4096, k)
+    q, kv, attn_sink, idx = inputs(1, s, h, 4096, k)
     idx[0, 5] = -1                                # a whole row of -1
     idx[0, 6] = 3                                 # one index repeated K times
     o, lse = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5, return_lse=True)
@@ -95,6 +97,7 @@ def test_h128_prefill_runs_flashmla_schedule(s, k):
         assert torch.allclose(lse[:, s0:s1], ref_lse, atol=1e-3, rtol=1e-4), \
             f"tokens {s0}..{s1}: lse max error {(lse[:, s0:s1] - ref_lse).abs().max():.3e}"
     assert torch.equal(o, hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5))
+    assert torch.equal(o, run_wg_kernel(q, kv, attn_sink, idx)[0])
 
 
 def test_repeated_out_of_order_and_invalid_indices():

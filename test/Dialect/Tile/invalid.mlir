@@ -1615,7 +1615,7 @@ tile.kernel @async_gemm_register_a_rewritten() {
     %zero = arith.constant 0.0 : bf16
     tile.gemm %p, %v, %o async
         : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
-    // expected-error @+1 {{'tile.fill' op uses the register A operand of an asynchronous tile.gemm before a tile.wait_gemms waits for it}}
+    // expected-error @+1 {{'tile.fill' op writes the register A operand of an asynchronous tile.gemm before a tile.wait_gemms waits for it}}
     tile.fill %p, %zero : !tile.frag<[64, 64], bf16>, bf16
     tile.wait_gemms
   }

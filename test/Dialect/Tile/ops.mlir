@@ -444,5 +444,17 @@ tile.kernel @async_gemms() {
         : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
     tile.wait_gemms pending = 1
     tile.wait_gemms
+    // Two halves of one product on one accumulator, and a register A read
+    // (stored) while its gemm runs.
+    %p = tile.alloc : !tile.frag<[64, 64], bf16>
+    %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    tile.gemm %q, %k_s, %s transpose_b clear_accum async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.gemm %k_s, %q, %s transpose_b async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.gemm %p, %k_s, %o async
+        : !tile.frag<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.copy %p to %p_s : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.wait_gemms
   }
 }

@@ -938,17 +938,31 @@ static bool usesValue(Operation *op, Value value) {
       .wasInterrupted();
 }
 
+/// Whether `op` (or an op nested in it) writes fragment `tile`.
+static bool writesTile(Operation *op, Value tile) {
+  return op
+      ->walk([&](Operation *nested) {
+        Value written = getWrittenTile(nested);
+        if (auto gemm = dyn_cast<GemmOp>(nested))
+          written = gemm.getC();
+        return written == tile ? WalkResult::interrupt()
+                               : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// An asynchronous gemm is waited for later in its own block, or after
 /// the scf.if (at any depth) that holds it: walking on from it, the first
 /// tile.wait_gemms that leaves at most as many gemms pending as
 /// asynchronous gemms were issued since (or a synchronous gemm, which waits
-/// for every group) covers it. Until then nothing may use C or a register
-/// A, whose registers the wgmma still owns.
+/// for every group) covers it. Until then nothing may use C, except a
+/// later gemm accumulating into it (wgmma runs a warpgroup's gemms on one
+/// accumulator in order), nor write a register A, whose registers the
+/// wgmma still reads.
 static LogicalResult verifyAsyncGemm(GemmOp gemm) {
-  SmallVector<std::pair<Value, StringRef>> owned = {
-      {gemm.getC(), "accumulator"}};
-  if (isa<FragmentType>(gemm.getA().getType()))
-    owned.push_back({gemm.getA(), "register A operand"});
+  Value accumulator = gemm.getC();
+  Value registerA =
+      isa<FragmentType>(gemm.getA().getType()) ? gemm.getA() : Value();
   int64_t newer = 0;
   // The next op on the gemm's path: the rest of its block, then what
   // follows each enclosing scf.if.
@@ -966,13 +980,18 @@ static LogicalResult verifyAsyncGemm(GemmOp gemm) {
     if (auto wait = dyn_cast<WaitGemmsOp>(op);
         wait && newer >= wait.getPending())
       return success();
-    for (auto [tile, what] : owned)
-      if (usesValue(op, tile))
-        return op->emitOpError("uses the ")
-               << what
-               << " of an asynchronous tile.gemm before a tile.wait_gemms "
-                  "waits for it";
-    if (auto later = dyn_cast<GemmOp>(op)) {
+    auto later = dyn_cast<GemmOp>(op);
+    bool accumulates = later && later.getC() == accumulator &&
+                       later.getA() != accumulator &&
+                       later.getB() != accumulator;
+    if (!accumulates && usesValue(op, accumulator))
+      return op->emitOpError("uses the accumulator of an asynchronous "
+                             "tile.gemm before a tile.wait_gemms waits for it");
+    if (registerA && writesTile(op, registerA))
+      return op->emitOpError("writes the register A operand of an "
+                             "asynchronous tile.gemm before a tile.wait_gemms "
+                             "waits for it");
+    if (later) {
       if (!later.getAsync())
         return success();
       ++newer;
