@@ -24,7 +24,12 @@
 //         O_hi += P1 V1_hi; publish P1 (barrier 3); wait for P0 (barrier 2);
 //         O_hi += P0 V0_hi.
 // While one warpgroup runs its softmax the other's wgmma keep the tensor
-// cores busy. Each warpgroup's row sum covers its own keys; the two are
+// cores busy. The gemms are asynchronous where work can follow them (tile.gemm
+// async): S's two k-halves wait once, wg 0's O_lo += P0 V0_lo runs while it
+// waits for m1 and updates its statistics, wg 1's O_hi += P1 V1_hi while it
+// stores and publishes P1 (1-2% at H = 128, twenty-third session; the
+// operator's prefill kernel at H = 64 and 128 from 1024 tokens on). Each
+// warpgroup's row sum covers its own keys; the two are
 // added after the loop. Row maxima and sums in log2 units; a maximum of
 // -inf (no valid key yet) contributes factors of 0.
 //
