@@ -138,6 +138,41 @@ protected:
     return std::make_unique<Jit>(options);
   }
 
+  /// Compiles the pooling kernel with a stand-in "ptxas" that prints
+  /// `report` (shell lines) and writes a dummy cubin: with `strictVariable`
+  /// set the compile is refused, saying `expected`; without it the kernel
+  /// compiles (the report is a warning on stderr).
+  void expectReportedAndRefusedWhenStrict(llvm::StringRef report,
+                                          const char *strictVariable,
+                                          llvm::StringRef expected) {
+    std::string script = root + "/reporting-ptxas";
+    writeFile(script,
+              ("#!/bin/sh\n"
+               "out=''\n"
+               "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; "
+               "done\n" +
+               report + "printf cubin > \"$out\"\n")
+                  .str());
+    ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+    ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+    {
+      ScopedEnvironment strict(strictVariable, "1");
+      auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
+                                         kPooling, kFirstParams, "sm_90a");
+      ASSERT_FALSE(compiled);
+      std::string message = llvm::toString(compiled.takeError());
+      EXPECT_NE(message.find(expected), std::string::npos) << message;
+      EXPECT_NE(message.find((llvm::Twine("refused: ") + strictVariable).str()),
+                std::string::npos)
+          << message;
+    }
+    ScopedEnvironment lenient(strictVariable, nullptr);
+    auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
+                                       kPooling, kFirstParams, "sm_90a");
+    EXPECT_TRUE(static_cast<bool>(compiled))
+        << (compiled ? "" : llvm::toString(compiled.takeError()));
+  }
+
   /// Compiles the pooling kernel with `params`; fails the test on errors.
   static std::shared_ptr<CompiledKernel> compile(Jit &jit,
                                                  llvm::StringRef params) {
@@ -444,71 +479,26 @@ TEST_F(JitCacheTest, CompileTimeLimitFromTheEnvironment) {
 TEST_F(JitCacheTest, ReportsLocalMemoryAndRefusesItWhenStrict) {
   // A "ptxas" whose resource report shows a stack frame, as for a tile.local
   // indexed by a run-time value.
-  std::string script = root + "/stack-ptxas";
-  writeFile(script,
-            "#!/bin/sh\n"
-            "out=''\n"
-            "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
-            "echo 'ptxas info    : Function properties for k' >&2\n"
-            "echo '    1024 bytes stack frame, 16 bytes spill stores, 16 bytes "
-            "spill loads' >&2\n"
-            "printf cubin > \"$out\"\n");
-  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
-  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
-  {
-    ScopedEnvironment strict("HISA_STRICT_LOCAL_MEMORY", "1");
-    auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
-                                       kPooling, kFirstParams, "sm_90a");
-    ASSERT_FALSE(compiled);
-    std::string message = llvm::toString(compiled.takeError());
-    EXPECT_NE(message.find("keeps 1024 bytes per thread in local memory (16 "
-                           "bytes of it register spills)"),
-              std::string::npos)
-        << message;
-    EXPECT_NE(message.find("refused"), std::string::npos) << message;
-  }
-  // Without the variable: a warning on stderr, and the kernel.
-  ScopedEnvironment lenient("HISA_STRICT_LOCAL_MEMORY", nullptr);
-  auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling), kPooling,
-                                     kFirstParams, "sm_90a");
-  EXPECT_TRUE(static_cast<bool>(compiled))
-      << (compiled ? "" : llvm::toString(compiled.takeError()));
+  expectReportedAndRefusedWhenStrict(
+      "echo 'ptxas info    : Function properties for k' >&2\n"
+      "echo '    1024 bytes stack frame, 16 bytes spill stores, 16 bytes "
+      "spill loads' >&2\n",
+      "HISA_STRICT_LOCAL_MEMORY",
+      "keeps 1024 bytes per thread in local memory (16 bytes of it register "
+      "spills)");
 }
 
 TEST_F(JitCacheTest, ReportsSerializedWgmmaAndRefusesItWhenStrict) {
   // A "ptxas" that ran every wgmma alone, as it does when the in-flight
   // accumulators do not fit the register budget.
-  std::string script = root + "/serializing-ptxas";
-  writeFile(script,
-            "#!/bin/sh\n"
-            "out=''\n"
-            "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
-            "echo \"ptxas info    : (C7512) Potential Performance Loss: "
-            "wgmma.mma_async instructions are serialized due to insufficient "
-            "register resources for the function 'k'\" >&2\n"
-            "echo 'ptxas info    : Used 128 registers, used 1 barriers' >&2\n"
-            "printf cubin > \"$out\"\n");
-  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
-  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
-  {
-    ScopedEnvironment strict("HISA_STRICT_WGMMA", "1");
-    auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
-                                       kPooling, kFirstParams, "sm_90a");
-    ASSERT_FALSE(compiled);
-    std::string message = llvm::toString(compiled.takeError());
-    EXPECT_NE(message.find("wgmma.mma_async instructions are serialized due "
-                           "to insufficient register resources"),
-              std::string::npos)
-        << message;
-    EXPECT_NE(message.find("refused: HISA_STRICT_WGMMA"), std::string::npos)
-        << message;
-  }
-  // Without the variable: a warning on stderr, and the kernel.
-  ScopedEnvironment lenient("HISA_STRICT_WGMMA", nullptr);
-  auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling), kPooling,
-                                     kFirstParams, "sm_90a");
-  EXPECT_TRUE(static_cast<bool>(compiled))
-      << (compiled ? "" : llvm::toString(compiled.takeError()));
+  expectReportedAndRefusedWhenStrict(
+      "echo \"ptxas info    : (C7512) Potential Performance Loss: "
+      "wgmma.mma_async instructions are serialized due to insufficient "
+      "register resources for the function 'k'\" >&2\n"
+      "echo 'ptxas info    : Used 128 registers, used 1 barriers' >&2\n",
+      "HISA_STRICT_WGMMA",
+      "wgmma.mma_async instructions are serialized due to insufficient "
+      "register resources");
 }
 
 TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
