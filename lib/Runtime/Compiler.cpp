@@ -582,41 +582,40 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
           kernelName, split->first, split->second, wanted, blockThreads,
           localMemory.registers, blockThreads * localMemory.registers));
   }
-  // ptxas ran every wgmma alone (a wait after each): correct but several
-  // times slower on the tensor cores. Say so, or refuse with
-  // HISA_STRICT_WGMMA=1.
-  if (!localMemory.wgmmaSerialized.empty()) {
-    std::string message =
-        formatv("kernel '{0}' ({1}): ptxas reports that its {2}", kernelName,
-                params.empty() ? std::string("default parameters")
-                               : llvm::join(params, ","),
-                localMemory.wgmmaSerialized)
-            .str();
-    const char *strict = std::getenv("HISA_STRICT_WGMMA");
+  // What ptxas reports that makes a kernel slower but not wrong: a warning
+  // naming the kernel, or a refusal when `strictVariable` is set.
+  std::string described = params.empty() ? std::string("default parameters")
+                                         : llvm::join(params, ",");
+  auto reportOrRefuse = [&](const std::string &message,
+                            const char *strictVariable) -> llvm::Error {
+    const char *strict = std::getenv(strictVariable);
     if (strict && *strict && StringRef(strict) != "0")
-      return makeCompileError(message + " (refused: HISA_STRICT_WGMMA is set)");
+      return makeCompileError(message + " (refused: " + strictVariable +
+                              " is set)");
     llvm::errs() << "hisa: warning: " << message << "\n";
-  }
+    return llvm::Error::success();
+  };
+  // ptxas ran every wgmma alone (a wait after each): correct but several
+  // times slower on the tensor cores.
+  if (!localMemory.wgmmaSerialized.empty())
+    if (llvm::Error error = reportOrRefuse(
+            formatv("kernel '{0}' ({1}): ptxas reports that its {2}",
+                    kernelName, described, localMemory.wgmmaSerialized),
+            "HISA_STRICT_WGMMA"))
+      return std::move(error);
   // Per-thread local memory: a tile.local indexed by a run-time value (the
   // array cannot live in registers) or register spills. The kernel works,
-  // slower; say so, or refuse with HISA_STRICT_LOCAL_MEMORY=1.
-  if (localMemory.stackFrameBytes > 0) {
-    std::string message =
-        formatv("kernel '{0}' ({1}) keeps {2} bytes per thread in local "
-                "memory ({3} bytes of it register spills): a tile.local "
-                "indexed by a run-time value, or more live values than "
-                "registers; every access to it goes through the L1 cache",
-                kernelName,
-                params.empty() ? std::string("default parameters")
-                               : llvm::join(params, ","),
-                localMemory.stackFrameBytes, localMemory.spillStoreBytes)
-            .str();
-    const char *strict = std::getenv("HISA_STRICT_LOCAL_MEMORY");
-    if (strict && *strict && StringRef(strict) != "0")
-      return makeCompileError(message +
-                              " (refused: HISA_STRICT_LOCAL_MEMORY is set)");
-    llvm::errs() << "hisa: warning: " << message << "\n";
-  }
+  // slower.
+  if (localMemory.stackFrameBytes > 0)
+    if (llvm::Error error = reportOrRefuse(
+            formatv("kernel '{0}' ({1}) keeps {2} bytes per thread in local "
+                    "memory ({3} bytes of it register spills): a tile.local "
+                    "indexed by a run-time value, or more live values than "
+                    "registers; every access to it goes through the L1 cache",
+                    kernelName, described, localMemory.stackFrameBytes,
+                    localMemory.spillStoreBytes),
+            "HISA_STRICT_LOCAL_MEMORY"))
+      return std::move(error);
   metadata.binaryKind = "cubin";
   compiled.binary = std::move(*cubin);
   return compiled;

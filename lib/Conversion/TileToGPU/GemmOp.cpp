@@ -428,9 +428,8 @@ LogicalResult KernelLowering::lowerGemm(GemmOp op, OpBuilder &b) {
   // Stores through the generic proxy must be visible to wgmma's async proxy:
   // a fence in every thread, then a barrier. The top of a pipelined
   // iteration already has both when nothing before the gemm in the body
-  // writes shared memory, and a gemm right after another one has the
-  // fence and barrier of that one (two k-halves of one product, chained).
-  if (!fencedGemms.contains(op) && !chainedGemms.contains(op)) {
+  // writes shared memory.
+  if (!fencedGemms.contains(op)) {
     fenceSharedForAsyncProxy(b);
     gpu::BarrierOp::create(b, loc);
   }

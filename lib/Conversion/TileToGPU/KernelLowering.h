@@ -325,9 +325,6 @@ public:
   /// that count on the fence and barrier the pipeline emits (see
   /// isFencedByPipeline).
   llvm::SmallPtrSet<mlir::Operation *, 4> fencedGemms;
-  /// Gemms right after another gemm in their block (the k-halves of one
-  /// product, chained): the first one's fence and barrier cover them.
-  llvm::SmallPtrSet<mlir::Operation *, 4> chainedGemms;
   /// Adds the gemms of `loop`'s body (at any depth) that isFencedByPipeline
   /// to fencedGemms.
   void markGemmsFencedByPipeline(PipelinedOp loop);

@@ -514,10 +514,6 @@ LogicalResult KernelLowering::run() {
                                    NVVM::GridDepActionKind::launch_dependents);
   }
   threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  launch.walk([&](GemmOp gemm) {
-    if (isa_and_nonnull<GemmOp>(gemm->getPrevNode()))
-      chainedGemms.insert(gemm);
-  });
   auto sharedBytes = launch->getAttrOfType<IntegerAttr>("tile.shared_bytes");
   if (!sharedBytes)
     return launch.emitOpError("has no shared-memory plan; run "

@@ -929,13 +929,8 @@ static bool isSupportedGemmTypes(Type a, Type b, Type c) {
 
 /// Whether `op` (or an op nested in it) uses `value` as an operand.
 static bool usesValue(Operation *op, Value value) {
-  return op
-      ->walk([&](Operation *nested) {
-        return llvm::is_contained(nested->getOperands(), value)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      })
-      .wasInterrupted();
+  return llvm::any_of(value.getUsers(),
+                      [&](Operation *user) { return op->isAncestor(user); });
 }
 
 /// Whether `op` (or an op nested in it) writes fragment `tile`.
