@@ -168,6 +168,12 @@ static bool leavesSharedMemory(Operation &op) {
   return false;
 }
 
+bool hisa::tile::writesNoSharedMemory(PerWarpgroupOp perWarpgroup) {
+  return llvm::all_of(perWarpgroup.getBody().getOps(), [](Operation &inside) {
+    return leavesSharedMemory(inside);
+  });
+}
+
 /// Whether everything `block` runs before `gemm` (which it contains, maybe
 /// nested) leaves shared memory as it is, apart from the pipeline's staged
 /// copies (global-to-shared copies directly in its body, `topLevel`).
@@ -182,11 +188,7 @@ static bool onlyStagedWritesBefore(Block &block, GemmOp gemm, bool topLevel) {
       return true;
     if (op.isAncestor(gemm)) {
       auto perWarpgroup = dyn_cast<PerWarpgroupOp>(op);
-      bool writesNothing =
-          perWarpgroup &&
-          llvm::all_of(perWarpgroup.getBody().getOps(), [](Operation &inside) {
-            return leavesSharedMemory(inside);
-          });
+      bool writesNothing = perWarpgroup && writesNoSharedMemory(perWarpgroup);
       if (!isa<scf::IfOp>(op) &&
           !(perWarpgroup &&
             (!perWarpgroup.getUnsynchronized() || writesNothing)))

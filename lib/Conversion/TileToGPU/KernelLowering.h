@@ -40,6 +40,12 @@ struct ElementContext {
 /// and barrier at the top of each iteration then serve the gemm too.
 bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm);
 
+/// Whether nothing in `perWarpgroup`'s body writes shared memory (gemms
+/// write registers; loads, barriers, waits and register math write
+/// nothing): its threads then have no generic-proxy stores for a named
+/// barrier to fence for another warpgroup's wgmma.
+bool writesNoSharedMemory(PerWarpgroupOp perWarpgroup);
+
 /// Whether shared tiles `a` and `b` may occupy the same bytes: the same
 /// tile, or tiles tile-plan-shared-memory placed at overlapping offsets
 /// (it reuses the bytes of a tile whose uses have all come before another
@@ -316,6 +322,9 @@ public:
   /// The warpgroup index while a tile.per_warpgroup body is lowered (then
   /// `threadId` and `threads` are the warpgroup's own); null elsewhere.
   mlir::Value warpgroup;
+  /// Whether the tile.per_warpgroup body being lowered writes no shared
+  /// memory (writesNoSharedMemory): its named barriers need no fence.
+  bool warpgroupWritesNoSharedMemory = false;
   /// Bytes of the reduction scratch each warpgroup owns inside a
   /// tile.per_warpgroup body: the plan's scratch split evenly between the
   /// warpgroups, the same for every reduction so that the warpgroups'

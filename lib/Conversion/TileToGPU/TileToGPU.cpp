@@ -391,8 +391,12 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
                 Value count = arith::ConstantIntOp::create(b, loc, i32,
                                                            launch.getThreads());
                 // What the threads wrote may be the other warpgroup's wgmma
-                // operand (read through the async proxy).
-                if (hasWgmma(chip))
+                // operand (read through the async proxy). A body that
+                // writes no shared memory has nothing to fence: the fence
+                // (MEMBAR.ALL.CTA) would otherwise sit between a turn's
+                // last wgmma and the arrive that hands the turn over.
+                if (hasWgmma(chip) &&
+                    !(warpgroup && warpgroupWritesNoSharedMemory))
                   fenceSharedForAsyncProxy(b);
                 if (barrier.getArriveOnly())
                   NVVM::BarrierArriveOp::create(b, loc, named, count);

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""A/B of sparse_attn_wg sources on the prefill shapes of
+bench_sparse_attn.py, in one process on the same inputs, every output
+checked against f32 torch first.
+
+    PYTHONPATH=python python3 python/bench/probes/sparse_attn_wg_ab.py \
+        - /tmp/variant.mlir[:PARAM=V,...] ...
+
+Each variant is FILE[:PARAMS]; FILE "-" is the built-in source. Prints a
+markdown table (ms, TFLOP/s, time relative to the first variant).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", ".."))
+sys.path.insert(0, os.path.join(here, ".."))
+
+import torch  # noqa: E402
+
+from bench_mqa import bench  # noqa: E402
+from bench_sparse_attn import D, SHAPES, check, kernel_variant, make_inputs  # noqa: E402
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("sparse_attn_wg_ab: no CUDA GPU", file=sys.stderr)
+        return 1
+    variants = []
+    for arg in sys.argv[1:] or ["-"]:
+        path, _, overrides = arg.partition(":")
+        params = {}
+        for item in filter(None, overrides.split(",")):
+            name, value = item.split("=")
+            params[name] = int(value)
+        source = None if path == "-" else open(path).read()
+        variants.append((arg, params, source))
+    print("| shape | " + " | ".join(os.path.basename(label) for label, _, _ in variants) + " |")
+    print("| --- |" + " ---: |" * len(variants))
+    failures = 0
+    for label, b, s, h, k, nkv in SHAPES:
+        if label != "prefill":
+            continue
+        q, kv, sink, idx = make_inputs(b, s, h, k, nkv)
+        flops = 4 * b * s * h * k * D
+        cells, base = [], None
+        for _, params, source in variants:
+            extra = {"topk_pad": -(-k // 128) * 128, **params}
+            call = kernel_variant(q, kv, sink, idx, "sparse_attn_wg", extra, source)
+            error = check(q, kv, sink, idx, call())
+            if not error < 1e-2:
+                cells.append(f"**error {error:.1e}**")
+                failures += 1
+                continue
+            t = bench(call)
+            base = base or t
+            cells.append(f"{t * 1e3:.3f} ({flops / t / 1e12:.0f}, {t / base:.3f}x)")
+        print(f"| S={s} H={h} K={k} | " + " | ".join(cells) + " |")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
