@@ -197,6 +197,9 @@ struct LocalMemoryUse {
   /// ptxas's reason for running every wgmma of a function one at a time
   /// (each followed by its own wait), empty when it did not.
   std::string wgmmaSerialized;
+  /// ptxas's note that it added a wgmma wait of its own (a register a
+  /// wgmma still writes is used before the kernel's wait), empty if none.
+  std::string wgmmaWaitInjected;
 };
 
 /// The largest stack frame and spill stores in a ptxas -v log ("N bytes
@@ -215,6 +218,11 @@ LocalMemoryUse parseLocalMemoryUse(StringRef log) {
       StringRef reason = line.drop_front(serialized).trim();
       use.wgmmaSerialized = reason.str();
     }
+    // "(C7517) warpgroup.wait is injected in around line 265 by compiler
+    // to allow use of registers defined by GMMA in function 'k'".
+    if (size_t injected = line.find("warpgroup.wait is injected");
+        injected != StringRef::npos && use.wgmmaWaitInjected.empty())
+      use.wgmmaWaitInjected = line.drop_front(injected).trim().str();
     if (size_t used = line.find("Used "); used != StringRef::npos) {
       StringRef rest = line.drop_front(used + 5);
       int64_t registers = 0;
@@ -601,6 +609,16 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     if (llvm::Error error = reportOrRefuse(
             formatv("kernel '{0}' ({1}): ptxas reports that its {2}",
                     kernelName, described, localMemory.wgmmaSerialized),
+            "HISA_STRICT_WGMMA"))
+      return std::move(error);
+  // ptxas waited for a wgmma earlier than the kernel does (a use of its
+  // registers before the covering wait, e.g. copies at a loop's phi): what
+  // the asynchronous gemm was to overlap runs after it instead.
+  if (!localMemory.wgmmaWaitInjected.empty())
+    if (llvm::Error error = reportOrRefuse(
+            formatv("kernel '{0}' ({1}): ptxas reports that a {2}; the "
+                    "work meant to overlap that wgmma waits for it",
+                    kernelName, described, localMemory.wgmmaWaitInjected),
             "HISA_STRICT_WGMMA"))
       return std::move(error);
   // Per-thread local memory: a tile.local indexed by a run-time value (the

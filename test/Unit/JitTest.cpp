@@ -501,6 +501,19 @@ TEST_F(JitCacheTest, ReportsSerializedWgmmaAndRefusesItWhenStrict) {
       "register resources");
 }
 
+TEST_F(JitCacheTest, ReportsInjectedWgmmaWaitAndRefusesItWhenStrict) {
+  // A "ptxas" that added a wait of its own before a use of registers an
+  // asynchronous wgmma still writes.
+  expectReportedAndRefusedWhenStrict(
+      "echo \"ptxas info    : (C7517) warpgroup.wait is injected in around "
+      "line 265 by compiler to allow use of registers defined by GMMA in "
+      "function 'k'\" >&2\n"
+      "echo 'ptxas info    : Used 168 registers, used 16 barriers' >&2\n",
+      "HISA_STRICT_WGMMA",
+      "warpgroup.wait is injected in around line 265 by compiler to allow use "
+      "of registers defined by GMMA");
+}
+
 TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
   // A "ptxas" that never finishes. (The passes before it take well under a
   // second, so the limit runs out while it runs.)
