@@ -68,6 +68,8 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
   tile.launch (%block) in (%blocks) threads 256 {
     %q_lo = tile.alloc : !tile.shared<[64, 256], bf16>
     %q_hi = tile.alloc : !tile.shared<[64, 256], bf16>
+    %out_lo_s = tile.alloc : !tile.shared<[64, 256], bf16>
+    %out_hi_s = tile.alloc : !tile.shared<[64, 256], bf16>
     %kv0_lo = tile.alloc : !tile.shared<[64, 256], bf16>
     %kv0_hi = tile.alloc : !tile.shared<[64, 256], bf16>
     %kv1_lo = tile.alloc : !tile.shared<[64, 256], bf16>
@@ -356,8 +358,14 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         tile.store %rounded, %out[%i, %j] : !tile.frag<[64, 256], bf16>
       }
       %column = arith.muli %wg, %c256 : index
-      tile.copy %out to %o[%token, %first_head, %column]
-          : !tile.frag<[64, 256], bf16> to !tile.global<[?, ?, 512], bf16>
+      // Through shared memory (the plan puts the staging tiles where the
+      // loop's buffers were): 16-byte global stores instead of 4-byte ones,
+      // 2-3% of prefill (twenty-fourth session).
+      %staging = tile.pick %wg [%out_lo_s, %out_hi_s] : !tile.shared<[64, 256], bf16>
+      tile.copy %out to %staging
+          : !tile.frag<[64, 256], bf16> to !tile.shared<[64, 256], bf16>
+      tile.copy %staging to %o[%token, %first_head, %column]
+          : !tile.shared<[64, 256], bf16> to !tile.global<[?, ?, 512], bf16>
     }
     %rope_param = tile.param "rope" : index
     %rope_on = arith.cmpi ne, %rope_param, %c0 : index

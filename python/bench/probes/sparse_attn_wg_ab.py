@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""A/B of sparse_attn_wg sources on the shapes of bench_sparse_attn.py
-with at least 128 tokens (prefill and batched decode), beside the
-sparse_attn operator, in one process on the same inputs, every output
-checked against f32 torch first.
+"""A/B of sparse attention kernel sources (sparse_attn_wg by default) on
+the shapes of bench_sparse_attn.py with at least 128 tokens (prefill and
+batched decode), beside the sparse_attn operator, in one process on the
+same inputs, every output checked against f32 torch first.
 
     PYTHONPATH=python python3 python/bench/probes/sparse_attn_wg_ab.py \
-        - /tmp/variant.mlir[:PARAM=V,...] ...
+        [--kernel sparse_attn_ws] - /tmp/variant.mlir[:PARAM=V,...] ...
 
-Each variant is FILE[:PARAMS]; FILE "-" is the built-in source. Prints a
-markdown table (ms, TFLOP/s, time relative to the operator).
+Each variant is FILE[:PARAMS]; FILE "-" is the built-in source; a file's
+`hisa-variant` lines apply (so kernels-dsl/sparse_attn.mlir gives
+sparse_attn_ws). sparse_attn_ws runs with partial_sums = 1, as the
+operator does. Prints a markdown table (ms, TFLOP/s, time relative to the
+operator).
 """
 
 from __future__ import annotations
@@ -25,20 +28,30 @@ import torch  # noqa: E402
 import hisa  # noqa: E402
 from bench_mqa import bench  # noqa: E402
 from bench_sparse_attn import D, SCALE, SHAPES, check, kernel_variant, make_inputs  # noqa: E402
+from kernel_variants import with_variants  # noqa: E402
 
 
 def main():
     if not torch.cuda.is_available():
         print("sparse_attn_wg_ab: no CUDA GPU", file=sys.stderr)
         return 1
+    args = sys.argv[1:]
+    kernel = "sparse_attn_wg"
+    if args[:1] == ["--kernel"]:
+        kernel, args = args[1], args[2:]
     variants = []
-    for arg in sys.argv[1:] or ["-"]:
+    for arg in args or ["-"]:
         path, _, overrides = arg.partition(":")
         params = {}
         for item in filter(None, overrides.split(",")):
             name, value = item.split("=")
             params[name] = int(value)
-        source = None if path == "-" else open(path).read()
+        if kernel == "sparse_attn_ws":
+            params = {"partial_sums": 1, **params}
+        source = None
+        if path != "-":
+            text = open(path).read()
+            source = with_variants(text, text.split("tile.kernel @", 1)[1].split("(", 1)[0])[kernel]
         variants.append((arg, params, source))
     print("| shape | operator | " + " | ".join(os.path.basename(label) for label, _, _ in variants)
           + " |")
@@ -52,8 +65,9 @@ def main():
         cells, base = [], None
         calls = [lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE)]
         for _, params, source in variants:
-            extra = {"topk_pad": -(-k // 128) * 128, **params}
-            calls.append(kernel_variant(q, kv, sink, idx, "sparse_attn_wg", extra, source))
+            pad = 128 if kernel == "sparse_attn_wg" else 64
+            extra = {"topk_pad": -(-k // pad) * pad, **params}
+            calls.append(kernel_variant(q, kv, sink, idx, kernel, extra, source))
         for call in calls:
             error = check(q, kv, sink, idx, call())
             if not error < 1e-2:
