@@ -168,10 +168,29 @@ static bool leavesSharedMemory(Operation &op) {
   return false;
 }
 
-bool hisa::tile::writesNoSharedMemory(PerWarpgroupOp perWarpgroup) {
+/// Whether nothing in `perWarpgroup`'s body writes shared memory.
+static bool writesNoSharedMemory(PerWarpgroupOp perWarpgroup) {
   return llvm::all_of(perWarpgroup.getBody().getOps(), [](Operation &inside) {
     return leavesSharedMemory(inside);
   });
+}
+
+bool hisa::tile::isFencedByPipeline(PipelinedOp loop,
+                                    PerWarpgroupOp perWarpgroup) {
+  if (perWarpgroup->getParentOp() != loop ||
+      !writesNoSharedMemory(perWarpgroup))
+    return false;
+  for (Operation &op : loop.getBody().front()) {
+    if (&op == perWarpgroup.getOperation())
+      return true;
+    if (auto copy = dyn_cast<CopyOp>(op);
+        copy && isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType()))
+      continue; // a staged copy
+    if (!leavesSharedMemory(op))
+      return false;
+  }
+  return false;
 }
 
 /// Whether everything `block` runs before `gemm` (which it contains, maybe

@@ -40,11 +40,14 @@ struct ElementContext {
 /// and barrier at the top of each iteration then serve the gemm too.
 bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm);
 
-/// Whether nothing in `perWarpgroup`'s body writes shared memory (gemms
-/// write registers; loads, barriers, waits and register math write
-/// nothing): its threads then have no generic-proxy stores for a named
-/// barrier to fence for another warpgroup's wgmma.
-bool writesNoSharedMemory(PerWarpgroupOp perWarpgroup);
+/// Whether `perWarpgroup` sits in the body of the warp-specialized `loop`
+/// after nothing but staged copies and ops that leave shared memory as it
+/// is, and its own body writes no shared memory (gemms write registers;
+/// loads, barriers, waits and register math write nothing): its threads
+/// then have no generic-proxy stores that the consumers' fence before the
+/// loop did not publish, and its named barriers need no fence of their own
+/// for another warpgroup's wgmma.
+bool isFencedByPipeline(PipelinedOp loop, PerWarpgroupOp perWarpgroup);
 
 /// Whether shared tiles `a` and `b` may occupy the same bytes: the same
 /// tile, or tiles tile-plan-shared-memory placed at overlapping offsets
@@ -322,9 +325,13 @@ public:
   /// The warpgroup index while a tile.per_warpgroup body is lowered (then
   /// `threadId` and `threads` are the warpgroup's own); null elsewhere.
   mlir::Value warpgroup;
-  /// Whether the tile.per_warpgroup body being lowered writes no shared
-  /// memory (writesNoSharedMemory): its named barriers need no fence.
-  bool warpgroupWritesNoSharedMemory = false;
+  /// Whether the tile.per_warpgroup body being lowered is fenced by its
+  /// warp-specialized loop (isFencedByPipeline): its named barriers need no
+  /// fence.
+  bool warpgroupFencedByPipeline = false;
+  /// The tile.per_warpgroup ops of warp-specialized loop bodies that
+  /// isFencedByPipeline, marked before the bodies are lowered.
+  llvm::SmallPtrSet<mlir::Operation *, 4> fencedWarpgroups;
   /// Bytes of the reduction scratch each warpgroup owns inside a
   /// tile.per_warpgroup body: the plan's scratch split evenly between the
   /// warpgroups, the same for every reduction so that the warpgroups'

@@ -39,7 +39,7 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
   // inside by either warpgroup, and what either writes inside may be read
   // after it; the barriers inside synchronize one warpgroup only.
   bool synchronized = !op.getUnsynchronized();
-  bool writesNothing = writesNoSharedMemory(op);
+  bool fencedByPipeline = fencedWarpgroups.contains(op);
   if (synchronized)
     gpu::BarrierOp::create(b, loc);
   // The body, in a region of its own while it is lowered, so that the
@@ -74,7 +74,7 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
   threadId = local;
   threads = kWarpgroupThreads;
   warpgroup = wg;
-  warpgroupWritesNoSharedMemory = writesNothing;
+  warpgroupFencedByPipeline = fencedByPipeline;
   LogicalResult result = success();
   for (Operation *root : roots)
     if (failed(lowerNested(root, nullptr))) {
@@ -84,7 +84,7 @@ LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
   threadId = blockThreadId;
   threads = blockThreads;
   warpgroup = Value();
-  warpgroupWritesNoSharedMemory = false;
+  warpgroupFencedByPipeline = false;
   if (failed(result))
     return failure();
 

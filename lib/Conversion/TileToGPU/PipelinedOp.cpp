@@ -851,6 +851,10 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       // and barrier of its own.
       markGemmsFencedByPipeline(op);
     }
+    // (The consumers fenced what they wrote before the loop, above.)
+    for (auto region : op.getBody().front().getOps<PerWarpgroupOp>())
+      if (isFencedByPipeline(op, region))
+        fencedWarpgroups.insert(region);
     for (CopyOp copy : producers) {
       Value tile = copy.getDest();
       savedViews.push_back({tile, memrefs.lookup(tile)});

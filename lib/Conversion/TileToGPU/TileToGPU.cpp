@@ -392,11 +392,12 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
                                                            launch.getThreads());
                 // What the threads wrote may be the other warpgroup's wgmma
                 // operand (read through the async proxy). A body that
-                // writes no shared memory has nothing to fence: the fence
-                // (MEMBAR.ALL.CTA) would otherwise sit between a turn's
-                // last wgmma and the arrive that hands the turn over.
-                if (hasWgmma(chip) &&
-                    !(warpgroup && warpgroupWritesNoSharedMemory))
+                // writes no shared memory in a warp-specialized loop whose
+                // earlier writes the consumers' fence published has
+                // nothing to fence: the fence (MEMBAR.ALL.CTA) would
+                // otherwise sit between a turn's last wgmma and the arrive
+                // that hands the turn over.
+                if (hasWgmma(chip) && !(warpgroup && warpgroupFencedByPipeline))
                   fenceSharedForAsyncProxy(b);
                 if (barrier.getArriveOnly())
                   NVVM::BarrierArriveOp::create(b, loc, named, count);
