@@ -189,6 +189,13 @@ std::string getToolkitPath() {
   return "/usr/local/cuda";
 }
 
+/// Whether the environment variable `name` asks for a refusal (set, not
+/// empty, not "0").
+static bool isStrict(const char *name) {
+  const char *value = std::getenv(name);
+  return value && *value && StringRef(value) != "0";
+}
+
 /// What ptxas -v reports about a kernel's per-thread local memory.
 struct LocalMemoryUse {
   int64_t stackFrameBytes = 0;
@@ -333,6 +340,15 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
 }
 
 } // namespace
+
+std::string hisa::runtime::describeStrictness() {
+  SmallVector<StringRef, 2> strict;
+  if (isStrict("HISA_STRICT_WGMMA"))
+    strict.push_back("wgmma");
+  if (isStrict("HISA_STRICT_LOCAL_MEMORY"))
+    strict.push_back("local-memory");
+  return strict.empty() ? std::string() : "strict=" + llvm::join(strict, ",");
+}
 
 double hisa::runtime::getCompileTimeoutFromEnvironment() {
   const char *text = std::getenv("HISA_COMPILE_TIMEOUT_S");
@@ -596,8 +612,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
                                          : llvm::join(params, ",");
   auto reportOrRefuse = [&](const std::string &message,
                             const char *strictVariable) -> llvm::Error {
-    const char *strict = std::getenv(strictVariable);
-    if (strict && *strict && StringRef(strict) != "0")
+    if (isStrict(strictVariable))
       return makeCompileError(message + " (refused: " + strictVariable +
                               " is set)");
     llvm::errs() << "hisa: warning: " << message << "\n";

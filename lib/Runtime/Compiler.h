@@ -12,6 +12,13 @@ namespace hisa::runtime {
 /// value is ignored, with a warning on stderr once).
 double getCompileTimeoutFromEnvironment();
 
+/// The ptxas reports that refuse a kernel in this environment
+/// (HISA_STRICT_WGMMA, HISA_STRICT_LOCAL_MEMORY set), e.g.
+/// "strict=wgmma,local-memory", or "" when every report is only a warning.
+/// Part of the cache key: an entry compiled leniently (with a warning) is
+/// not handed to a strict caller, whose compile then refuses it.
+std::string describeStrictness();
+
 /// Parses `source`, binds `params` (sorted name=value), lowers the kernel
 /// to PTX for `target` and assembles it with ptxas (or keeps the PTX when
 /// ptxas is missing, saying so on stderr). Errors carry the diagnostics: a

@@ -538,18 +538,23 @@ static Expected<CacheKey> computeCacheKey(StringRef source,
   if (!parsed)
     return parsed.takeError();
   std::string joined = llvm::join(*parsed, ",");
+  // Strict and lenient compiles of a kernel ptxas reports as slow differ
+  // (refused or not): they do not share an entry.
+  std::string strictness = describeStrictness();
   std::string digest = DiskCache::computeKey(
-      {source, kernelName, joined, target, Jit::getVersion()});
+      {source, kernelName, joined, target, Jit::getVersion(), strictness});
   return CacheKey{std::move(*parsed), std::move(digest), ""};
 }
 
 static std::string describeKey(StringRef source, StringRef kernelName,
                                ArrayRef<std::string> params, StringRef target) {
+  std::string strictness = describeStrictness();
   return formatv("kernel={0} params={1} target={2} compiler={3} "
-                 "source-sha256={4}",
+                 "source-sha256={4}{5}",
                  kernelName, llvm::join(params, ","), target, Jit::getVersion(),
                  llvm::toHex(SHA256::hash(arrayRefFromStringRef(source)),
-                             /*LowerCase=*/true))
+                             /*LowerCase=*/true),
+                 strictness.empty() ? "" : " " + strictness)
       .str();
 }
 

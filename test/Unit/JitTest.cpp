@@ -141,7 +141,8 @@ protected:
   /// Compiles the pooling kernel with a stand-in "ptxas" that prints
   /// `report` (shell lines) and writes a dummy cubin: with `strictVariable`
   /// set the compile is refused, saying `expected`; without it the kernel
-  /// compiles (the report is a warning on stderr).
+  /// compiles (the report is a warning on stderr); with it set again the
+  /// cached lenient compile is not reused.
   void expectReportedAndRefusedWhenStrict(llvm::StringRef report,
                                           const char *strictVariable,
                                           llvm::StringRef expected) {
@@ -166,11 +167,22 @@ protected:
                 std::string::npos)
           << message;
     }
-    ScopedEnvironment lenient(strictVariable, nullptr);
-    auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
-                                       kPooling, kFirstParams, "sm_90a");
-    EXPECT_TRUE(static_cast<bool>(compiled))
-        << (compiled ? "" : llvm::toString(compiled.takeError()));
+    {
+      ScopedEnvironment lenient(strictVariable, nullptr);
+      auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
+                                         kPooling, kFirstParams, "sm_90a");
+      EXPECT_TRUE(static_cast<bool>(compiled))
+          << (compiled ? "" : llvm::toString(compiled.takeError()));
+    }
+    // The lenient compile is now in the disk cache; a strict caller (a new
+    // Jit on the same directory) compiles again and is refused rather than
+    // handed it.
+    ScopedEnvironment strictAgain(strictVariable, "1");
+    auto again = makeJit()->compile(getBuiltinKernelSource(kPooling), kPooling,
+                                    kFirstParams, "sm_90a");
+    ASSERT_FALSE(again);
+    std::string message = llvm::toString(again.takeError());
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
   }
 
   /// Compiles the pooling kernel with `params`; fails the test on errors.
