@@ -526,6 +526,7 @@ namespace {
 /// that a mismatch names both).
 struct CacheKey {
   std::vector<std::string> params;
+  std::string strictness; // describeStrictness(), part of the digest
   std::string digest;
   std::string description;
 };
@@ -543,18 +544,19 @@ static Expected<CacheKey> computeCacheKey(StringRef source,
   std::string strictness = describeStrictness();
   std::string digest = DiskCache::computeKey(
       {source, kernelName, joined, target, Jit::getVersion(), strictness});
-  return CacheKey{std::move(*parsed), std::move(digest), ""};
+  return CacheKey{std::move(*parsed), std::move(strictness), std::move(digest),
+                  ""};
 }
 
 static std::string describeKey(StringRef source, StringRef kernelName,
-                               ArrayRef<std::string> params, StringRef target) {
-  std::string strictness = describeStrictness();
+                               ArrayRef<std::string> params, StringRef target,
+                               StringRef strictness) {
   return formatv("kernel={0} params={1} target={2} compiler={3} "
                  "source-sha256={4}{5}",
                  kernelName, llvm::join(params, ","), target, Jit::getVersion(),
                  llvm::toHex(SHA256::hash(arrayRefFromStringRef(source)),
                              /*LowerCase=*/true),
-                 strictness.empty() ? "" : " " + strictness)
+                 strictness.empty() ? "" : (" " + strictness).str())
       .str();
 }
 
@@ -642,7 +644,8 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
   Expected<CacheKey> key = computeCacheKey(source, kernelName, params, target);
   if (!key)
     return key.takeError();
-  key->description = describeKey(source, kernelName, key->params, target);
+  key->description =
+      describeKey(source, kernelName, key->params, target, key->strictness);
   std::lock_guard<std::mutex> lock(state->mutex);
   auto found = state->compiled.find(key->digest);
   if (found != state->compiled.end()) {

@@ -168,6 +168,13 @@ static bool leavesSharedMemory(Operation &op) {
   return false;
 }
 
+/// A global-to-shared copy: in a pipelined body, one of its staged copies.
+static bool isStagedCopy(Operation &op) {
+  auto copy = dyn_cast<CopyOp>(op);
+  return copy && isa<GlobalType>(copy.getSource().getType()) &&
+         isa<SharedType>(copy.getDest().getType());
+}
+
 /// Whether nothing in `perWarpgroup`'s body writes shared memory.
 static bool writesNoSharedMemory(PerWarpgroupOp perWarpgroup) {
   return llvm::all_of(perWarpgroup.getBody().getOps(), [](Operation &inside) {
@@ -183,11 +190,7 @@ bool hisa::tile::isFencedByPipeline(PipelinedOp loop,
   for (Operation &op : loop.getBody().front()) {
     if (&op == perWarpgroup.getOperation())
       return true;
-    if (auto copy = dyn_cast<CopyOp>(op);
-        copy && isa<GlobalType>(copy.getSource().getType()) &&
-        isa<SharedType>(copy.getDest().getType()))
-      continue; // a staged copy
-    if (!leavesSharedMemory(op))
+    if (!isStagedCopy(op) && !leavesSharedMemory(op))
       return false;
   }
   return false;
@@ -217,10 +220,9 @@ static bool onlyStagedWritesBefore(Block &block, GemmOp gemm, bool topLevel) {
         inner = inner->getParentOp()->getBlock();
       return onlyStagedWritesBefore(*inner, gemm, /*topLevel=*/false);
     }
-    if (auto copy = dyn_cast<CopyOp>(op)) {
-      if (topLevel && isa<GlobalType>(copy.getSource().getType()) &&
-          isa<SharedType>(copy.getDest().getType()))
-        continue; // a staged copy
+    if (isa<CopyOp>(op)) {
+      if (topLevel && isStagedCopy(op))
+        continue;
       return false;
     }
     if (!leavesSharedMemory(op))

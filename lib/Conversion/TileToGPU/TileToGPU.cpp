@@ -397,7 +397,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
                 // nothing to fence: the fence (MEMBAR.ALL.CTA) would
                 // otherwise sit between a turn's last wgmma and the arrive
                 // that hands the turn over.
-                if (hasWgmma(chip) && !(warpgroup && warpgroupFencedByPipeline))
+                if (hasWgmma(chip) && !warpgroupFencedByPipeline)
                   fenceSharedForAsyncProxy(b);
                 if (barrier.getArriveOnly())
                   NVVM::BarrierArriveOp::create(b, loc, named, count);
