@@ -58,6 +58,7 @@ tile.kernel @flash_attn_pp(%q: !tile.global<[?, ?, ?, dim], bf16>,
     %prev_max = tile.alloc : !tile.frag<[64], f32>
     %row_sum = tile.alloc : !tile.frag<[64], f32>
     %tile_sum = tile.alloc : !tile.frag<[64], f32>
+    %tile_max = tile.alloc : !tile.frag<[64], f32>
 
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -90,6 +91,11 @@ tile.kernel @flash_attn_pp(%q: !tile.global<[?, ?, ?, dim], bf16>,
     %fold = arith.cmpi ne, %fold_param, %c0 : index
     %score_scale = arith.select %fold, %one_f, %scale_log2 : f32
     %exp_scale = arith.select %fold, %scale_log2, %one_f : f32
+    // A row maximum moves only when a tile's exceeds it by more than 8 in
+    // the exponent (FlashAttention-4's lazy rescaling; in the scores' units
+    // 8 / exp_scale): P stays below 2^8 and most tiles leave O as it is.
+    %c8_f = arith.constant 8.0 : f32
+    %max_headroom = arith.divf %c8_f, %exp_scale : f32
 
     // Key tiles: all of them, or (causal) those up to the block's last query.
     %kt_minus_1 = arith.subi %kt, %c1 : index
@@ -207,12 +213,20 @@ tile.kernel @flash_attn_pp(%q: !tile.global<[?, ?, ?, dim], bf16>,
               tile.store %scaled, %scores[%i, %j] : !tile.frag<[64, kt], f32>
             }
           }
-          tile.parallel (%i) in [64] {
-            %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
-            tile.store %m, %prev_max[%i] : !tile.frag<[64], f32>
-          }
-          tile.reduce max %scores to %row_max dim = 1 accumulate chains = 1
+          tile.reduce max %scores to %tile_max dim = 1 chains = 1
               : !tile.frag<[64, kt], f32> to !tile.frag<[64], f32>
+          tile.parallel (%i) in [64] {
+            %old = tile.load %row_max[%i] : !tile.frag<[64], f32>
+            %mine = tile.load %tile_max[%i] : !tile.frag<[64], f32>
+            %candidate = arith.maximumf %old, %mine : f32
+            %gap = arith.subf %candidate, %old : f32
+            %far = arith.cmpf ogt, %gap, %max_headroom : f32
+            %first = arith.cmpf oeq, %old, %neg_inf : f32
+            %grow = arith.ori %far, %first : i1
+            %new = arith.select %grow, %candidate, %old : f32
+            tile.store %new, %row_max[%i] : !tile.frag<[64], f32>
+            tile.store %old, %prev_max[%i] : !tile.frag<[64], f32>
+          }
           tile.parallel (%i, %j) in [64, kt] {
             %s = tile.load %scores[%i, %j] : !tile.frag<[64, kt], f32>
             %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
@@ -244,11 +258,20 @@ tile.kernel @flash_attn_pp(%q: !tile.global<[?, ?, ?, dim], bf16>,
         }
         tile.wait_gemms
         scf.if %has_scores {
-          tile.parallel (%i, %j) in [64, dim] {
-            %a = tile.load %acc[%i, %j] : !tile.frag<[64, dim], f32>
-            %alpha = tile.load %prev_max[%i] : !tile.frag<[64], f32>
-            %scaled = arith.mulf %a, %alpha : f32
-            tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, dim], f32>
+          // (Only the warps one of whose rows' maximum moved.)
+          %kept = tile.all_of %prev_max : !tile.frag<[64], f32> {
+          ^bb0(%alpha: f32):
+            %unit = arith.cmpf oeq, %alpha, %one_f : f32
+            tile.yield %unit : i1
+          }
+          %moved = arith.xori %kept, %true : i1
+          scf.if %moved {
+            tile.parallel (%i, %j) in [64, dim] {
+              %a = tile.load %acc[%i, %j] : !tile.frag<[64, dim], f32>
+              %alpha = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+              %scaled = arith.mulf %a, %alpha : f32
+              tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, dim], f32>
+            }
           }
           tile.cast %scores to %p : !tile.frag<[64, kt], f32> to !tile.frag<[64, kt], bf16>
         }

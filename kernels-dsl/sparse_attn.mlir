@@ -97,6 +97,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %prev_max = tile.alloc : !tile.frag<[64], f32>
     %row_sum = tile.alloc : !tile.frag<[64], f32>
     %tile_sum = tile.alloc : !tile.frag<[64], f32>
+    %tile_max = tile.alloc : !tile.frag<[64], f32>
     // With `partial_sums`: each warpgroup's running sum over its own score
     // columns ([64 heads, 2 warpgroups]), combined once after the loop
     // instead of through shared memory at every tile.
@@ -128,6 +129,13 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %zero = arith.constant 0.0 : f32
     %neg_inf = arith.constant 0xFF800000 : f32
     %log2e = arith.constant 1.44269504 : f32
+    %one = arith.constant 1.0 : f32
+    %true = arith.constant true
+    // The running maximum moves only when a tile's exceeds it by more than
+    // this (log2 units): P stays below 2^8 (exact in bf16's exponent range,
+    // far from f32's overflow) and most tiles need no rescale of O
+    // (FlashAttention-4's lazy rescaling).
+    %max_headroom = arith.constant 8.0 : f32
     %invalid = arith.constant -1 : i32
     %c0_i32 = arith.constant 0 : i32
     %head_blocks_in = tile.param "head_blocks" : index
@@ -226,12 +234,20 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %masked = arith.select %valid, %scaled, %neg_inf : f32
         tile.store %masked, %scores[%i, %j] : !tile.frag<[64, 64], f32>
       }
-      tile.parallel (%i) in [64] {
-        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
-        tile.store %m, %prev_max[%i] : !tile.frag<[64], f32>
-      }
-      tile.reduce max %scores to %row_max dim = 1 accumulate
+      tile.reduce max %scores to %tile_max dim = 1
           : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+      // The maximum grows only by more than %max_headroom (from -inf: any
+      // finite value); otherwise the factor below is exactly 1.
+      tile.parallel (%i) in [64] {
+        %old = tile.load %row_max[%i] : !tile.frag<[64], f32>
+        %mine = tile.load %tile_max[%i] : !tile.frag<[64], f32>
+        %candidate = arith.maximumf %old, %mine : f32
+        %gap = arith.subf %candidate, %old : f32
+        %grow = arith.cmpf ogt, %gap, %max_headroom : f32
+        %new = arith.select %grow, %candidate, %old : f32
+        tile.store %new, %row_max[%i] : !tile.frag<[64], f32>
+        tile.store %old, %prev_max[%i] : !tile.frag<[64], f32>
+      }
       // P = exp2(S - m); a maximum of -inf (nothing valid yet) counts as 0.
       tile.parallel (%i, %j) in [64, 64] {
         %s = tile.load %scores[%i, %j] : !tile.frag<[64, 64], f32>
@@ -285,11 +301,21 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           tile.store %alpha, %prev_max[%i] : !tile.frag<[64], f32>
         }
       }
-      tile.parallel (%i, %j) in [64, 512] {
-        %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
-        %alpha = tile.load %prev_max[%i] : !tile.frag<[64], f32>
-        %scaled = arith.mulf %a, %alpha : f32
-        tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 512], f32>
+      // O is rescaled only by the warps one of whose rows' maximum moved
+      // (128 multiplies a thread saved on most tiles).
+      %kept = tile.all_of %prev_max : !tile.frag<[64], f32> {
+      ^bb0(%alpha: f32):
+        %unit = arith.cmpf oeq, %alpha, %one : f32
+        tile.yield %unit : i1
+      }
+      %moved = arith.xori %kept, %true : i1
+      scf.if %moved {
+        tile.parallel (%i, %j) in [64, 512] {
+          %a = tile.load %acc[%i, %j] : !tile.frag<[64, 512], f32>
+          %alpha = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+          %scaled = arith.mulf %a, %alpha : f32
+          tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 512], f32>
+        }
       }
       tile.cast %scores to %p : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
       tile.copy %p to %p_s : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
@@ -323,7 +349,6 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %sink_shifted = arith.subf %sink_log2, %m_safe : f32
         %sink_term = math.exp2 %sink_shifted : f32
         %denominator = arith.addf %l, %sink_term : f32
-        %one = arith.constant 1.0 : f32
         %positive = arith.cmpf ogt, %denominator, %zero : f32
         %inverse_raw = arith.divf %one, %denominator : f32
         %inverse = arith.select %positive, %inverse_raw, %zero : f32
@@ -406,7 +431,6 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           %l_peer_w = arith.mulf %l_peer, %w_peer : f32
           %l = arith.addf %l_own_w, %l_peer_w : f32
           %denominator = arith.addf %l, %sink_term : f32
-          %one = arith.constant 1.0 : f32
           %positive = arith.cmpf ogt, %denominator, %zero : f32
           %inverse_raw = arith.divf %one, %denominator : f32
           %inverse = arith.select %positive, %inverse_raw, %zero : f32
@@ -458,7 +482,6 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         tile.parallel (%i) in [64] {
           %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
           %l = tile.load %row_sum[%i] : !tile.frag<[64], f32>
-          %one = arith.constant 1.0 : f32
           %positive = arith.cmpf ogt, %l, %zero : f32
           %inverse_raw = arith.divf %one, %l : f32
           %inverse = arith.select %positive, %inverse_raw, %zero : f32

@@ -104,6 +104,11 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
     %neg_inf = arith.constant 0xFF800000 : f32
     %log2e = arith.constant 1.44269504 : f32
     %ln2 = arith.constant 0.693147182 : f32
+    %true = arith.constant true
+    // A maximum moves only when it would grow by more than this (log2
+    // units; FlashAttention-4's lazy rescaling): P stays below 2^8 and most
+    // iterations rescale neither O nor P0.
+    %max_headroom = arith.constant 8.0 : f32
     %invalid = arith.constant -1 : i32
     %c0_i32 = arith.constant 0 : i32
     %head_blocks_in = tile.param "head_blocks" : index
@@ -210,7 +215,10 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
           %old = tile.load %row_max[%i] : !tile.frag<[64], f32>
           %other = tile.load %max0[%i] : !tile.shared<[64], f32>
           %base = arith.select %is_first, %old, %other : f32
-          %new = arith.maximumf %base, %mine : f32
+          %candidate = arith.maximumf %base, %mine : f32
+          %gap = arith.subf %candidate, %base : f32
+          %grow = arith.cmpf ogt, %gap, %max_headroom : f32
+          %new = arith.select %grow, %candidate, %base : f32
           %none = arith.cmpf oeq, %old, %neg_inf : f32
           %delta = arith.subf %old, %new : f32
           %e = math.exp2 %delta : f32
@@ -246,11 +254,20 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
           %l_new = arith.addf %rescaled, %add : f32
           tile.store %l_new, %row_sum[%i] : !tile.frag<[64], f32>
         }
-        tile.parallel (%i, %j) in [64, 256] {
-          %a = tile.load %acc[%i, %j] : !tile.frag<[64, 256], f32>
-          %alpha = tile.load %factor[%i] : !tile.frag<[64], f32>
-          %scaled = arith.mulf %a, %alpha : f32
-          tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 256], f32>
+        // (Only the warps one of whose rows' maximum moved.)
+        %kept = tile.all_of %factor : !tile.frag<[64], f32> {
+        ^bb0(%alpha: f32):
+          %unit = arith.cmpf oeq, %alpha, %one : f32
+          tile.yield %unit : i1
+        }
+        %moved = arith.xori %kept, %true : i1
+        scf.if %moved {
+          tile.parallel (%i, %j) in [64, 256] {
+            %a = tile.load %acc[%i, %j] : !tile.frag<[64, 256], f32>
+            %alpha = tile.load %factor[%i] : !tile.frag<[64], f32>
+            %scaled = arith.mulf %a, %alpha : f32
+            tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 256], f32>
+          }
         }
         tile.cast %s to %p : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
         scf.if %is_first {
@@ -275,20 +292,32 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
           }
           tile.wait_gemms
           tile.release %kv0_lo : !tile.shared<[64, 256], bf16>
-          tile.parallel (%i, %j) in [64, 64] {
-            %v = tile.load %s[%i, %j] : !tile.frag<[64, 64], f32>
-            %rescale = tile.load %factor[%i] : !tile.frag<[64], f32>
-            %scaled = arith.mulf %v, %rescale : f32
-            %rounded = arith.truncf %scaled : f32 to bf16
-            tile.store %rounded, %p[%i, %j] : !tile.frag<[64, 64], bf16>
+          // Where wg 1 did not move the warp's maxima (the common case),
+          // P0 and O_lo stay as they are.
+          %same = tile.all_of %factor : !tile.frag<[64], f32> {
+          ^bb0(%rescale: f32):
+            %unit = arith.cmpf oeq, %rescale, %one : f32
+            tile.yield %unit : i1
+          }
+          %changed = arith.xori %same, %true : i1
+          scf.if %changed {
+            tile.parallel (%i, %j) in [64, 64] {
+              %v = tile.load %s[%i, %j] : !tile.frag<[64, 64], f32>
+              %rescale = tile.load %factor[%i] : !tile.frag<[64], f32>
+              %scaled = arith.mulf %v, %rescale : f32
+              %rounded = arith.truncf %scaled : f32 to bf16
+              tile.store %rounded, %p[%i, %j] : !tile.frag<[64, 64], bf16>
+            }
           }
           tile.copy %p to %p0_s : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
           tile.barrier id = 2 arrive_only
-          tile.parallel (%i, %j) in [64, 256] {
-            %a = tile.load %acc[%i, %j] : !tile.frag<[64, 256], f32>
-            %rescale = tile.load %factor[%i] : !tile.frag<[64], f32>
-            %scaled = arith.mulf %a, %rescale : f32
-            tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 256], f32>
+          scf.if %changed {
+            tile.parallel (%i, %j) in [64, 256] {
+              %a = tile.load %acc[%i, %j] : !tile.frag<[64, 256], f32>
+              %rescale = tile.load %factor[%i] : !tile.frag<[64], f32>
+              %scaled = arith.mulf %a, %rescale : f32
+              tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 256], f32>
+            }
           }
           tile.barrier id = 3
           tile.gemm %p1_s, %kv1_lo, %acc

@@ -83,6 +83,41 @@ def test_ping_pong_many_heads_and_batches():
     check(1, 3, 8195, 64, False)
 
 
+@pytest.mark.parametrize("fold", [0, 1])
+@pytest.mark.parametrize("step", [3.0, 12.0])
+def test_row_maxima_that_grow_late(step, fold):
+    """flash_attn_pp with lazy rescaling (a row maximum moves only when it
+    grows by more than 8 in the exponent): scores that rise by about `step`
+    (log2 units) per 128-key tile for queries 16..31 of every 64 (one warp's
+    rows) and fall for the others, so some warps rescale O every tile or two
+    and the others never."""
+    fresh_seed(torch)
+    b, h, s, d = 1, 2, 1500, 128
+    scale = d ** -0.5
+    direction = torch.randn(d, device="cuda")
+    direction /= direction.norm()
+    reach = 16.0
+    per_key = step / (scale * 1.4426950408889634) / 128 / reach
+    position = torch.arange(s, device="cuda", dtype=torch.float32)
+    k = (torch.randn(b, h, s, d, device="cuda")
+         + (position * per_key)[:, None] * direction).bfloat16()
+    rows = torch.arange(s, device="cuda")
+    rising = ((rows % 64) // 16 == 1).float() * 2 - 1
+    q = (torch.randn(b, h, s, d, device="cuda") * 0.5
+         + reach * rising[:, None] * direction).bfloat16()
+    v = torch.randn(b, h, s, d, device="cuda").bfloat16()
+    for causal in (False, True):
+        o = torch.empty_like(q)
+        hisa.jit.get_kernel("flash_attn_pp", {"dim": d, "causal": int(causal), "kt": 128,
+                                              "fold_scale": fold}).launch(q, k, v, o, scale)
+        torch.cuda.synchronize()
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                             is_causal=causal, scale=scale)
+        assert not torch.isnan(o).any()
+        error = (o.float() - ref).norm() / ref.norm()
+        assert error < 1e-2, f"causal={causal}: relative L2 error {error:.3e}"
+
+
 def test_bad_arguments():
     q = torch.randn(1, 2, 64, 96, device="cuda").bfloat16()
     with pytest.raises(ValueError, match="D = 96"):

@@ -53,3 +53,27 @@ def test_partial_row_sums_over_warpgroups():
     expected = s.view(64, 2, 32).sum(2) * m
     assert torch.allclose(parts, expected, rtol=1e-3, atol=1e-2), f"seed {seed}"
     assert torch.allclose(total, expected.sum(1), rtol=1e-3, atol=1e-2), f"seed {seed}"
+
+
+def test_fragment_all_of_decides_per_warp():
+    # Inputs/fragment-all-of.mlir: a warp halves its scores when a row
+    # maximum it holds exceeds 1 (tile.all_of over a fragment, one vote per
+    # warp). Rows are scaled so that some warps' 16 rows all stay below 1
+    # and the others' do not.
+    seed = fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "fragment-all-of.mlir", "fragment_all_of")
+    for small_warps in ([0, 2], [1], [0, 1, 2, 3], []):
+        a = torch.randn(64, 32, device="cuda")
+        for w in small_warps:
+            a[16 * w:16 * w + 16] *= 1e-3
+        a = a.half()
+        b = torch.randn(64, 32, device="cuda").half()
+        out = torch.full((64, 64), float("nan"), device="cuda")
+        kernel.launch(a, b, out)
+        torch.cuda.synchronize()
+        scores = a.float() @ b.float().T
+        row_large = scores.amax(dim=1) > 1
+        warp_large = row_large.view(4, 16).any(dim=1).repeat_interleave(16)
+        expected = torch.where(warp_large[:, None], scores * 0.5, scores)
+        assert torch.allclose(out, expected, rtol=1e-5, atol=1e-4), \
+            f"seed {seed}, small warps {small_warps}"

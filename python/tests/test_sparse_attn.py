@@ -267,6 +267,55 @@ def test_warpgroup_schedule_variant(b, s, h, nkv, k):
     assert torch.equal(o[0, 0], torch.zeros_like(o[0, 0])), "all -1 row must give 0"
 
 
+def growing_inputs(b, s, h, k, step):
+    """Scores (log2 units) that rise by about `step` from one 64-key tile to
+    the next for heads 16..31 of every 64 (one warp's rows in each
+    warpgroup) and fall for the others: with lazy rescaling (a row maximum
+    moves only when it grows by more than 8) those warps rescale O every
+    tile or two while the others never do after the first, in one launch."""
+    nkv = k
+    direction = torch.randn(D, device="cuda")
+    direction /= direction.norm()
+    reach = 16.0                                   # q's component along it
+    per_key = step / (D ** -0.5 * math.log2(math.e)) / 64 / reach
+    position = torch.arange(nkv, device="cuda", dtype=torch.float32)
+    kv = (torch.randn(b, nkv, D, device="cuda")
+          + (position * per_key)[None, :, None] * direction).bfloat16()
+    rising = ((torch.arange(h, device="cuda") % 64) // 16 == 1).float() * 2 - 1
+    q = (torch.randn(b, s, h, D, device="cuda") * 0.5
+         + reach * rising[None, None, :, None] * direction).bfloat16()
+    attn_sink = torch.randn(h, device="cuda")
+    idx = torch.arange(k, device="cuda", dtype=torch.int32).repeat(b, s, 1)
+    idx[..., 1::7] = -1
+    return q, kv, attn_sink, idx
+
+
+@pytest.mark.parametrize("step", [3.0, 12.0])
+@pytest.mark.parametrize("path,b,s,h,k", [("operator", 64, 1, 128, 640),   # sparse_attn_ws
+                                          ("operator", 64, 1, 64, 640),    # cluster pairs
+                                          ("operator", 1, 1, 64, 2048),    # split + combine
+                                          ("operator", 1, 1024, 64, 640),  # sparse_attn_wg
+                                          ("wg", 1, 8, 128, 1152)])
+def test_row_maxima_that_grow_late(path, b, s, h, k, step):
+    # Lazy rescaling: a stale maximum (P up to 2^8), rescales in some warps
+    # and not in others, and (step 3) maxima that move every few tiles.
+    fresh_seed(torch)
+    q, kv, attn_sink, idx = growing_inputs(b, s, h, k, step)
+    if path == "wg":
+        o, lse = run_wg_kernel(q, kv, attn_sink, idx)
+    else:
+        o, lse = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5, return_lse=True)
+        torch.cuda.synchronize()
+    tokens = min(s, 64)
+    ref_o, ref_lse = reference(q[:, :tokens], kv, attn_sink, idx[:, :tokens], D ** -0.5)
+    part = o[:, :tokens].float()
+    assert not torch.isnan(o).any(), "NaN in o"
+    error = (part - ref_o).norm() / ref_o.norm().clamp(min=1e-30)
+    assert error < 1e-2, f"relative L2 error {error:.3e}"
+    assert torch.allclose(lse[:, :tokens], ref_lse, atol=1e-3, rtol=1e-4), \
+        f"lse max error {(lse[:, :tokens] - ref_lse).abs().max():.3e}"
+
+
 @pytest.mark.parametrize("sink", [30.0, -30.0, float("-inf")])
 def test_warpgroup_schedule_extremes(sink):
     fresh_seed(torch)

@@ -233,6 +233,7 @@ public:
   mlir::LogicalResult lowerVote(VoteOp op, mlir::OpBuilder &b,
                                 const ElementContext *context);
   mlir::LogicalResult lowerAllOf(AllOfOp op, mlir::OpBuilder &b);
+  mlir::LogicalResult lowerFragmentAllOf(AllOfOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerGemm(GemmOp op, mlir::OpBuilder &b);
 
   /// Lowers the tile ops nested in `root` (root included), in order.

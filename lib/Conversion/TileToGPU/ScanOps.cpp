@@ -262,7 +262,62 @@ LogicalResult KernelLowering::lowerVote(VoteOp op, OpBuilder &b,
   return success();
 }
 
+/// `holds` and the predicate of `op` on `value` (cloned at `b`); an element
+/// outside the tile (`inside` false) holds.
+static Value andPredicate(AllOfOp op, OpBuilder &b, Value holds, Value value,
+                          Value inside) {
+  Location loc = op.getLoc();
+  Block &predicate = op.getPredicate().front();
+  IRMapping mapping;
+  mapping.map(predicate.getArgument(0), value);
+  for (Operation &inner : predicate.without_terminator())
+    b.clone(inner, mapping);
+  Value result = mapping.lookupOrDefault(
+      cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
+  if (inside)
+    result = arith::OrIOp::create(
+        b, loc, result,
+        arith::XOrIOp::create(
+            b, loc, inside,
+            arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+  return arith::AndIOp::create(b, loc, holds, result);
+}
+
+/// Replaces `op` by the warp's vote on every lane's `holds`.
+static void replaceByWarpVote(AllOfOp op, OpBuilder &b, Value holds) {
+  Location loc = op.getLoc();
+  Value everyLane = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
+  Value all = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, holds,
+                                       NVVM::VoteSyncKind::all)
+                  .getResult();
+  op.getResult().replaceAllUsesWith(all);
+}
+
+/// Whether the predicate holds for every element the warp holds: each
+/// thread tests its own registers (values past the tile's end hold), then
+/// one vote.
+LogicalResult KernelLowering::lowerFragmentAllOf(AllOfOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  FailureOr<VectorLayout> layout =
+      getLayout(op, cast<FragmentType>(op.getSource().getType()));
+  if (failed(layout))
+    return failure();
+  SmallVector<Value> values = registers.lookup(op.getSource());
+  if (static_cast<int64_t>(values.size()) != layout->getValuesPerThread())
+    return op.emitOpError("reads a fragment whose registers are not known "
+                          "here (a view or pick of a fragment is not "
+                          "supported)");
+  Value holds = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  for (auto [v, reg] : llvm::enumerate(values))
+    holds = andPredicate(op, b, holds, memref::LoadOp::create(b, loc, reg),
+                         isInside(b, *layout, v));
+  replaceByWarpVote(op, b, holds);
+  return success();
+}
+
 LogicalResult KernelLowering::lowerAllOf(AllOfOp op, OpBuilder &b) {
+  if (isa<FragmentType>(op.getSource().getType()))
+    return lowerFragmentAllOf(op, b);
   Location loc = op.getLoc();
   std::optional<SmallVector<int64_t>> sizes =
       getTileShapeAndElementType(op.getSource().getType())
@@ -286,7 +341,6 @@ LogicalResult KernelLowering::lowerAllOf(AllOfOp op, OpBuilder &b) {
   Value loaded;
   if (vectorized)
     loaded = loadElements(b, memref, first, perLane, /*checkBounds=*/false);
-  Block &predicate = op.getPredicate().front();
   Value holds = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   for (int64_t i = 0; i < perLane; ++i) {
     Value at = arith::AddIOp::create(b, loc, first, index(b, i));
@@ -300,25 +354,9 @@ LogicalResult KernelLowering::lowerAllOf(AllOfOp op, OpBuilder &b) {
       Value safe = arith::SelectOp::create(b, loc, inside, at, index(b, 0));
       value = loadElements(b, memref, safe, 1, /*checkBounds=*/false);
     }
-    IRMapping mapping;
-    mapping.map(predicate.getArgument(0), value);
-    for (Operation &inner : predicate.without_terminator())
-      b.clone(inner, mapping);
-    Value result = mapping.lookupOrDefault(
-        cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
-    // Past the tile's end (a lane's last run may overhang): holds.
-    if (inside)
-      result = arith::OrIOp::create(
-          b, loc, result,
-          arith::XOrIOp::create(
-              b, loc, inside,
-              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
-    holds = arith::AndIOp::create(b, loc, holds, result);
+    // (Past the tile's end, where a lane's last run overhangs: holds.)
+    holds = andPredicate(op, b, holds, value, inside);
   }
-  Value everyLane = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
-  Value all = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, holds,
-                                       NVVM::VoteSyncKind::all)
-                  .getResult();
-  op.getResult().replaceAllUsesWith(all);
+  replaceByWarpVote(op, b, holds);
   return success();
 }

@@ -5,13 +5,15 @@ batched decode), beside the sparse_attn operator, in one process on the
 same inputs, every output checked against f32 torch first.
 
     PYTHONPATH=python python3 python/bench/probes/sparse_attn_wg_ab.py \
-        [--kernel sparse_attn_ws] - /tmp/variant.mlir[:PARAM=V,...] ...
+        [--kernel sparse_attn_ws] [--ablation] - /tmp/variant.mlir[:PARAM=V,...] ...
 
 Each variant is FILE[:PARAMS]; FILE "-" is the built-in source; a file's
 `hisa-variant` lines apply (so kernels-dsl/sparse_attn.mlir gives
 sparse_attn_ws). sparse_attn_ws runs with partial_sums = 1, as the
 operator does. Prints a markdown table (ms, TFLOP/s, time relative to the
-operator).
+operator). With --ablation a variant whose output is wrong (a kernel with
+work removed on purpose, for an upper bound of what that work costs) is
+still timed, its cell marked "wrong".
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def main():
     kernel = "sparse_attn_wg"
     if args[:1] == ["--kernel"]:
         kernel, args = args[1], args[2:]
+    ablation = args[:1] == ["--ablation"]
+    if ablation:
+        args = args[1:]
     variants = []
     for arg in args or ["-"]:
         path, _, overrides = arg.partition(":")
@@ -70,13 +75,15 @@ def main():
             calls.append(kernel_variant(q, kv, sink, idx, kernel, extra, source))
         for call in calls:
             error = check(q, kv, sink, idx, call())
-            if not error < 1e-2:
+            wrong = not error < 1e-2
+            if wrong and not ablation:
                 cells.append(f"**error {error:.1e}**")
                 failures += 1
                 continue
             t = bench(call)
             base = base or t
-            cells.append(f"{t * 1e3:.3f} ({flops / t / 1e12:.0f}, {t / base:.3f}x)")
+            mark = " wrong" if wrong else ""
+            cells.append(f"{t * 1e3:.3f} ({flops / t / 1e12:.0f}, {t / base:.3f}x{mark})")
         print(f"| {label} B={b} S={s} H={h} K={k} | " + " | ".join(cells) + " |")
     return 1 if failures else 0
 

@@ -1306,6 +1306,56 @@ tile.kernel @all_of_argument() {
 
 // -----
 
+// A fragment's all_of agrees only within a warp: a copy into shared memory
+// (which ends with a block barrier) cannot be in the branch it decides.
+tile.kernel @all_of_fragment_copy_in_branch() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{decided here}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    scf.if %kept {
+      // expected-error @+1 {{'tile.copy' op cannot be in a branch decided by a fragment's tile.all_of: the decision agrees only within a warp}}
+      tile.copy %alpha to %saved : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+    }
+  }
+}
+
+// -----
+
+// ... nor a parallel that writes shared memory, also when the decision
+// reaches the branch through other values.
+tile.kernel @all_of_fragment_shared_store_in_branch(%flag: i1) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{decided here}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    %both = arith.andi %kept, %flag : i1
+    scf.if %both {
+      tile.parallel (%i) in [64] {
+        %a = tile.load %alpha[%i] : !tile.frag<[64], f32>
+        // expected-error @+1 {{'tile.store' op cannot be in a branch decided by a fragment's tile.all_of}}
+        tile.store %a, %saved[%i] : !tile.shared<[64], f32>
+      }
+    }
+  }
+}
+
+// -----
+
 tile.kernel @all_of_side_effect() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

@@ -404,6 +404,41 @@ tile.kernel @all_of() params {kt = 64} {
 
 // -----
 
+// A predicate over the fragment elements a warp holds; the branch it
+// decides holds only thread-local work (here a parallel over registers,
+// reached through an arith.xori).
+// CHECK-LABEL: tile.kernel @all_of_fragment
+// CHECK: %[[KEPT:.*]] = tile.all_of %{{.*}} : !tile.frag<[64], f32> {
+// CHECK: tile.yield %{{.*}} : i1
+// CHECK: %[[MOVED:.*]] = arith.xori %[[KEPT]]
+// CHECK: scf.if %[[MOVED]]
+// CHECK: tile.parallel
+tile.kernel @all_of_fragment() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %one = arith.constant 1.0 : f32
+    %true = arith.constant true
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    %moved = arith.xori %kept, %true : i1
+    scf.if %moved {
+      tile.parallel (%i, %j) in [64, 64] {
+        %x = tile.load %acc[%i, %j] : !tile.frag<[64, 64], f32>
+        %f = tile.load %alpha[%i] : !tile.frag<[64], f32>
+        %y = arith.mulf %x, %f : f32
+        tile.store %y, %acc[%i, %j] : !tile.frag<[64, 64], f32>
+      }
+    }
+  }
+}
+
+// -----
+
 // CHECK-LABEL: tile.kernel @overlap_gemm
 // CHECK: tile.pipelined %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} num_stages = 3 warp_specialized overlap_gemm {
 tile.kernel @overlap_gemm(%k: !tile.global<[?, 64], bf16>) {

@@ -1637,17 +1637,74 @@ LogicalResult YieldOp::verify() {
   return success();
 }
 
+/// Whether `op` is work a thread does on its own, so that it may run in
+/// a branch taken by some warps and not others: side-effect-free ops,
+/// structured control flow, fills of fragments, and tile.parallel bodies
+/// that write only fragments and local arrays (such a parallel has no
+/// barrier of its own).
+static bool isThreadLocalWork(Operation *op) {
+  if (isa<scf::IfOp, scf::ForOp, scf::YieldOp, YieldOp, LoadOp>(op))
+    return true;
+  if (isa<StoreOp, FillOp>(op))
+    return isa<FragmentType, LocalType>(getWrittenTile(op).getType());
+  if (isa<ParallelOp>(op))
+    return true; // (its body's ops are checked one by one)
+  if (isa<TileDialect>(op->getDialect()))
+    return false;
+  return isMemoryEffectFree(op);
+}
+
+/// A fragment's all_of agrees only within a warp: the scf.if ops it
+/// decides (directly or through other values) may hold only thread-local
+/// work.
+static LogicalResult verifyWarpUniformBranches(AllOfOp op) {
+  SmallVector<Value> pending = {op.getResult()};
+  llvm::SmallPtrSet<Operation *, 8> visited;
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (!visited.insert(user).second)
+        continue;
+      if (auto branch = dyn_cast<scf::IfOp>(user);
+          branch && branch.getCondition() == value) {
+        Operation *offending = nullptr;
+        branch->walk([&](Operation *inner) {
+          if (inner != user && !isThreadLocalWork(inner)) {
+            offending = inner;
+            return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        });
+        if (offending) {
+          InFlightDiagnostic diagnostic = offending->emitOpError(
+              "cannot be in a branch decided by a fragment's tile.all_of: "
+              "the decision agrees only within a warp, so the branch may "
+              "hold only work each thread does alone (tile.parallel writing "
+              "fragments or local arrays, tile.fill of a fragment, "
+              "side-effect-free ops)");
+          diagnostic.attachNote(op.getLoc()) << "decided here";
+          return diagnostic;
+        }
+      }
+      llvm::append_range(pending, user->getResults());
+    }
+  }
+  return success();
+}
+
 LogicalResult AllOfOp::verify() {
   Type sourceType = getSource().getType();
   TileShape shape = shapeOf(sourceType);
-  if (shape.getRank() != 1)
+  bool fragment = isa<FragmentType>(sourceType);
+  if (!fragment && shape.getRank() != 1)
     return emitOpError("tests 1-D tiles, got a source of shape ")
            << formatDims(shape.getDims());
-  if (shape.isRuntime(0))
+  if (!fragment && shape.isRuntime(0))
     return emitOpError("needs a tile whose size is known when the kernel is "
                        "specialized, got ")
            << formatDims(shape.getDims());
-  if (std::optional<int64_t> size = shape.getStaticSize(0);
+  if (std::optional<int64_t> size =
+          fragment ? std::nullopt : shape.getStaticSize(0);
       size && *size > kMaxAllOfElements)
     return emitOpError("reads the whole tile in every warp: at most ")
            << kMaxAllOfElements << " elements, got " << *size;
@@ -1667,6 +1724,8 @@ LogicalResult AllOfOp::verify() {
   if ((*this)->getParentOfType<ParallelOp>())
     return emitOpError("is block-wide: every thread takes part, so it cannot "
                        "be in a tile.parallel body (use tile.vote there)");
+  if (fragment && failed(verifyWarpUniformBranches(*this)))
+    return failure();
   return verifyInsideLaunch(*this);
 }
 

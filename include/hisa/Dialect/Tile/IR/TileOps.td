@@ -997,20 +997,32 @@ def Tile_WarpBroadcastOp : Tile_Op<"warp_broadcast",
 
 def Tile_AllOfOp : Tile_Op<"all_of"> {
   let summary = "Whether a predicate holds for every element of a small 1-D "
-                "shared tile";
+                "shared tile, or of the fragment elements a warp holds";
   let description = [{
     The region computes one element's predicate from its value (side-effect
-    free ops, ending in `tile.yield %p : i1`); the result is true when it
-    holds for every element, the same `i1` in every thread, so it may steer
-    an `scf.if` around tile ops (a fast path for the common case).
+    free ops, ending in `tile.yield %p : i1`).
 
-    Every warp evaluates the whole tile itself: each lane takes
-    `ceil(n / 32)` consecutive elements, then one warp vote. No barrier and
-    no shared scratch, a few instructions per element and lane: meant for
-    small tiles (at most 1024 elements), e.g. once per pipelined iteration.
-    The tile must be readable by every thread, as for any read (written
-    before a barrier, or a staged copy the loop waited for). All threads of
-    the block reach it (not in a `tile.parallel` body).
+    With a shared tile the result is true when the predicate holds for
+    every element, the same `i1` in every thread, so it may steer an
+    `scf.if` around tile ops (a fast path for the common case). Every warp
+    evaluates the whole tile itself: each lane takes `ceil(n / 32)`
+    consecutive elements, then one warp vote. No barrier and no shared
+    scratch, a few instructions per element and lane: meant for small tiles
+    (at most 1024 elements), e.g. once per pipelined iteration. The tile
+    must be readable by every thread, as for any read (written before a
+    barrier, or a staged copy the loop waited for). All threads of the
+    block reach it (not in a `tile.parallel` body).
+
+    With a fragment (any shape) the result is true when the predicate holds
+    for every element that the thread's warp holds: each thread tests its
+    own registers, then one warp vote. The `i1` is the same within a warp
+    but may differ between warps, so the `scf.if` ops it decides may hold
+    only work that each thread does on its own: `tile.parallel` ops that
+    write only fragments and local arrays, `tile.fill` of a fragment, and
+    side-effect-free ops (the verifier checks). It lets a warp skip
+    register work its rows do not need, e.g. online softmax's rescale of the
+    output when no row maximum of the warp moved (a maximum raised only
+    when it grows by more than a threshold, as FlashAttention-4 does).
 
     ```mlir
     // A key tile whose scales are all finite and >= 0: ReLU(x * s) =
@@ -1022,9 +1034,19 @@ def Tile_AllOfOp : Tile_Op<"all_of"> {
       %ok = arith.andi %nonneg, %finite : i1
       tile.yield %ok : i1
     }
+    // Rescale a warp's output rows only when one of their factors is not 1.
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %one_here = arith.cmpf oeq, %a, %one : f32
+      tile.yield %one_here : i1
+    }
+    %moved = arith.xori %kept, %true : i1
+    scf.if %moved {
+      tile.parallel (%i, %j) in [64, 256] { ... }
+    }
     ```
   }];
-  let arguments = (ins Tile_SharedType:$source);
+  let arguments = (ins AnyTypeOf<[Tile_SharedType, Tile_FragmentType]>:$source);
   let results = (outs I1:$result);
   let regions = (region SizedRegion<1>:$predicate);
   let assemblyFormat =
