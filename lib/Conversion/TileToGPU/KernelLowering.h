@@ -352,6 +352,10 @@ public:
   /// their accumulators (one struct per m64 block) go to gemmAccumulators
   /// instead of the fragment's registers.
   llvm::SmallPtrSet<mlir::Operation *, 4> asyncGemms;
+  /// Global-to-shared copies whose leading barrier the previous copy's
+  /// covers: that copy left out its trailing barrier, so that both copies'
+  /// loads are in flight at once (one round trip, one barrier).
+  llvm::SmallPtrSet<mlir::Operation *, 4> joinedCopies;
   llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>>
       gemmAccumulators;
   /// Writes wgmma accumulator structs into `op`'s fragment registers.

@@ -189,6 +189,34 @@ Value KernelLowering::gatheredRow(OpBuilder &b, CopyOp copy, Value first,
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), number);
 }
 
+/// A copy of global memory into a whole shared tile outside a pipelined
+/// loop: every thread loads and stores its share between a leading and a
+/// trailing barrier.
+static bool isWholeTileGlobalToShared(Operation *op) {
+  auto copy = dyn_cast_or_null<CopyOp>(op);
+  return copy && !copy.getRowIndices() && copy.getDestOffsets().empty() &&
+         isa<GlobalType>(copy.getSource().getType()) &&
+         isa<SharedType>(copy.getDest().getType()) &&
+         !isa<PipelinedOp>(copy->getParentOp());
+}
+
+/// The copy after `op` that may share its barriers: the next op with side
+/// effects in the block, a whole-tile global-to-shared copy into bytes that
+/// `op`'s destination does not share. Nothing between them reads or writes
+/// memory, so `op`'s leading barrier also covers the next copy's
+/// destination and the next copy's trailing barrier publishes both.
+static CopyOp getCopySharingBarriers(CopyOp op) {
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    if (isWholeTileGlobalToShared(next)) {
+      auto copy = cast<CopyOp>(next);
+      return mayShareBytes(copy.getDest(), op.getDest()) ? CopyOp() : copy;
+    }
+    if (!isMemoryEffectFree(next) || next->getNumRegions() != 0)
+      return CopyOp();
+  }
+  return CopyOp();
+}
+
 LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   Type sourceType = op.getSource().getType();
@@ -259,7 +287,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   int64_t windowRank = cast<MemRefType>(windowMemref.getType()).getRank();
   SmallVector<int64_t> tileShape = staticShape(tile.getType());
 
-  if (toShared)
+  if (toShared && !joinedCopies.contains(op))
     barrier(b); // earlier readers of the destination are done
 
   if (auto fragment = dyn_cast<FragmentType>(tile.getType())) {
@@ -387,7 +415,12 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       }
     });
   }
-  if (toShared)
+  if (!toShared)
+    return success();
+  if (CopyOp next =
+          isWholeTileGlobalToShared(op) ? getCopySharingBarriers(op) : CopyOp())
+    joinedCopies.insert(next.getOperation());
+  else
     barrier(b);
   return success();
 }
