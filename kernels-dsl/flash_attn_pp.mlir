@@ -93,7 +93,7 @@ tile.kernel @flash_attn_pp(%q: !tile.global<[?, ?, ?, dim], bf16>,
     %exp_scale = arith.select %fold, %scale_log2, %one_f : f32
     // A row maximum moves only when a tile's exceeds it by more than 8 in
     // the exponent (FlashAttention-4's lazy rescaling; in the scores' units
-    // 8 / exp_scale): P stays below 2^8 and most tiles leave O as it is.
+    // 8 / exp_scale): P stays at most 2^8 and most tiles leave O as it is.
     %c8_f = arith.constant 8.0 : f32
     %max_headroom = arith.divf %c8_f, %exp_scale : f32
 

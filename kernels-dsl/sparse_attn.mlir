@@ -132,7 +132,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %one = arith.constant 1.0 : f32
     %true = arith.constant true
     // The running maximum moves only when a tile's exceeds it by more than
-    // this (log2 units): P stays below 2^8 (exact in bf16's exponent range,
+    // this (log2 units): P stays at most 2^8 (exact in bf16's exponent range,
     // far from f32's overflow) and most tiles need no rescale of O
     // (FlashAttention-4's lazy rescaling).
     %max_headroom = arith.constant 8.0 : f32

@@ -106,7 +106,7 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
     %ln2 = arith.constant 0.693147182 : f32
     %true = arith.constant true
     // A maximum moves only when it would grow by more than this (log2
-    // units; FlashAttention-4's lazy rescaling): P stays below 2^8 and most
+    // units; FlashAttention-4's lazy rescaling): P stays at most 2^8 and most
     // iterations rescale neither O nor P0.
     %max_headroom = arith.constant 8.0 : f32
     %invalid = arith.constant -1 : i32

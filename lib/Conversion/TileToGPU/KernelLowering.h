@@ -356,6 +356,9 @@ public:
   /// covers: that copy left out its trailing barrier, so that both copies'
   /// loads are in flight at once (one round trip, one barrier).
   llvm::SmallPtrSet<mlir::Operation *, 4> joinedCopies;
+  /// The destinations of the copies since the last one that had its
+  /// leading barrier (a chain of joined copies must not share bytes).
+  llvm::SmallVector<mlir::Value> copyChain;
   llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>>
       gemmAccumulators;
   /// Writes wgmma accumulator structs into `op`'s fragment registers.

@@ -202,14 +202,18 @@ static bool isWholeTileGlobalToShared(Operation *op) {
 
 /// The copy after `op` that may share its barriers: the next op with side
 /// effects in the block, a whole-tile global-to-shared copy into bytes that
-/// `op`'s destination does not share. Nothing between them reads or writes
-/// memory, so `op`'s leading barrier also covers the next copy's
-/// destination and the next copy's trailing barrier publishes both.
-static CopyOp getCopySharingBarriers(CopyOp op) {
+/// no copy of the chain so far (`written`: `op`'s destination and those of
+/// the copies joined before it) shares. Nothing between them reads or
+/// writes memory, so the chain's leading barrier also covers the next
+/// copy's destination and the last copy's trailing barrier publishes all.
+static CopyOp getCopySharingBarriers(CopyOp op, ArrayRef<Value> written) {
   for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
     if (isWholeTileGlobalToShared(next)) {
       auto copy = cast<CopyOp>(next);
-      return mayShareBytes(copy.getDest(), op.getDest()) ? CopyOp() : copy;
+      bool overlaps = llvm::any_of(written, [&](Value tile) {
+        return mayShareBytes(copy.getDest(), tile);
+      });
+      return overlaps ? CopyOp() : copy;
     }
     if (!isMemoryEffectFree(next) || next->getNumRegions() != 0)
       return CopyOp();
@@ -289,6 +293,9 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
 
   if (toShared && !joinedCopies.contains(op))
     barrier(b); // earlier readers of the destination are done
+  if (!joinedCopies.contains(op))
+    copyChain.clear();
+  copyChain.push_back(op.getDest());
 
   if (auto fragment = dyn_cast<FragmentType>(tile.getType())) {
     FailureOr<VectorLayout> layout = getLayout(op, fragment);
@@ -417,8 +424,9 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   }
   if (!toShared)
     return success();
-  if (CopyOp next =
-          isWholeTileGlobalToShared(op) ? getCopySharingBarriers(op) : CopyOp())
+  if (CopyOp next = isWholeTileGlobalToShared(op)
+                        ? getCopySharingBarriers(op, copyChain)
+                        : CopyOp())
     joinedCopies.insert(next.getOperation());
   else
     barrier(b);

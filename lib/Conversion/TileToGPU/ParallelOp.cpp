@@ -120,7 +120,10 @@ bool hisa::tile::mayOverwriteWhatOthersRead(
   };
   // Ops whose lowering ends with a block barrier after all their reads:
   // a parallel that writes shared memory, a scan, and copies, fills and
-  // casts into a shared tile (MemoryOps.cpp, ScanOps.cpp).
+  // casts into a shared tile (MemoryOps.cpp, ScanOps.cpp). (A copy joined
+  // to the next one has no trailing barrier of its own, but only
+  // side-effect-free ops lie between them, so a backward scan meets the
+  // last copy of the chain first, which has it.)
   auto endsWithBarrier = [](Operation *candidate) {
     if (isa<gpu::BarrierOp, ScanOp>(candidate))
       return true;

@@ -1314,14 +1314,14 @@ tile.kernel @all_of_fragment_copy_in_branch() {
     %alpha = tile.alloc : !tile.frag<[64], f32>
     %saved = tile.alloc : !tile.shared<[64], f32>
     %one = arith.constant 1.0 : f32
-    // expected-note @+1 {{decided here}}
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
     %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
     ^bb0(%a: f32):
       %p = arith.cmpf oeq, %a, %one : f32
       tile.yield %p : i1
     }
     scf.if %kept {
-      // expected-error @+1 {{'tile.copy' op cannot be in a branch decided by a fragment's tile.all_of: the decision agrees only within a warp}}
+      // expected-error @+1 {{'tile.copy' op cannot be in control flow decided by a fragment's tile.all_of: the decision agrees only within a warp}}
       tile.copy %alpha to %saved : !tile.frag<[64], f32> to !tile.shared<[64], f32>
     }
   }
@@ -1337,7 +1337,7 @@ tile.kernel @all_of_fragment_shared_store_in_branch(%flag: i1) {
     %alpha = tile.alloc : !tile.frag<[64], f32>
     %saved = tile.alloc : !tile.shared<[64], f32>
     %one = arith.constant 1.0 : f32
-    // expected-note @+1 {{decided here}}
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
     %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
     ^bb0(%a: f32):
       %p = arith.cmpf oeq, %a, %one : f32
@@ -1347,10 +1347,172 @@ tile.kernel @all_of_fragment_shared_store_in_branch(%flag: i1) {
     scf.if %both {
       tile.parallel (%i) in [64] {
         %a = tile.load %alpha[%i] : !tile.frag<[64], f32>
-        // expected-error @+1 {{'tile.store' op cannot be in a branch decided by a fragment's tile.all_of}}
+        // expected-error @+1 {{'tile.store' op cannot be in control flow decided by a fragment's tile.all_of}}
         tile.store %a, %saved[%i] : !tile.shared<[64], f32>
       }
     }
+  }
+}
+
+// A warp-dependent value reaching control flow other than an scf.if
+// condition, or a block-wide op, is refused too (review of the twenty-fifth
+// session): a loop bound, an scf.if result, a carried value, a while
+// condition, a local array written under the decision, a pick index.
+// -----
+
+tile.kernel @all_of_fragment_loop_bound() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %g = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    %n = arith.select %kept, %c0, %c1 : index
+    scf.for %i = %c0 to %n step %c1 {
+      // expected-error @+1 {{'tile.copy' op cannot be in control flow decided by a fragment's tile.all_of}}
+      tile.copy %g to %saved : !tile.shared<[64], f32> to !tile.shared<[64], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_fragment_through_if_result(%flag: i1) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %g = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    %c = scf.if %flag -> i1 {
+      scf.yield %kept : i1
+    } else {
+      scf.yield %flag : i1
+    }
+    scf.if %c {
+      // expected-error @+1 {{'tile.barrier' op cannot be in control flow decided by a fragment's tile.all_of}}
+      tile.barrier
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_fragment_carried() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %g = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    %c4 = arith.constant 4 : index
+    %last = scf.for %i = %c0 to %c4 step %c1 iter_args(%k = %kept) -> (i1) {
+      scf.if %k {
+        // expected-error @+1 {{'tile.barrier' op cannot be in control flow decided by a fragment's tile.all_of}}
+        tile.barrier
+      }
+      scf.yield %k : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_fragment_while() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %g = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    scf.while (%k = %kept) : (i1) -> () {
+      scf.condition(%k)
+    } do {
+      // expected-error @+1 {{'tile.barrier' op cannot be in control flow decided by a fragment's tile.all_of}}
+      tile.barrier
+      %false = arith.constant false
+      scf.yield %false : i1
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_fragment_through_local() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %g = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    %flagged = tile.alloc : !tile.local<[1], f32>
+    scf.if %kept {
+      tile.fill %flagged, %one : !tile.local<[1], f32>, f32
+    }
+    %v = tile.load %flagged[%c0] : !tile.local<[1], f32>
+    %b = arith.cmpf oeq, %v, %one : f32
+    scf.if %b {
+      // expected-error @+1 {{'tile.barrier' op cannot be in control flow decided by a fragment's tile.all_of}}
+      tile.barrier
+    }
+  }
+}
+
+// -----
+
+tile.kernel @all_of_fragment_pick_index() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %alpha = tile.alloc : !tile.frag<[64], f32>
+    %saved = tile.alloc : !tile.shared<[64], f32>
+    %g = tile.alloc : !tile.shared<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    // expected-note @+1 {{the value comes from this fragment's tile.all_of}}
+    %kept = tile.all_of %alpha : !tile.frag<[64], f32> {
+    ^bb0(%a: f32):
+      %p = arith.cmpf oeq, %a, %one : f32
+      tile.yield %p : i1
+    }
+    %w = arith.select %kept, %c0, %c1 : index
+    // expected-error @+1 {{'tile.pick' op cannot take a value computed from a fragment's tile.all_of}}
+    %t = tile.pick %w [%saved, %g] : !tile.shared<[64], f32>
+    tile.fill %t, %one : !tile.shared<[64], f32>, f32
   }
 }
 

@@ -1654,43 +1654,149 @@ static bool isThreadLocalWork(Operation *op) {
   return isMemoryEffectFree(op);
 }
 
-/// A fragment's all_of agrees only within a warp: the scf.if ops it
-/// decides (directly or through other values) may hold only thread-local
-/// work.
-static LogicalResult verifyWarpUniformBranches(AllOfOp op) {
-  SmallVector<Value> pending = {op.getResult()};
-  llvm::SmallPtrSet<Operation *, 8> visited;
-  while (!pending.empty()) {
-    Value value = pending.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (!visited.insert(user).second)
-        continue;
-      if (auto branch = dyn_cast<scf::IfOp>(user);
-          branch && branch.getCondition() == value) {
-        Operation *offending = nullptr;
-        branch->walk([&](Operation *inner) {
-          if (inner != user && !isThreadLocalWork(inner)) {
-            offending = inner;
-            return WalkResult::interrupt();
-          }
-          return WalkResult::advance();
-        });
-        if (offending) {
-          InFlightDiagnostic diagnostic = offending->emitOpError(
-              "cannot be in a branch decided by a fragment's tile.all_of: "
-              "the decision agrees only within a warp, so the branch may "
-              "hold only work each thread does alone (tile.parallel writing "
-              "fragments or local arrays, tile.fill of a fragment, "
-              "side-effect-free ops)");
-          diagnostic.attachNote(op.getLoc()) << "decided here";
-          return diagnostic;
-        }
+namespace {
+/// The values a fragment's all_of result reaches, which agree only within
+/// a warp: what is computed from it, what the control flow it decides
+/// yields or carries, and what is read back from the fragments and local
+/// arrays it decides or stores. Deny by default: such a value may decide
+/// control flow only around thread-local work, and reach no tile op but
+/// the element stores and loads of registers and local arrays (a pick
+/// index, a copy offset or a fill value differing between warps would
+/// split a block-wide op, silently).
+class WarpUniformTaint {
+public:
+  explicit WarpUniformTaint(AllOfOp source) : source(source) {}
+
+  LogicalResult run() {
+    add(source.getResult());
+    while (!pending.empty()) {
+      Value value = pending.pop_back_val();
+      for (OpOperand &use : value.getUses())
+        if (failed(follow(use)))
+          return failure();
+    }
+    return success();
+  }
+
+private:
+  void add(Value value) {
+    if (tainted.insert(value).second)
+      pending.push_back(value);
+  }
+
+  /// Every later read of a fragment or local array written under the
+  /// decision (through views too) gives a warp-dependent value.
+  void addTile(Value tile) {
+    Value root = getViewedTile(tile);
+    if (!taintedTiles.insert(root).second)
+      return;
+    SmallVector<Value> views = {root};
+    while (!views.empty()) {
+      Value view = views.pop_back_val();
+      for (Operation *user : view.getUsers()) {
+        if (auto load = dyn_cast<LoadOp>(user);
+            load && load.getSource() == view)
+          add(load.getResult());
+        if (auto nested = dyn_cast<ViewOp>(user))
+          views.push_back(nested.getResult());
       }
-      llvm::append_range(pending, user->getResults());
     }
   }
-  return success();
-}
+
+  InFlightDiagnostic refuse(Operation *op, StringRef why) {
+    InFlightDiagnostic diagnostic = op->emitOpError(why);
+    diagnostic.attachNote(source.getLoc())
+        << "the value comes from this fragment's tile.all_of, which agrees "
+           "only within a warp";
+    return diagnostic;
+  }
+
+  /// Control flow decided by a warp-dependent value: everything inside is
+  /// thread-local, and what it writes or yields is warp-dependent.
+  LogicalResult decide(Operation *op) {
+    Operation *offending = nullptr;
+    op->walk([&](Operation *inner) {
+      if (inner == op)
+        return WalkResult::advance();
+      if (!isThreadLocalWork(inner) &&
+          !isa<scf::WhileOp, scf::ConditionOp>(inner)) {
+        offending = inner;
+        return WalkResult::interrupt();
+      }
+      if (Value written = getWrittenTile(inner))
+        addTile(written);
+      return WalkResult::advance();
+    });
+    if (offending)
+      return refuse(offending,
+                    "cannot be in control flow decided by a fragment's "
+                    "tile.all_of: the decision agrees only within a warp, so "
+                    "it may hold only work each thread does alone "
+                    "(tile.parallel writing fragments or local arrays, "
+                    "tile.fill of a fragment, side-effect-free ops)");
+    for (Value result : op->getResults())
+      add(result);
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument argument : block.getArguments())
+          add(argument);
+    return success();
+  }
+
+  LogicalResult follow(OpOperand &use) {
+    Operation *user = use.getOwner();
+    // A condition, a bound, a carried value or a case of structured control
+    // flow.
+    if (isa<scf::IfOp, scf::ForOp, scf::WhileOp, scf::IndexSwitchOp>(user))
+      return decide(user);
+    // Yielded out of a region: the parent's results and carried values (a
+    // while's condition decides the loop itself).
+    if (isa<scf::YieldOp, scf::ConditionOp>(user)) {
+      Operation *parent = user->getParentOp();
+      if (isa<scf::ConditionOp>(user) || isa<scf::WhileOp>(parent))
+        return decide(parent);
+      for (Value result : parent->getResults())
+        add(result);
+      for (Region &region : parent->getRegions())
+        for (BlockArgument argument : region.getArguments())
+          add(argument);
+      return success();
+    }
+    // An element of a fragment or local array: data, read back later.
+    if (isa<StoreOp, FillOp>(user) &&
+        isa<FragmentType, LocalType>(getWrittenTile(user).getType())) {
+      addTile(getWrittenTile(user));
+      return success();
+    }
+    // An element stored into shared or global memory by a parallel body
+    // (each thread its own element): data, and a read of one address gives
+    // every thread the same value.
+    if (auto store = dyn_cast<StoreOp>(user);
+        store && store.getValue() == use.get() &&
+        user->getParentOfType<ParallelOp>())
+      return success();
+    if (auto load = dyn_cast<LoadOp>(user)) {
+      add(load.getResult());
+      return success();
+    }
+    if (isa<YieldOp>(user))
+      return success();
+    // (A device function is verified again where it is inlined.)
+    if (isa<TileDialect>(user->getDialect()))
+      return refuse(user, "cannot take a value computed from a fragment's "
+                          "tile.all_of: it differs between warps, and this op "
+                          "involves every thread of the block (or warpgroup)");
+    for (Value result : user->getResults())
+      add(result);
+    return success();
+  }
+
+  AllOfOp source;
+  SmallVector<Value> pending;
+  llvm::DenseSet<Value> tainted;
+  llvm::DenseSet<Value> taintedTiles;
+};
+} // namespace
 
 LogicalResult AllOfOp::verify() {
   Type sourceType = getSource().getType();
@@ -1724,7 +1830,7 @@ LogicalResult AllOfOp::verify() {
   if ((*this)->getParentOfType<ParallelOp>())
     return emitOpError("is block-wide: every thread takes part, so it cannot "
                        "be in a tile.parallel body (use tile.vote there)");
-  if (fragment && failed(verifyWarpUniformBranches(*this)))
+  if (fragment && failed(WarpUniformTaint(*this).run()))
     return failure();
   return verifyInsideLaunch(*this);
 }

@@ -1016,10 +1016,15 @@ def Tile_AllOfOp : Tile_Op<"all_of"> {
     With a fragment (any shape) the result is true when the predicate holds
     for every element that the thread's warp holds: each thread tests its
     own registers, then one warp vote. The `i1` is the same within a warp
-    but may differ between warps, so the `scf.if` ops it decides may hold
-    only work that each thread does on its own: `tile.parallel` ops that
-    write only fragments and local arrays, `tile.fill` of a fragment, and
-    side-effect-free ops (the verifier checks). It lets a warp skip
+    but may differ between warps. The verifier follows it (and what is
+    computed from it, yielded or carried by the control flow it decides,
+    or read back from the fragments and local arrays written under it):
+    control flow it decides (scf.if, scf.for bounds, scf.while) may hold
+    only work that each thread does on its own (`tile.parallel` ops that
+    write only fragments and local arrays, `tile.fill` of a fragment or
+    local array, side-effect-free ops), and no other tile op may take it
+    (a pick index or copy offset differing between warps would split a
+    block-wide op). It lets a warp skip
     register work its rows do not need, e.g. online softmax's rescale of the
     output when no row maximum of the warp moved (a maximum raised only
     when it grows by more than a threshold, as FlashAttention-4 does).
