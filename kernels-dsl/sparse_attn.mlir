@@ -324,6 +324,17 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
             -> !tile.frag<[64, 512], f32>
     }
 
+    // The heads' sinks (log2 units) into registers first: the global load
+    // is then in flight during the sums' reduction (or the cluster
+    // barrier) instead of waiting behind it. (prev_max is free now.)
+    tile.parallel (%i) in [64] {
+      %h = arith.addi %first_head, %i : index
+      %real = arith.cmpi ult, %h, %heads : index
+      %h_safe = arith.select %real, %h, %c0 : index
+      %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
+      %sink_log2 = arith.mulf %sink, %log2e : f32
+      tile.store %sink_log2, %prev_max[%i] : !tile.frag<[64], f32>
+    }
     scf.if %per_warpgroup {
       tile.reduce sum %row_sum_parts to %row_sum dim = 1
           : !tile.frag<[64, 2], f32> to !tile.frag<[64], f32>
@@ -343,9 +354,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %m_safe = arith.select %none, %zero, %m : f32
         %h = arith.addi %first_head, %i : index
         %real = arith.cmpi ult, %h, %heads : index
-        %h_safe = arith.select %real, %h, %c0 : index
-        %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
-        %sink_log2 = arith.mulf %sink, %log2e : f32
+        %sink_log2 = tile.load %prev_max[%i] : !tile.frag<[64], f32>
         %sink_shifted = arith.subf %sink_log2, %m_safe : f32
         %sink_term = math.exp2 %sink_shifted : f32
         %denominator = arith.addf %l, %sink_term : f32
@@ -422,9 +431,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           %w_peer = math.exp2 %peer_shift : f32
           %h = arith.addi %first_head, %i : index
           %real = arith.cmpi ult, %h, %heads : index
-          %h_safe = arith.select %real, %h, %c0 : index
-          %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
-          %sink_log2 = arith.mulf %sink, %log2e : f32
+          %sink_log2 = tile.load %prev_max[%i] : !tile.frag<[64], f32>
           %sink_shifted = arith.subf %sink_log2, %m_safe : f32
           %sink_term = math.exp2 %sink_shifted : f32
           %l_own_w = arith.mulf %l_own, %w_own : f32

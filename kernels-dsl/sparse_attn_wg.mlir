@@ -344,6 +344,21 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
     // Both warpgroups' sums (their maxima agree: wg 0 took wg 1's); the
     // sink; the output columns of each warpgroup; lse (wg 0).
     tile.per_warpgroup (%wg) {
+      // The sink's term first: its global load is then in flight during the
+      // sums' exchange instead of waiting behind it.
+      tile.parallel (%i) in [64] {
+        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
+        %none = arith.cmpf oeq, %m, %neg_inf : f32
+        %m_safe = arith.select %none, %zero, %m : f32
+        %h = arith.addi %first_head, %i : index
+        %real = arith.cmpi ult, %h, %heads : index
+        %h_safe = arith.select %real, %h, %c0 : index
+        %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
+        %sink_log2 = arith.mulf %sink, %log2e : f32
+        %sink_shifted = arith.subf %sink_log2, %m_safe : f32
+        %sink_term = math.exp2 %sink_shifted : f32
+        tile.store %sink_term, %factor[%i] : !tile.frag<[64], f32>
+      }
       %my_sum = tile.pick %wg [%sum0, %sum1] : !tile.shared<[64], f32>
       tile.copy %row_sum to %my_sum
           : !tile.frag<[64], f32> to !tile.shared<[64], f32>
@@ -357,11 +372,7 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         %m_safe = arith.select %none, %zero, %m : f32
         %h = arith.addi %first_head, %i : index
         %real = arith.cmpi ult, %h, %heads : index
-        %h_safe = arith.select %real, %h, %c0 : index
-        %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
-        %sink_log2 = arith.mulf %sink, %log2e : f32
-        %sink_shifted = arith.subf %sink_log2, %m_safe : f32
-        %sink_term = math.exp2 %sink_shifted : f32
+        %sink_term = tile.load %factor[%i] : !tile.frag<[64], f32>
         %denominator = arith.addf %l, %sink_term : f32
         %positive = arith.cmpf ogt, %denominator, %zero : f32
         %inverse_raw = arith.divf %one, %denominator : f32
