@@ -56,6 +56,14 @@ bool isFencedByPipeline(PipelinedOp loop, PerWarpgroupOp perWarpgroup);
 /// count as overlapping everything.
 bool mayShareBytes(mlir::Value a, mlir::Value b);
 
+/// Whether a thread reaching `op` may run ahead of slower threads that
+/// still read what `op` writes: scanning back from `op` (and around
+/// enclosing loops) for an op that `readsWritten` before one whose
+/// lowering ends with a block barrier.
+bool mayRaceWithEarlierReads(
+    mlir::Operation *op,
+    llvm::function_ref<bool(mlir::Operation *)> readsWritten);
+
 /// Whether an op before `op` may still be reading shared memory that `op`
 /// writes into `written` (tiles) when a faster thread starts writing
 /// (write after read): since the last block barrier, some op reads one of

@@ -118,6 +118,11 @@ bool hisa::tile::mayOverwriteWhatOthersRead(
     });
     return reads;
   };
+  return mayRaceWithEarlierReads(op, readsWritten);
+}
+
+bool hisa::tile::mayRaceWithEarlierReads(
+    Operation *op, llvm::function_ref<bool(Operation *)> readsWritten) {
   // Ops whose lowering ends with a block barrier after all their reads:
   // a parallel that writes shared memory, a scan, and copies, fills and
   // casts into a shared tile (MemoryOps.cpp, ScanOps.cpp). (A copy joined
@@ -161,9 +166,14 @@ bool hisa::tile::mayOverwriteWhatOthersRead(
     // The previous iteration of an enclosing loop ran the body's ops after
     // `at` last.
     Operation *parent = at->getParentOp();
-    if (parent && isa<scf::ForOp, scf::WhileOp, PipelinedOp>(parent))
+    if (parent && isa<scf::ForOp, scf::WhileOp, PipelinedOp>(parent)) {
       if (std::optional<bool> found = scanBack(&at->getBlock()->back(), at))
         return *found;
+      // Nothing in between: `op` itself ran last in the previous iteration
+      // (a reduction reads its scratch after its last barrier).
+      if (at == op && !endsWithBarrier(op) && readsWritten(op))
+        return true;
+    }
   }
   return false;
 }

@@ -13,6 +13,7 @@
 #include "KernelLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/MapVector.h"
@@ -259,7 +260,22 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
       MemRefType::get({slices * outputs}, elementType,
                       MemRefLayoutAttrInterface(), workgroup),
       sharedBase, scratchBytes, ValueRange());
-  barrier(b);
+  // Threads that run ahead must not overwrite slices that slower ones still
+  // read from an earlier reduction or scan: a barrier, unless one already
+  // separates this reduction from every earlier scratch reader (e.g. a
+  // key loop's shared-memory copy after the previous iteration's
+  // reduction). (Inside tile.per_warpgroup, always: its barriers are the
+  // warpgroup's.)
+  auto readsScratch = [](Operation *root) {
+    WalkResult walk = root->walk([](Operation *inner) {
+      return isa<ReduceOp, ScanOp, func::CallOp>(inner)
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    return walk.wasInterrupted();
+  };
+  if (warpgroup || mayRaceWithEarlierReads(op, readsScratch))
+    barrier(b);
   Value laneBits = arith::AndIOp::create(b, loc, threadId, index(b, laneMask));
   Value writer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                        laneBits, index(b, 0));
