@@ -87,6 +87,28 @@ struct BitLayout {
 
 } // namespace
 
+/// Whether the backward scan of mayRaceWithEarlierReads sees every op that
+/// ran since `op`'s previous execution: no branch (or while loop) between
+/// `op` and a loop around it, whose other ops of the previous iteration it
+/// would not scan. (A branch above every loop, such as the consumers' role,
+/// runs once.)
+static bool isScannedCompletely(Operation *op) {
+  bool inBranch = false;
+  for (Operation *parent = op->getParentOp();
+       parent && !isa<gpu::GPUFuncOp, LaunchOp>(parent);
+       parent = parent->getParentOp()) {
+    if (isa<scf::WhileOp>(parent))
+      return false;
+    if (isa<scf::ForOp, PipelinedOp>(parent)) {
+      if (inBranch)
+        return false;
+      continue;
+    }
+    inBranch = true;
+  }
+  return true;
+}
+
 LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   auto sourceType = dyn_cast<FragmentType>(op.getSource().getType());
@@ -274,7 +296,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     });
     return walk.wasInterrupted();
   };
-  if (warpgroup || mayRaceWithEarlierReads(op, readsScratch))
+  if (warpgroup || !isScannedCompletely(op) ||
+      mayRaceWithEarlierReads(op, readsScratch))
     barrier(b);
   Value laneBits = arith::AndIOp::create(b, loc, threadId, index(b, laneMask));
   Value writer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
