@@ -291,10 +291,12 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   int64_t windowRank = cast<MemRefType>(windowMemref.getType()).getRank();
   SmallVector<int64_t> tileShape = staticShape(tile.getType());
 
-  if (toShared && !joinedCopies.contains(op))
-    barrier(b); // earlier readers of the destination are done
-  if (!joinedCopies.contains(op))
+  // (A copy joined to the previous one continues its chain and barriers.)
+  if (!joinedCopies.contains(op)) {
+    if (toShared)
+      barrier(b); // earlier readers of the destination are done
     copyChain.clear();
+  }
   copyChain.push_back(op.getDest());
 
   if (auto fragment = dyn_cast<FragmentType>(tile.getType())) {

@@ -1734,13 +1734,18 @@ private:
                     "it may hold only work each thread does alone "
                     "(tile.parallel writing fragments or local arrays, "
                     "tile.fill of a fragment, side-effect-free ops)");
+    addResultsAndArguments(op);
+    return success();
+  }
+
+  /// What an op with regions yields or carries.
+  void addResultsAndArguments(Operation *op) {
     for (Value result : op->getResults())
       add(result);
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument argument : block.getArguments())
           add(argument);
-    return success();
   }
 
   LogicalResult follow(OpOperand &use) {
@@ -1755,11 +1760,7 @@ private:
       Operation *parent = user->getParentOp();
       if (isa<scf::ConditionOp>(user) || isa<scf::WhileOp>(parent))
         return decide(parent);
-      for (Value result : parent->getResults())
-        add(result);
-      for (Region &region : parent->getRegions())
-        for (BlockArgument argument : region.getArguments())
-          add(argument);
+      addResultsAndArguments(parent);
       return success();
     }
     // An element of a fragment or local array: data, read back later.
@@ -1802,18 +1803,20 @@ LogicalResult AllOfOp::verify() {
   Type sourceType = getSource().getType();
   TileShape shape = shapeOf(sourceType);
   bool fragment = isa<FragmentType>(sourceType);
-  if (!fragment && shape.getRank() != 1)
-    return emitOpError("tests 1-D tiles, got a source of shape ")
-           << formatDims(shape.getDims());
-  if (!fragment && shape.isRuntime(0))
-    return emitOpError("needs a tile whose size is known when the kernel is "
-                       "specialized, got ")
-           << formatDims(shape.getDims());
-  if (std::optional<int64_t> size =
-          fragment ? std::nullopt : shape.getStaticSize(0);
-      size && *size > kMaxAllOfElements)
-    return emitOpError("reads the whole tile in every warp: at most ")
-           << kMaxAllOfElements << " elements, got " << *size;
+  // (A fragment is read from each thread's own registers: any shape.)
+  if (!fragment) {
+    if (shape.getRank() != 1)
+      return emitOpError("tests 1-D tiles, got a source of shape ")
+             << formatDims(shape.getDims());
+    if (shape.isRuntime(0))
+      return emitOpError("needs a tile whose size is known when the kernel "
+                         "is specialized, got ")
+             << formatDims(shape.getDims());
+    if (std::optional<int64_t> size = shape.getStaticSize(0);
+        size && *size > kMaxAllOfElements)
+      return emitOpError("reads the whole tile in every warp: at most ")
+             << kMaxAllOfElements << " elements, got " << *size;
+  }
   Block &body = getPredicate().front();
   Type element = elementTypeOf(sourceType);
   if (body.getNumArguments() != 1 || body.getArgument(0).getType() != element)
