@@ -64,6 +64,27 @@ bool mayRaceWithEarlierReads(
     mlir::Operation *op,
     llvm::function_ref<bool(mlir::Operation *)> readsWritten);
 
+/// Whether the backward scan of mayRaceWithEarlierReads sees every op that
+/// ran since `op`'s previous execution: no branch (or while loop) between
+/// `op` and a loop around it, whose other ops of the previous iteration it
+/// would not scan. (A branch above every loop, such as the consumers' role,
+/// runs once.)
+bool isScannedCompletely(mlir::Operation *op);
+
+/// Whether an asynchronous gemm (`tile.gemm ... async`) anywhere in `op`'s
+/// kernel reads a shared tile sharing bytes with `written`: its reads go on
+/// past the barriers that mayRaceWithEarlierReads looks for, until its
+/// wait.
+bool mayBeReadAsynchronously(mlir::Operation *op,
+                             const llvm::SmallPtrSetImpl<mlir::Value> &written);
+
+/// Whether copy `op` (a fragment stored into a shared tile) waits for
+/// earlier readers of its destination only where mayOverwriteWhatOthersRead
+/// finds one, and so guards its own write-after-read hazards, the previous
+/// iteration's included: outside tile.per_warpgroup, scanned completely,
+/// read by no asynchronous gemm. (It always ends with a barrier.)
+bool guardsOwnSharedWrites(CopyOp op);
+
 /// Whether an op before `op` may still be reading shared memory that `op`
 /// writes into `written` (tiles) when a faster thread starts writing
 /// (write after read): since the last block barrier, some op reads one of

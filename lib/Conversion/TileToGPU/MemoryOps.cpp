@@ -221,6 +221,33 @@ static CopyOp getCopySharingBarriers(CopyOp op, ArrayRef<Value> written) {
   return CopyOp();
 }
 
+bool hisa::tile::guardsOwnSharedWrites(CopyOp op) {
+  if (!isa<FragmentType>(op.getSource().getType()) ||
+      !isa<SharedType>(op.getDest().getType()))
+    return false;
+  // Inside tile.per_warpgroup a barrier is the warpgroup's (the scan would
+  // count the other warpgroup's readers as ordered); in a branch inside a
+  // loop the scan misses the previous iteration's ops in the branch.
+  if (op->getParentOfType<PerWarpgroupOp>() || !isScannedCompletely(op))
+    return false;
+  SmallPtrSet<Value, 1> written;
+  written.insert(op.getDest());
+  return !mayBeReadAsynchronously(op, written);
+}
+
+/// Whether a copy into shared memory must first wait for slower threads'
+/// reads of its destination. A fragment stored into shared memory (P of
+/// attention) waits only where the backward scan finds an earlier reader
+/// not yet behind a barrier: in a key loop, the previous tile's P V is
+/// behind the row maximum's exchange.
+static bool needsLeadingBarrier(CopyOp op) {
+  if (!guardsOwnSharedWrites(op))
+    return true;
+  SmallPtrSet<Value, 1> written;
+  written.insert(op.getDest());
+  return mayOverwriteWhatOthersRead(op, written);
+}
+
 LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   Type sourceType = op.getSource().getType();
@@ -293,7 +320,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
 
   // (A copy joined to the previous one continues its chain and barriers.)
   if (!joinedCopies.contains(op)) {
-    if (toShared)
+    if (toShared && needsLeadingBarrier(op))
       barrier(b); // earlier readers of the destination are done
     copyChain.clear();
   }

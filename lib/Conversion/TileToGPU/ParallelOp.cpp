@@ -178,6 +178,44 @@ bool hisa::tile::mayRaceWithEarlierReads(
   return false;
 }
 
+bool hisa::tile::isScannedCompletely(Operation *op) {
+  bool inBranch = false;
+  for (Operation *parent = op->getParentOp();
+       parent && !isa<gpu::GPUFuncOp, LaunchOp>(parent);
+       parent = parent->getParentOp()) {
+    if (isa<scf::WhileOp>(parent))
+      return false;
+    if (isa<scf::ForOp, PipelinedOp>(parent)) {
+      if (inBranch)
+        return false;
+      continue;
+    }
+    inBranch = true;
+  }
+  return true;
+}
+
+bool hisa::tile::mayBeReadAsynchronously(
+    Operation *op, const SmallPtrSetImpl<Value> &written) {
+  Operation *kernel = op->getParentOfType<gpu::GPUFuncOp>();
+  if (!kernel)
+    kernel = op->getParentOfType<LaunchOp>();
+  if (!kernel)
+    return true;
+  WalkResult walk = kernel->walk([&](GemmOp gemm) {
+    if (!gemm.getAsync())
+      return WalkResult::advance();
+    for (Value operand : SmallVector<Value, 2>{gemm.getA(), gemm.getB()})
+      if (isa<SharedType>(operand.getType()) &&
+          llvm::any_of(written, [&](Value tile) {
+            return mayShareBytes(operand, tile);
+          }))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return walk.wasInterrupted();
+}
+
 /// Every thread runs the body once per value its layout gives it, with the
 /// induction variables set to that value's coordinates. The loop is fully
 /// unrolled so that fragment registers are addressed by constants. Where

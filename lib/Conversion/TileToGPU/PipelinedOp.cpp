@@ -124,6 +124,25 @@ static bool writesNeedIterationBarrier(Block &body,
                                        ArrayRef<Operation *> writers) {
   SmallPtrSet<Value, 4> written;
   for (Operation *writer : writers) {
+    // A fragment stored into shared memory waits for the previous
+    // iteration's readers itself, and fences for wgmma before its trailing
+    // barrier where its tile is a (swizzled) wgmma operand; a tile no gemm
+    // reads needs no fence.
+    if (auto copy = dyn_cast<CopyOp>(writer);
+        copy && guardsOwnSharedWrites(copy)) {
+      AllocOp alloc = getRootAlloc(copy.getDest());
+      bool fenced = alloc && alloc->hasAttr("tile.swizzle");
+      bool readByGemm =
+          body.walk([&](GemmOp gemm) {
+                return mayShareBytes(gemm.getA(), copy.getDest()) ||
+                               mayShareBytes(gemm.getB(), copy.getDest())
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              })
+              .wasInterrupted();
+      if (fenced || !readByGemm)
+        continue;
+    }
     bool barriered = isa<FillOp, ClearOp, CastOp, ScanOp>(writer) ||
                      writer->getParentOfType<ParallelOp>();
     Value tile = getViewedTile(getWrittenTile(writer));

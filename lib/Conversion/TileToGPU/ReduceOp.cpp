@@ -87,28 +87,6 @@ struct BitLayout {
 
 } // namespace
 
-/// Whether the backward scan of mayRaceWithEarlierReads sees every op that
-/// ran since `op`'s previous execution: no branch (or while loop) between
-/// `op` and a loop around it, whose other ops of the previous iteration it
-/// would not scan. (A branch above every loop, such as the consumers' role,
-/// runs once.)
-static bool isScannedCompletely(Operation *op) {
-  bool inBranch = false;
-  for (Operation *parent = op->getParentOp();
-       parent && !isa<gpu::GPUFuncOp, LaunchOp>(parent);
-       parent = parent->getParentOp()) {
-    if (isa<scf::WhileOp>(parent))
-      return false;
-    if (isa<scf::ForOp, PipelinedOp>(parent)) {
-      if (inBranch)
-        return false;
-      continue;
-    }
-    inBranch = true;
-  }
-  return true;
-}
-
 LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   auto sourceType = dyn_cast<FragmentType>(op.getSource().getType());
