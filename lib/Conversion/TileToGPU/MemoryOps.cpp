@@ -240,8 +240,10 @@ bool hisa::tile::guardsOwnSharedWrites(CopyOp op) {
 /// attention) waits only where the backward scan finds an earlier reader
 /// not yet behind a barrier: in a key loop, the previous tile's P V is
 /// behind the row maximum's exchange.
-static bool needsLeadingBarrier(CopyOp op) {
-  if (!guardsOwnSharedWrites(op))
+/// (`inWarpgroup`: lowered inside tile.per_warpgroup, whose body then no
+/// longer sits under the op.)
+static bool needsLeadingBarrier(CopyOp op, bool inWarpgroup) {
+  if (inWarpgroup || !guardsOwnSharedWrites(op))
     return true;
   SmallPtrSet<Value, 1> written;
   written.insert(op.getDest());
@@ -320,7 +322,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
 
   // (A copy joined to the previous one continues its chain and barriers.)
   if (!joinedCopies.contains(op)) {
-    if (toShared && needsLeadingBarrier(op))
+    if (toShared && needsLeadingBarrier(op, /*inWarpgroup=*/bool(warpgroup)))
       barrier(b); // earlier readers of the destination are done
     copyChain.clear();
   }

@@ -1679,6 +1679,32 @@ tile.kernel @overlap_gemm_operand_written(%k: !tile.global<[?, 64], bf16>) {
 
 // -----
 
+// (Review of the twenty-sixth session.) The gemm reads a tile.pick whose
+// candidates include the tile the body writes.
+tile.kernel @overlap_gemm_picked_operand_written(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %x0 = tile.alloc : !tile.shared<[64, 64], bf16>
+    %x1 = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %p = tile.alloc : !tile.frag<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      %a = tile.pick %c0 [%x0, %x1] : !tile.shared<[64, 64], bf16>
+      tile.gemm %a, %k_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      tile.cast %acc to %p : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
+      // expected-error @+1 {{'tile.copy' op writes a tile that the gemm of an overlap_gemm loop (or a load before it) reads: the next iteration's gemm would read it before this write}}
+      tile.copy %p to %x0 : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
 tile.kernel @copy_fragment_window() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

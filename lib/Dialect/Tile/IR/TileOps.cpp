@@ -1304,9 +1304,19 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
     if (auto allOf = dyn_cast<AllOfOp>(inner))
       readEarly.push_back(allOf.getSource());
   }
+  // A tile.pick stands for each of its candidates (on either side).
+  auto candidates = [](Value tile) {
+    tile = getViewedTile(tile);
+    SmallVector<Value> tiles = {tile};
+    if (auto pick = tile.getDefiningOp<PickOp>())
+      for (Value candidate : pick.getTiles())
+        tiles.push_back(getViewedTile(candidate));
+    return tiles;
+  };
   llvm::SmallPtrSet<Value, 4> early;
   for (Value tile : readEarly)
-    early.insert(getViewedTile(tile));
+    for (Value candidate : candidates(tile))
+      early.insert(candidate);
   WalkResult written = body.walk([&](Operation *inner) {
     // The staged copies fill their own stage buffers.
     if (auto copy = dyn_cast<CopyOp>(inner);
@@ -1315,7 +1325,9 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
         isa<SharedType>(copy.getDest().getType()))
       return WalkResult::advance();
     Value dest = getWrittenTile(inner);
-    if (dest && early.contains(getViewedTile(dest))) {
+    if (dest && llvm::any_of(candidates(dest), [&](Value tile) {
+          return early.contains(tile);
+        })) {
       inner->emitOpError("writes a tile that the gemm of an overlap_gemm "
                          "loop (or a load before it) reads: the next "
                          "iteration's gemm would read it before this write");

@@ -127,3 +127,36 @@ tile.kernel @p_in_branch(%q: !tile.global<[64, 128], bf16>, %kv: !tile.global<[?
     tile.copy %acc to %o[%c0, %c0] : !tile.frag<[64, 128], f32> to !tile.global<[64, 128], f32>
   }
 }
+
+// -----
+
+// (Review of the twenty-sixth session.) Inside tile.per_warpgroup the copy
+// keeps its leading barrier (the scan cannot tell a warpgroup barrier from
+// a block barrier).
+tile.kernel @pwg(%x: !tile.global<[64], f32>, %out: !tile.global<[2, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    %t = tile.alloc : !tile.shared<[64], f32>
+    %u0 = tile.alloc : !tile.shared<[64], f32>
+    %u1 = tile.alloc : !tile.shared<[64], f32>
+    %f = tile.alloc : !tile.frag<[64], f32>
+    %g = tile.alloc : !tile.frag<[64], f32>
+    tile.copy %x[%c0] to %t : !tile.global<[64], f32> to !tile.shared<[64], f32>
+    tile.per_warpgroup (%wg) {
+      tile.parallel (%r) in [64] {
+        %v = tile.load %t[%r] : !tile.shared<[64], f32>
+        tile.store %v, %f[%r] : !tile.frag<[64], f32>
+      }
+      %u = tile.pick %wg [%u0, %u1] : !tile.shared<[64], f32>
+      tile.copy %f to %u : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+      tile.parallel (%r) in [64] {
+        %v = tile.load %u[%r] : !tile.shared<[64], f32>
+        %w = arith.addf %v, %v : f32
+        tile.store %w, %g[%r] : !tile.frag<[64], f32>
+      }
+      tile.copy %g to %t : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+      tile.copy %g to %out[%wg, %c0] : !tile.frag<[64], f32> to !tile.global<[2, 64], f32>
+    }
+  }
+}
