@@ -433,7 +433,30 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       isVectorizable(windowMemref, offsets, layout.vector) ? layout.vector : 1;
   if (vector != layout.vector)
     layout.vector = vector;
-  for (int64_t v = 0; v < layout.getValuesPerThread(); v += vector) {
+  if (windowIsSource && windowIsGlobal) {
+    // Every load first, then the stores: a thread's loads are in flight at
+    // once (one round trip) rather than each waiting behind the previous
+    // piece's store in its own branch (a 640-index row: 3 pieces a thread,
+    // the last only in some threads). A piece past the tile's coverage
+    // loads from inside the tensor (bounds-checked) and is not stored.
+    SmallVector<Value> loaded;
+    for (int64_t v = 0; v < layout.getValuesPerThread(); v += vector) {
+      SmallVector<Value> coords = coordinates(b, layout, v);
+      loaded.push_back(loadElements(
+          b, windowMemref, windowIndices(b, loc, offsets, windowRank, coords),
+          vector, /*checkBounds=*/true));
+    }
+    for (int64_t v = 0; v < layout.getValuesPerThread(); v += vector) {
+      SmallVector<Value> coords = coordinates(b, layout, v);
+      emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
+        storeElements(nested, loaded[v / vector], tileMemref,
+                      sharedIndices(nested, tile, coords), false, Value());
+      });
+    }
+  }
+  for (int64_t v = 0;
+       !(windowIsSource && windowIsGlobal) && v < layout.getValuesPerThread();
+       v += vector) {
     SmallVector<Value> coords = coordinates(b, layout, v);
     Value inside = isInside(b, layout, v);
     SmallVector<Value> indices =
