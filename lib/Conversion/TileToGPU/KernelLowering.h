@@ -59,7 +59,9 @@ bool mayShareBytes(mlir::Value a, mlir::Value b);
 /// Whether a thread reaching `op` may run ahead of slower threads that
 /// still read what `op` writes: scanning back from `op` (and around
 /// enclosing loops) for an op that `readsWritten` before one whose
-/// lowering ends with a block barrier.
+/// lowering ends with a block barrier. Around a loop, a branch holding
+/// `op` counts as a whole (the ops after `op` in it, its other branches),
+/// its barriers for nothing.
 bool mayRaceWithEarlierReads(
     mlir::Operation *op,
     llvm::function_ref<bool(mlir::Operation *)> readsWritten);

@@ -159,6 +159,18 @@ bool hisa::tile::mayRaceWithEarlierReads(
     }
     return std::nullopt;
   };
+  bool barriered = endsWithBarrier(op);
+  auto readsInBranches = [&](Operation *at) {
+    WalkResult walk = at->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+      if (inner == at || inner->isProperAncestor(op))
+        return WalkResult::advance();
+      if (barriered && inner->getBlock() == op->getBlock() &&
+          !op->isBeforeInBlock(inner))
+        return WalkResult::skip();
+      return readsWritten(inner) ? WalkResult::interrupt() : WalkResult::skip();
+    });
+    return walk.wasInterrupted();
+  };
   for (Operation *at = op; at && !isa<LaunchOp, gpu::GPUFuncOp>(at);
        at = at->getParentOp()) {
     if (std::optional<bool> found = scanBack(at->getPrevNode(), nullptr))
@@ -172,6 +184,12 @@ bool hisa::tile::mayRaceWithEarlierReads(
       // Nothing in between: `op` itself ran last in the previous iteration
       // (a reduction reads its scratch after its last barrier).
       if (at == op && !endsWithBarrier(op) && readsWritten(op))
+        return true;
+      // With `op` nested in `at` (a branch), whatever `at` ran then: the
+      // ops after `op`, other branches. (Barriers in there count for
+      // nothing: their branch may not have run.) Only `op` and the ops
+      // before it in its block are behind `op`'s own trailing barrier.
+      if (at != op && readsInBranches(at))
         return true;
     }
   }
