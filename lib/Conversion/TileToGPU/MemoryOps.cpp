@@ -434,24 +434,32 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   if (vector != layout.vector)
     layout.vector = vector;
   if (windowIsSource && windowIsGlobal) {
-    // Every load first, then the stores: a thread's loads are in flight at
-    // once (one round trip) rather than each waiting behind the previous
-    // piece's store in its own branch (a 640-index row: 3 pieces a thread,
-    // the last only in some threads). A piece past the tile's coverage
-    // loads from inside the tensor (bounds-checked) and is not stored.
-    SmallVector<Value> loaded;
-    for (int64_t v = 0; v < layout.getValuesPerThread(); v += vector) {
-      SmallVector<Value> coords = coordinates(b, layout, v);
-      loaded.push_back(loadElements(
-          b, windowMemref, windowIndices(b, loc, offsets, windowRank, coords),
-          vector, /*checkBounds=*/true));
-    }
-    for (int64_t v = 0; v < layout.getValuesPerThread(); v += vector) {
-      SmallVector<Value> coords = coordinates(b, layout, v);
-      emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
-        storeElements(nested, loaded[v / vector], tileMemref,
-                      sharedIndices(nested, tile, coords), false, Value());
-      });
+    // Loads first, then the stores: a thread's loads are in flight at once
+    // (one round trip) rather than each waiting behind the previous piece's
+    // store in its own branch (a 640-index row: 3 pieces a thread, the last
+    // only in some threads). A piece past the tile's coverage loads from
+    // inside the tensor (bounds-checked) and is not stored. At most
+    // kPiecesInFlight pieces at a time (64 registers of 16-byte pieces:
+    // a large tile copied by few threads would otherwise spill).
+    constexpr int64_t kPiecesInFlight = 16;
+    int64_t values = layout.getValuesPerThread();
+    for (int64_t first = 0; first < values; first += kPiecesInFlight * vector) {
+      int64_t end = std::min(values, first + kPiecesInFlight * vector);
+      SmallVector<Value> loaded;
+      for (int64_t v = first; v < end; v += vector) {
+        SmallVector<Value> coords = coordinates(b, layout, v);
+        loaded.push_back(loadElements(
+            b, windowMemref, windowIndices(b, loc, offsets, windowRank, coords),
+            vector,
+            /*checkBounds=*/true));
+      }
+      for (int64_t v = first; v < end; v += vector) {
+        SmallVector<Value> coords = coordinates(b, layout, v);
+        emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
+          storeElements(nested, loaded[(v - first) / vector], tileMemref,
+                        sharedIndices(nested, tile, coords), false, Value());
+        });
+      }
     }
   }
   for (int64_t v = 0;
