@@ -1,6 +1,7 @@
 // Probe (twenty-sixth session; docs/proposals/sparse-attn-critical-chains.md,
 // "decode's shared-memory traffic per key tile"): sparse_attn's decode path
-// (no split, cluster, RoPE or q_norm; partial_sums only) with the first 128
+// (no split, cluster, RoPE, q_norm or lse: splits = 1, lse = 0,
+// partial_sums = 1 only) with the first 128
 // of Q's 512 columns held in registers as the S gemm's A operand (wgmma RS),
 // so that S rereads 2 KiB of Q from shared memory per k-step only for the
 // other 384 columns. Each 64-key stage is gathered as three column tiles
