@@ -370,17 +370,20 @@ LogicalResult ParamOp::verify() {
 
 LogicalResult DimOp::verify() {
   int64_t rank = getSource().getType().getRank();
-  if (getIndex() < 0 || getIndex() >= rank)
+  // (I64Attr reads back unsigned; a negative index is written as one.)
+  auto index = static_cast<int64_t>(getIndex());
+  if (index < 0 || index >= rank)
     return emitOpError("dimension ")
-           << getIndex() << " is out of range for a tensor of rank " << rank;
+           << index << " is out of range for a tensor of rank " << rank;
   return success();
 }
 
 OpFoldResult DimOp::fold(FoldAdaptor) {
   TileShape shape = getSource().getType().getTileShape();
-  if (getIndex() < 0 || getIndex() >= shape.getRank())
+  auto index = static_cast<int64_t>(getIndex());
+  if (index < 0 || index >= shape.getRank())
     return {};
-  if (std::optional<int64_t> size = shape.getStaticSize(getIndex()))
+  if (std::optional<int64_t> size = shape.getStaticSize(index))
     return IntegerAttr::get(IndexType::get(getContext()), *size);
   return {};
 }
@@ -973,7 +976,7 @@ static LogicalResult verifyAsyncGemm(GemmOp gemm) {
     if (isa<scf::YieldOp>(op))
       continue;
     if (auto wait = dyn_cast<WaitGemmsOp>(op);
-        wait && newer >= wait.getPending())
+        wait && newer >= static_cast<int64_t>(wait.getPending()))
       return success();
     auto later = dyn_cast<GemmOp>(op);
     bool accumulates = later && later.getC() == accumulator &&
@@ -1053,9 +1056,10 @@ LogicalResult GemmOp::verify() {
 }
 
 LogicalResult WaitGemmsOp::verify() {
-  if (getPending() < 0 || getPending() > kMaxPendingGemms)
+  auto pending = static_cast<int64_t>(getPending());
+  if (pending < 0 || pending > kMaxPendingGemms)
     return emitOpError("pending must be between 0 and ")
-           << kMaxPendingGemms << ", got " << getPending();
+           << kMaxPendingGemms << ", got " << pending;
   if ((*this)->getParentOfType<ParallelOp>())
     return emitOpError("cannot be in a tile.parallel body (a warpgroup waits "
                        "for its gemms together)");

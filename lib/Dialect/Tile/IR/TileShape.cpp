@@ -194,7 +194,7 @@ ParseResult hisa::tile::parseTileDims(AsmParser &parser, ArrayAttr &dims) {
     }
     DimMonomial monomial;
     do {
-      int64_t value;
+      int64_t value = 0;
       OptionalParseResult integer = parser.parseOptionalInteger(value);
       if (integer.has_value()) {
         if (failed(*integer))
