@@ -127,6 +127,16 @@ tile.kernel @dim_out_of_range(%a: !tile.global<[?, 4], f32>) {
 
 // -----
 
+tile.kernel @dim_negative(%a: !tile.global<[?, 4], f32>) {
+  // expected-error @+1 {{'tile.dim' op dimension -1 is out of range for a tensor of rank 2}}
+  %n = tile.dim %a, -1 : !tile.global<[?, 4], f32>
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+  }
+}
+
+// -----
+
 tile.kernel @grid_rank_4() {
   %c1 = arith.constant 1 : index
   // expected-error @+1 {{'tile.launch' op expects 1 to 3 grid dimensions, got 4}}
