@@ -66,11 +66,11 @@ bool mayRaceWithEarlierReads(
     mlir::Operation *op,
     llvm::function_ref<bool(mlir::Operation *)> readsWritten);
 
-/// Whether the backward scan of mayRaceWithEarlierReads sees every op that
-/// ran since `op`'s previous execution: no branch (or while loop) between
-/// `op` and a loop around it, whose other ops of the previous iteration it
-/// would not scan. (A branch above every loop, such as the consumers' role,
-/// runs once.)
+/// Whether the backward scan of mayRaceWithEarlierReads sees each op that
+/// ran since `op`'s previous execution on its own: no branch (or while
+/// loop) between `op` and a loop around it, which the scan could only count
+/// as a whole. (A branch above every loop, such as the consumers' role,
+/// runs once.) Reductions and fragment copies keep their barrier otherwise.
 bool isScannedCompletely(mlir::Operation *op);
 
 /// Whether an asynchronous gemm (`tile.gemm ... async`) anywhere in `op`'s

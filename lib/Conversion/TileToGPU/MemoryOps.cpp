@@ -227,7 +227,8 @@ bool hisa::tile::guardsOwnSharedWrites(CopyOp op) {
     return false;
   // Inside tile.per_warpgroup a barrier is the warpgroup's (the scan would
   // count the other warpgroup's readers as ordered); in a branch inside a
-  // loop the scan misses the previous iteration's ops in the branch.
+  // loop the scan can only count the branch as a whole, so the barrier
+  // stays there.
   if (op->getParentOfType<PerWarpgroupOp>() || !isScannedCompletely(op))
     return false;
   SmallPtrSet<Value, 1> written;
@@ -461,28 +462,27 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
         });
       }
     }
-  }
-  for (int64_t v = 0;
-       !(windowIsSource && windowIsGlobal) && v < layout.getValuesPerThread();
-       v += vector) {
-    SmallVector<Value> coords = coordinates(b, layout, v);
-    Value inside = isInside(b, layout, v);
-    SmallVector<Value> indices =
-        windowIndices(b, loc, offsets, windowRank, coords);
-    emitIf(b, inside, [&](OpBuilder &nested) {
-      if (windowIsSource) {
-        Value value =
-            loadElements(nested, windowMemref, indices, vector, windowIsGlobal);
-        storeElements(nested, value, tileMemref,
-                      sharedIndices(nested, tile, coords), false, Value());
-      } else {
-        Value value =
-            loadElements(nested, tileMemref,
-                         sharedIndices(nested, tile, coords), vector, false);
-        storeElements(nested, value, windowMemref, indices, windowIsGlobal,
-                      Value());
-      }
-    });
+  } else {
+    for (int64_t v = 0; v < layout.getValuesPerThread(); v += vector) {
+      SmallVector<Value> coords = coordinates(b, layout, v);
+      Value inside = isInside(b, layout, v);
+      SmallVector<Value> indices =
+          windowIndices(b, loc, offsets, windowRank, coords);
+      emitIf(b, inside, [&](OpBuilder &nested) {
+        if (windowIsSource) {
+          Value value = loadElements(nested, windowMemref, indices, vector,
+                                     windowIsGlobal);
+          storeElements(nested, value, tileMemref,
+                        sharedIndices(nested, tile, coords), false, Value());
+        } else {
+          Value value =
+              loadElements(nested, tileMemref,
+                           sharedIndices(nested, tile, coords), vector, false);
+          storeElements(nested, value, windowMemref, indices, windowIsGlobal,
+                        Value());
+        }
+      });
+    }
   }
   if (!toShared)
     return success();
