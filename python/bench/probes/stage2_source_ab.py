@@ -10,7 +10,9 @@ block_topk=64, topk_tokens=2048, one causal sequence, M = N).
         /tmp/old.mlir [other.mlir:name=value,...] ... [--sizes 32768,131072]
 
 Each variant is FILE[:PARAMS] (FILE "-" is the built-in source; PARAMS
-override the operator's pick). Every output must equal the built-in's as
+override the operator's pick). `--kernel block_sparse_topk_tokens_ws`
+compiles each source's warp-specialized variant (its `hisa-variant`
+lines), the kernel the operator runs; the default is the plain kernel. Every output must equal the built-in's as
 sets per row before timing (else the table says MISMATCH and how many
 selected slots the variant shares with the built-in). Prints a table.
 """
@@ -28,6 +30,7 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from hisa import jit, ops  # noqa: E402
+from kernel_variants import with_variants  # noqa: E402
 from bench_indexer import BLOCK_TOPK, DIM, HEADS, KB, TOPK_TOKENS, bench, inputs, overlap  # noqa: E402
 
 # What the operator layer picks for these shapes (lib/Ops/Operators.cpp).
@@ -35,9 +38,15 @@ PARAMS = dict(dim=DIM, heads=HEADS, kb=KB, kt=64, min_blocks=3, topk=BLOCK_TOPK)
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    name = "block_sparse_topk_tokens"
+    if "--kernel" in argv:
+        at = argv.index("--kernel")
+        name = argv[at + 1]
+        argv = argv[:at] + argv[at + 2:]
+    args = [a for a in argv if not a.startswith("--")]
     sizes = [32768, 131072]
-    for a in sys.argv[1:]:
+    for a in argv:
         if a.startswith("--sizes="):
             sizes = [int(x) for x in a.split("=", 1)[1].split(",")]
     variants = []
@@ -47,8 +56,12 @@ def main():
         for item in filter(None, overrides.split(",")):
             name, value = item.split("=")
             params[name] = int(value)
-        source = None if path == "-" else open(path).read()
-        kernel = jit.get_kernel("block_sparse_topk_tokens", params, source=source)
+        source = None
+        if path != "-":
+            text = open(path).read()
+            base = text.split("tile.kernel @", 1)[1].split("(", 1)[0]
+            source = with_variants(text, base)[name]
+        kernel = jit.get_kernel(name, params, source=source)
         variants.append((arg, kernel))
     print("| M = N | built-in (ms) | " + " | ".join(label for label, _ in variants) + " |")
     print("| ---: | ---: |" + " ---: |" * len(variants))
