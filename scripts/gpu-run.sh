@@ -19,7 +19,8 @@
 # $OUT/sanitize-<run>.log (JUnit: .xml) and summary.md gets one table row per
 # run: tests, passed, failed, sanitizer errors ("ERROR SUMMARY"), exit status,
 # and the kernels named in the reports. It exits 0 only if every run passed
-# every listed test with no sanitizer error. Settings (environment):
+# every listed test with no sanitizer error. The subset's node ids are
+# checked first (scripts/check-sanitize-subset.py; lit runs it on CI too). Settings (environment):
 #   COMPUTE_SANITIZER       the binary (default: PATH, $CUDA_HOME/bin,
 #                           /usr/local/cuda*/bin, the nvidia-cuda-sanitizer-api wheel)
 #   HISA_SANITIZE_TOOLS     tools to run (default "memcheck synccheck racecheck")
@@ -324,6 +325,13 @@ run_sanitize_mode() {
   twice=$(printf '%s\n' "${sanitize_ids[@]}" | sort | uniq -d)
   if [[ -n $twice ]]; then
     sanitize_abort "$sanitize_subset lists tests twice: ${twice//$'\n'/, }"
+    return 1
+  fi
+  # A stale node id would stop pytest before any test runs (exit 4).
+  local stale
+  if ! stale=$("$python" "$root/scripts/check-sanitize-subset.py" "$root/python/tests" \
+    "$sanitize_subset" 2>&1); then
+    sanitize_abort "$sanitize_subset names tests pytest would not collect: ${stale//$'\n'/; }"
     return 1
   fi
   sanitize_ids=("${sanitize_ids[@]/#/python/tests/}")
