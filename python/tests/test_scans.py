@@ -1,10 +1,12 @@
-"""tile.scan, tile.warp_scan, tile.warp_broadcast and tile.vote on the GPU.
+"""tile.scan, tile.warp_scan, tile.warp_broadcast, tile.warp_match and
+tile.vote on the GPU.
 
 The kernel test/Conversion/TileToGPU/Inputs/scans.mlir scans each row of x
 (1000 elements over 128 threads: runs of 8, a partial last warp) forwards
 (inclusive sum), backwards (exclusive suffix sum) and with a running f32
-max, and takes warp prefix sums, ballots, any/all and a broadcast from lane
-(5 lane + 3) % 32 of each 32-element group. Checked against torch on random data, all-zero and all-odd rows.
+max, and takes warp prefix sums, ballots, any/all, a broadcast from lane
+(5 lane + 3) % 32 of each 32-element group and each element's match mask
+of the low 3 bits. Checked against torch on random data, all-zero and all-odd rows.
 """
 
 import pytest
@@ -27,11 +29,12 @@ def run_scans(x, f):
         group_totals=torch.empty(rows, 32, dtype=torch.int32, **dev),
         any_all=torch.empty(rows, 32, dtype=torch.int32, **dev),
         broadcast=torch.empty(rows, 1024, dtype=torch.int32, **dev),
+        matches=torch.empty(rows, 1024, dtype=torch.int32, **dev),
     )
     kernel.launch(
         x, out["inclusive"], out["suffix"], out["totals"], f, out["running_max"],
         out["warp_prefix"], out["ballots"], out["group_totals"], out["any_all"],
-        out["broadcast"],
+        out["broadcast"], out["matches"],
     )
     torch.cuda.synchronize()
     return out
@@ -62,6 +65,12 @@ def check(x, f):
     source = (torch.arange(32, device="cuda") * 5 + 3) % 32
     broadcast = groups[:, :, source]
     assert torch.equal(out["broadcast"].long(), broadcast.reshape(x.shape[0], 1024))
+    # Bit l of element j's mask: lane l of the group holds the same low 3
+    # bits (two's complement, as arith.andi takes them).
+    keys = groups & 7
+    same = keys.unsqueeze(3) == keys.unsqueeze(2)
+    matches = (same.long() * weights).sum(3)
+    assert torch.equal(out["matches"].long() & 0xFFFFFFFF, matches.reshape(x.shape[0], 1024))
 
 
 @pytest.mark.parametrize("rows", [1, 7, 300])

@@ -263,6 +263,8 @@ public:
                                          const ElementContext *context);
   mlir::LogicalResult lowerVote(VoteOp op, mlir::OpBuilder &b,
                                 const ElementContext *context);
+  mlir::LogicalResult lowerWarpMatch(WarpMatchOp op, mlir::OpBuilder &b,
+                                     const ElementContext *context);
   mlir::LogicalResult lowerAllOf(AllOfOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerFragmentAllOf(AllOfOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerGemm(GemmOp op, mlir::OpBuilder &b);

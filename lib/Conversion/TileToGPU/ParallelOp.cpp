@@ -248,7 +248,8 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
   bool hasAtomics = false, hasWarpCollectives = false;
   op.walk([&](Operation *inner) {
     hasAtomics |= isa<AtomicOp>(inner);
-    hasWarpCollectives |= isa<VoteOp, WarpScanOp, WarpBroadcastOp>(inner);
+    hasWarpCollectives |=
+        isa<VoteOp, WarpScanOp, WarpBroadcastOp, WarpMatchOp>(inner);
   });
   Value owner;
   if (hasAtomics) {

@@ -262,6 +262,20 @@ LogicalResult KernelLowering::lowerVote(VoteOp op, OpBuilder &b,
   return success();
 }
 
+LogicalResult KernelLowering::lowerWarpMatch(WarpMatchOp op, OpBuilder &b,
+                                             const ElementContext *context) {
+  if (failed(verifyWarpLanes(op, context, threads)))
+    return failure();
+  Location loc = op.getLoc();
+  Value everyLane = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
+  Value result =
+      NVVM::MatchSyncOp::create(b, loc, b.getI32Type(), everyLane,
+                                op.getValue(), NVVM::MatchSyncKind::any)
+          .getResult();
+  op.getResult().replaceAllUsesWith(result);
+  return success();
+}
+
 /// `holds` and the predicate of `op` on `value` (cloned at `b`); an element
 /// outside the tile (`inside` false) holds.
 static Value andPredicate(AllOfOp op, OpBuilder &b, Value holds, Value value,

@@ -473,6 +473,9 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               return lowerWarpScan(scan, b, context);
             })
             .Case([&](VoteOp vote) { return lowerVote(vote, b, context); })
+            .Case([&](WarpMatchOp match) {
+              return lowerWarpMatch(match, b, context);
+            })
             .Case([&](AllOfOp allOf) { return lowerAllOf(allOf, b); })
             .Case([&](WarpBroadcastOp broadcast) {
               return lowerWarpBroadcast(broadcast, b, context);

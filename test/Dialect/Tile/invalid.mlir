@@ -962,6 +962,17 @@ tile.kernel @warp_broadcast_serial() {
 
 // -----
 
+tile.kernel @warp_match_serial() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %one = arith.constant 1 : i32
+    // expected-error @+1 {{'tile.warp_match' op must be in a tile.parallel body (it combines the domain's elements a warp at a time)}}
+    %m = tile.warp_match %one : i32
+  }
+}
+
+// -----
+
 tile.kernel @warp_scan_kind() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 32 {

@@ -249,6 +249,7 @@ tile.kernel @prefetch(%bytes: !tile.global<[?], i8>, %w: !tile.global<[?, 64], b
 // CHECK: %{{.*}} = tile.vote ballot %{{.*}} : i32
 // CHECK: %{{.*}} = tile.vote any %{{.*}} : i1
 // CHECK: %{{.*}} = tile.warp_broadcast %{{.*}}, %{{.*}} : i32
+// CHECK: %{{.*}} = tile.warp_match %{{.*}} : i32
 tile.kernel @scans() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
@@ -265,6 +266,7 @@ tile.kernel @scans() {
       %some = tile.vote any %odd : i1
       %lane0 = arith.constant 0 : i32
       %base = tile.warp_broadcast %count, %lane0 : i32
+      %peers = tile.warp_match %v : i32
     }
   }
 }

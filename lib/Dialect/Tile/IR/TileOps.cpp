@@ -1591,7 +1591,7 @@ LogicalResult PrefetchOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// ScanOp, WarpScanOp, WarpBroadcastOp, VoteOp
+// ScanOp, WarpScanOp, WarpBroadcastOp, WarpMatchOp, VoteOp
 //===----------------------------------------------------------------------===//
 
 static LogicalResult verifyScanKind(Operation *op, ReduceKind kind) {
@@ -1642,6 +1642,8 @@ LogicalResult WarpScanOp::verify() {
 }
 
 LogicalResult WarpBroadcastOp::verify() { return verifyWarpCollective(*this); }
+
+LogicalResult WarpMatchOp::verify() { return verifyWarpCollective(*this); }
 
 LogicalResult YieldOp::verify() {
   bool inAllOf = isa<AllOfOp>((*this)->getParentOp());

@@ -26,3 +26,16 @@ tile.kernel @partial_warp(%g: !tile.global<[?], i32>) {
     }
   }
 }
+
+// -----
+
+tile.kernel @match_partial_warp(%g: !tile.global<[?], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 64 {
+    tile.parallel (%i) in [48] {
+      %v = tile.load %g[%i] : !tile.global<[?], i32>
+      // expected-error @+1 {{'tile.warp_match' op needs the enclosing tile.parallel's domain to fill whole warps, but it has 48 elements}}
+      %m = tile.warp_match %v : i32
+    }
+  }
+}

@@ -1,7 +1,7 @@
 // Block-wide scans and warp collectives of each row of x (1000 elements,
 // 128 threads: runs of 8 per thread, partial warps at the end): a GPU test
-// of tile.scan, tile.warp_scan, tile.warp_broadcast and tile.vote
-// (python/tests/test_scans.py).
+// of tile.scan, tile.warp_scan, tile.warp_broadcast, tile.warp_match and
+// tile.vote (python/tests/test_scans.py).
 tile.kernel @scans(%x: !tile.global<[?, 1000], i32>,
                    %inclusive: !tile.global<[?, 1000], i32>,
                    %suffix: !tile.global<[?, 1000], i32>,
@@ -12,7 +12,8 @@ tile.kernel @scans(%x: !tile.global<[?, 1000], i32>,
                    %ballots: !tile.global<[?, 32], i32>,
                    %group_totals: !tile.global<[?, 32], i32>,
                    %any_all: !tile.global<[?, 32], i32>,
-                   %broadcast: !tile.global<[?, 1024], i32>) {
+                   %broadcast: !tile.global<[?, 1024], i32>,
+                   %matches: !tile.global<[?, 1024], i32>) {
   %rows = tile.dim %x, 0 : !tile.global<[?, 1000], i32>
   tile.launch (%bx) in (%rows) threads 128 {
     %s = tile.alloc : !tile.shared<[1000], i32>
@@ -58,6 +59,11 @@ tile.kernel @scans(%x: !tile.global<[?, 1000], i32>,
       %source = arith.addi %scaled, %three : i32
       %read = tile.warp_broadcast %v, %source : i32
       tile.store %read, %broadcast[%bx, %i] : !tile.global<[?, 1024], i32>
+      // The elements of the group whose low 3 bits equal this one's.
+      %seven = arith.constant 7 : i32
+      %bin = arith.andi %v, %seven : i32
+      %peers = tile.warp_match %bin : i32
+      tile.store %peers, %matches[%bx, %i] : !tile.global<[?, 1024], i32>
       %low = arith.andi %v, %one : i32
       %odd = arith.cmpi ne, %low, %zero : i32
       %bits = tile.vote ballot %odd : i32

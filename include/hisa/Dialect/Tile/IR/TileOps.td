@@ -995,6 +995,30 @@ def Tile_WarpBroadcastOp : Tile_Op<"warp_broadcast",
   let hasVerifier = 1;
 }
 
+def Tile_WarpMatchOp : Tile_Op<"warp_match"> {
+  let summary = "The elements of a warp that hold the same value";
+  let description = [{
+    In a `tile.parallel` body, over the same groups of 32 elements as
+    `tile.warp_scan` (with the same conditions): an `i32` whose bit j is
+    set when the group's element j holds the same `value` as this one
+    (`match.any.sync`). It aggregates atomics on data-dependent addresses:
+    the lowest element of each set (`math.cttz` of the mask equals its
+    lane) adds `math.ctpop` of the mask once, e.g. for a histogram whose
+    keys fall in a few bins. A device function may hold it (checked again
+    where it is inlined).
+
+    ```mlir
+    %peers = tile.warp_match %bin : i32
+    ```
+  }];
+  let arguments = (ins I32:$value);
+  let results = (outs I32:$result);
+  let assemblyFormat = [{
+    $value attr-dict `:` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_AllOfOp : Tile_Op<"all_of"> {
   let summary = "Whether a predicate holds for every element of a small 1-D "
                 "shared tile, or of the fragment elements a warp holds";
