@@ -66,9 +66,14 @@ def evaluate(node, names):
 
 def pytest_id(value, argname, index):
     """pytest's default id of one parameter value: scalars as text, other
-    objects as the argument's name and the case's index."""
+    objects as the argument's name and the case's index. (Strings pytest
+    would escape, bytes and complex numbers are left undecided.)"""
+    if isinstance(value, str) and not (value.isascii() and value.isprintable()):
+        raise Undecidable()
     if isinstance(value, (bool, int, float, str)) or value is None:
         return str(value)
+    if isinstance(value, (bytes, complex)):
+        raise Undecidable()
     return f"{argname}{index}"
 
 
@@ -81,16 +86,22 @@ def parametrize_ids(decorator, names):
     if any(keyword.arg == "ids" for keyword in decorator.keywords) or len(decorator.args) < 2:
         raise Undecidable()
     argnames = evaluate(decorator.args[0], names)
+    # Names as a sequence (even of one) unpack each value; a string of one
+    # name does not.
+    unpack = not isinstance(argnames, str) or "," in argnames
     if isinstance(argnames, str):
         argnames = [name.strip() for name in argnames.split(",") if name.strip()]
     values = evaluate(decorator.args[1], names)
     ids = []
     for index, value in enumerate(values):
-        items = value if len(argnames) > 1 else [value]
-        if len(items) != len(argnames):
+        items = value if unpack else [value]
+        if not isinstance(items, list) or len(items) != len(argnames):
             raise Undecidable()
         ids.append("-".join(pytest_id(item, argname, index)
                             for item, argname in zip(items, argnames)))
+    # pytest makes repeated ids unique with suffixes (1_0, 1_1): not modelled.
+    if len(set(ids)) != len(ids):
+        raise Undecidable()
     return ids
 
 
@@ -104,7 +115,7 @@ def function_ids(function, names):
             ids = parametrize_ids(decorator, names)
             if ids:
                 per_decorator.append(ids)
-    except (Undecidable, TypeError, ValueError):
+    except (Undecidable, TypeError, ValueError, RecursionError):
         return None
     if not per_decorator:
         return []

@@ -175,23 +175,47 @@ bool hisa::tile::mayRaceWithEarlierReads(
        at = at->getParentOp()) {
     if (std::optional<bool> found = scanBack(at->getPrevNode(), nullptr))
       return *found;
-    // The previous iteration of an enclosing loop ran the body's ops after
-    // `at` last.
+    // Around an enclosing loop: in its first iteration what precedes the
+    // loop ran last (the walk goes on up); in later ones the previous
+    // iteration's ops after `at`, which a barrier there orders only for
+    // those iterations.
     Operation *parent = at->getParentOp();
-    if (parent && isa<scf::ForOp, scf::WhileOp, PipelinedOp>(parent)) {
-      if (std::optional<bool> found = scanBack(&at->getBlock()->back(), at))
-        return *found;
-      // Nothing in between: `op` itself ran last in the previous iteration
-      // (a reduction reads its scratch after its last barrier).
-      if (at == op && !endsWithBarrier(op) && readsWritten(op))
-        return true;
-      // With `op` nested in `at` (a branch), whatever `at` ran then: the
-      // ops after `op`, other branches. (Barriers in there count for
-      // nothing: their branch may not have run.) Only `op` and the ops
-      // before it in its block are behind `op`'s own trailing barrier.
-      if (at != op && readsInBranches(at))
-        return true;
+    if (!parent || !isa<scf::ForOp, scf::WhileOp, PipelinedOp>(parent))
+      continue;
+    std::optional<bool> found;
+    if (auto loop = dyn_cast<scf::WhileOp>(parent)) {
+      Block &condition = loop.getBefore().front();
+      Block &body = loop.getAfter().front();
+      if (at->getBlock() == &body) {
+        // This iteration's condition ran just before the body, every time.
+        if (std::optional<bool> ran = scanBack(&condition.back(), nullptr))
+          return *ran;
+        found = scanBack(&body.back(), at);
+      } else {
+        // In the condition: the previous iteration's whole body, then its
+        // condition after `at`.
+        found = scanBack(&body.back(), nullptr);
+        if (!found)
+          found = scanBack(&condition.back(), at);
+      }
+    } else {
+      found = scanBack(&at->getBlock()->back(), at);
     }
+    if (found) {
+      if (*found)
+        return true;
+      continue;
+    }
+    // Nothing in between: `op` itself ran last in the previous iteration
+    // (a reduction reads its scratch after its last barrier).
+    if (at == op && !endsWithBarrier(op) && readsWritten(op))
+      return true;
+    // With `op` nested in `at` (a branch), whatever `at` ran then: the
+    // ops after `op`, other branches. (Barriers in there count for
+    // nothing: their branch may not have run.) Only `op` and the ops
+    // before it in its block are behind `op`'s own trailing barrier.
+    if (at != op && readsInBranches(at))
+      return true;
   }
   return false;
 }
