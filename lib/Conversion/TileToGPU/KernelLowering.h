@@ -74,11 +74,10 @@ bool mayRaceWithEarlierReads(
 bool isScannedCompletely(mlir::Operation *op);
 
 /// Whether an asynchronous gemm (`tile.gemm ... async`) anywhere in `op`'s
-/// kernel reads a shared tile sharing bytes with `written`: its reads go on
+/// kernel reads a shared tile sharing bytes with `tile`: its reads go on
 /// past the barriers that mayRaceWithEarlierReads looks for, until its
 /// wait.
-bool mayBeReadAsynchronously(mlir::Operation *op,
-                             const llvm::SmallPtrSetImpl<mlir::Value> &written);
+bool mayBeReadAsynchronously(mlir::Operation *op, mlir::Value tile);
 
 /// Whether copy `op` (a fragment stored into a shared tile) waits for
 /// earlier readers of its destination only where mayOverwriteWhatOthersRead

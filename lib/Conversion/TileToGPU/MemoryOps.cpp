@@ -231,9 +231,7 @@ bool hisa::tile::guardsOwnSharedWrites(CopyOp op) {
   // stays there.
   if (op->getParentOfType<PerWarpgroupOp>() || !isScannedCompletely(op))
     return false;
-  SmallPtrSet<Value, 1> written;
-  written.insert(op.getDest());
-  return !mayBeReadAsynchronously(op, written);
+  return !mayBeReadAsynchronously(op, op.getDest());
 }
 
 /// Whether a copy into shared memory must first wait for slower threads'
@@ -446,20 +444,23 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
     int64_t values = layout.getValuesPerThread();
     for (int64_t first = 0; first < values; first += kPiecesInFlight * vector) {
       int64_t end = std::min(values, first + kPiecesInFlight * vector);
-      SmallVector<Value> loaded;
+      SmallVector<std::pair<SmallVector<Value>, Value>> loaded;
       for (int64_t v = first; v < end; v += vector) {
         SmallVector<Value> coords = coordinates(b, layout, v);
-        loaded.push_back(loadElements(
+        Value value = loadElements(
             b, windowMemref, windowIndices(b, loc, offsets, windowRank, coords),
-            vector,
-            /*checkBounds=*/true));
+            vector, /*checkBounds=*/true);
+        loaded.push_back({std::move(coords), value});
       }
-      for (int64_t v = first; v < end; v += vector) {
-        SmallVector<Value> coords = coordinates(b, layout, v);
-        emitIf(b, isInside(b, layout, v), [&](OpBuilder &nested) {
-          storeElements(nested, loaded[(v - first) / vector], tileMemref,
-                        sharedIndices(nested, tile, coords), false, Value());
-        });
+      for (auto [piece, entry] : llvm::enumerate(loaded)) {
+        const SmallVector<Value> &coords = entry.first;
+        Value value = entry.second;
+        emitIf(b, isInside(b, layout, first + int64_t(piece) * vector),
+               [&](OpBuilder &nested) {
+                 storeElements(nested, value, tileMemref,
+                               sharedIndices(nested, tile, coords), false,
+                               Value());
+               });
       }
     }
   } else {

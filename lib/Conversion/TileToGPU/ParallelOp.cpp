@@ -237,8 +237,7 @@ bool hisa::tile::isScannedCompletely(Operation *op) {
   return true;
 }
 
-bool hisa::tile::mayBeReadAsynchronously(
-    Operation *op, const SmallPtrSetImpl<Value> &written) {
+bool hisa::tile::mayBeReadAsynchronously(Operation *op, Value tile) {
   Operation *kernel = op->getParentOfType<gpu::GPUFuncOp>();
   if (!kernel)
     kernel = op->getParentOfType<LaunchOp>();
@@ -248,10 +247,7 @@ bool hisa::tile::mayBeReadAsynchronously(
     if (!gemm.getAsync())
       return WalkResult::advance();
     for (Value operand : SmallVector<Value, 2>{gemm.getA(), gemm.getB()})
-      if (isa<SharedType>(operand.getType()) &&
-          llvm::any_of(written, [&](Value tile) {
-            return mayShareBytes(operand, tile);
-          }))
+      if (isa<SharedType>(operand.getType()) && mayShareBytes(operand, tile))
         return WalkResult::interrupt();
     return WalkResult::advance();
   });
