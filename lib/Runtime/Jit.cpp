@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <sys/stat.h>
@@ -198,33 +199,47 @@ bool programmaticLaunch() {
   return programmaticLaunchEnabled.load(std::memory_order_relaxed);
 }
 
+/// A kernel loaded into one CUDA context. Modules, functions and device
+/// memory belong to the context they were made in, so a process that drives
+/// several GPUs (one primary context each) loads every kernel into each.
+struct ContextModule {
+  CUcontext context;
+  LoadedModule module;
+  CUfunction function;
+  void *zeroRow; // what empty tensors' tensor maps read (getZeroBuffer)
+};
+
 class LoadedKernelImpl : public LoadedKernel {
 public:
-  LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled,
-                   LoadedModule module, CUfunction function, void *zeroRow)
-      : compiled(std::move(compiled)), module(std::move(module)),
-        function(function), zeroRow(zeroRow) {}
+  explicit LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled)
+      : compiled(std::move(compiled)) {}
 
   const KernelMetadata &getMetadata() const override {
     return compiled->metadata;
   }
 
+  /// The kernel in the current context (the primary context of device 0
+  /// made current if there is none), loaded there on first use.
+  Expected<const ContextModule *> getModule(CudaDriver &driver);
+
   Error launch(ArrayRef<LaunchArgument> arguments, void *stream) override;
 
 private:
   std::shared_ptr<CompiledKernel> compiled;
-  LoadedModule module;
-  CUfunction function;
-  void *zeroRow; // what empty tensors' tensor maps read (getZeroBuffer)
+  std::mutex modulesMutex;
+  std::vector<std::unique_ptr<ContextModule>> modules;
+  /// The module of the last launch: one comparison on the usual path.
+  std::atomic<const ContextModule *> lastUsed{nullptr};
   /// Each tensor map's recent encodings and the tensors they were encoded
   /// for: repeated launches on the same buffers (an orchestration layer's
   /// steps, where one specialization serves a few buffers) reuse them
   /// instead of calling cuTensorMapEncodeTiled again (a map depends on
   /// nothing but the tensor's address and sizes and the kernel's map,
-  /// which is fixed).
+  /// which is fixed, and for an empty tensor the context's zero row).
   static constexpr size_t kRecentMaps = 8;
   struct EncodedMap {
     void *address = nullptr;
+    void *zeroRow = nullptr;
     SmallVector<int64_t, 5> sizes;
     CUtensorMap map;
   };
@@ -238,6 +253,49 @@ private:
   std::vector<RecentMaps> recentMaps;
 };
 
+Expected<const ContextModule *>
+LoadedKernelImpl::getModule(CudaDriver &driver) {
+  CUcontext context = nullptr;
+  if (Error error =
+          checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
+    return std::move(error);
+  if (!context) {
+    Expected<CUcontext> ensured = driver.ensureContext();
+    if (!ensured)
+      return ensured.takeError();
+    context = *ensured;
+  }
+  const ContextModule *last = lastUsed.load(std::memory_order_acquire);
+  if (last && last->context == context)
+    return last;
+  std::lock_guard<std::mutex> lock(modulesMutex);
+  for (const std::unique_ptr<ContextModule> &loaded : modules)
+    if (loaded->context == context) {
+      lastUsed.store(loaded.get(), std::memory_order_release);
+      return loaded.get();
+    }
+  const KernelMetadata &metadata = compiled->metadata;
+  Expected<LoadedModule> module =
+      LoadedModule::load(driver, compiled->binary, metadata.kernelName);
+  if (!module)
+    return module.takeError();
+  Expected<CUfunction> function = module->getFunction(
+      metadata.kernelName, static_cast<unsigned>(metadata.sharedBytes));
+  if (!function)
+    return function.takeError();
+  void *zeroRow = nullptr;
+  if (uint64_t bytes = getZeroRowBytes(metadata)) {
+    Expected<void *> zeros = getZeroBuffer(driver, bytes);
+    if (!zeros)
+      return zeros.takeError();
+    zeroRow = *zeros;
+  }
+  modules.push_back(std::make_unique<ContextModule>(
+      ContextModule{context, std::move(*module), *function, zeroRow}));
+  lastUsed.store(modules.back().get(), std::memory_order_release);
+  return modules.back().get();
+}
+
 Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
                                void *stream) {
   const KernelMetadata &metadata = getMetadata();
@@ -249,6 +307,10 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   Expected<CudaDriver &> driver = CudaDriver::get();
   if (!driver)
     return driver.takeError();
+  Expected<const ContextModule *> loaded = getModule(*driver);
+  if (!loaded)
+    return loaded.takeError();
+  const ContextModule &module = **loaded;
 
   // Kernel parameters: one 8-byte slot per scalar and per memref field.
   SmallVector<uint64_t, 64> slots;
@@ -365,7 +427,7 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
       std::lock_guard<std::mutex> lock(recentMapsMutex);
       recentMaps.resize(metadata.tensorMaps.size());
       for (const EncodedMap &recent : recentMaps[index].entries)
-        if (recent.address == given.data &&
+        if (recent.address == given.data && recent.zeroRow == module.zeroRow &&
             ArrayRef<int64_t>(recent.sizes) == givenSizes) {
           encoded = recent.map;
           reused = true;
@@ -374,12 +436,12 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
     }
     if (!reused) {
       if (Error error = encodeTensorMap(*driver, map, given, what, kernel,
-                                        zeroRow, encoded))
+                                        module.zeroRow, encoded))
         return error;
       std::lock_guard<std::mutex> lock(recentMapsMutex);
       RecentMaps &recent = recentMaps[index];
-      EncodedMap entry{given.data, SmallVector<int64_t, 5>(givenSizes),
-                       encoded};
+      EncodedMap entry{given.data, module.zeroRow,
+                       SmallVector<int64_t, 5>(givenSizes), encoded};
       if (recent.entries.size() < kRecentMaps) {
         recent.entries.push_back(std::move(entry));
       } else {
@@ -390,7 +452,7 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
     params.push_back(&encoded);
   }
   return driver->launch(
-      function, blocks, {static_cast<unsigned>(metadata.threads), 1, 1},
+      module.function, blocks, {static_cast<unsigned>(metadata.threads), 1, 1},
       static_cast<unsigned>(metadata.sharedBytes),
       static_cast<CUstream>(stream), params.data(), kernel,
       metadata.waitsForPrerequisiteGrids && programmaticLaunch());
@@ -484,6 +546,58 @@ StringRef Jit::getVersion() {
   return version;
 }
 
+namespace {
+/// Parameters in canonical form, the cache key they give and a readable
+/// description of what the key was computed from (stored in the entry, so
+/// that a mismatch names both).
+struct CacheKey {
+  std::vector<std::string> params;
+  std::string strictness; // describeStrictness(), part of the digest
+  std::string digest;
+  std::string description;
+};
+} // namespace
+
+namespace {
+/// What one compilation gave every caller waiting for it: the kernel, or
+/// its error, rebuilt for each caller as the same kind.
+struct CompileOutcome {
+  std::shared_ptr<CompiledKernel> kernel;
+  enum Kind { Other, Compile, Parameters } errorKind = Other;
+  std::string message;
+
+  static CompileOutcome fromError(Error error) {
+    CompileOutcome outcome;
+    handleAllErrors(
+        std::move(error),
+        [&](const CompileError &compile) {
+          outcome.errorKind = Compile;
+          outcome.message = compile.getMessage();
+        },
+        [&](const ParameterError &parameters) {
+          outcome.errorKind = Parameters;
+          outcome.message = parameters.getMessage();
+        },
+        [&](const ErrorInfoBase &other) { outcome.message = other.message(); });
+    return outcome;
+  }
+
+  Expected<std::shared_ptr<CompiledKernel>> get() const {
+    if (kernel)
+      return kernel;
+    switch (errorKind) {
+    case Compile:
+      return make_error<CompileError>(message);
+    case Parameters:
+      return make_error<ParameterError>(message);
+    case Other:
+      break;
+    }
+    return makeError(message);
+  }
+};
+} // namespace
+
 struct Jit::State {
   explicit State(JitOptions options)
       : options(options),
@@ -495,14 +609,65 @@ struct Jit::State {
   DiskCache disk;
   StringMap<std::shared_ptr<CompiledKernel>> compiled;
   StringMap<std::unique_ptr<LoadedKernelImpl>> loaded;
+  /// Compilations under way, by key: a second caller of the same kernel
+  /// waits for the first one's result; other kernels compile meanwhile.
+  StringMap<std::shared_future<CompileOutcome>> compiling;
   CacheStatistics statistics;
   bool warnedAboutCache = false;
+
+  /// The kernel from the disk cache (binaryPath set) or freshly compiled
+  /// (binaryPath empty); called without the mutex.
+  Expected<std::shared_ptr<CompiledKernel>> findOrCompile(const CacheKey &key,
+                                                          StringRef source,
+                                                          StringRef kernelName,
+                                                          StringRef target);
 
   double getCompileTimeout() const {
     return options.compileTimeoutSeconds ? *options.compileTimeoutSeconds
                                          : getCompileTimeoutFromEnvironment();
   }
 };
+
+Expected<std::shared_ptr<CompiledKernel>>
+Jit::State::findOrCompile(const CacheKey &key, StringRef source,
+                          StringRef kernelName, StringRef target) {
+  auto kernel = std::make_shared<CompiledKernel>();
+  DiskCache::Lookup entry = disk.find(key.digest, key.description);
+  if (entry) {
+    Expected<KernelMetadata> metadata =
+        KernelMetadata::parse(entry.entry->metadata);
+    if (metadata) {
+      kernel->metadata = std::move(*metadata);
+      kernel->binary = std::move(entry.entry->binary);
+      kernel->binaryPath = disk.getBinaryPath(key.digest);
+      std::lock_guard<std::mutex> lock(mutex);
+      ++statistics.diskHits;
+      return kernel;
+    }
+    entry.outcome = DiskCache::Lookup::Rejected;
+    entry.reason = "'" + disk.getMetadataPath(key.digest) +
+                   "' holds unreadable metadata (" +
+                   toString(metadata.takeError()) + ")";
+  }
+  if (entry.outcome == DiskCache::Lookup::Rejected) {
+    // Rare (damage, tampering, a copied entry): worth a line on stderr.
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++statistics.rejectedEntries;
+    }
+    errs() << "hisa: kernel '" << kernelName
+           << "': rejected the cached entry: " << entry.reason
+           << "; recompiling\n";
+  }
+  Expected<CompiledKernel> fresh = compileKernel(source, kernelName, key.params,
+                                                 target, getCompileTimeout());
+  if (!fresh)
+    return fresh.takeError();
+  *kernel = std::move(*fresh);
+  std::lock_guard<std::mutex> lock(mutex);
+  ++statistics.compiles;
+  return kernel;
+}
 
 Jit::Jit(JitOptions options)
     : state(std::make_unique<State>(std::move(options))) {}
@@ -519,18 +684,6 @@ CacheStatistics Jit::getStatistics() const {
   std::lock_guard<std::mutex> lock(state->mutex);
   return state->statistics;
 }
-
-namespace {
-/// Parameters in canonical form, the cache key they give and a readable
-/// description of what the key was computed from (stored in the entry, so
-/// that a mismatch names both).
-struct CacheKey {
-  std::vector<std::string> params;
-  std::string strictness; // describeStrictness(), part of the digest
-  std::string digest;
-  std::string description;
-};
-} // namespace
 
 static Expected<CacheKey> computeCacheKey(StringRef source,
                                           StringRef kernelName,
@@ -646,7 +799,8 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
     return key.takeError();
   key->description =
       describeKey(source, kernelName, key->params, target, key->strictness);
-  std::lock_guard<std::mutex> lock(state->mutex);
+  std::promise<CompileOutcome> promise;
+  std::unique_lock<std::mutex> lock(state->mutex);
   auto found = state->compiled.find(key->digest);
   if (found != state->compiled.end()) {
     // The file handed out before may have been removed or replaced since.
@@ -659,41 +813,32 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
     }
     return cached;
   }
+  auto underWay = state->compiling.find(key->digest);
+  if (underWay != state->compiling.end()) {
+    std::shared_future<CompileOutcome> result = underWay->second;
+    lock.unlock();
+    return result.get().get();
+  }
+  state->compiling[key->digest] = promise.get_future().share();
+  lock.unlock();
 
-  auto kernel = std::make_shared<CompiledKernel>();
-  DiskCache::Lookup entry = state->disk.find(key->digest, key->description);
-  if (entry) {
-    Expected<KernelMetadata> metadata =
-        KernelMetadata::parse(entry.entry->metadata);
-    if (metadata) {
-      kernel->metadata = std::move(*metadata);
-      kernel->binary = std::move(entry.entry->binary);
-      kernel->binaryPath = state->disk.getBinaryPath(key->digest);
-      ++state->statistics.diskHits;
-      state->compiled[key->digest] = kernel;
-      return kernel;
-    }
-    entry.outcome = DiskCache::Lookup::Rejected;
-    entry.reason = "'" + state->disk.getMetadataPath(key->digest) +
-                   "' holds unreadable metadata (" +
-                   toString(metadata.takeError()) + ")";
-  }
-  if (entry.outcome == DiskCache::Lookup::Rejected) {
-    // Rare (damage, tampering, a copied entry): worth a line on stderr.
-    ++state->statistics.rejectedEntries;
-    errs() << "hisa: kernel '" << kernelName
-           << "': rejected the cached entry: " << entry.reason
-           << "; recompiling\n";
-  }
-  Expected<CompiledKernel> fresh = compileKernel(
-      source, kernelName, key->params, target, state->getCompileTimeout());
-  if (!fresh)
-    return fresh.takeError();
-  *kernel = std::move(*fresh);
-  ++state->statistics.compiles;
-  placeBinary(state->disk, state->warnedAboutCache, *kernel, *key);
-  state->compiled[key->digest] = kernel;
-  return kernel;
+  // Without the lock: the disk cache serves several processes at once, and
+  // a compilation takes seconds that other kernels' callers need not wait.
+  Expected<std::shared_ptr<CompiledKernel>> kernel =
+      state->findOrCompile(*key, source, kernelName, target);
+  CompileOutcome outcome = kernel
+                               ? CompileOutcome{*kernel}
+                               : CompileOutcome::fromError(kernel.takeError());
+  lock.lock();
+  // A fresh binary goes to the disk cache; a disk hit is served from there.
+  if (outcome.kernel && outcome.kernel->binaryPath.empty())
+    placeBinary(state->disk, state->warnedAboutCache, *outcome.kernel, *key);
+  if (outcome.kernel)
+    state->compiled[key->digest] = outcome.kernel;
+  state->compiling.erase(key->digest);
+  lock.unlock();
+  promise.set_value(outcome);
+  return outcome.get();
 }
 
 Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
@@ -701,45 +846,33 @@ Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
   Expected<CacheKey> key = computeCacheKey(source, kernelName, params, target);
   if (!key)
     return key.takeError();
+  LoadedKernelImpl *kernel = nullptr;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     auto found = state->loaded.find(key->digest);
     if (found != state->loaded.end()) {
       ++state->statistics.memoryHits;
-      return found->second.get();
+      kernel = found->second.get();
     }
   }
-  Expected<std::shared_ptr<CompiledKernel>> compiled =
-      compile(source, kernelName, params, target);
-  if (!compiled)
-    return compiled.takeError();
+  if (!kernel) {
+    Expected<std::shared_ptr<CompiledKernel>> compiled =
+        compile(source, kernelName, params, target);
+    if (!compiled)
+      return compiled.takeError();
+    std::lock_guard<std::mutex> lock(state->mutex);
+    std::unique_ptr<LoadedKernelImpl> &entry = state->loaded[key->digest];
+    if (!entry)
+      entry = std::make_unique<LoadedKernelImpl>(*compiled);
+    kernel = entry.get();
+  }
+  // Loaded into the current context now, so that what the driver refuses
+  // (a binary for another chip, too much shared memory) surfaces here.
   Expected<CudaDriver &> driver = CudaDriver::get();
   if (!driver)
     return driver.takeError();
-  if (Expected<CUcontext> context = driver->ensureContext(); !context)
-    return context.takeError();
-  std::lock_guard<std::mutex> lock(state->mutex);
-  auto found = state->loaded.find(key->digest);
-  if (found != state->loaded.end())
-    return found->second.get();
-  Expected<LoadedModule> module =
-      LoadedModule::load(*driver, (*compiled)->binary, kernelName);
-  if (!module)
+  if (Expected<const ContextModule *> module = kernel->getModule(*driver);
+      !module)
     return module.takeError();
-  Expected<CUfunction> function = module->getFunction(
-      kernelName, static_cast<unsigned>((*compiled)->metadata.sharedBytes));
-  if (!function)
-    return function.takeError();
-  void *zeroRow = nullptr;
-  if (uint64_t bytes = getZeroRowBytes((*compiled)->metadata)) {
-    Expected<void *> zeros = getZeroBuffer(*driver, bytes);
-    if (!zeros)
-      return zeros.takeError();
-    zeroRow = *zeros;
-  }
-  auto kernel = std::make_unique<LoadedKernelImpl>(
-      *compiled, std::move(*module), *function, zeroRow);
-  LoadedKernel *result = kernel.get();
-  state->loaded[key->digest] = std::move(kernel);
-  return result;
+  return kernel;
 }

@@ -701,3 +701,91 @@ TEST(Jit, CompilesTheV4LayerSpecializations) {
         << (compiled ? "" : llvm::toString(compiled.takeError()));
   }
 }
+
+TEST_F(JitCacheTest, ConcurrentCallersOfOneJitCompileEachKernelOnce) {
+  auto jit = makeJit();
+  std::vector<std::shared_ptr<CompiledKernel>> first(4), second(2);
+  std::vector<std::string> refusals(3);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < first.size(); ++i)
+    threads.emplace_back([&, i] { first[i] = compile(*jit, kFirstParams); });
+  for (size_t i = 0; i < second.size(); ++i)
+    threads.emplace_back([&, i] { second[i] = compile(*jit, kSecondParams); });
+  // A specialization the compiler refuses: every waiter gets the error a
+  // caller alone gets, of the same kind.
+  auto describeRefusal = [](Jit &jit) -> std::string {
+    auto compiled = jit.compile(getBuiltinKernelSource(kPooling), kPooling,
+                                "dim=64,kb=96", "sm_90a");
+    if (compiled)
+      return "compiled";
+    std::string kind = "other";
+    if (compiled.errorIsA<CompileError>())
+      kind = "compile";
+    else if (compiled.errorIsA<ParameterError>())
+      kind = "parameters";
+    return kind + ": " + llvm::toString(compiled.takeError());
+  };
+  std::string alone = describeRefusal(*makeJit(root + "/alone"));
+  ASSERT_NE(alone, "compiled");
+  for (size_t i = 0; i < refusals.size(); ++i)
+    threads.emplace_back([&, i] { refusals[i] = describeRefusal(*jit); });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const auto &kernel : first) {
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel, first[0]); // the same compilation
+  }
+  for (const auto &kernel : second) {
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel, second[0]);
+  }
+  EXPECT_NE(first[0]->binary, second[0]->binary);
+  EXPECT_EQ(jit->getStatistics().compiles, 2);
+  for (const std::string &refusal : refusals)
+    EXPECT_EQ(refusal, alone);
+}
+
+TEST_F(JitCacheTest, CompilationDoesNotHoldUpOtherKernelsCallers) {
+  auto jit = makeJit();
+  // Compiled first, with the real ptxas (or none): a memory hit later.
+  ASSERT_TRUE(compile(*jit, kFirstParams));
+
+  // A stand-in ptxas that says it started, then waits (at most 20 s) for
+  // the test to let it finish.
+  std::string started = root + "/started", release = root + "/release";
+  std::string script = root + "/waiting-ptxas";
+  writeFile(script, "#!/bin/sh\n"
+                    "out=''\n"
+                    "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; "
+                    "done\n"
+                    ": > '" +
+                        started +
+                        "'\n"
+                        "i=0\n"
+                        "while [ ! -e '" +
+                        release +
+                        "' ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); "
+                        "done\n"
+                        "printf cubin > \"$out\"\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+  std::atomic<bool> slowDone{false};
+  std::thread slow([&] {
+    EXPECT_TRUE(compile(*jit, kSecondParams));
+    slowDone = true;
+  });
+  for (int i = 0; i < 6000 && !isRegularFile(started); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(isRegularFile(started)) << "the stand-in ptxas never started";
+  // While the other kernel's compilation waits inside ptxas, a compiled
+  // kernel is served at once (a lock held through the compilation would
+  // keep this call until the stand-in gives up, 20 s).
+  auto before = std::chrono::steady_clock::now();
+  EXPECT_TRUE(compile(*jit, kFirstParams));
+  EXPECT_LT(std::chrono::steady_clock::now() - before,
+            std::chrono::seconds(10));
+  EXPECT_FALSE(slowDone) << "the compilation did not wait for the release";
+  writeFile(release, "");
+  slow.join();
+  EXPECT_TRUE(slowDone);
+}

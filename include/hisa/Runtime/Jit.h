@@ -183,7 +183,9 @@ struct JitOptions {
 class LoadedKernel;
 
 /// Process-wide JIT with an in-memory cache in front of the disk cache.
-/// Thread-safe; several processes may share one cache directory.
+/// Thread-safe; several processes may share one cache directory. Kernels
+/// compile concurrently (a compilation holds no lock; concurrent callers of
+/// one kernel share its one compilation).
 class Jit {
 public:
   /// The process-wide JIT (default options), never destroyed.
@@ -219,7 +221,8 @@ public:
   virtual ~LoadedKernel();
   virtual const KernelMetadata &getMetadata() const = 0;
   /// Checks the arguments against the signature, computes the grid and
-  /// launches on `stream` (a CUstream).
+  /// launches on `stream` (a CUstream) in the current CUDA context, loading
+  /// the kernel there on its first launch in that context.
   virtual llvm::Error launch(llvm::ArrayRef<LaunchArgument> arguments,
                              void *stream) = 0;
 };
