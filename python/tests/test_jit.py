@@ -128,3 +128,46 @@ def test_launch_checks_signature():
         kernel.launch(logits.cpu(), s, s)
     with pytest.raises(ValueError, match="argument 1"):
         kernel.launch(logits, "s", s)
+
+
+def test_compiles_from_several_threads_match_one_at_a_time(tmp_path, monkeypatch):
+    """hisa_kernel_compile from four threads at once (the JIT compiles
+    without holding its lock): each caller gets the binary a lone call
+    gives, and each kernel is compiled once."""
+    import concurrent.futures
+
+    monkeypatch.setenv("HISA_CACHE_DIR", str(tmp_path / "unused"))
+    specs = [{"dim": 64, "kb": 64}, {"dim": 128, "kb": 128}, {"dim": 64, "kb": 256},
+             {"dim": 128, "kb": 128}]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        paths = list(pool.map(lambda p: jit.compile(POOLING, p), specs))
+    binaries = [open(path, "rb").read() for path in paths]
+    assert binaries[1] == binaries[3]
+    assert len({binaries[0], binaries[1], binaries[2]}) == 3
+    for spec, binary in zip(specs, binaries):
+        assert open(jit.compile(POOLING, spec), "rb").read() == binary
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_kernels_run_on_every_device():
+    """One process, two GPUs: a kernel handle and the operators work on
+    whichever device is current (the runtime loads each kernel into each
+    device's context on its first launch there), alternating."""
+    seed = fresh_seed(torch)
+    kernel = jit.get_kernel(CLEAN, {})
+    for device in ("cuda:0", "cuda:1", "cuda:0", "cuda:1"):
+        m, nn = 301, 77
+        s = torch.randint(0, nn + 1, (m,), device=device, dtype=torch.int32)
+        e = torch.randint(0, nn + 1, (m,), device=device, dtype=torch.int32)
+        logits = torch.randn(m, nn, device=device)
+        expected = ref_clean_and_maintain(torch, logits, s, e)
+        with torch.cuda.device(device):
+            kernel.launch(logits, s, e)
+        torch.cuda.synchronize(device)
+        assert_bitwise_equal(torch, logits, expected, f"clean on {device}", f"(seed {seed})")
+        x = torch.randn(33, 1000, device=device)
+        got = hisa.topk(x, 17)
+        want = torch.topk(x, 17, dim=1).indices
+        assert got.device == x.device
+        assert torch.equal(torch.sort(got.long(), dim=1).values,
+                           torch.sort(want, dim=1).values), f"topk on {device} (seed {seed})"
