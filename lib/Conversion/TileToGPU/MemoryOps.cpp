@@ -812,6 +812,11 @@ LogicalResult KernelLowering::lowerAtomic(AtomicOp op, OpBuilder &b) {
 /// is 16-byte aligned, so the granules stay inside it).
 LogicalResult KernelLowering::lowerPrefetch(PrefetchOp op, OpBuilder &b,
                                             const ElementContext *context) {
+  // cp.async.bulk is sm_90's: LLVM would abort selecting it for another chip.
+  if (std::optional<int64_t> sm = getSmVersion(chip); !sm || *sm < 90)
+    return op.emitOpError("lowers to cp.async.bulk.prefetch.L2, which needs "
+                          "sm_90 or newer; the target is ")
+           << chip;
   Location loc = op.getLoc();
   Value memref = memrefs.lookup(op.getSource());
   auto type = cast<MemRefType>(memref.getType());
