@@ -19,6 +19,7 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -146,10 +147,12 @@ int hisa_kernel_compile(const char *source, const char *kernel_name,
                     "kernel '" + Twine(kernel_name) +
                         "' compiled, but its binary could not be written: " +
                         (*compiled)->binaryPathError);
-  if (out_path && path_capacity > 0) {
+  if (out_path) {
     if (static_cast<int64_t>(path.size()) >= path_capacity)
       return failWith(HISA_ERROR_INVALID_ARGUMENT,
-                      "out_path is too small for " + path);
+                      formatv("out_path is too small (path_capacity = {0}) "
+                              "for {1}",
+                              path_capacity, path));
     std::memcpy(out_path, path.c_str(), path.size() + 1);
   }
   return succeed();
@@ -159,9 +162,18 @@ int hisa_kernel_launch(hisa_kernel *kernel, const hisa_arg *args,
                        int32_t num_args, void *stream) {
   if (!kernel)
     return failWith(HISA_ERROR_INVALID_ARGUMENT, "kernel must not be NULL");
-  if (num_args < 0 || (num_args > 0 && !args))
-    return failWith(HISA_ERROR_INVALID_ARGUMENT, "args must not be NULL");
   auto *loaded = reinterpret_cast<LoadedKernel *>(kernel);
+  const KernelMetadata &metadata = loaded->getMetadata();
+  // Before reading args: a count the kernel does not take would read past
+  // the caller's array.
+  if (num_args != static_cast<int64_t>(metadata.arguments.size()))
+    return failWith(HISA_ERROR_INVALID_ARGUMENT,
+                    formatv("num_args = {0}, but kernel '{1}' takes {2} "
+                            "arguments",
+                            num_args, metadata.kernelName,
+                            metadata.arguments.size()));
+  if (num_args > 0 && !args)
+    return failWith(HISA_ERROR_INVALID_ARGUMENT, "args must not be NULL");
   SmallVector<LaunchArgument, 16> arguments;
   for (int32_t i = 0; i < num_args; ++i) {
     const hisa_arg &arg = args[i];
@@ -171,6 +183,25 @@ int hisa_kernel_launch(hisa_kernel *kernel, const hisa_arg *args,
         return failWith(
             HISA_ERROR_INVALID_ARGUMENT,
             formatv("argument #{0}: rank {1} is not in [0, 8]", i, arg.rank));
+      // Elements times their bytes within 2^48 (docs/design.md, Limits),
+      // computed without overflow: a product that wrapped to 0 would let a
+      // NULL or stray pointer through the runtime's checks.
+      uint64_t bytes = std::max(1u, metadata.arguments[i].elementBytes);
+      bool empty = false, tooLarge = false;
+      for (int32_t d = 0; d < arg.rank; ++d) {
+        int64_t size = arg.sizes[d]; // (negative: the runtime names it)
+        empty = empty || size == 0;
+        if (size > 0 && bytes > (uint64_t(1) << 48) / uint64_t(size))
+          tooLarge = true;
+        else if (size > 0)
+          bytes *= uint64_t(size);
+      }
+      if (tooLarge && !empty)
+        return failWith(HISA_ERROR_INVALID_ARGUMENT,
+                        formatv("argument #{0} ('{1}'): its sizes hold more "
+                                "than 2^48 bytes (the largest tensor "
+                                "supported)",
+                                i, metadata.arguments[i].name));
       launch.kind = KernelMetadata::Argument::Tensor;
       launch.data = arg.data;
       launch.sizes.assign(arg.sizes, arg.sizes + arg.rank);
@@ -407,12 +438,16 @@ void hisa_v4_attention_destroy(hisa_v4_attention *layer) { delete layer; }
 
 int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
                         int64_t ranges[4]) {
-  if (!ranges || total < 0 || world < 1 || rank < 0 || rank >= world)
+  // The limits of lib/ContextParallel (int32 positions, at most 65536
+  // ranks): total * 2 * world stays within int64.
+  if (!ranges || total < 0 || total > INT32_MAX || world < 1 || world > 65536 ||
+      rank < 0 || rank >= world)
     return statusOf(createStringError(
         std::make_error_code(std::errc::invalid_argument),
         formatv("cp_rank_ranges: total = {0}, world = {1}, rank = {2}, "
-                "ranges {3}",
-                total, world, rank, ranges ? "given" : "NULL")));
+                "ranges {3}: need 0 <= total <= {4}, 1 <= world <= 65536, 0 "
+                "<= rank < world and ranges",
+                total, world, rank, ranges ? "given" : "NULL", INT32_MAX)));
   auto pairs = hisa::cp::rankRanges(total, world, rank);
   ranges[0] = pairs[0].first;
   ranges[1] = pairs[0].second;
@@ -520,9 +555,12 @@ static hisa::indexer::IndexerShape indexerShape(int64_t m, int64_t n,
   return shape;
 }
 
-static int writeSize(Expected<uint64_t> size, uint64_t *out) {
-  if (!out)
-    return failWith(HISA_ERROR_INVALID_ARGUMENT, "out must not be NULL");
+static int writeSize(const char *op, Expected<uint64_t> size, uint64_t *out) {
+  if (!out) {
+    consumeError(size.takeError());
+    return failWith(HISA_ERROR_INVALID_ARGUMENT,
+                    Twine(op) + ": bytes must not be NULL");
+  }
   if (!size)
     return fail(size.takeError());
   *out = *size;
@@ -533,7 +571,8 @@ int hisa_hisa_indexer_workspace_size(int64_t m, int64_t n, int64_t heads,
                                      int64_t dim, int64_t kb,
                                      int64_t block_topk, int64_t topk_tokens,
                                      uint64_t *bytes) {
-  return writeSize(hisa::indexer::hisaIndexerWorkspaceSize(indexerShape(
+  return writeSize("hisa_indexer_workspace_size",
+                   hisa::indexer::hisaIndexerWorkspaceSize(indexerShape(
                        m, n, heads, dim, kb, block_topk, topk_tokens)),
                    bytes);
 }
@@ -553,7 +592,8 @@ int hisa_hisa_indexer(const void *q, const void *k, const float *k_scale,
 int hisa_flat_indexer_workspace_size(int64_t m, int64_t n, int64_t heads,
                                      int64_t dim, int64_t topk_tokens,
                                      uint64_t *bytes) {
-  return writeSize(hisa::indexer::flatIndexerWorkspaceSize(
+  return writeSize("flat_indexer_workspace_size",
+                   hisa::indexer::flatIndexerWorkspaceSize(
                        indexerShape(m, n, heads, dim, 128, 1, topk_tokens)),
                    bytes);
 }

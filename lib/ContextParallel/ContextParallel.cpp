@@ -27,6 +27,23 @@ Error argumentError(const Twine &message) {
 }
 
 constexpr uint64_t kAlignment = 256;
+
+/// The most ranks a sequence is split over (hisa_cp_rank_ranges says the
+/// same): the split's arithmetic (total * 2 * world) stays within int64 and
+/// the walks over the ranks stay short.
+constexpr int64_t kMaxWorld = 65536;
+
+/// A sequence of `total` tokens (int32 positions) split over `world` ranks,
+/// of which this is `rank`.
+Error checkSplit(const char *op, int64_t total, int64_t world, int64_t rank) {
+  if (total < 1 || total > INT32_MAX || world < 1 || world > kMaxWorld ||
+      rank < 0 || rank >= world)
+    return argumentError(formatv(
+        "{0}: total = {1}, world = {2}, rank = {3}: need 1 <= total <= {4} "
+        "(int32 positions), 1 <= world <= {5} and 0 <= rank < world",
+        op, total, world, rank, INT32_MAX, kMaxWorld));
+  return Error::success();
+}
 uint64_t alignPiece(uint64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
@@ -197,11 +214,9 @@ struct IndexerLayout {
 
 Expected<IndexerLayout> indexerLayout(const IndexerCpShape &shape,
                                       int64_t rank) {
-  if (shape.total < 1 || shape.world < 1 || rank < 0 || rank >= shape.world)
-    return argumentError(formatv(
-        "hisa_indexer_cp: total = {0}, world = {1}, rank = {2}: need total "
-        ">= 1 and 0 <= rank < world",
-        shape.total, shape.world, rank));
+  if (Error error =
+          checkSplit("hisa_indexer_cp", shape.total, shape.world, rank))
+    return std::move(error);
   int64_t local = localTokens(shape.total, shape.world, rank);
   indexer::IndexerShape single{local,           shape.total, shape.heads,
                                shape.dim,       shape.kb,    shape.blockTopk,
@@ -288,10 +303,8 @@ Error hisaIndexerCp(const void *q, const void *k, const float *kScale,
 Expected<uint64_t> sparseAttnCpWorkspaceSize(int64_t total, int64_t world,
                                              int64_t rank, int64_t heads,
                                              int64_t topk) {
-  if (total < 1 || world < 1 || rank < 0 || rank >= world)
-    return argumentError(
-        formatv("sparse_attn_cp: total = {0}, world = {1}, rank = {2}", total,
-                world, rank));
+  if (Error error = checkSplit("sparse_attn_cp", total, world, rank))
+    return std::move(error);
   uint64_t attn = 0;
   if (Error error = ops::sparseAttnWorkspaceSize(
           1, localTokens(total, world, rank), heads, topk, &attn))

@@ -16,6 +16,8 @@ namespace hisa::indexer {
 namespace {
 
 constexpr uint64_t kWorkspaceAlignment = 256;
+/// The largest tensor (docs/design.md, Limits), as the operators bound it.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
 
 Error argumentError(const Twine &message) {
   return createStringError(std::make_error_code(std::errc::invalid_argument),
@@ -23,17 +25,32 @@ Error argumentError(const Twine &message) {
 }
 
 Error checkShape(const char *op, const IndexerShape &shape, bool hierarchical) {
-  if (shape.m < 0 || shape.n < 1 || shape.n > INT32_MAX)
-    return argumentError(formatv("{0}: needs m >= 0 and 1 <= n <= {1} (m = "
-                                 "{2}, n = {3})",
+  // A block per query; int32 offsets and windows into k.
+  if (shape.m < 0 || shape.m > INT32_MAX || shape.n < 1 || shape.n > INT32_MAX)
+    return argumentError(formatv("{0}: needs 0 <= m <= {1} and 1 <= n <= {1} "
+                                 "(m = {2}, n = {3})",
                                  op, INT32_MAX, shape.m, shape.n));
   if (Error error = ops::checkMqaShape(op, shape.heads, shape.dim))
     return error;
-  if (shape.topkTokens < 1)
-    return argumentError(formatv("{0}: topk_tokens must be >= 1, got {1}", op,
-                                 shape.topkTokens));
-  if (!hierarchical)
+  if (shape.topkTokens < 1 || shape.topkTokens > INT32_MAX)
+    return argumentError(formatv("{0}: topk_tokens must lie in [1, {1}], got "
+                                 "{2}",
+                                 op, INT32_MAX, shape.topkTokens));
+  // (Both factors are below 2^31: the products cannot overflow.)
+  if (uint64_t(shape.m) * uint64_t(shape.topkTokens) * 4 > kMaxTensorBytes)
+    return argumentError(formatv("{0}: out [m, topk_tokens] = [{1}, {2}] "
+                                 "int32 holds more than 2^48 bytes (the "
+                                 "largest tensor supported)",
+                                 op, shape.m, shape.topkTokens));
+  if (!hierarchical) {
+    // The workspace holds the [m, n] f32 logits.
+    if (uint64_t(shape.m) * uint64_t(shape.n) * 4 > kMaxTensorBytes)
+      return argumentError(formatv("{0}: the logits [m, n] = [{1}, {2}] f32 "
+                                   "hold more than 2^48 bytes (the largest "
+                                   "tensor supported)",
+                                   op, shape.m, shape.n));
     return Error::success();
+  }
   if (shape.kb != 64 && shape.kb != 128 && shape.kb != 256)
     return argumentError(
         formatv("{0}: k_block_size = {1} is not supported (64, 128 or 256)", op,
@@ -41,7 +58,7 @@ Error checkShape(const char *op, const IndexerShape &shape, bool hierarchical) {
   if (shape.blockTopk < 1)
     return argumentError(
         formatv("{0}: block_topk must be >= 1, got {1}", op, shape.blockTopk));
-  if (shape.blockTopk * shape.kb > ops::kMaxStage2Slots)
+  if (shape.blockTopk > ops::kMaxStage2Slots / shape.kb)
     return argumentError(formatv(
         "{0}: block_topk * k_block_size = {1} * {2} exceeds {3}: stage 2 "
         "keeps a query's block_topk * kb logits on chip",
@@ -97,12 +114,31 @@ Error checkWorkspace(const char *op, void *workspace, uint64_t bytes,
   return Error::success();
 }
 
-/// The device pointers both indexers take, checked once per call (their
-/// launches then skip the per-launch queries).
+/// The device pointers both indexers take, checked once per call under
+/// their names here (their operators call them otherwise: blocked_k,
+/// starts...) and the alignment the operators need; their launches then
+/// skip the per-launch queries.
 Error checkIndexerPointers(const char *op, const void *q, const void *k,
                            const float *kScale, const float *weights,
                            const int32_t *ks, const int32_t *ke,
                            const int32_t *out, const void *workspace) {
+  struct Named {
+    const char *name;
+    const void *pointer;
+    uint64_t alignment;
+  };
+  for (const Named &argument :
+       {Named{"q", q, 16}, Named{"k", k, 16}, Named{"k_scale", kScale, 16},
+        Named{"weights", weights, 16}, Named{"ks", ks, 4}, Named{"ke", ke, 4},
+        Named{"out", out, 4}}) {
+    if (!argument.pointer)
+      return argumentError(
+          formatv("{0}: {1} must not be NULL", op, argument.name));
+    if (reinterpret_cast<uintptr_t>(argument.pointer) % argument.alignment)
+      return argumentError(formatv("{0}: {1} ({2}) must be {3}-byte aligned",
+                                   op, argument.name, argument.pointer,
+                                   argument.alignment));
+  }
   return runtime::checkDevicePointers(op, {{"q", q},
                                            {"k", k},
                                            {"k_scale", kScale},

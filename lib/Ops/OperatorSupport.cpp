@@ -2,6 +2,7 @@
 
 #include "OperatorSupport.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -97,6 +98,30 @@ Error checkIndexRange(const char *op, const char *name, int64_t value) {
                                  "(at most {3})",
                                  op, name, value, INT32_MAX));
   return Error::success();
+}
+
+Error checkTensorBytes(const char *op, const char *what,
+                       std::initializer_list<int64_t> sizes,
+                       int64_t elementBytes) {
+  if (llvm::is_contained(sizes, 0))
+    return Error::success();
+  uint64_t bytes = static_cast<uint64_t>(elementBytes);
+  bool fits = true;
+  for (int64_t size : sizes) {
+    fits = fits && size > 0 &&
+           bytes <= static_cast<uint64_t>(kMaxTensorBytes) / uint64_t(size);
+    if (fits)
+      bytes *= static_cast<uint64_t>(size);
+  }
+  if (fits)
+    return Error::success();
+  std::string shape;
+  for (int64_t size : sizes)
+    shape += (shape.empty() ? "" : ", ") + std::to_string(size);
+  return argumentError(formatv("{0}: {1} = [{2}] of {3}-byte elements holds "
+                               "more than 2^48 bytes (the largest tensor "
+                               "supported)",
+                               op, what, shape, elementBytes));
 }
 
 } // namespace hisa::ops::detail

@@ -43,6 +43,20 @@ llvm::Error checkNonNegative(const char *op, const char *name, int64_t value);
 /// `value` fits the kernels' int32 indices.
 llvm::Error checkIndexRange(const char *op, const char *name, int64_t value);
 
+/// The largest tensor an operator takes (docs/design.md, Limits: every byte
+/// offset then fits in int64, with room to spare).
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+/// A tensor of `sizes` (each >= 0) elements of `elementBytes` holds at most
+/// kMaxTensorBytes, computed without overflow; `what` names it with the
+/// arguments its sizes come from ("out [m, k]").
+llvm::Error checkTensorBytes(const char *op, const char *what,
+                             std::initializer_list<int64_t> sizes,
+                             int64_t elementBytes);
+
+/// The most blocks a grid's x dimension may have (CUDA's limit).
+constexpr int64_t kMaxGridBlocks = INT32_MAX;
+
 runtime::LaunchArgument tensor(const void *data,
                                std::initializer_list<int64_t> sizes);
 runtime::LaunchArgument integer(int64_t value);

@@ -104,6 +104,8 @@ Error fp8BlockMeanPooling(const void *k, const float *kScale, void *blockedK,
                                  "{3} (dim in {{64, 128}, kb in {{64, 128, "
                                  "256})",
                                  op, n, dim, kb));
+  if (Error error = checkIndexRange(op, "n", n))
+    return error;
   if (n == 0)
     return Error::success();
   if (Error error = checkPointers(op, {{"k", k, 16},
@@ -124,6 +126,13 @@ Error cleanAndMaintainLogits(float *logits, const int32_t *s, const int32_t *e,
   if (m < 0 || n < 0)
     return argumentError(
         formatv("{0}: negative size m = {1}, n = {2}", op, m, n));
+  // s and e are int32 columns; a block per row range in x.
+  if (Error error = checkIndexRange(op, "m", m))
+    return error;
+  if (Error error = checkIndexRange(op, "n", n))
+    return error;
+  if (Error error = checkTensorBytes(op, "logits [m, n]", {m, n}, 4))
+    return error;
   LaunchArgument arguments[] = {tensor(logits, {m, n}), tensor(s, {m}),
                                 tensor(e, {m})};
   return runOperator(op, "", arguments, stream);
@@ -140,8 +149,32 @@ Error poolMqaLogits(const void *q, const void *blockedK,
                                  "{3}, dim = {4} (heads in {{16, 32, 64, 128}, "
                                  "dim in {{64, 128})",
                                  op, m, nb, heads, dim));
+  if (Error error = checkIndexRange(op, "m", m))
+    return error;
+  if (Error error = checkIndexRange(op, "nb", nb))
+    return error;
+  if (Error error = checkTensorBytes(op, "logits [m, nb]", {m, nb}, 4))
+    return error;
   if (m == 0 || nb == 0)
     return Error::success();
+  // Checked here under the C ABI's names (the kernel's differ), once.
+  if (Error error = checkPointers(op, {{"q", q, 16},
+                                       {"blocked_k", blockedK, 16},
+                                       {"blocked_k_scale", blockedKScale, 16},
+                                       {"weights", weights, 16},
+                                       {"bks", bks, 4},
+                                       {"bke", bke, 4},
+                                       {"logits", logits, 4}}))
+    return error;
+  if (Error error = checkDevicePointers(op, {{"q", q},
+                                             {"blocked_k", blockedK},
+                                             {"blocked_k_scale", blockedKScale},
+                                             {"weights", weights},
+                                             {"bks", bks},
+                                             {"bke", bke},
+                                             {"logits", logits}}))
+    return error;
+  TrustedPointersScope checkedPointers;
   LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
                                 tensor(blockedK, {nb, dim}),
                                 tensor(blockedKScale, {nb}),
@@ -209,6 +242,14 @@ Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
                                  "{{64, 128, 256}, heads in {{16, 32, 64, "
                                  "128}, dim in {{64, 128})",
                                  op, m, n, topk, kb, heads, dim));
+  // A block per query; k's rows are TMA coordinates (int32).
+  if (Error error = checkIndexRange(op, "m", m))
+    return error;
+  if (Error error = checkIndexRange(op, "n", n))
+    return error;
+  if (Error error =
+          checkTensorBytes(op, "out [m, topk * kb]", {m, topk, kb}, 4))
+    return error;
   if (m == 0 || topk == 0)
     return Error::success();
   LaunchArgument arguments[] = {tensor(q, {m, heads, dim}),
@@ -245,6 +286,16 @@ static Error runTopk(const char *op, const char *kernel, const void *x,
   // k > C is allowed: the slots past the row's values hold -1.
   if (k < 1)
     return argumentError(formatv("{0}: k must be >= 1, got {1}", op, k));
+  // A block per row; the kernel counts k in 32 bits.
+  if (Error error = checkIndexRange(op, "rows", rows))
+    return error;
+  if (Error error = checkIndexRange(op, "k", k))
+    return error;
+  if (Error error = checkTensorBytes(op, "x [rows, columns]", {rows, columns},
+                                     elementBytes))
+    return error;
+  if (Error error = checkTensorBytes(op, "out [rows, k]", {rows, k}, 4))
+    return error;
   if ((starts == nullptr) != (ends == nullptr))
     return argumentError(formatv(
         "{0}: starts and ends must be given together (or neither)", op));
@@ -293,13 +344,15 @@ Error poolTopkBlocks(const void *q, const void *blockedK,
     return error;
   if (Error error = checkNonNegative(op, "nb", nb))
     return error;
+  if (Error error = checkIndexRange(op, "m", m))
+    return error;
   if (outColumns < 1 || outColumns > std::max<int64_t>(nb, 1))
-    return argumentError(formatv("{0}: the output has {1} columns; it needs "
-                                 "min(block_topk, Nb) >= 1 (Nb = {2})",
+    return argumentError(formatv("{0}: the output has out_columns = {1}; it "
+                                 "needs min(block_topk, Nb) >= 1 (Nb = {2})",
                                  op, outColumns, nb));
   if (windowKb != 1 && !isSupportedBlockSize(windowKb))
-    return argumentError(formatv(
-        "{0}: window block size {1} is not 1, 64, 128 or 256", op, windowKb));
+    return argumentError(
+        formatv("{0}: window_kb = {1} is not 1, 64, 128 or 256", op, windowKb));
   if (nb > kMaxStage1Blocks)
     return argumentError(formatv(
         "{0}: blocked_k has Nb = {1} pooled keys; the fused stage 1 keeps a "
@@ -316,6 +369,16 @@ Error poolTopkBlocks(const void *q, const void *blockedK,
                                        {"ends", ends, 4},
                                        {"out", out, 4}}))
     return error;
+  // The kernel's names differ (ks, ke, blocked_scale): checked here, once.
+  if (Error error = checkDevicePointers(op, {{"q", q},
+                                             {"blocked_k", blockedK},
+                                             {"blocked_k_scale", blockedKScale},
+                                             {"weights", weights},
+                                             {"starts", starts},
+                                             {"ends", ends},
+                                             {"out", out}}))
+    return error;
+  TrustedPointersScope checkedPointers;
   int64_t cache =
       *std::find_if(std::begin(kStage1CacheSizes), std::end(kStage1CacheSizes),
                     [&](int64_t size) { return nb <= size; });
@@ -354,6 +417,8 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
     return error;
   if (Error error = checkNonNegative(op, "n", n))
     return error;
+  if (Error error = checkIndexRange(op, "m", m)) // a block per query
+    return error;
   if (Error error = checkIndexRange(op, "n", n))
     return error;
   // (Every slot would be -inf: the caller fills -1 without a launch.)
@@ -365,7 +430,12 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
   if (topkTokens < 1)
     return argumentError(
         formatv("{0}: topk_tokens must be >= 1, got {1}", op, topkTokens));
-  if (topk * kb > kMaxStage2Slots)
+  if (Error error = checkIndexRange(op, "topk_tokens", topkTokens))
+    return error;
+  if (Error error =
+          checkTensorBytes(op, "out [m, topk_tokens]", {m, topkTokens}, 4))
+    return error;
+  if (topk > kMaxStage2Slots / kb)
     return argumentError(formatv(
         "{0}: T * k_block_size = {1} * {2} exceeds {3}: the fused stage 2 "
         "keeps a query's T * kb logits on chip",
@@ -475,17 +545,25 @@ Error checkSparseAttnSizes(const char *op, int64_t batch, int64_t seqLen,
                                  "token; supported: 1 <= K <= {2} (the "
                                  "token's indices stay in shared memory)",
                                  op, topk, kMaxSparseAttnTopk));
+  if (Error error = checkIndexRange(op, "seq_len", seqLen))
+    return error;
   // kv rows are addressed as b * nkv + index in 32 bits. (Each factor is
   // bounded first, so the products cannot overflow.)
-  if (batch > INT32_MAX || nkv > INT32_MAX || seqLen > INT32_MAX ||
-      batch * nkv > INT32_MAX)
-    return argumentError(formatv("{0}: kv has batch * Nkv = {1} * {2} rows; at "
+  if (batch > INT32_MAX || nkv > INT32_MAX || batch * nkv > INT32_MAX)
+    return argumentError(formatv("{0}: kv has batch * nkv = {1} * {2} rows; at "
                                  "most {3} are supported (int32 row numbers)",
                                  op, batch, nkv, INT32_MAX));
   if (batch * seqLen > INT32_MAX)
     return argumentError(formatv("{0}: batch * seq_len = {1} * {2} tokens; at "
                                  "most {3} are supported",
                                  op, batch, seqLen, INT32_MAX));
+  // A block per token and 64 heads (times the splits, at most
+  // kSparseAttnMaxSplits, of calls with few tokens).
+  int64_t tokens = batch * seqLen, headBlocks = (heads + 63) / 64;
+  if (tokens * headBlocks > kMaxGridBlocks)
+    return argumentError(formatv("{0}: batch * seq_len * ceil(heads / 64) = "
+                                 "{1} * {2} blocks exceed the grid's {3}",
+                                 op, tokens, headBlocks, kMaxGridBlocks));
   return Error::success();
 }
 
@@ -546,7 +624,7 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   bool pair = sparseAttnClusterPair(tokens, heads, topk);
   int64_t splits = sparseAttnSplits(tokens, heads, topk);
   void *partialOut = o;
-  void *partialLse = const_cast<float *>(attnSink);
+  void *partialLse = o;
   if (splits > 1) {
     uint64_t needed = sparseAttnPartialBytes(tokens, heads, splits);
     if (!workspace || workspaceBytes < needed)
@@ -562,14 +640,27 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                  alignPiece(static_cast<uint64_t>(tokens * splits * heads) *
                             kSparseAttnDim * 4);
   }
+  // lse is named as the C ABI names it (the kernels' lse_out), once; the
+  // workspace where this call uses it.
+  if (Error error = checkDevicePointers(
+          op, {{"q", q},
+               {"kv", kv},
+               {"attn_sink", attnSink},
+               {"topk_idxs", topkIdxs},
+               {"o", o},
+               {"lse", lse},
+               {"workspace", splits > 1 ? workspace : nullptr}}))
+    return error;
+  TrustedPointersScope checkedPointers;
   int64_t topkPad = (topk + 63) / 64 * 64;
   int64_t headBlocks = (heads + 63) / 64;
   // Unused buffers (no lse; no split; no rotation) point at valid memory
-  // the kernel never touches.
-  const void *lseOut = lse ? static_cast<const void *>(lse) : attnSink;
+  // the kernel never touches, aligned for any of them (o: 16 bytes; the
+  // rotation tables need that, attn_sink is only 4-byte aligned).
+  const void *lseOut = lse ? static_cast<const void *>(lse) : o;
   LayerRope none;
-  none.cos = none.sin = attnSink;
-  none.base = reinterpret_cast<const int32_t *>(attnSink);
+  none.cos = none.sin = static_cast<const float *>(o);
+  none.base = static_cast<const int32_t *>(o);
   none.tablePositions = 1;
   const LayerRope &rope = layerRope ? *layerRope : none;
   LaunchArgument arguments[] = {
@@ -657,8 +748,25 @@ Error flashAttn(const void *q, const void *k, const void *v, void *o,
   if (!std::isfinite(softmaxScale))
     return argumentError(
         formatv("{0}: softmax_scale = {1} is not finite", op, softmaxScale));
-  if (batch * heads * seqLen == 0)
+  // Each size is a TMA coordinate (int32); their product, the tensors'
+  // elements, is bounded before the grid multiplies it.
+  if (Error error = checkIndexRange(op, "batch", batch))
+    return error;
+  if (Error error = checkIndexRange(op, "heads", heads))
+    return error;
+  if (Error error = checkIndexRange(op, "seq_len", seqLen))
+    return error;
+  if (Error error = checkTensorBytes(op, "q [batch, heads, seq_len, dim]",
+                                     {batch, heads, seqLen, dim}, 2))
+    return error;
+  if (batch == 0 || heads == 0 || seqLen == 0)
     return Error::success();
+  // A block per 128 queries of each (batch, head).
+  int64_t blocks = batch * heads * ((seqLen + 127) / 128);
+  if (blocks > kMaxGridBlocks)
+    return argumentError(formatv("{0}: batch * heads * ceil(seq_len / 128) = "
+                                 "{1} blocks exceed the grid's {2}",
+                                 op, blocks, kMaxGridBlocks));
   if (Error error = checkPointers(
           op, {{"q", q, 16}, {"k", k, 16}, {"v", v, 16}, {"o", o, 16}}))
     return error;
@@ -706,9 +814,10 @@ Error cpWindows(int32_t *ks, int32_t *ke, int64_t tokens, int64_t start0,
 
 Error l2Prefetch(const void *data, uint64_t bytes, void *stream) {
   const char *op = "l2_prefetch";
-  if (bytes > uint64_t(INT64_MAX))
-    return argumentError(
-        formatv("{0}: bytes = {1} is not a device range", op, bytes));
+  if (bytes > uint64_t(kMaxTensorBytes))
+    return argumentError(formatv("{0}: bytes = {1} is more than 2^48 bytes "
+                                 "(the largest range supported)",
+                                 op, bytes));
   if (bytes == 0)
     return Error::success();
   if (Error error = checkPointer(op, "data", data, 16))

@@ -316,39 +316,59 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     return argumentError(
         formatv("{0}: heads = {1} (1 to 128) must split into o_groups = {2}",
                 op, c.heads, c.oGroups));
-  if (c.dim % 64 || c.dim < 64 || c.qLora % 128 || c.oLora % 256)
+  // Bounded so that no buffer size below wraps (tokens < 2^31, heads <=
+  // 128: each product stays below 2^64).
+  constexpr int64_t kMaxWidth = 65536;
+  if (c.dim % 64 || c.dim < 64 || c.qLora % 128 || c.qLora < 128 ||
+      c.oLora % 256 || c.oLora < 256 || c.dim > kMaxWidth ||
+      c.qLora > kMaxWidth || c.oLora > kMaxWidth)
     return argumentError(formatv(
-        "{0}: dim = {1} must be a multiple of 64, q_lora = {2} of 128 (a "
-        "norm dim), o_lora = {3} of 256 (the grouped projection's tile)",
-        op, c.dim, c.qLora, c.oLora));
+        "{0}: dim = {1} must be a positive multiple of 64, q_lora = {2} of "
+        "128 (a norm dim), o_lora = {3} of 256 (the grouped projection's "
+        "tile), each at most {4}",
+        op, c.dim, c.qLora, c.oLora, kMaxWidth));
   if (!(c.eps >= 0) || !std::isfinite(c.eps))
     return argumentError(
         formatv("{0}: eps = {1} must be finite and >= 0", op, c.eps));
+  // The RoPE tables' base (the compressed positions' when compressing).
+  float ropeTheta = c.compressRatio ? c.compressRopeTheta : c.ropeTheta;
+  if (!(ropeTheta > 0) || !std::isfinite(ropeTheta))
+    return argumentError(formatv(
+        "{0}: {1} = {2} must be finite and > 0", op,
+        c.compressRatio ? "compress_rope_theta" : "rope_theta", ropeTheta));
+  // Bf16 matrices and f32 vectors, aligned to their elements at least.
   struct Named {
     const char *name;
     const void *pointer;
+    unsigned alignment;
   };
   std::vector<Named> needed = {
-      {"wq_a", weights.wqA},       {"wq_b", weights.wqB},
-      {"wkv", weights.wkv},        {"wo_a", weights.woA},
-      {"wo_b", weights.woB},       {"q_norm", weights.qNorm},
-      {"kv_norm", weights.kvNorm}, {"attn_sink", weights.attnSink}};
+      {"wq_a", weights.wqA, 2},       {"wq_b", weights.wqB, 2},
+      {"wkv", weights.wkv, 2},        {"wo_a", weights.woA, 2},
+      {"wo_b", weights.woB, 2},       {"q_norm", weights.qNorm, 4},
+      {"kv_norm", weights.kvNorm, 4}, {"attn_sink", weights.attnSink, 4}};
   if (c.compressRatio)
-    needed.insert(needed.end(), {{"c_wkv", weights.cWkv},
-                                 {"c_wgate", weights.cWgate},
-                                 {"c_ape", weights.cApe},
-                                 {"c_norm", weights.cNorm}});
+    needed.insert(needed.end(), {{"c_wkv", weights.cWkv, 2},
+                                 {"c_wgate", weights.cWgate, 2},
+                                 {"c_ape", weights.cApe, 4},
+                                 {"c_norm", weights.cNorm, 4}});
   if (c.compressRatio == 4)
-    needed.insert(needed.end(), {{"i_wq", weights.iWq},
-                                 {"i_weights", weights.iWeights},
-                                 {"i_wkv", weights.iWkv},
-                                 {"i_wgate", weights.iWgate},
-                                 {"i_ape", weights.iApe},
-                                 {"i_norm", weights.iNorm}});
-  for (const Named &weight : needed)
+    needed.insert(needed.end(), {{"i_wq", weights.iWq, 2},
+                                 {"i_weights", weights.iWeights, 2},
+                                 {"i_wkv", weights.iWkv, 2},
+                                 {"i_wgate", weights.iWgate, 2},
+                                 {"i_ape", weights.iApe, 4},
+                                 {"i_norm", weights.iNorm, 4}});
+  for (const Named &weight : needed) {
     if (!weight.pointer)
       return argumentError(
           formatv("{0}: weight {1} must not be NULL", op, weight.name));
+    if (reinterpret_cast<uintptr_t>(weight.pointer) % weight.alignment)
+      return argumentError(formatv("{0}: weight {1} ({2}) must be {3}-byte "
+                                   "aligned",
+                                   op, weight.name, weight.pointer,
+                                   weight.alignment));
+  }
 
   Expected<CudaDriver &> driverOr = CudaDriver::get();
   if (!driverOr)

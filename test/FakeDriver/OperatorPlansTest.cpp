@@ -329,4 +329,62 @@ TEST(OperatorPlans, L2PrefetchIsOneLaunchOfWarpsOverTheRange) {
       << hisa_last_error();
 }
 
+// Regressions found by CAPIArgumentFuzzTest.cpp.
+
+TEST(OperatorPlans, SparseAttnTakesAFourByteAlignedSink) {
+  // attn_sink is [heads] f32: 4-byte alignment is all it needs. It also
+  // stood in for the unused rotation tables, which need 16, so such a call
+  // was refused as "rope_cos must be 16-byte aligned".
+  CUstream stream = someStream();
+  SparseAttnBuffers b(128, 1, 64, 640, 64);
+  auto *sink = reinterpret_cast<float *>(
+      static_cast<char *>(deviceBuffer(64 * 4 + 16)) + 4);
+  ASSERT_EQ(hisa_sparse_attn(b.q, b.kv, sink, b.idx, b.o, nullptr, 128, 1, 64,
+                             4096, 640, 0.044f, nullptr, 0, stream),
+            HISA_OK)
+      << hisa_last_error();
+}
+
+TEST(OperatorPlans, KernelLaunchChecksCountAndSizesBeforeUsingThem) {
+  hisa_kernel *kernel = nullptr;
+  ASSERT_EQ(hisa_kernel_get(nullptr, "clean_and_maintain_logits", nullptr,
+                            "sm_90a", &kernel),
+            HISA_OK)
+      << hisa_last_error();
+  void *windows = deviceBuffer(4 * 4);
+  hisa_arg args[3] = {};
+  args[0].kind = 0, args[0].rank = 2;
+  args[0].data = deviceBuffer(4 * 4 * 16);
+  args[0].sizes[0] = 4, args[0].sizes[1] = 16;
+  for (hisa_arg *window : {&args[1], &args[2]}) {
+    window->kind = 0, window->rank = 1, window->data = windows;
+    window->sizes[0] = 4;
+  }
+  CUstream stream = someStream();
+  ASSERT_EQ(hisa_kernel_launch(kernel, args, 3, stream), HISA_OK)
+      << hisa_last_error();
+  // A count past the array was read (argument #3 on) before the kernel's
+  // own count refused it.
+  EXPECT_EQ(hisa_kernel_launch(kernel, args, 1000, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("num_args = 1000"),
+            std::string::npos)
+      << hisa_last_error();
+  EXPECT_EQ(hisa_kernel_launch(kernel, args, -1, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("num_args = -1"),
+            std::string::npos)
+      << hisa_last_error();
+  // [4, 2^62] f32: the element count wrapped to 0, so a NULL logits went
+  // through the runtime's checks and was launched.
+  args[0].data = nullptr;
+  args[0].sizes[1] = int64_t(1) << 62;
+  hisa::fake_cuda::resetCalls();
+  EXPECT_EQ(hisa_kernel_launch(kernel, args, 3, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("'logits'"), std::string::npos)
+      << hisa_last_error();
+  EXPECT_TRUE(launchesOn(stream).empty());
+}
+
 } // namespace

@@ -245,4 +245,225 @@ TEST(FusedStages, RefuseLogitsThatDoNotFitOnChip) {
   EXPECT_NE(lastError().find("weights"), std::string::npos) << lastError();
 }
 
+// Regressions found by test/FakeDriver/CAPIArgumentFuzzTest.cpp: sizes
+// whose products wrapped, sizes past the kernels' int32 indices or the
+// grid, and messages that named no argument of the call.
+
+TEST(ArgumentBounds, FlashAttnRefusesSizesWhoseProductWraps) {
+  // 2 * 8 * 2^62 wrapped to 0: the call launched nothing and returned OK.
+  EXPECT_EQ(hisa_flash_attn(nullptr, fake(), fake(), fake(), 2, 8,
+                            int64_t(1) << 62, 128, 1, 0.1f, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("seq_len"), std::string::npos) << lastError();
+  // 65536 * 65536 (batch, head) planes of one 128-query tile: 2^32 blocks.
+  EXPECT_EQ(hisa_flash_attn(fake(), fake(), fake(), fake(), 65536, 65536, 128,
+                            64, 1, 0.1f, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("batch * heads * ceil(seq_len / 128)"),
+            std::string::npos)
+      << lastError();
+}
+
+TEST(ArgumentBounds, TopkRefusesSizesPastTheKernelsInt32) {
+  // The kernel counts k in 32 bits: 2^32 + 8 would have selected 8.
+  EXPECT_EQ(hisa_topk(fake<float>(), nullptr, nullptr, fake<int32_t>(), 1, 100,
+                      (int64_t(1) << 32) + 8, 0, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("k = 4294967304"), std::string::npos)
+      << lastError();
+  // A block per row (the grid's error named no argument).
+  EXPECT_EQ(hisa_topk_bf16(fake(), nullptr, nullptr, fake<int32_t>(),
+                           int64_t(1) << 31, 100, 8, 0, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("rows = 2147483648"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_clean_and_maintain_logits(fake<float>(), fake<int32_t>(),
+                                           fake<int32_t>(), int64_t(1) << 31,
+                                           16, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("m = 2147483648"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_fp8_block_mean_pooling(fake(), fake<float>(), fake(),
+                                        fake<float>(), INT64_MAX, 128, 128,
+                                        nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("n = 9223372036854775807"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_block_sparse_mqa_logits(
+                fake(), fake(), fake<float>(), fake<int32_t>(), fake<float>(),
+                fake<int32_t>(), fake<int32_t>(), fake<float>(), 10,
+                int64_t(1) << 31, 16, 128, 64, 128, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("n = 2147483648"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_l2_prefetch(fake(), (uint64_t(1) << 48) + 16, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("bytes = 281474976710672"), std::string::npos)
+      << lastError();
+}
+
+TEST(ArgumentBounds, FusedStagesNameTheirArguments) {
+  // T * kb wrapped below 32768 and reached the compiler.
+  EXPECT_EQ(hisa_block_sparse_topk_tokens(
+                fake(), fake(), fake<float>(), fake<int32_t>(), fake<float>(),
+                fake<int32_t>(), fake<int32_t>(), fake<int32_t>(), 10, 1000,
+                int64_t(1) << 62, 256, 64, 128, 2048, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("T * k_block_size"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_block_sparse_topk_tokens(
+                fake(), fake(), fake<float>(), fake<int32_t>(), fake<float>(),
+                fake<int32_t>(), fake<int32_t>(), fake<int32_t>(), 10, 1000, 16,
+                128, 64, 128, int64_t(1) << 32, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("topk_tokens = 4294967296"), std::string::npos)
+      << lastError();
+  auto poolTopk = [](int64_t outColumns, int64_t windowKb) {
+    return hisa_pool_topk_blocks(fake(), fake(), fake<float>(), fake<float>(),
+                                 fake<int32_t>(), fake<int32_t>(),
+                                 fake<int32_t>(), 10, 400, 64, 128, outColumns,
+                                 windowKb, nullptr);
+  };
+  EXPECT_EQ(poolTopk(64, 3), HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("window_kb = 3"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(poolTopk(0, 128), HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("out_columns = 0"), std::string::npos)
+      << lastError();
+  // pool_mqa_logits left its pointers to the kernel, whose names differ
+  // (blocked_scale).
+  EXPECT_EQ(hisa_pool_mqa_logits(fake(), fake(), nullptr, fake<float>(),
+                                 fake<int32_t>(), fake<int32_t>(),
+                                 fake<float>(), 10, 40, 64, 128, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("blocked_k_scale must not be NULL"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_pool_mqa_logits(fake(), fake(), fake<float>(0x10008),
+                                 fake<float>(), fake<int32_t>(),
+                                 fake<int32_t>(), fake<float>(), 10, 40, 64,
+                                 128, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("blocked_k_scale"), std::string::npos)
+      << lastError();
+  EXPECT_NE(lastError().find("16-byte"), std::string::npos) << lastError();
+}
+
+TEST(IndexerWorkspace, RefusesSizesWhoseBytesWrap) {
+  uint64_t bytes = 0;
+  // m * min(block_topk, Nb) * 4 wrapped: a few KB for INT64_MAX queries.
+  EXPECT_EQ(hisa_hisa_indexer_workspace_size(INT64_MAX, 1000, 64, 128, 128, 16,
+                                             256, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("m = 9223372036854775807"), std::string::npos)
+      << lastError();
+  // block_topk * kb wrapped below the stage-2 limit.
+  EXPECT_EQ(hisa_hisa_indexer_workspace_size(16, 1000, 64, 128, 128,
+                                             int64_t(1) << 62, 256, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("block_topk * k_block_size"), std::string::npos)
+      << lastError();
+  // The [m, n] f32 logits: 2^64 bytes wrapped to 0.
+  EXPECT_EQ(hisa_flat_indexer_workspace_size(INT32_MAX, INT32_MAX, 64, 128, 256,
+                                             &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("logits [m, n]"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(
+      hisa_flat_indexer_workspace_size(4, 100, 64, 128, INT64_MAX, &bytes),
+      HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("topk_tokens"), std::string::npos) << lastError();
+  // The output is called bytes (the message said "out").
+  EXPECT_EQ(hisa_hisa_indexer_workspace_size(16, 1000, 64, 128, 128, 16, 256,
+                                             nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("bytes must not be NULL"), std::string::npos)
+      << lastError();
+}
+
+TEST(Indexer, NamesItsOwnPointers) {
+  // The operators it runs named theirs (pool_mqa_logits: bks; stage 1:
+  // starts).
+  uint64_t bytes = 0;
+  ASSERT_EQ(hisa_flat_indexer_workspace_size(37, 3000, 64, 128, 256, &bytes),
+            HISA_OK);
+  EXPECT_EQ(hisa_flat_indexer(fake(), fake(), fake<float>(), fake<float>(),
+                              nullptr, fake<int32_t>(), fake<int32_t>(), 37,
+                              3000, 64, 128, 256, fake(), bytes, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("flat_indexer: ks must not be NULL"),
+            std::string::npos)
+      << lastError();
+  ASSERT_EQ(hisa_hisa_indexer_workspace_size(300, 1000, 64, 128, 128, 16, 256,
+                                             &bytes),
+            HISA_OK);
+  EXPECT_EQ(hisa_hisa_indexer(fake(), fake(), fake<float>(), fake<float>(),
+                              fake<int32_t>(), fake<int32_t>(0x10002),
+                              fake<int32_t>(), 300, 1000, 64, 128, 128, 16, 256,
+                              fake(), bytes, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("hisa_indexer: ke"), std::string::npos)
+      << lastError();
+}
+
+TEST(SparseAttn, NamesSeqLenAndTheGrid) {
+  // seq_len past int32 was reported as kv's rows.
+  EXPECT_EQ(hisa_sparse_attn(fake(), fake(), fake<float>(), fake<int32_t>(),
+                             fake(), nullptr, 1, int64_t(1) << 31, 64, 100, 64,
+                             0.1f, nullptr, 0, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("seq_len = 2147483648"), std::string::npos)
+      << lastError();
+  // A block per token and 64 heads: 2 * (2^31 - 1) blocks.
+  uint64_t bytes = 0;
+  EXPECT_EQ(hisa_sparse_attn_workspace_size(1, INT32_MAX, 128, 64, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("blocks exceed the grid"), std::string::npos)
+      << lastError();
+}
+
+TEST(ContextParallel, TheSplitIsBounded) {
+  int64_t ranges[4] = {};
+  // total * 2 * world overflowed int64: wrong ranges, returned as valid.
+  EXPECT_EQ(hisa_cp_rank_ranges(int64_t(1) << 62, 4, 1, ranges),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("total = 4611686018427387904"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(hisa_cp_rank_ranges(1000, 65537, 1, ranges),
+            HISA_ERROR_INVALID_ARGUMENT);
+  // At the limits the ranges are exact.
+  ASSERT_EQ(hisa_cp_rank_ranges(INT32_MAX, 65536, 65535, ranges), HISA_OK)
+      << lastError();
+  auto bound = [](__int128 i) {
+    return int64_t(__int128(INT32_MAX) * i / (2 * 65536));
+  };
+  EXPECT_EQ(ranges[0], bound(65535));
+  EXPECT_EQ(ranges[1], bound(65536));
+  EXPECT_EQ(ranges[2], bound(65536));
+  EXPECT_EQ(ranges[3], bound(65537));
+  // The workspace sizes walked every rank: INT64_MAX of them never ended.
+  uint64_t bytes = 0;
+  EXPECT_EQ(hisa_cp_hisa_indexer_workspace_size(4096, INT64_MAX, 1, 64, 128,
+                                                128, 16, 256, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("world = 9223372036854775807"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(
+      hisa_cp_sparse_attn_workspace_size(INT64_MAX, 2, 0, 64, 512, &bytes),
+      HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("total = 9223372036854775807"), std::string::npos)
+      << lastError();
+}
+
+TEST(Jit, CompileRefusesAPathCapacityWithNoRoom) {
+  // With out_path given and no room, the call wrote nothing and said OK.
+  char path[16] = "unchanged";
+  EXPECT_EQ(
+      hisa_kernel_compile(nullptr, "l2_prefetch", nullptr, "sm_90a", path, 0),
+      HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("path_capacity = 0"), std::string::npos)
+      << lastError();
+  EXPECT_STREQ(path, "unchanged");
+}
+
 } // namespace

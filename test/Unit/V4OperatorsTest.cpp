@@ -8,6 +8,7 @@
 
 #include "hisa/Ops/V4Operators.h"
 #include "hisa/Ops/Operators.h"
+#include "hisa/Runtime/hisa_runtime.h"
 
 #include "gtest/gtest.h"
 
@@ -271,6 +272,65 @@ TEST(V4Operators, DecodeLogitsCheckTheirShape) {
       messageOf(mqaLogitsDecode(nullptr, nullptr, nullptr, nullptr, nullptr,
                                 nullptr, nullptr, 0, 1000, 64, 128, nullptr)),
       "");
+}
+
+/// hisa_v4_attention_create's checks (they come before any driver call):
+/// its message, or "" when a config passes them.
+std::string createMessage(hisa_v4_config config, uintptr_t wqA = 0x10000) {
+  hisa_v4_weights w;
+  const void **pointers = reinterpret_cast<const void **>(&w);
+  for (size_t i = 0; i < sizeof(w) / sizeof(void *); ++i)
+    pointers[i] = fake();
+  w.wq_a = fake(wqA);
+  hisa_v4_attention *layer = nullptr;
+  if (hisa_v4_attention_create(&config, &w, 2, 256, 0, &layer) != HISA_OK &&
+      !layer)
+    return hisa_last_error();
+  hisa_v4_attention_destroy(layer);
+  return "";
+}
+
+hisa_v4_config smallConfig(int64_t ratio) {
+  return {256, 16, 256, 2, 256, ratio, 64, 16, 1e-6f, 1e4f, 1.6e5f};
+}
+
+// Regressions found by test/FakeDriver/CAPIArgumentFuzzTest.cpp.
+TEST(V4Attention, CreateRefusesSizesThatWouldWrapOrBeEmpty) {
+  hisa_v4_config config = smallConfig(0);
+  // q_lora = 0 (a multiple of 128) was accepted.
+  config.q_lora = 0;
+  EXPECT_NE(createMessage(config).find("q_lora = 0"), std::string::npos);
+  // 2^62 is one too: tokens * q_lora * 2 bytes wrapped to 0 and a 256-byte
+  // buffer was allocated for it.
+  config.q_lora = int64_t(1) << 62;
+  EXPECT_NE(createMessage(config).find("each at most 65536"),
+            std::string::npos);
+  config = smallConfig(0);
+  config.o_lora = -256;
+  EXPECT_NE(createMessage(config).find("o_lora = -256"), std::string::npos);
+}
+
+TEST(V4Attention, CreateRefusesARopeBaseThatIsNotPositive) {
+  // The RoPE tables were filled from pow(0, -x) or NaN.
+  hisa_v4_config config = smallConfig(0);
+  config.rope_theta = 0;
+  EXPECT_NE(createMessage(config).find("rope_theta = 0"), std::string::npos);
+  config = smallConfig(4);
+  config.compress_rope_theta = std::nanf("");
+  EXPECT_NE(createMessage(config).find("compress_rope_theta"),
+            std::string::npos);
+  // With compression, rope_theta is not used.
+  config = smallConfig(4);
+  config.rope_theta = 0;
+  EXPECT_EQ(createMessage(config).find("theta"), std::string::npos);
+}
+
+TEST(V4Attention, CreateRefusesMisalignedWeights) {
+  EXPECT_NE(createMessage(smallConfig(0), 0x10001).find("weight wq_a"),
+            std::string::npos);
+  EXPECT_NE(
+      createMessage(smallConfig(0), 0x10001).find("must be 2-byte aligned"),
+      std::string::npos);
 }
 
 } // namespace

@@ -92,7 +92,9 @@ typedef struct hisa_arg {
 } hisa_arg;
 
 /* Launches on `stream` (a CUstream; NULL = default stream). Checks ranks and
- * the static sizes of every tensor argument against the kernel signature. */
+ * the static sizes of every tensor argument against the kernel signature;
+ * num_args must be the kernel's argument count (checked before `args` is
+ * read) and each tensor at most 2^48 bytes. */
 HISA_EXPORT int hisa_kernel_launch(hisa_kernel *kernel, const hisa_arg *args,
                                    int32_t num_args, void *stream);
 
@@ -108,6 +110,11 @@ HISA_EXPORT void hisa_cache_stats2(int64_t *compiles, int64_t *disk_hits,
                                    int64_t *rejected_entries);
 
 /* ---- Operators on raw device pointers ------------------------------------ */
+
+/* Sizes (rows, columns, queries, keys, k...) are at most 2^31 - 1, the
+ * kernels' int32 indices, and every tensor at most 2^48 bytes
+ * (docs/design.md, "Limits"); larger ones, like other bad arguments, are
+ * HISA_ERROR_INVALID_ARGUMENT with a message naming the argument. */
 
 /* KERNELS.md 1.1. k: [n, dim] fp8 e4m3; k_scale: [n] f32; blocked_k:
  * [ceil(n/kb), dim] fp8; blocked_scale: [ceil(n/kb)] f32. */
@@ -202,7 +209,9 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * o_groups * 512]; f32 norms, attn_sink and ape) and must outlive the
  * layer. compress_ratio 0 (window only), 4 (CSA: the indexer's weights i_*
  * are needed, index_heads 64) and 128 (HCA). head_dim 512, rope 64, the
- * indexer's 128 dims and the 128-token window are fixed. */
+ * indexer's 128 dims and the 128-token window are fixed; dim, q_lora and
+ * o_lora are at most 65536; the RoPE base in use (compress_rope_theta when
+ * compressing, else rope_theta) is finite and > 0. */
 typedef struct hisa_v4_config {
   int64_t dim, heads, q_lora, o_groups, o_lora, compress_ratio, index_heads,
       index_topk;
@@ -272,7 +281,8 @@ HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
  * (hisa_cp_local_tokens, hisa_cp_rank_ranges), and passes only its own
  * tokens' rows; one ncclAllGather per call gathers the keys / kv rows.
  * Outputs are this rank's rows: indices are global positions (-1 padded).
- * Workspaces come from the matching *_workspace_size. */
+ * Workspaces come from the matching *_workspace_size. 1 <= total <= 2^31 - 1
+ * (hisa_cp_rank_ranges: 0 too), 1 <= world <= 65536. */
 HISA_EXPORT int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
                                     int64_t ranges[4]);
 HISA_EXPORT int hisa_cp_hisa_indexer_workspace_size(
