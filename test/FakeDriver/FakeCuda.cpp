@@ -44,7 +44,8 @@ struct State {
   std::set<uintptr_t> streams, events;
   std::map<std::string, int64_t> entryCalls; ///< entry point -> calls
   uintptr_t nextHandle = 0x1000;
-  int contextToken = 0; ///< the one context's address
+  size_t memoryLimit = SIZE_MAX; ///< setMemoryLimit
+  int contextToken = 0;          ///< the one context's address
 };
 
 State &state() {
@@ -119,6 +120,11 @@ void *deviceBuffer(size_t bytes) {
   return reinterpret_cast<void *>(pointer);
 }
 
+void setMemoryLimit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().memoryLimit = bytes;
+}
+
 void resetCalls() {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().calls.clear();
@@ -157,7 +163,9 @@ CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
   countEntry(__func__);
-  *name = error == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+  *name = error == CUDA_SUCCESS               ? "CUDA_SUCCESS"
+          : error == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
+                                              : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }
 
@@ -268,13 +276,15 @@ CUresult cuFuncGetAttribute(int *value, CUfunction_attribute, CUfunction) {
 
 CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
                         unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                        unsigned, CUstream stream, void **, void **) {
+                        unsigned sharedBytes, CUstream stream, void **,
+                        void **) {
   countEntry(__func__);
   Call call =
       streamCall(Call::Launch, stream,
                  reinterpret_cast<FakeFunction *>(function)->name.c_str());
   call.grid[0] = gx, call.grid[1] = gy, call.grid[2] = gz;
   call.block[0] = bx, call.block[1] = by, call.block[2] = bz;
+  call.sharedBytes = sharedBytes;
   record(std::move(call));
   return CUDA_SUCCESS;
 }
@@ -291,6 +301,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
   call.grid[2] = config->gridDimZ;
   call.block[0] = config->blockDimX, call.block[1] = config->blockDimY,
   call.block[2] = config->blockDimZ;
+  call.sharedBytes = config->sharedMemBytes;
   for (unsigned i = 0; i < config->numAttrs; ++i)
     if (config->attrs[i].id ==
         CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -308,7 +319,16 @@ CUresult cuStreamSynchronize(CUstream stream) {
 
 CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
   countEntry(__func__);
+  {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    size_t live = size_t(s.counters.bytesAllocated);
+    if (bytes > s.memoryLimit || live > s.memoryLimit - bytes)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   // cuMemAlloc's alignment (at least 256 bytes: operators check it).
+  if (bytes > SIZE_MAX - 511)
+    return CUDA_ERROR_OUT_OF_MEMORY;
   size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
   void *memory = std::aligned_alloc(256, rounded);
   if (!memory)

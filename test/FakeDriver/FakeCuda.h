@@ -37,6 +37,7 @@ struct Call {
   uintptr_t event = 0;
   unsigned grid[3] = {0, 0, 0};
   unsigned block[3] = {0, 0, 0};
+  unsigned sharedBytes = 0; ///< launches: dynamic shared memory per block
   /// A launch with programmatic stream serialization (cuLaunchKernelEx).
   bool programmatic = false;
 };
@@ -52,6 +53,11 @@ struct Counters {
 /// "Device" memory of the fake (host memory it tracks); aborts when the
 /// fake refuses (tests only).
 void *deviceBuffer(size_t bytes);
+
+/// The most live "device" memory the fake hands out (default: no limit):
+/// cuMemAlloc past it fails with CUDA_ERROR_OUT_OF_MEMORY, as a GPU's
+/// would, instead of the host reserving and zeroing what a test asked for.
+void setMemoryLimit(size_t bytes);
 
 /// The calls recorded since the last reset (not thread-safe against calls
 /// in flight: read them between operations).
