@@ -57,6 +57,7 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(launchKernel, cuLaunchKernel, true)                                        \
   X(launchKernelEx, cuLaunchKernelEx, false)                                   \
   X(streamSynchronize, cuStreamSynchronize, true)                              \
+  X(streamIsCapturing, cuStreamIsCapturing, false)                             \
   X(memAlloc, cuMemAlloc, true)                                                \
   X(memFree, cuMemFree, true)                                                  \
   X(memsetD8, cuMemsetD8, true)                                                \
@@ -231,6 +232,25 @@ llvm::Expected<CUdevice> CudaDriver::getCurrentDevice() const {
   if (llvm::Error error = checkCuda(ctxGetDevice(&device), "cuCtxGetDevice"))
     return error;
   return device;
+}
+
+llvm::Expected<int> CudaDriver::getMultiprocessorCount(CUdevice device) {
+  std::lock_guard<std::mutex> lock(multiprocessorCountsMutex);
+  auto found = multiprocessorCounts.find(device);
+  if (found != multiprocessorCounts.end())
+    return found->second;
+  int count = 0;
+  if (llvm::Error error = checkCuda(
+          deviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             device),
+          "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)"))
+    return std::move(error);
+  if (count < 1)
+    return llvm::createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        "the driver reports %d SMs for device %d", count, device);
+  multiprocessorCounts[device] = count;
+  return count;
 }
 
 /// "argument 'k' of kernel 'name'" (or without the kernel when it is empty).

@@ -209,6 +209,9 @@ struct ContextModule {
   void *zeroRow; // what empty tensors' tensor maps read (getZeroBuffer)
 };
 
+/// The largest tensor a launch accepts (docs/design.md, Limits).
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
+
 class LoadedKernelImpl : public LoadedKernel {
 public:
   explicit LoadedKernelImpl(std::shared_ptr<CompiledKernel> compiled)
@@ -219,8 +222,10 @@ public:
   }
 
   /// The kernel in the current context (the primary context of device 0
-  /// made current if there is none), loaded there on first use.
-  Expected<const ContextModule *> getModule(CudaDriver &driver);
+  /// made current if there is none), loaded there on first use; refused
+  /// if that would happen while `stream` (if given) is being captured.
+  Expected<const ContextModule *> getModule(CudaDriver &driver,
+                                            CUstream stream = nullptr);
 
   Error launch(ArrayRef<LaunchArgument> arguments, void *stream) override;
 
@@ -253,8 +258,8 @@ private:
   std::vector<RecentMaps> recentMaps;
 };
 
-Expected<const ContextModule *>
-LoadedKernelImpl::getModule(CudaDriver &driver) {
+Expected<const ContextModule *> LoadedKernelImpl::getModule(CudaDriver &driver,
+                                                            CUstream stream) {
   CUcontext context = nullptr;
   if (Error error =
           checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
@@ -275,6 +280,18 @@ LoadedKernelImpl::getModule(CudaDriver &driver) {
       return loaded.get();
     }
   const KernelMetadata &metadata = compiled->metadata;
+  // Loading (and the zero row's allocation and copy) is not a stream
+  // operation a graph can hold: inside a capture it would invalidate it.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (stream && driver.streamIsCapturing &&
+      driver.streamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+      capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return makeError(formatv(
+        "kernel '{0}' is launched for the first time in this CUDA context "
+        "while its stream is being captured into a graph; loading it then "
+        "would break the capture: launch it (or call its operator) once on "
+        "this device before capturing",
+        metadata.kernelName));
   Expected<LoadedModule> module =
       LoadedModule::load(driver, compiled->binary, metadata.kernelName);
   if (!module)
@@ -307,7 +324,8 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   Expected<CudaDriver &> driver = CudaDriver::get();
   if (!driver)
     return driver.takeError();
-  Expected<const ContextModule *> loaded = getModule(*driver);
+  Expected<const ContextModule *> loaded =
+      getModule(*driver, static_cast<CUstream>(stream));
   if (!loaded)
     return loaded.takeError();
   const ContextModule &module = **loaded;
@@ -345,7 +363,11 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
     if (given.sizes.size() != expected.shape.size())
       return makeError(formatv("{0}: expected rank {1}, got {2}", what(),
                                expected.shape.size(), given.sizes.size()));
-    int64_t elements = 1;
+    // Whether the tensor has elements, and that its bytes stay within
+    // 2^48 (docs/design.md, Limits): the kernel's byte offsets are int64 and
+    // a product that wrapped would skip the pointer checks below.
+    uint64_t bytes = std::max<unsigned>(expected.elementBytes, 1);
+    bool empty = false, tooLarge = false;
     for (auto [d, size] : llvm::enumerate(given.sizes)) {
       if (size < 0)
         return makeError(formatv("{0}: negative size {1} in dimension {2}",
@@ -354,9 +376,22 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
         return makeError(formatv(
             "{0}: dimension {1} is {2} but the kernel was specialized for {3}",
             what(), d, size, expected.shape[d]));
-      elements *= size;
+      empty |= size == 0;
+      if (!empty && !tooLarge &&
+          (__builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes) ||
+           bytes > kMaxTensorBytes))
+        tooLarge = true;
     }
-    if (elements > 0) {
+    if (!empty && tooLarge)
+      return makeError(
+          formatv("{0}: a tensor of sizes [{1}] is larger than "
+                  "2^48 bytes",
+                  what(),
+                  llvm::join(llvm::map_range(
+                                 given.sizes,
+                                 [](int64_t s) { return std::to_string(s); }),
+                             ", ")));
+    if (!empty) {
       if (!given.data)
         return makeError(what() + ": null data pointer");
       if (reinterpret_cast<uintptr_t>(given.data) % expected.alignment != 0)
@@ -389,7 +424,12 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
   std::array<unsigned, 3> blocks;
   static constexpr int64_t limits[] = {2147483647, 65535, 65535};
   for (int d = 0; d < 3; ++d) {
-    if ((*grid)[d] <= 0)
+    if ((*grid)[d] < 0)
+      return makeError(formatv("kernel '{0}': grid dimension {1} evaluates to "
+                               "{2} for these sizes (the grid arithmetic "
+                               "overflowed)",
+                               kernel, d, (*grid)[d]));
+    if ((*grid)[d] == 0)
       return Error::success(); // nothing to do
     if ((*grid)[d] > limits[d])
       return makeError(formatv("kernel '{0}': grid dimension {1} is {2}, over "

@@ -1,9 +1,12 @@
 //===- FakeCuda.cpp - A CUDA driver without a GPU, for host-side tests ----===//
 //
 // See FakeCuda.h. Exported under the versioned names cuda.h maps to (the
-// names CudaDriver looks up), with C linkage. One device, one context,
-// "device" memory from malloc (so host-to-device copies and reads of what
-// a layer uploaded work), everything a stream would run recorded.
+// names CudaDriver looks up), with C linkage. One device by default (up to
+// kMaxDevices with setDeviceCount), one primary context per device, current
+// per thread (device 0's until a thread sets another); "device" memory from
+// malloc (so host-to-device copies and reads of what a layer uploaded
+// work), everything a stream would run recorded. A launch of a function
+// whose module was loaded in another context fails, as on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +27,15 @@ using hisa::fake_cuda::Counters;
 
 namespace {
 
+constexpr int kMaxDevices = 8;
+
 struct FakeFunction {
   std::string name;
+  int device = 0; ///< the device whose context loaded its module
 };
 
 struct FakeModule {
+  int device = 0;
   std::map<std::string, FakeFunction *> functions;
   ~FakeModule() {
     for (auto &[name, function] : functions)
@@ -45,7 +52,10 @@ struct State {
   std::map<std::string, int64_t> entryCalls; ///< entry point -> calls
   uintptr_t nextHandle = 0x1000;
   size_t memoryLimit = SIZE_MAX; ///< setMemoryLimit
-  int contextToken = 0;          ///< the one context's address
+  int deviceCount = 1;           ///< setDeviceCount
+  int multiprocessors[kMaxDevices] = {132, 132, 132, 132, 132, 132, 132, 132};
+  int contextTokens[kMaxDevices] = {}; ///< the primary contexts' addresses
+  std::set<uintptr_t> capturing;       ///< setStreamCapturing
 };
 
 State &state() {
@@ -53,9 +63,20 @@ State &state() {
   return *instance;
 }
 
-CUcontext theContext() {
-  return reinterpret_cast<CUcontext>(&state().contextToken);
+CUcontext primaryContext(int device) {
+  return reinterpret_cast<CUcontext>(&state().contextTokens[device]);
 }
+
+/// The device of a context this fake made, or -1.
+int deviceOf(CUcontext context) {
+  for (int device = 0; device < kMaxDevices; ++device)
+    if (context == primaryContext(device))
+      return device;
+  return -1;
+}
+
+/// This thread's current context (device 0's until it sets another).
+thread_local CUcontext currentContext = primaryContext(0);
 
 void countEntry(const char *name) {
   State &s = state();
@@ -74,6 +95,7 @@ Call streamCall(Call::Kind kind, CUstream stream, const char *name = "") {
   call.kind = kind;
   call.name = name;
   call.stream = reinterpret_cast<uintptr_t>(stream);
+  call.device = deviceOf(currentContext);
   return call;
 }
 
@@ -123,6 +145,26 @@ void *deviceBuffer(size_t bytes) {
 void setMemoryLimit(size_t bytes) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().memoryLimit = bytes;
+}
+
+void setDeviceCount(int count) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().deviceCount = std::clamp(count, 1, kMaxDevices);
+}
+
+void setMultiprocessorCount(int device, int count) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (device >= 0 && device < kMaxDevices)
+    state().multiprocessors[device] = count;
+}
+
+void setStreamCapturing(void *stream, bool capturing) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto handle = reinterpret_cast<uintptr_t>(stream);
+  if (capturing)
+    state().capturing.insert(handle);
+  else
+    state().capturing.erase(handle);
 }
 
 void resetCalls() {
@@ -177,22 +219,30 @@ CUresult cuGetErrorString(CUresult error, const char **text) {
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   countEntry(__func__);
-  if (ordinal != 0)
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (ordinal < 0 || ordinal >= state().deviceCount)
     return CUDA_ERROR_INVALID_DEVICE;
-  *device = 0;
+  *device = ordinal;
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
-                              CUdevice) {
+                              CUdevice device) {
   countEntry(__func__);
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (device < 0 || device >= state().deviceCount)
+      return CUDA_ERROR_INVALID_DEVICE;
+  }
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
     *value = 227 * 1024;
     return CUDA_SUCCESS;
-  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-    *value = 132;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    *value = state().multiprocessors[device];
     return CUDA_SUCCESS;
+  }
   case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
     *value = 50 * 1024 * 1024;
     return CUDA_SUCCESS;
@@ -210,15 +260,23 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
 
 CUresult cuCtxGetCurrent(CUcontext *context) {
   countEntry(__func__);
-  *context = theContext();
+  *context = currentContext;
   return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext context) {
+  if (context && deviceOf(context) < 0)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  currentContext = context;
+  return CUDA_SUCCESS;
+}
 
 CUresult cuCtxGetDevice(CUdevice *device) {
   countEntry(__func__);
-  *device = 0;
+  int current = deviceOf(currentContext);
+  if (current < 0)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  *device = current;
   return CUDA_SUCCESS;
 }
 
@@ -228,15 +286,25 @@ CUresult cuCtxSynchronize() {
   return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
   countEntry(__func__);
-  *context = theContext();
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (device < 0 || device >= state().deviceCount)
+      return CUDA_ERROR_INVALID_DEVICE;
+  }
+  *context = primaryContext(device);
   return CUDA_SUCCESS;
 }
 
 CUresult cuModuleLoadData(CUmodule *module, const void *) {
   countEntry(__func__);
-  *module = reinterpret_cast<CUmodule>(new FakeModule);
+  int device = deviceOf(currentContext);
+  if (device < 0)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  auto *fake = new FakeModule;
+  fake->device = device;
+  *module = reinterpret_cast<CUmodule>(fake);
   return CUDA_SUCCESS;
 }
 
@@ -258,7 +326,7 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
   auto *fake = reinterpret_cast<FakeModule *>(module);
   FakeFunction *&slot = fake->functions[name];
   if (!slot)
-    slot = new FakeFunction{name};
+    slot = new FakeFunction{name, fake->device};
   *function = reinterpret_cast<CUfunction>(slot);
   return CUDA_SUCCESS;
 }
@@ -279,6 +347,10 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
                         unsigned sharedBytes, CUstream stream, void **,
                         void **) {
   countEntry(__func__);
+  // A function runs only in the context its module was loaded in.
+  if (reinterpret_cast<FakeFunction *>(function)->device !=
+      deviceOf(currentContext))
+    return CUDA_ERROR_INVALID_HANDLE;
   Call call =
       streamCall(Call::Launch, stream,
                  reinterpret_cast<FakeFunction *>(function)->name.c_str());
@@ -294,6 +366,9 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
   countEntry(__func__);
   if (!config)
     return CUDA_ERROR_INVALID_VALUE;
+  if (reinterpret_cast<FakeFunction *>(function)->device !=
+      deviceOf(currentContext))
+    return CUDA_ERROR_INVALID_HANDLE;
   Call call =
       streamCall(Call::Launch, config->hStream,
                  reinterpret_cast<FakeFunction *>(function)->name.c_str());
@@ -308,6 +383,15 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
       call.programmatic =
           config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
   record(std::move(call));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status) {
+  countEntry(__func__);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *status = state().capturing.count(reinterpret_cast<uintptr_t>(stream))
+                ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 

@@ -40,6 +40,8 @@ struct Call {
   unsigned sharedBytes = 0; ///< launches: dynamic shared memory per block
   /// A launch with programmatic stream serialization (cuLaunchKernelEx).
   bool programmatic = false;
+  /// The device of the context current when the call was made.
+  int device = 0;
 };
 
 struct Counters {
@@ -58,6 +60,14 @@ void *deviceBuffer(size_t bytes);
 /// cuMemAlloc past it fails with CUDA_ERROR_OUT_OF_MEMORY, as a GPU's
 /// would, instead of the host reserving and zeroing what a test asked for.
 void setMemoryLimit(size_t bytes);
+
+/// Devices the fake reports (1 to 8; default 1), each with its own
+/// primary context.
+void setDeviceCount(int count);
+/// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of `device` (default 132).
+void setMultiprocessorCount(int device, int count);
+/// Whether cuStreamIsCapturing reports `stream` as being captured.
+void setStreamCapturing(void *stream, bool capturing);
 
 /// The calls recorded since the last reset (not thread-safe against calls
 /// in flight: read them between operations).

@@ -217,3 +217,94 @@ TEST(LaunchPath, ClusterKernelsNeedAWholeNumberOfClusters) {
 }
 
 } // namespace
+
+namespace {
+/// Makes device `device`'s primary context current on this thread.
+void makeCurrent(int device) {
+  CUcontext context = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(context), CUDA_SUCCESS);
+}
+} // namespace
+
+TEST(LaunchPath, AKernelLoadsIntoEachContextItIsLaunchedIn) {
+  // One process, two GPUs: the same kernel handle launched on either.
+  hisa::fake_cuda::setDeviceCount(2);
+  LoadedKernel *kernel = logitsKernel();
+  ASSERT_TRUE(kernel);
+  LogitsBuffers buffers(2, 256);
+  auto lastLaunchDevice = [] {
+    const auto &calls = hisa::fake_cuda::calls();
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it)
+      if (it->kind == hisa::fake_cuda::Call::Launch)
+        return it->device;
+    return -1;
+  };
+  // (The fake's cuModuleLoadDataEx goes through cuModuleLoadData.)
+  int64_t loads = entryCalls("cuModuleLoadData");
+  auto newLoads = [&] { return entryCalls("cuModuleLoadData") - loads; };
+  for (int device : {0, 1, 0, 1}) {
+    makeCurrent(device);
+    llvm::Error error = buffers.launch(*kernel);
+    EXPECT_FALSE(bool(error))
+        << "device " << device << ": " << toString(std::move(error));
+    EXPECT_EQ(lastLaunchDevice(), device);
+  }
+  // Loaded once on device 1 (device 0 had it before), never again.
+  EXPECT_EQ(newLoads(), 1);
+  makeCurrent(0);
+  hisa::fake_cuda::setDeviceCount(1);
+}
+
+TEST(LaunchPath, FirstLaunchInAContextDuringACaptureIsRefused) {
+  hisa::fake_cuda::setDeviceCount(3);
+  LoadedKernel *kernel = logitsKernel();
+  ASSERT_TRUE(kernel);
+  LogitsBuffers buffers(2, 256);
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  auto launch = [&] {
+    LaunchArgument arguments[] = {
+        tensor(buffers.q, {2 * 64, 128}), tensor(buffers.k, {2 * 256, 128}),
+        tensor(buffers.scale, {2 * 256}), tensor(buffers.weights, {2, 64}),
+        tensor(buffers.starts, {2}),      tensor(buffers.ends, {2}),
+        tensor(buffers.logits, {2, 256})};
+    return kernel->launch(arguments, stream);
+  };
+  // Loaded in device 0's context already: capturing there is fine.
+  makeCurrent(0);
+  ASSERT_FALSE(bool(launch()));
+  hisa::fake_cuda::setStreamCapturing(stream, true);
+  EXPECT_FALSE(bool(launch()));
+  // Device 2 has never run it: loading now would break the capture.
+  makeCurrent(2);
+  llvm::Error error = launch();
+  ASSERT_TRUE(bool(error));
+  std::string message = toString(std::move(error));
+  EXPECT_NE(message.find("captured"), std::string::npos) << message;
+  EXPECT_NE(message.find("mqa_logits_decode"), std::string::npos) << message;
+  hisa::fake_cuda::setStreamCapturing(stream, false);
+  EXPECT_FALSE(bool(launch()));
+  makeCurrent(0);
+  hisa::fake_cuda::setDeviceCount(1);
+}
+
+TEST(LaunchPath, TensorsOverTwoToThe48BytesAreRefused) {
+  LoadedKernel *kernel = logitsKernel();
+  ASSERT_TRUE(kernel);
+  LogitsBuffers buffers(2, 256);
+  // [4, 2^62] elements: a product that wraps to 0 must not pass as empty
+  // (which would skip the pointer checks).
+  LaunchArgument arguments[] = {tensor(buffers.q, {2 * 64, 128}),
+                                tensor(nullptr, {int64_t(1) << 62, 128}),
+                                tensor(buffers.scale, {2 * 256}),
+                                tensor(buffers.weights, {2, 64}),
+                                tensor(buffers.starts, {2}),
+                                tensor(buffers.ends, {2}),
+                                tensor(buffers.logits, {2, 256})};
+  llvm::Error error = kernel->launch(arguments, nullptr);
+  ASSERT_TRUE(bool(error));
+  std::string message = toString(std::move(error));
+  EXPECT_NE(message.find("2^48"), std::string::npos) << message;
+  EXPECT_NE(message.find("'k'"), std::string::npos) << message;
+}

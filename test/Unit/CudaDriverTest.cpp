@@ -122,7 +122,8 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
     EXPECT_TRUE(has(name)) << name;
   EXPECT_FALSE(has("cuMemAlloc"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
-  EXPECT_EQ(names.size(), 34u);
+  EXPECT_TRUE(has("cuStreamIsCapturing"));
+  EXPECT_EQ(names.size(), 35u);
 }
 
 TEST(CudaDriver, CheckCudaNamesTheCallAndTheKernel) {

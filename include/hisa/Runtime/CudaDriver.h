@@ -24,6 +24,7 @@
 #define HISA_RUNTIME_CUDADRIVER_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -108,8 +109,9 @@ public:
   static llvm::Expected<std::unique_ptr<CudaDriver>>
   load(llvm::StringRef libraryName);
 
-  /// The symbols that load() resolves, in order; cuModuleLoadDataEx and
-  /// cuTensorMapEncodeTiled are optional.
+  /// The symbols that load() resolves, in order; cuModuleLoadDataEx,
+  /// cuLaunchKernelEx, cuStreamIsCapturing and cuTensorMapEncodeTiled are
+  /// optional.
   static llvm::ArrayRef<const char *> getSymbolNames();
 
   /// "CUDA_ERROR_INVALID_VALUE (invalid argument)" for `result`.
@@ -123,6 +125,9 @@ public:
 
   /// The device of the context current on this thread.
   llvm::Expected<CUdevice> getCurrentDevice() const;
+
+  /// The number of SMs of `device` (asked once per device).
+  llvm::Expected<int> getMultiprocessorCount(CUdevice device);
 
   /// Checks that `pointer` is memory a kernel can access: device memory or
   /// managed memory. Host memory, pinned or not, and null are rejected with
@@ -145,8 +150,8 @@ public:
                      bool programmatic = false) const;
 
   // Entry points. All are non-null after a successful load() except
-  // moduleLoadDataEx, launchKernelEx and tensorMapEncodeTiled, which may be
-  // null.
+  // moduleLoadDataEx, launchKernelEx, streamIsCapturing and
+  // tensorMapEncodeTiled, which may be null.
   decltype(&::cuInit) init = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
@@ -166,6 +171,9 @@ public:
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+  /// Optional: lets a launch that would load a module refuse inside a
+  /// stream capture, with a message, instead of breaking the capture.
+  decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
   /// Zeroes what the orchestration layers allocate (no buffer of theirs is
@@ -194,6 +202,9 @@ private:
   CudaDriver() = default;
 
   void *library = nullptr; // dlopen handle; deliberately never closed
+
+  std::mutex multiprocessorCountsMutex;
+  llvm::DenseMap<CUdevice, int> multiprocessorCounts;
 
   // The primary context ensureContext() retained, if it had to.
   std::mutex primaryContextMutex;
