@@ -2,6 +2,8 @@
 
 #include "OperatorSupport.h"
 
+#include "hisa/Runtime/CudaDriver.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -83,6 +85,36 @@ Error runOperator(const char *kernelName, const std::string &params,
     kernels[key] = kernel;
   }
   return kernel->launch(arguments, stream);
+}
+
+int64_t getPlanningMultiprocessors() {
+  Expected<runtime::CudaDriver &> driver = runtime::CudaDriver::get();
+  if (!driver) {
+    consumeError(driver.takeError());
+    return kMeasuredMultiprocessors;
+  }
+  CUcontext context = nullptr;
+  if (driver->ctxGetCurrent(&context) != CUDA_SUCCESS || !context)
+    return kMeasuredMultiprocessors;
+  // Launches ask on the host's critical path: usually the same context as
+  // this thread's last question.
+  thread_local CUcontext lastContext = nullptr;
+  thread_local int64_t lastCount = 0;
+  if (context == lastContext)
+    return lastCount;
+  Expected<CUdevice> device = driver->getCurrentDevice();
+  if (!device) {
+    consumeError(device.takeError());
+    return kMeasuredMultiprocessors;
+  }
+  Expected<int> count = driver->getMultiprocessorCount(*device);
+  if (!count) {
+    consumeError(count.takeError());
+    return kMeasuredMultiprocessors;
+  }
+  lastContext = context;
+  lastCount = *count;
+  return *count;
 }
 
 Error checkNonNegative(const char *op, const char *name, int64_t value) {

@@ -62,6 +62,19 @@ runtime::LaunchArgument tensor(const void *data,
 runtime::LaunchArgument integer(int64_t value);
 runtime::LaunchArgument floatScalar(double value);
 
+/// The SM count the H100/H200 plans were measured with, and what
+/// getPlanningMultiprocessors() answers without a device to ask.
+constexpr int64_t kMeasuredMultiprocessors = 132;
+
+/// The SMs of the device whose context is current on this thread: the
+/// operators' plans (splits that fill the GPU, rows per block...) scale
+/// their thresholds with it, so that a Hopper with fewer SMs (H20: 78,
+/// H100 PCIe: 114) gets the same shape of plan, and a workspace query and
+/// the launch it sizes agree on one device. kMeasuredMultiprocessors when
+/// no CUDA driver or no current context answers (a size query on a machine
+/// without a GPU).
+int64_t getPlanningMultiprocessors();
+
 /// Compiles (once per process and specialization) and launches a builtin
 /// kernel of kernels-dsl/.
 llvm::Error runOperator(const char *kernelName, const std::string &params,

@@ -52,8 +52,6 @@ int64_t blockSparseMinBlocks(int64_t heads) { return heads <= 64 ? 5 : 3; }
 std::string topkParams(int64_t rows, int64_t columns, bool windowed,
                        bool relative) {
   constexpr int64_t kLargestCache = 49152; // 192 KiB of keys
-  // Two blocks per H200 SM; measured at decode's 64 rows only.
-  constexpr int64_t kFewRows = 2 * 132;
   int64_t cache, candidates, compact, minBlocks;
   if (columns <= 2048) {
     // Short rows: four passes over 8 KiB of keys cost less than the
@@ -61,7 +59,9 @@ std::string topkParams(int64_t rows, int64_t columns, bool windowed,
     cache = 2048, candidates = 32, compact = 0, minBlocks = 6;
   } else if (columns <= 8192) {
     cache = 8192, candidates = 128, compact = 1, minBlocks = 5;
-  } else if (rows <= kFewRows && columns <= kLargestCache) {
+  } else if (columns <= kLargestCache &&
+             // Two blocks per SM; measured at decode's 64 rows only.
+             rows <= 2 * getPlanningMultiprocessors()) {
     cache = columns <= 16384 ? 16384 : columns <= 32768 ? 32768 : kLargestCache;
     candidates = 128, compact = 1, minBlocks = 1;
   } else {
@@ -484,7 +484,7 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
 namespace {
 
 /// Blocks that fill an H100/H200 (132 SMs, one ~209 KiB block each): decode
-/// with fewer than kSparseAttnSplitBelow (token, 64 heads) blocks splits
+/// with fewer than SparseAttnWave::splitBelow (token, 64 heads) blocks splits
 /// each token's index tiles. From half the SMs on, one block per token is
 /// faster than splits plus the combine's launch (H200, GPU run 56,
 /// probes/decode_attn_splits.py, 64 tokens x 64 heads: 128 indices 13.1
@@ -493,31 +493,39 @@ namespace {
 /// V4 layer's query norm and rotations: 640 indices 35.6 us whole against
 /// 26.2 split in two + 9.2 for the combine, whose ~6 us of load latency a
 /// rewrite with static splits and the rotation in registers did not cut).
-constexpr int64_t kSparseAttnTargetBlocks = 132;
-constexpr int64_t kSparseAttnSplitBelow = 64;
 constexpr int64_t kSparseAttnMaxSplits = 32;
+
+/// The blocks that fill the GPU (one per SM) and, below sms * 64 / 132 (64
+/// on the H200, where it was measured), the blocks that split.
+struct SparseAttnWave {
+  int64_t targetBlocks, splitBelow;
+  explicit SparseAttnWave(int64_t sms)
+      : targetBlocks(sms), splitBelow(sms * 64 / kMeasuredMultiprocessors) {}
+};
 
 /// Decode whose (token, 64 heads) blocks fill at most half the SMs, but
 /// not so few that more than two splits would pay (from 45 blocks, 132 /
 /// blocks < 3): each token's tiles go to a cluster of two blocks, which
 /// merge their halves through distributed shared memory (no workspace, no
 /// combine launch).
-bool sparseAttnClusterPair(int64_t tokens, int64_t heads, int64_t topk) {
+bool sparseAttnClusterPair(int64_t tokens, int64_t heads, int64_t topk,
+                           const SparseAttnWave &wave) {
   int64_t blocks = tokens * ((heads + 63) / 64);
   int64_t tiles = (topk + 63) / 64;
-  return tiles >= 2 && blocks > 0 && 2 * blocks <= kSparseAttnTargetBlocks &&
-         kSparseAttnTargetBlocks / blocks < 3;
+  return tiles >= 2 && blocks > 0 && 2 * blocks <= wave.targetBlocks &&
+         wave.targetBlocks / blocks < 3;
 }
 
 /// Splits whose partials sparse_attn_combine merges (1: none).
-int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk) {
+int64_t sparseAttnSplits(int64_t tokens, int64_t heads, int64_t topk,
+                         const SparseAttnWave &wave) {
   int64_t blocks = tokens * ((heads + 63) / 64);
   int64_t tiles = (topk + 63) / 64;
-  if (blocks <= 0 || blocks >= kSparseAttnSplitBelow || tiles < 2 ||
-      sparseAttnClusterPair(tokens, heads, topk))
+  if (blocks <= 0 || blocks >= wave.splitBelow || tiles < 2 ||
+      sparseAttnClusterPair(tokens, heads, topk, wave))
     return 1;
-  return std::max<int64_t>(1, std::min({tiles, kSparseAttnTargetBlocks / blocks,
-                                        kSparseAttnMaxSplits}));
+  return std::max<int64_t>(
+      1, std::min({tiles, wave.targetBlocks / blocks, kSparseAttnMaxSplits}));
 }
 
 uint64_t alignPiece(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -577,7 +585,8 @@ Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen, int64_t heads,
   if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, 0, topk))
     return error;
   int64_t tokens = batch * seqLen;
-  int64_t splits = sparseAttnSplits(tokens, heads, topk);
+  int64_t splits = sparseAttnSplits(
+      tokens, heads, topk, SparseAttnWave(getPlanningMultiprocessors()));
   *bytes = splits > 1 ? sparseAttnPartialBytes(tokens, heads, splits) : 0;
   return Error::success();
 }
@@ -621,8 +630,9 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                   layerRope->queryEps));
   }
   bool normalizeQuery = layerRope && layerRope->normalizeQuery;
-  bool pair = sparseAttnClusterPair(tokens, heads, topk);
-  int64_t splits = sparseAttnSplits(tokens, heads, topk);
+  SparseAttnWave wave(getPlanningMultiprocessors());
+  bool pair = sparseAttnClusterPair(tokens, heads, topk, wave);
+  int64_t splits = sparseAttnSplits(tokens, heads, topk, wave);
   void *partialOut = o;
   void *partialLse = o;
   if (splits > 1) {

@@ -122,8 +122,8 @@ struct LinearTile {
 LinearTile linearTile(int64_t m, int64_t n, int64_t k, int64_t groups) {
   if (m > 64)
     return {128, kLinearBlockN, kLinearBlockK};
-  constexpr int64_t kSms = 132;
-  bool wide = groups == 1 && ((n >= 1024 && k >= 4096) || n > 64 * kSms);
+  bool wide = groups == 1 && ((n >= 1024 && k >= 4096) ||
+                              n > 64 * getPlanningMultiprocessors());
   LinearTile tile{64, wide ? 128 : 64, wide ? 64 : 128};
   if (k % tile.blockK)
     tile.blockK = kLinearBlockK;
@@ -294,7 +294,9 @@ int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
   // of the weight bytes: beyond that their traffic costs more than the
   // parallelism gains (H200, m = 64: splitting wq_a 16 ways took 14.0 us,
   // 8 ways 7.5; wo_b 8 ways 35.5 us, 4 ways 25.5).
-  constexpr int64_t kWave = 128;
+  // (128 blocks on the H200's 132 SMs, where it was measured.)
+  const int64_t wave =
+      getPlanningMultiprocessors() * 128 / kMeasuredMultiprocessors;
   if (m < 1 || m > 64 || groups != 1 || n < 1 || k < kLinearBlockK ||
       k % kLinearBlockK)
     return 1;
@@ -304,7 +306,7 @@ int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
   int64_t weightBytes = n * k * 2;
   int64_t splits = 1;
   for (int64_t next : {2, 4, 8, 16}) {
-    if (tiles * splits >= kWave || 4 * splits * m * n * 4 >= weightBytes)
+    if (tiles * splits >= wave || 4 * splits * m * n * 4 >= weightBytes)
       break;
     if (steps % next)
       break;

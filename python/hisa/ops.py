@@ -982,7 +982,7 @@ def sparse_attn(
            if return_lse else None)
     # Sizes are checked by the size query, also when there is nothing to do.
     workspace_bytes = _workspace_bytes("hisa_sparse_attn_workspace_size", batch, seq_len,
-                                       heads, topk)
+                                       heads, topk, device=q.device)
     if batch * seq_len > 0:
         workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=q.device)
         _run("hisa_sparse_attn", q.device, q, kv, attn_sink, idx, o, lse,
@@ -1079,9 +1079,21 @@ def l2_prefetch(t: torch.Tensor, nbytes: Optional[int] = None) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _workspace_bytes(size_function: str, *sizes) -> int:
+def _workspace_bytes(size_function: str, *sizes, device: Optional[torch.device] = None) -> int:
+    """The bytes C ABI `size_function` reports for `sizes`. With `device`,
+    asked with that device's context current: a plan that depends on the
+    device's SM count (sparse attention's splits) is then the one the launch
+    on it makes."""
     size = ctypes.c_uint64()
-    status = getattr(_lib.lib(), size_function)(*sizes, ctypes.byref(size))
+    query = getattr(_lib.lib(), size_function)
+    index = None if device is None else device.index
+    current = current_device_index() if device is not None else None
+    if device is None or ((index is None or index == current) and context_ready(current)):
+        status = query(*sizes, ctypes.byref(size))
+    else:
+        with torch.cuda.device(device):
+            ensure_context(device)
+            status = query(*sizes, ctypes.byref(size))
     _lib.check(status, size_function)
     return max(int(size.value), 1)
 

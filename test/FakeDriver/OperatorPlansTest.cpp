@@ -212,6 +212,34 @@ TEST(OperatorPlans, SparseAttnPairsBlocksInClustersFromAThirdOfTheSms) {
   EXPECT_EQ(split[0].grid[0], 44u * 3);
 }
 
+TEST(OperatorPlans, SparseAttnPlansForTheCurrentDevicesSms) {
+  // An H20 (78 SMs) as device 1 beside an H200: the same call plans for
+  // the device whose context is current, and its workspace query agrees.
+  hisa::fake_cuda::setDeviceCount(2);
+  hisa::fake_cuda::setMultiprocessorCount(1, 78);
+  CUcontext h200 = nullptr, h20 = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&h200, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&h20, 1), CUDA_SUCCESS);
+  // 60 blocks: a pair of blocks per token on 132 SMs (120 blocks, one
+  // wave); on 78 SMs that would be two waves, and 60 fill more than half of
+  // them: one block per token.
+  ASSERT_EQ(cuCtxSetCurrent(h200), CUDA_SUCCESS);
+  EXPECT_EQ(sparseAttnDecodePlan(60, 64, 640, 4096)[0].grid[0], 120u);
+  ASSERT_EQ(cuCtxSetCurrent(h20), CUDA_SUCCESS);
+  EXPECT_EQ(sparseAttnDecodePlan(60, 64, 640, 4096)[0].grid[0], 60u);
+  // 20 tokens: 132 / 20 = 6 splits on the H200, 78 / 20 = 3 on the H20,
+  // each with the workspace its own query asked for.
+  std::vector<Call> split = sparseAttnDecodePlan(20, 64, 640, 4096);
+  ASSERT_EQ(names(split), (std::vector<std::string>{"sparse_attn_ws",
+                                                    "sparse_attn_combine"}));
+  EXPECT_EQ(split[0].grid[0], 20u * 3);
+  EXPECT_EQ(split[0].device, 1);
+  ASSERT_EQ(cuCtxSetCurrent(h200), CUDA_SUCCESS);
+  EXPECT_EQ(sparseAttnDecodePlan(20, 64, 640, 4096)[0].grid[0], 20u * 6);
+  hisa::fake_cuda::setMultiprocessorCount(1, 132);
+  hisa::fake_cuda::setDeviceCount(1);
+}
+
 TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
   // The V4 layer's RoPE (ops::LayerRope): q's norm and RoPE in the
   // prologue, the output's inverse RoPE in the epilogue: one launch, and

@@ -185,7 +185,10 @@ HISA_EXPORT int hisa_topk_bf16(const void *x, const int32_t *starts,
  * 1 <= topk <= 4096, batch * nkv < 2^31. With few tokens (decode) each
  * token's indices are split over several blocks merged by a second kernel
  * through `workspace` (256-byte aligned, at least
- * hisa_sparse_attn_workspace_size bytes; 0 bytes and NULL when it says 0). */
+ * hisa_sparse_attn_workspace_size bytes; 0 bytes and NULL when it says 0).
+ * The split depends on the SM count of the device whose context is current
+ * (132 when there is none): ask for the size with the same device current
+ * as the call. */
 HISA_EXPORT int hisa_sparse_attn_workspace_size(int64_t batch, int64_t seq_len,
                                                 int64_t heads, int64_t topk,
                                                 uint64_t *bytes);
