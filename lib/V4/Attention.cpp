@@ -336,29 +336,31 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     return argumentError(formatv(
         "{0}: {1} = {2} must be finite and > 0", op,
         c.compressRatio ? "compress_rope_theta" : "rope_theta", ropeTheta));
-  // Bf16 matrices and f32 vectors, aligned to their elements at least.
+  // What the kernels that read them need: the projections (linear) and
+  // the RMSNorms read 16-byte pieces; the compressors' positional terms
+  // and the sink are read element by element.
   struct Named {
     const char *name;
     const void *pointer;
     unsigned alignment;
   };
   std::vector<Named> needed = {
-      {"wq_a", weights.wqA, 2},       {"wq_b", weights.wqB, 2},
-      {"wkv", weights.wkv, 2},        {"wo_a", weights.woA, 2},
-      {"wo_b", weights.woB, 2},       {"q_norm", weights.qNorm, 4},
-      {"kv_norm", weights.kvNorm, 4}, {"attn_sink", weights.attnSink, 4}};
+      {"wq_a", weights.wqA, 16},       {"wq_b", weights.wqB, 16},
+      {"wkv", weights.wkv, 16},        {"wo_a", weights.woA, 16},
+      {"wo_b", weights.woB, 16},       {"q_norm", weights.qNorm, 16},
+      {"kv_norm", weights.kvNorm, 16}, {"attn_sink", weights.attnSink, 4}};
   if (c.compressRatio)
-    needed.insert(needed.end(), {{"c_wkv", weights.cWkv, 2},
-                                 {"c_wgate", weights.cWgate, 2},
+    needed.insert(needed.end(), {{"c_wkv", weights.cWkv, 16},
+                                 {"c_wgate", weights.cWgate, 16},
                                  {"c_ape", weights.cApe, 4},
-                                 {"c_norm", weights.cNorm, 4}});
+                                 {"c_norm", weights.cNorm, 16}});
   if (c.compressRatio == 4)
-    needed.insert(needed.end(), {{"i_wq", weights.iWq, 2},
-                                 {"i_weights", weights.iWeights, 2},
-                                 {"i_wkv", weights.iWkv, 2},
-                                 {"i_wgate", weights.iWgate, 2},
+    needed.insert(needed.end(), {{"i_wq", weights.iWq, 16},
+                                 {"i_weights", weights.iWeights, 16},
+                                 {"i_wkv", weights.iWkv, 16},
+                                 {"i_wgate", weights.iWgate, 16},
                                  {"i_ape", weights.iApe, 4},
-                                 {"i_norm", weights.iNorm, 4}});
+                                 {"i_norm", weights.iNorm, 16}});
   for (const Named &weight : needed) {
     if (!weight.pointer)
       return argumentError(

@@ -328,9 +328,13 @@ TEST(V4Attention, CreateRefusesARopeBaseThatIsNotPositive) {
 TEST(V4Attention, CreateRefusesMisalignedWeights) {
   EXPECT_NE(createMessage(smallConfig(0), 0x10001).find("weight wq_a"),
             std::string::npos);
-  EXPECT_NE(
-      createMessage(smallConfig(0), 0x10001).find("must be 2-byte aligned"),
-      std::string::npos);
+  // The projections and norms read 16-byte pieces: an element-aligned
+  // weight would otherwise pass creation and fail at the first prefill,
+  // naming the kernel's argument instead of the weight.
+  std::string message = createMessage(smallConfig(0), 0x10008);
+  EXPECT_NE(message.find("weight wq_a"), std::string::npos) << message;
+  EXPECT_NE(message.find("must be 16-byte aligned"), std::string::npos)
+      << message;
 }
 
 } // namespace

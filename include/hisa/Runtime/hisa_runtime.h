@@ -210,7 +210,8 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * `length` of every sequence) allocate nothing. Weights are the caller's
  * device tensors (bf16 matrices [out, in]; wo_a [o_groups, o_lora, heads /
  * o_groups * 512]; f32 norms, attn_sink and ape) and must outlive the
- * layer. compress_ratio 0 (window only), 4 (CSA: the indexer's weights i_*
+ * layer; matrices and norms 16-byte aligned (the kernels read them in
+ * 16-byte pieces), ape and attn_sink 4-byte aligned. compress_ratio 0 (window only), 4 (CSA: the indexer's weights i_*
  * are needed, index_heads 64) and 128 (HCA). head_dim 512, rope 64, the
  * indexer's 128 dims and the 128-token window are fixed; dim, q_lora and
  * o_lora are at most 65536; the RoPE base in use (compress_rope_theta when
