@@ -76,8 +76,9 @@ Error runOperator(const char *kernelName, const std::string &params,
     kernel = kernels.lookup(key);
   }
   if (!kernel) {
-    Expected<LoadedKernel *> loaded = Jit::get().getKernel(
-        getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
+    Expected<LoadedKernel *> loaded =
+        Jit::get().getKernel(getBuiltinKernelSource(kernelName), kernelName,
+                             params, "sm_90a", stream);
     if (!loaded)
       return loaded.takeError();
     kernel = *loaded;
@@ -87,15 +88,31 @@ Error runOperator(const char *kernelName, const std::string &params,
   return kernel->launch(arguments, stream);
 }
 
-int64_t getPlanningMultiprocessors() {
-  Expected<runtime::CudaDriver &> driver = runtime::CudaDriver::get();
-  if (!driver) {
-    consumeError(driver.takeError());
-    return kMeasuredMultiprocessors;
+int64_t getPlanningMultiprocessors(PlanFor purpose) {
+  CudaDriver *driver = CudaDriver::getIfLoaded();
+  if (!driver && purpose == PlanFor::Launch) {
+    Expected<CudaDriver &> loaded = CudaDriver::get();
+    if (!loaded) {
+      consumeError(loaded.takeError()); // the launch will say so
+      return kMeasuredMultiprocessors;
+    }
+    driver = &*loaded;
   }
-  CUcontext context = nullptr;
-  if (driver->ctxGetCurrent(&context) != CUDA_SUCCESS || !context)
+  if (!driver)
     return kMeasuredMultiprocessors;
+  CUcontext context = nullptr;
+  if (driver->ctxGetCurrent(&context) != CUDA_SUCCESS)
+    return kMeasuredMultiprocessors;
+  if (!context) {
+    if (purpose == PlanFor::SizeQuery)
+      return kMeasuredMultiprocessors;
+    Expected<CUcontext> ensured = driver->ensureContext();
+    if (!ensured) {
+      consumeError(ensured.takeError()); // the launch will say so
+      return kMeasuredMultiprocessors;
+    }
+    context = *ensured;
+  }
   // Launches ask on the host's critical path: usually the same context as
   // this thread's last question.
   thread_local CUcontext lastContext = nullptr;

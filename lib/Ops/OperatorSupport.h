@@ -66,14 +66,20 @@ runtime::LaunchArgument floatScalar(double value);
 /// getPlanningMultiprocessors() answers without a device to ask.
 constexpr int64_t kMeasuredMultiprocessors = 132;
 
-/// The SMs of the device whose context is current on this thread: the
-/// operators' plans (splits that fill the GPU, rows per block...) scale
-/// their thresholds with it, so that a Hopper with fewer SMs (H20: 78,
-/// H100 PCIe: 114) gets the same shape of plan, and a workspace query and
-/// the launch it sizes agree on one device. kMeasuredMultiprocessors when
-/// no CUDA driver or no current context answers (a size query on a machine
-/// without a GPU).
-int64_t getPlanningMultiprocessors();
+/// What a plan is for: a launch (planned for the device it will run on:
+/// the current context's, made current as the launch would if there is
+/// none) or a size query (the current context's device if CUDA is already
+/// in use; never loads or initializes the driver, so a process may size
+/// its buffers and then fork).
+enum class PlanFor { Launch, SizeQuery };
+
+/// The SMs of the device a plan is for: the operators' plans (splits that
+/// fill the GPU, rows per block...) scale their thresholds with it, so that
+/// a Hopper with fewer SMs (H20: 78, H100 PCIe: 114) gets the same shape of
+/// plan. kMeasuredMultiprocessors when nothing answers (a size query before
+/// CUDA is used, or without a GPU); the plans never need more workspace
+/// with fewer SMs, so such an answer covers any Hopper.
+int64_t getPlanningMultiprocessors(PlanFor purpose);
 
 /// Compiles (once per process and specialization) and launches a builtin
 /// kernel of kernels-dsl/.

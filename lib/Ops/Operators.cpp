@@ -61,7 +61,7 @@ std::string topkParams(int64_t rows, int64_t columns, bool windowed,
     cache = 8192, candidates = 128, compact = 1, minBlocks = 5;
   } else if (columns <= kLargestCache &&
              // Two blocks per SM; measured at decode's 64 rows only.
-             rows <= 2 * getPlanningMultiprocessors()) {
+             rows <= 2 * getPlanningMultiprocessors(PlanFor::Launch)) {
     cache = columns <= 16384 ? 16384 : columns <= 32768 ? 32768 : kLargestCache;
     candidates = 128, compact = 1, minBlocks = 1;
   } else {
@@ -586,7 +586,8 @@ Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen, int64_t heads,
     return error;
   int64_t tokens = batch * seqLen;
   int64_t splits = sparseAttnSplits(
-      tokens, heads, topk, SparseAttnWave(getPlanningMultiprocessors()));
+      tokens, heads, topk,
+      SparseAttnWave(getPlanningMultiprocessors(PlanFor::SizeQuery)));
   *bytes = splits > 1 ? sparseAttnPartialBytes(tokens, heads, splits) : 0;
   return Error::success();
 }
@@ -630,7 +631,7 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                   layerRope->queryEps));
   }
   bool normalizeQuery = layerRope && layerRope->normalizeQuery;
-  SparseAttnWave wave(getPlanningMultiprocessors());
+  SparseAttnWave wave(getPlanningMultiprocessors(PlanFor::Launch));
   bool pair = sparseAttnClusterPair(tokens, heads, topk, wave);
   int64_t splits = sparseAttnSplits(tokens, heads, topk, wave);
   void *partialOut = o;

@@ -122,8 +122,9 @@ struct LinearTile {
 LinearTile linearTile(int64_t m, int64_t n, int64_t k, int64_t groups) {
   if (m > 64)
     return {128, kLinearBlockN, kLinearBlockK};
-  bool wide = groups == 1 && ((n >= 1024 && k >= 4096) ||
-                              n > 64 * getPlanningMultiprocessors());
+  bool wide =
+      groups == 1 && ((n >= 1024 && k >= 4096) ||
+                      n > 64 * getPlanningMultiprocessors(PlanFor::Launch));
   LinearTile tile{64, wide ? 128 : 64, wide ? 64 : 128};
   if (k % tile.blockK)
     tile.blockK = kLinearBlockK;
@@ -295,8 +296,8 @@ int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
   // parallelism gains (H200, m = 64: splitting wq_a 16 ways took 14.0 us,
   // 8 ways 7.5; wo_b 8 ways 35.5 us, 4 ways 25.5).
   // (128 blocks on the H200's 132 SMs, where it was measured.)
-  const int64_t wave =
-      getPlanningMultiprocessors() * 128 / kMeasuredMultiprocessors;
+  const int64_t wave = getPlanningMultiprocessors(PlanFor::Launch) * 128 /
+                       kMeasuredMultiprocessors;
   if (m < 1 || m > 64 || groups != 1 || n < 1 || k < kLinearBlockK ||
       k % kLinearBlockK)
     return 1;

@@ -350,6 +350,14 @@ std::string hisa::runtime::describeStrictness() {
   return strict.empty() ? std::string() : "strict=" + llvm::join(strict, ",");
 }
 
+void hisa::runtime::reportLine(const llvm::Twine &line) {
+  static std::mutex mutex;
+  std::string text = line.str() + "\n";
+  std::lock_guard<std::mutex> lock(mutex);
+  llvm::errs() << text;
+  llvm::errs().flush();
+}
+
 double hisa::runtime::getCompileTimeoutFromEnvironment() {
   const char *text = std::getenv("HISA_COMPILE_TIMEOUT_S");
   if (!text || !*text)
@@ -360,9 +368,12 @@ double hisa::runtime::getCompileTimeoutFromEnvironment() {
     return seconds;
   static std::once_flag warned;
   std::call_once(warned, [&] {
-    llvm::errs() << "hisa: ignoring HISA_COMPILE_TIMEOUT_S='" << text
-                 << "' (expected a positive number of seconds); the limit is "
-                 << llvm::format("%g", kDefaultCompileTimeoutSeconds) << " s\n";
+    std::string limit;
+    llvm::raw_string_ostream(limit)
+        << llvm::format("%g", kDefaultCompileTimeoutSeconds);
+    reportLine(llvm::Twine("hisa: ignoring HISA_COMPILE_TIMEOUT_S='") + text +
+               "' (expected a positive number of seconds); the limit is " +
+               limit + " s");
   });
   return kDefaultCompileTimeoutSeconds;
 }
@@ -575,9 +586,9 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     // Say so: the driver's JIT compiles the PTX at load time instead.
     static std::once_flag warned;
     std::call_once(warned, [] {
-      llvm::errs() << "hisa: ptxas not found (set HISA_PTXAS or CUDA_HOME); "
-                      "kernels are stored as PTX and compiled by the CUDA "
-                      "driver when loaded\n";
+      reportLine("hisa: ptxas not found (set HISA_PTXAS or CUDA_HOME); "
+                 "kernels are stored as PTX and compiled by the CUDA driver "
+                 "when loaded");
     });
     metadata.binaryKind = "ptx";
     compiled.binary = std::move(ptx);
@@ -615,7 +626,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     if (isStrict(strictVariable))
       return makeCompileError(message + " (refused: " + strictVariable +
                               " is set)");
-    llvm::errs() << "hisa: warning: " << message << "\n";
+    reportLine("hisa: warning: " + message);
     return llvm::Error::success();
   };
   // ptxas ran every wgmma alone (a wait after each): correct but several

@@ -7,6 +7,10 @@
 
 namespace hisa::runtime {
 
+/// Writes `line` (and a newline) to stderr in one piece: compilations run
+/// on several threads at once, and their warnings must not interleave.
+void reportLine(const llvm::Twine &line);
+
 /// The limit on one compilation, in seconds: $HISA_COMPILE_TIMEOUT_S if it
 /// is a positive number, else kDefaultCompileTimeoutSeconds (an invalid
 /// value is ignored, with a warning on stderr once).

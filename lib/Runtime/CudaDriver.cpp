@@ -234,11 +234,7 @@ llvm::Expected<CUdevice> CudaDriver::getCurrentDevice() const {
   return device;
 }
 
-llvm::Expected<int> CudaDriver::getMultiprocessorCount(CUdevice device) {
-  std::lock_guard<std::mutex> lock(multiprocessorCountsMutex);
-  auto found = multiprocessorCounts.find(device);
-  if (found != multiprocessorCounts.end())
-    return found->second;
+llvm::Expected<int> CudaDriver::getMultiprocessorCount(CUdevice device) const {
   int count = 0;
   if (llvm::Error error = checkCuda(
           deviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
@@ -249,7 +245,6 @@ llvm::Expected<int> CudaDriver::getMultiprocessorCount(CUdevice device) {
     return llvm::createStringError(
         std::make_error_code(std::errc::invalid_argument),
         "the driver reports %d SMs for device %d", count, device);
-  multiprocessorCounts[device] = count;
   return count;
 }
 

@@ -16,6 +16,7 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -231,10 +232,13 @@ public:
 
 private:
   std::shared_ptr<CompiledKernel> compiled;
+  /// Loads (owned by `modules`) take the mutex; launches read `published`
+  /// without it: threads driving different GPUs do not contend.
+  static constexpr size_t kMaxPublished = 64;
   std::mutex modulesMutex;
   std::vector<std::unique_ptr<ContextModule>> modules;
-  /// The module of the last launch: one comparison on the usual path.
-  std::atomic<const ContextModule *> lastUsed{nullptr};
+  std::array<std::atomic<const ContextModule *>, kMaxPublished> published{};
+  std::atomic<size_t> publishedCount{0};
   /// Each tensor map's recent encodings and the tensors they were encoded
   /// for: repeated launches on the same buffers (an orchestration layer's
   /// steps, where one specialization serves a few buffers) reuse them
@@ -270,15 +274,19 @@ Expected<const ContextModule *> LoadedKernelImpl::getModule(CudaDriver &driver,
       return ensured.takeError();
     context = *ensured;
   }
-  const ContextModule *last = lastUsed.load(std::memory_order_acquire);
-  if (last && last->context == context)
-    return last;
+  // (A context destroyed and another created at its address would be
+  // taken for it: hisa assumes contexts outlive the kernels it loads, as
+  // primary contexts, retained by torch or by ensureContext, do.)
+  size_t count = publishedCount.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) {
+    const ContextModule *loaded = published[i].load(std::memory_order_relaxed);
+    if (loaded->context == context)
+      return loaded;
+  }
   std::lock_guard<std::mutex> lock(modulesMutex);
   for (const std::unique_ptr<ContextModule> &loaded : modules)
-    if (loaded->context == context) {
-      lastUsed.store(loaded.get(), std::memory_order_release);
+    if (loaded->context == context)
       return loaded.get();
-    }
   const KernelMetadata &metadata = compiled->metadata;
   // Loading (and the zero row's allocation and copy) is not a stream
   // operation a graph can hold: inside a capture it would invalidate it.
@@ -309,7 +317,11 @@ Expected<const ContextModule *> LoadedKernelImpl::getModule(CudaDriver &driver,
   }
   modules.push_back(std::make_unique<ContextModule>(
       ContextModule{context, std::move(*module), *function, zeroRow}));
-  lastUsed.store(modules.back().get(), std::memory_order_release);
+  size_t slot = publishedCount.load(std::memory_order_relaxed);
+  if (slot < kMaxPublished) {
+    published[slot].store(modules.back().get(), std::memory_order_relaxed);
+    publishedCount.store(slot + 1, std::memory_order_release);
+  }
   return modules.back().get();
 }
 
@@ -653,7 +665,7 @@ struct Jit::State {
   /// waits for the first one's result; other kernels compile meanwhile.
   StringMap<std::shared_future<CompileOutcome>> compiling;
   CacheStatistics statistics;
-  bool warnedAboutCache = false;
+  std::atomic<bool> warnedAboutCache{false};
 
   /// The kernel from the disk cache (binaryPath set) or freshly compiled
   /// (binaryPath empty); called without the mutex.
@@ -695,9 +707,9 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
       std::lock_guard<std::mutex> lock(mutex);
       ++statistics.rejectedEntries;
     }
-    errs() << "hisa: kernel '" << kernelName
-           << "': rejected the cached entry: " << entry.reason
-           << "; recompiling\n";
+    reportLine("hisa: kernel '" + kernelName +
+               "': rejected the cached entry: " + entry.reason +
+               "; recompiling");
   }
   Expected<CompiledKernel> fresh = compileKernel(source, kernelName, key.params,
                                                  target, getCompileTimeout());
@@ -795,8 +807,8 @@ writeTemporaryBinary(const CompiledKernel &kernel) {
 /// temporary file (saying so once, `warned`); if that fails too, nowhere
 /// (binaryPathError says why). Never leaves a path that does not hold the
 /// binary. Called with the state's mutex held.
-static void placeBinary(DiskCache &disk, bool &warned, CompiledKernel &kernel,
-                        const CacheKey &key) {
+static void placeBinary(DiskCache &disk, std::atomic<bool> &warned,
+                        CompiledKernel &kernel, const CacheKey &key) {
   kernel.binaryPath.clear();
   kernel.binaryPathError.clear();
   Error stored =
@@ -817,16 +829,16 @@ static void placeBinary(DiskCache &disk, bool &warned, CompiledKernel &kernel,
     kernel.binaryPathError = "cannot write the kernel cache (" + cacheError +
                              ") nor a temporary file (" +
                              toString(temporary.takeError()) + ")";
-    errs() << "hisa: kernel '" << kernel.metadata.kernelName
-           << "': " << kernel.binaryPathError << "\n";
+    reportLine("hisa: kernel '" + kernel.metadata.kernelName +
+               "': " + kernel.binaryPathError);
     return;
   }
   kernel.binaryPath = std::move(*temporary);
-  if (!warned) {
-    warned = true;
-    errs() << "hisa: cannot write the kernel cache (" << cacheError
-           << "); compiled kernels go to private temporary files instead (e.g. "
-           << kernel.binaryPath << ") and are recompiled by every process\n";
+  if (!warned.exchange(true)) {
+    reportLine("hisa: cannot write the kernel cache (" + cacheError +
+               "); compiled kernels go to private temporary files instead "
+               "(e.g. " +
+               kernel.binaryPath + ") and are recompiled by every process");
   }
 }
 
@@ -857,7 +869,13 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
   if (underWay != state->compiling.end()) {
     std::shared_future<CompileOutcome> result = underWay->second;
     lock.unlock();
-    return result.get().get();
+    const CompileOutcome &outcome = result.get();
+    if (outcome.kernel) {
+      // Served from memory (another caller's compilation), as a hit.
+      std::lock_guard<std::mutex> counted(state->mutex);
+      ++state->statistics.memoryHits;
+    }
+    return outcome.get();
   }
   state->compiling[key->digest] = promise.get_future().share();
   lock.unlock();
@@ -869,10 +887,11 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
   CompileOutcome outcome = kernel
                                ? CompileOutcome{*kernel}
                                : CompileOutcome::fromError(kernel.takeError());
-  lock.lock();
-  // A fresh binary goes to the disk cache; a disk hit is served from there.
+  // A fresh binary goes to the disk cache (file I/O, without the lock: the
+  // kernel is not published yet); a disk hit is served from there.
   if (outcome.kernel && outcome.kernel->binaryPath.empty())
     placeBinary(state->disk, state->warnedAboutCache, *outcome.kernel, *key);
+  lock.lock();
   if (outcome.kernel)
     state->compiled[key->digest] = outcome.kernel;
   state->compiling.erase(key->digest);
@@ -882,7 +901,8 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
 }
 
 Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
-                                        StringRef params, StringRef target) {
+                                        StringRef params, StringRef target,
+                                        void *stream) {
   Expected<CacheKey> key = computeCacheKey(source, kernelName, params, target);
   if (!key)
     return key.takeError();
@@ -890,11 +910,10 @@ Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     auto found = state->loaded.find(key->digest);
-    if (found != state->loaded.end()) {
-      ++state->statistics.memoryHits;
+    if (found != state->loaded.end())
       kernel = found->second.get();
-    }
   }
+  bool memoryHit = kernel != nullptr;
   if (!kernel) {
     Expected<std::shared_ptr<CompiledKernel>> compiled =
         compile(source, kernelName, params, target);
@@ -911,8 +930,13 @@ Expected<LoadedKernel *> Jit::getKernel(StringRef source, StringRef kernelName,
   Expected<CudaDriver &> driver = CudaDriver::get();
   if (!driver)
     return driver.takeError();
-  if (Expected<const ContextModule *> module = kernel->getModule(*driver);
+  if (Expected<const ContextModule *> module =
+          kernel->getModule(*driver, static_cast<CUstream>(stream));
       !module)
     return module.takeError();
+  if (memoryHit) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    ++state->statistics.memoryHits;
+  }
   return kernel;
 }

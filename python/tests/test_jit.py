@@ -130,22 +130,27 @@ def test_launch_checks_signature():
         kernel.launch(logits, "s", s)
 
 
-def test_compiles_from_several_threads_match_one_at_a_time(tmp_path, monkeypatch):
+def test_compiles_from_several_threads_match_one_at_a_time():
     """hisa_kernel_compile from four threads at once (the JIT compiles
-    without holding its lock): each caller gets the binary a lone call
-    gives, and each kernel is compiled once."""
+    without holding its lock): sources no cache has seen (a fresh comment
+    each), two threads on the same one. Each kernel is compiled once, and
+    each caller gets the binary of a lone call on the same source."""
     import concurrent.futures
+    import uuid
 
-    monkeypatch.setenv("HISA_CACHE_DIR", str(tmp_path / "unused"))
-    specs = [{"dim": 64, "kb": 64}, {"dim": 128, "kb": 128}, {"dim": 64, "kb": 256},
-             {"dim": 128, "kb": 128}]
+    base = jit.builtin_kernel_source(POOLING)
+    sources = [base + f"\n// {uuid.uuid4()}\n" for _ in range(3)]
+    requests = [(sources[0], {"dim": 64, "kb": 64}), (sources[1], {"dim": 128, "kb": 128}),
+                (sources[2], {"dim": 64, "kb": 256}), (sources[1], {"dim": 128, "kb": 128})]
+    before = jit.cache_stats().compiles
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        paths = list(pool.map(lambda p: jit.compile(POOLING, p), specs))
+        paths = list(pool.map(lambda r: jit.compile(POOLING, r[1], source=r[0]), requests))
+    assert jit.cache_stats().compiles - before == 3
     binaries = [open(path, "rb").read() for path in paths]
     assert binaries[1] == binaries[3]
     assert len({binaries[0], binaries[1], binaries[2]}) == 3
-    for spec, binary in zip(specs, binaries):
-        assert open(jit.compile(POOLING, spec), "rb").read() == binary
+    for (source, params), binary in zip(requests, binaries):
+        assert open(jit.compile(POOLING, params, source=source), "rb").read() == binary
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")

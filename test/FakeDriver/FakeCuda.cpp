@@ -158,6 +158,13 @@ void setMultiprocessorCount(int device, int count) {
     state().multiprocessors[device] = count;
 }
 
+void clearCurrentContext() { currentContext = nullptr; }
+
+ScopedDevices::~ScopedDevices() {
+  currentContext = primaryContext(0);
+  setDeviceCount(1);
+}
+
 void setStreamCapturing(void *stream, bool capturing) {
   std::lock_guard<std::mutex> lock(state().mutex);
   auto handle = reinterpret_cast<uintptr_t>(stream);

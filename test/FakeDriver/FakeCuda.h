@@ -64,8 +64,22 @@ void setMemoryLimit(size_t bytes);
 /// Devices the fake reports (1 to 8; default 1), each with its own
 /// primary context.
 void setDeviceCount(int count);
-/// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of `device` (default 132).
+
+/// For a test's scope: `count` devices, then one again and device 0's
+/// context current, also when the test stops at a failed assertion.
+class ScopedDevices {
+public:
+  explicit ScopedDevices(int count) { setDeviceCount(count); }
+  ~ScopedDevices();
+  ScopedDevices(const ScopedDevices &) = delete;
+  ScopedDevices &operator=(const ScopedDevices &) = delete;
+};
+/// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of `device` (default 132; the
+/// operators remember the answer per thread and context).
 void setMultiprocessorCount(int device, int count);
+/// Leaves the calling thread with no current context (a thread CUDA has
+/// not been used on; every thread starts with device 0's).
+void clearCurrentContext();
 /// Whether cuStreamIsCapturing reports `stream` as being captured.
 void setStreamCapturing(void *stream, bool capturing);
 

@@ -229,7 +229,7 @@ void makeCurrent(int device) {
 
 TEST(LaunchPath, AKernelLoadsIntoEachContextItIsLaunchedIn) {
   // One process, two GPUs: the same kernel handle launched on either.
-  hisa::fake_cuda::setDeviceCount(2);
+  hisa::fake_cuda::ScopedDevices devices(2);
   LoadedKernel *kernel = logitsKernel();
   ASSERT_TRUE(kernel);
   LogitsBuffers buffers(2, 256);
@@ -252,12 +252,10 @@ TEST(LaunchPath, AKernelLoadsIntoEachContextItIsLaunchedIn) {
   }
   // Loaded once on device 1 (device 0 had it before), never again.
   EXPECT_EQ(newLoads(), 1);
-  makeCurrent(0);
-  hisa::fake_cuda::setDeviceCount(1);
 }
 
 TEST(LaunchPath, FirstLaunchInAContextDuringACaptureIsRefused) {
-  hisa::fake_cuda::setDeviceCount(3);
+  hisa::fake_cuda::ScopedDevices devices(3);
   LoadedKernel *kernel = logitsKernel();
   ASSERT_TRUE(kernel);
   LogitsBuffers buffers(2, 256);
@@ -285,8 +283,6 @@ TEST(LaunchPath, FirstLaunchInAContextDuringACaptureIsRefused) {
   EXPECT_NE(message.find("mqa_logits_decode"), std::string::npos) << message;
   hisa::fake_cuda::setStreamCapturing(stream, false);
   EXPECT_FALSE(bool(launch()));
-  makeCurrent(0);
-  hisa::fake_cuda::setDeviceCount(1);
 }
 
 TEST(LaunchPath, TensorsOverTwoToThe48BytesAreRefused) {

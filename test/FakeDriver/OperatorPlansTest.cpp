@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 using hisa::fake_cuda::Call;
@@ -212,11 +213,20 @@ TEST(OperatorPlans, SparseAttnPairsBlocksInClustersFromAThirdOfTheSms) {
   EXPECT_EQ(split[0].grid[0], 44u * 3);
 }
 
+/// For a test's scope: device `device` reports `count` SMs.
+struct ScopedSmCount {
+  int device;
+  ScopedSmCount(int device, int count) : device(device) {
+    hisa::fake_cuda::setMultiprocessorCount(device, count);
+  }
+  ~ScopedSmCount() { hisa::fake_cuda::setMultiprocessorCount(device, 132); }
+};
+
 TEST(OperatorPlans, SparseAttnPlansForTheCurrentDevicesSms) {
   // An H20 (78 SMs) as device 1 beside an H200: the same call plans for
   // the device whose context is current, and its workspace query agrees.
-  hisa::fake_cuda::setDeviceCount(2);
-  hisa::fake_cuda::setMultiprocessorCount(1, 78);
+  hisa::fake_cuda::ScopedDevices devices(2);
+  ScopedSmCount h20Sms(1, 78);
   CUcontext h200 = nullptr, h20 = nullptr;
   ASSERT_EQ(cuDevicePrimaryCtxRetain(&h200, 0), CUDA_SUCCESS);
   ASSERT_EQ(cuDevicePrimaryCtxRetain(&h20, 1), CUDA_SUCCESS);
@@ -236,8 +246,71 @@ TEST(OperatorPlans, SparseAttnPlansForTheCurrentDevicesSms) {
   EXPECT_EQ(split[0].device, 1);
   ASSERT_EQ(cuCtxSetCurrent(h200), CUDA_SUCCESS);
   EXPECT_EQ(sparseAttnDecodePlan(20, 64, 640, 4096)[0].grid[0], 20u * 6);
-  hisa::fake_cuda::setMultiprocessorCount(1, 132);
-  hisa::fake_cuda::setDeviceCount(1);
+}
+
+TEST(OperatorPlans, SparseAttnFromAThreadWithoutAContextPlansForDeviceZero) {
+  // A server thread that has not used CUDA yet: the size query (no
+  // context) answers for 132 SMs, which covers any Hopper; the launch makes
+  // device 0's context current, as it would anyway, and plans for its SMs
+  // (an H20's 78: 3 splits of 20 tokens, within the queried workspace).
+  ScopedSmCount h20Sms(0, 78);
+  std::thread fresh([] {
+    hisa::fake_cuda::clearCurrentContext();
+    uint64_t bytes = 0;
+    ASSERT_EQ(hisa_sparse_attn_workspace_size(20, 1, 64, 640, &bytes), HISA_OK)
+        << hisa_last_error();
+    uint64_t perSplit = 20 * 64 * (512 * 4 + 4);
+    EXPECT_GE(bytes, 6 * perSplit); // the 132-SM plan's 6 splits
+    void *q = deviceBuffer(20 * 64 * 512 * 2);
+    void *kv = deviceBuffer(20 * 4096 * 512 * 2);
+    auto *sink = static_cast<float *>(deviceBuffer(64 * 4));
+    auto *idx = static_cast<int32_t *>(deviceBuffer(20 * 640 * 4));
+    void *o = deviceBuffer(20 * 64 * 512 * 2);
+    void *workspace = deviceBuffer(bytes);
+    hisa::fake_cuda::clearCurrentContext();
+    hisa::fake_cuda::resetCalls();
+    ASSERT_EQ(hisa_sparse_attn(q, kv, sink, idx, o, nullptr, 20, 1, 64, 4096,
+                               640, 0.044f, workspace, bytes, nullptr),
+              HISA_OK)
+        << hisa_last_error();
+    std::vector<Call> launches;
+    for (const Call &call : hisa::fake_cuda::calls())
+      if (call.kind == Call::Launch)
+        launches.push_back(call);
+    ASSERT_EQ(names(launches), (std::vector<std::string>{
+                                   "sparse_attn_ws", "sparse_attn_combine"}));
+    EXPECT_EQ(launches[0].grid[0], 20u * 3);
+  });
+  fresh.join();
+}
+
+TEST(OperatorPlans, FirstCallOfASpecializationInACaptureIsRefused) {
+  // Its first call compiles and loads the kernel: loading inside a stream
+  // capture would break the capture, so the call says so instead.
+  CUstream stream = someStream();
+  const int64_t n = 300, dim = 64, kb = 64;
+  void *k = deviceBuffer(n * dim);
+  auto *scale = static_cast<float *>(deviceBuffer(n * 4));
+  void *blocked = deviceBuffer(5 * dim);
+  auto *blockedScale = static_cast<float *>(deviceBuffer(5 * 4));
+  hisa::fake_cuda::setStreamCapturing(stream, true);
+  EXPECT_EQ(hisa_fp8_block_mean_pooling(k, scale, blocked, blockedScale, n, dim,
+                                        kb, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  std::string message = hisa_last_error();
+  EXPECT_NE(message.find("captured"), std::string::npos) << message;
+  hisa::fake_cuda::setStreamCapturing(stream, false);
+  // Warmed up outside the capture, the call is captured like any other.
+  ASSERT_EQ(hisa_fp8_block_mean_pooling(k, scale, blocked, blockedScale, n, dim,
+                                        kb, stream),
+            HISA_OK)
+      << hisa_last_error();
+  hisa::fake_cuda::setStreamCapturing(stream, true);
+  EXPECT_EQ(hisa_fp8_block_mean_pooling(k, scale, blocked, blockedScale, n, dim,
+                                        kb, stream),
+            HISA_OK)
+      << hisa_last_error();
+  hisa::fake_cuda::setStreamCapturing(stream, false);
 }
 
 TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {

@@ -24,7 +24,6 @@
 #define HISA_RUNTIME_CUDADRIVER_H
 
 #include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -126,8 +125,8 @@ public:
   /// The device of the context current on this thread.
   llvm::Expected<CUdevice> getCurrentDevice() const;
 
-  /// The number of SMs of `device` (asked once per device).
-  llvm::Expected<int> getMultiprocessorCount(CUdevice device);
+  /// The number of SMs of `device`.
+  llvm::Expected<int> getMultiprocessorCount(CUdevice device) const;
 
   /// Checks that `pointer` is memory a kernel can access: device memory or
   /// managed memory. Host memory, pinned or not, and null are rejected with
@@ -202,9 +201,6 @@ private:
   CudaDriver() = default;
 
   void *library = nullptr; // dlopen handle; deliberately never closed
-
-  std::mutex multiprocessorCountsMutex;
-  llvm::DenseMap<CUdevice, int> multiprocessorCounts;
 
   // The primary context ensureContext() retained, if it had to.
   std::mutex primaryContextMutex;

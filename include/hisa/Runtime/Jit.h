@@ -200,11 +200,15 @@ public:
   compile(llvm::StringRef source, llvm::StringRef kernelName,
           llvm::StringRef params, llvm::StringRef target);
 
-  /// Compiles or finds, then loads into the current CUDA context.
+  /// Compiles or finds, then loads into the current CUDA context. With the
+  /// `stream` (a CUstream) the caller will launch on, loading is refused
+  /// while that stream is being captured into a CUDA graph (it would break
+  /// the capture).
   llvm::Expected<LoadedKernel *> getKernel(llvm::StringRef source,
                                            llvm::StringRef kernelName,
                                            llvm::StringRef params,
-                                           llvm::StringRef target);
+                                           llvm::StringRef target,
+                                           void *stream = nullptr);
 
   CacheStatistics getStatistics() const;
 
