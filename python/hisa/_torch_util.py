@@ -39,6 +39,24 @@ def check_same_device(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tens
         )
 
 
+def check_no_grad(op: str, named: Iterable) -> None:
+    """hisa's operators have no backward: with grad mode on, an input that
+    requires grad would get no gradient through them, silently. Refuse
+    instead (torch.no_grad(), torch.inference_mode() or .detach() say the
+    caller means it). `named`: (name, value) pairs; values that are not
+    tensors are left to the other checks."""
+    if not torch.is_grad_enabled():
+        return
+    for name, t in named:
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            raise InvalidArgumentError(
+                f"{op}: {name} requires grad, but hisa's {op} has no backward, so "
+                f"{name} would silently get no gradient through it; call it under "
+                "torch.no_grad() or torch.inference_mode(), or pass "
+                f"{name}.detach()"
+            )
+
+
 def check_dtype(name: str, t: torch.Tensor, dtype: torch.dtype) -> None:
     if t.dtype != dtype:
         raise InvalidArgumentError(f"{name} must have dtype {dtype}, got {t.dtype}")

@@ -44,6 +44,7 @@ from ._torch_util import (
     check_contiguous,
     check_cuda,
     check_dtype,
+    check_no_grad,
     check_int,
     check_rank,
     check_same_device,
@@ -116,6 +117,7 @@ def fp8_block_mean_pooling(
     k = check_tensor("k", k)
     k_scale = check_tensor("k_scale", k_scale)
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
+    check_no_grad("fp8_block_mean_pooling", (("k", k), ("k_scale", k_scale)))
 
     check_cuda("k", k)
     check_cuda("k_scale", k_scale)
@@ -202,6 +204,7 @@ def clean_and_maintain_logits_(
     logits = check_tensor("logits", logits)
     ks = check_tensor("ks", ks)
     ke = check_tensor("ke", ke)
+    check_no_grad("clean_and_maintain_logits_", (("logits", logits),))
 
     check_cuda("logits", logits)
     check_cuda("ks", ks)
@@ -351,6 +354,8 @@ def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
     ends = check_tensor(end_name, ends)
     tensors = ((k_name, keys), (s_name, scales), (w_name, weights), (start_name, starts),
                (end_name, ends))
+    check_no_grad("mqa_logits" if rows_sym == "N" else "pool_mqa_logits",
+                  ((q_name, q), (k_name, keys), (s_name, scales), (w_name, weights)))
 
     check_cuda(q_name, q)
     for name, t in tensors:
@@ -533,6 +538,8 @@ def block_sparse_mqa_logits(
     weights = check_tensor("weights", weights)
     ks = check_tensor("ks", ks)
     ke = check_tensor("ke", ke)
+    check_no_grad("block_sparse_mqa_logits",
+                  (("q", q), ("k", k), ("k_scale", k_scale), ("weights", weights)))
     tensors = (("k", k), ("k_scale", k_scale), ("topk_block_index", topk_block_index),
                ("weights", weights), ("ks", ks), ("ke", ke))
 
@@ -946,6 +953,7 @@ def sparse_attn(
     if torch.compiler.is_compiling():
         o, lse = torch.ops.hisa.sparse_attn(q, kv, attn_sink, topk_idxs, float(softmax_scale))
         return (o, lse) if return_lse else o
+    check_no_grad("sparse_attn", (("q", q), ("kv", kv), ("attn_sink", attn_sink)))
     q = check_tensor("q", q)
     check_cuda("q", q)
     for name, t in (("kv", kv), ("attn_sink", attn_sink), ("topk_idxs", topk_idxs)):
@@ -1016,6 +1024,7 @@ def flash_attn(
     if torch.compiler.is_compiling():
         return torch.ops.hisa.flash_attn(q, k, v, bool(causal),
                                          float(q.shape[-1] ** -0.5 if scale is None else scale))
+    check_no_grad("flash_attn", (("q", q), ("k", k), ("v", v)))
     q = check_tensor("q", q)
     check_cuda("q", q)
     for name, t in (("k", k), ("v", v)):

@@ -48,3 +48,40 @@ def test_jit_params_validation():
         hisa.jit.format_params({"a=b": 1})
     assert hisa.jit.format_params({"kb": 64, "dim": 128}) == "dim=128,kb=64"
     assert hisa.jit.format_params(None) == "" and hisa.jit.format_params({}) == ""
+
+
+# hisa's operators have no backward: with grad mode on, an input that
+# requires grad is refused (its gradient would silently be lost), before
+# any other check, so these run without a GPU.
+GRAD_CASES = [
+    ("sparse_attn", lambda q: hisa.sparse_attn(q, q, q, q, 0.1), "q"),
+    ("flash_attn", lambda q: hisa.flash_attn(q, q, q), "q"),
+    ("mqa_logits", lambda w: hisa.mqa_logits(w, w, w, w, w, w), "q"),
+    ("pool_mqa_logits", lambda w: hisa.pool_mqa_logits(w, w, w, w, w, w), "q"),
+    ("block_sparse_mqa_logits",
+     lambda w: hisa.block_sparse_mqa_logits(w, w, w, w, 128, w, w, w), "q"),
+    ("fp8_block_mean_pooling", lambda w: hisa.fp8_block_mean_pooling(w, w), "k"),
+    ("clean_and_maintain_logits_", lambda w: hisa.clean_and_maintain_logits_(w, w, w),
+     "logits"),
+]
+
+
+@pytest.mark.parametrize("op,call,first", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
+def test_inputs_that_require_grad_are_refused(op, call, first):
+    x = torch.zeros(2, 2, requires_grad=True)
+    with pytest.raises(ValueError, match=rf"{op}: {first} requires grad.*no backward"):
+        call(x)
+    # Under no_grad / inference_mode the same call goes on to the other
+    # checks (here: CPU tensors are not CUDA tensors).
+    with torch.no_grad():
+        with pytest.raises(ValueError) as info:
+            call(x)
+        assert "requires grad" not in str(info.value)
+    with torch.inference_mode():
+        with pytest.raises(ValueError) as info:
+            call(x)
+        assert "requires grad" not in str(info.value)
+    # Detached inputs pass this check too.
+    with pytest.raises(ValueError) as info:
+        call(x.detach())
+    assert "requires grad" not in str(info.value)

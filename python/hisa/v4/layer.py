@@ -20,7 +20,7 @@ import torch
 
 from .. import _lib
 from .._lib import InvalidArgumentError
-from .._torch_util import ensure_context, stream_handle
+from .._torch_util import check_no_grad, ensure_context, stream_handle
 
 _MATRICES = ("wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate", "i_wq", "i_weights",
              "i_wkv", "i_wgate")
@@ -37,6 +37,10 @@ class Attention:
         if device.type != "cuda":
             raise InvalidArgumentError(f"weights must be CUDA tensors, wq_a is on {device}")
         self.device = device
+        # Weights that require grad: forward refuses to run with grad mode on
+        # (the layer has no backward; their gradients would be silently lost).
+        self._trainable = {f"weights['{name}']": t for name, t in weights.items()
+                           if isinstance(t, torch.Tensor) and t.requires_grad}
         # The layer reads the weights in place: keep converted copies alive.
         self._weights = {}
         for name, tensor in weights.items():
@@ -147,6 +151,7 @@ class Attention:
         tokens so far, x [B, 1, dim]); returns [B, S, dim] bf16, in `out`
         when given (a contiguous bf16 tensor of x's shape on the layer's
         device: a CUDA graph capture then allocates nothing)."""
+        check_no_grad("v4.Attention", [("x", x)] + list(self._trainable.items()))
         if x.device != self.device:
             raise InvalidArgumentError(f"x is on {x.device}, the layer on {self.device}")
         if x.dim() != 3 or x.shape[0] != self.batch or x.shape[2] != self.config.dim:
