@@ -13,6 +13,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -57,6 +58,9 @@ LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   TileToNVVMOptions lowering;
   lowering.copyOptionValuesFrom(options);
   lowering.chip = target.chip;
+  // Features given in chip= ("sm_90a,+narrow-indices") travel on.
+  if (target.narrowIndices)
+    lowering.features.push_back("+narrow-indices");
   buildTileLoweringPipeline(pm, lowering);
   return success();
 }
@@ -82,6 +86,16 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  TargetSpec spec;
+  std::string ignored; // (buildTileToNVVMPipeline has checked the options)
+  if (getTarget(options, spec, ignored) && spec.narrowIndices) {
+    device.addPass(createTileBoundDims());
+    arith::ArithIntRangeNarrowingOptions narrow;
+    narrow.bitwidthsSupported = {32};
+    device.addPass(arith::createArithIntRangeNarrowing(narrow));
+    device.addPass(arith::createIntRangeOptimizationsPass());
+    device.addPass(createCanonicalizerPass());
+  }
   device.addPass(createTileLowerSCFToCFBottomUp());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertNVGPUToNVVMPass());

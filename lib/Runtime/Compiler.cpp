@@ -563,6 +563,11 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
 
   TileToNVVMOptions options;
   options.chip = target.str();
+  if (spec.narrowIndices) {
+    options.features = {"+narrow-indices"};
+    // The kernel assumes every run-time size below 2^31: launches check.
+    metadata.int32Sizes = true;
+  }
   std::unique_ptr<PassManager> lower = makePassManager();
   buildTileLoweringPipeline(*lower, options);
   GpuModuleToBinaryPassOptions binaryOptions;

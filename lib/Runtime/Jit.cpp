@@ -388,6 +388,11 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
         return makeError(formatv(
             "{0}: dimension {1} is {2} but the kernel was specialized for {3}",
             what(), d, size, expected.shape[d]));
+      if (metadata.int32Sizes && size > INT32_MAX)
+        return makeError(formatv("{0}: dimension {1} is {2}, but the kernel "
+                                 "was compiled with +narrow-indices for "
+                                 "sizes below 2^31",
+                                 what(), d, size));
       empty |= size == 0;
       if (!empty && !tooLarge &&
           (__builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes) ||

@@ -10,6 +10,7 @@
 //   inst <op> <a> <b> <immediate> <bits>
 //   grid <value id>...
 //   gridwait                  (the kernel waits for its prerequisite grids)
+//   int32sizes                (compiled for run-time sizes below 2^31)
 //   cluster <blocks>          (thread-block clusters of that many blocks
 //                              along x; absent: no clusters)
 //
@@ -65,6 +66,8 @@ std::string KernelMetadata::serialize() const {
   os << "\n";
   if (waitsForPrerequisiteGrids)
     os << "gridwait\n";
+  if (int32Sizes)
+    os << "int32sizes\n";
   if (clusterBlocks > 1)
     os << "cluster " << clusterBlocks << "\n";
   return text;
@@ -150,6 +153,8 @@ Expected<KernelMetadata> KernelMetadata::parse(StringRef text) {
       metadata.program.push_back(inst);
     } else if (fields[0] == "gridwait" && fields.size() == 1) {
       metadata.waitsForPrerequisiteGrids = true;
+    } else if (fields[0] == "int32sizes" && fields.size() == 1) {
+      metadata.int32Sizes = true;
     } else if (fields[0] == "cluster") {
       if (fields.size() != 2 || !number(1, metadata.clusterBlocks) ||
           metadata.clusterBlocks < 1 || metadata.clusterBlocks > 8)

@@ -8,7 +8,9 @@
 
 using namespace hisa;
 
-llvm::StringRef hisa::getKnownTargetFeatures() { return "+tma, -tma"; }
+llvm::StringRef hisa::getKnownTargetFeatures() {
+  return "+tma, -tma, +narrow-indices, -narrow-indices";
+}
 
 llvm::StringRef hisa::getSupportedChips() {
   return "sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a: the lowering emits PTX "
@@ -29,6 +31,10 @@ bool hisa::applyTargetFeatures(llvm::ArrayRef<std::string> features,
     feature = feature.trim();
     if (feature == "+tma" || feature == "-tma") {
       spec.tma = feature == "+tma";
+      continue;
+    }
+    if (feature == "+narrow-indices" || feature == "-narrow-indices") {
+      spec.narrowIndices = feature == "+narrow-indices";
       continue;
     }
     error = ("unknown feature '" + feature + "'" +

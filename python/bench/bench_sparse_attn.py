@@ -201,15 +201,16 @@ def rope_tables_unused():
             torch.zeros(1, dtype=torch.int32, device="cuda"))
 
 
-def kernel_variant(q, kv, sink, idx, name, extra=None, source=None):
+def kernel_variant(q, kv, sink, idx, name, extra=None, source=None, target="sm_90a"):
     """A call of a sparse_attn kernel variant (plain or warp-specialized,
-    other parameters, or another `source` text of it) with the operator's
-    arguments (no split: enough tokens), through the JIT."""
+    other parameters, another `source` text of it, or another `target`
+    string such as "sm_90a,+narrow-indices") with the operator's arguments
+    (no split: enough tokens), through the JIT."""
     b, s, h, _ = q.shape
     nkv, k = kv.shape[1], idx.shape[2]
     params = {"topk_pad": -(-k // 64) * 64, "head_blocks": -(-h // 64), "lse": 0, "splits": 1}
     params.update(extra or {})
-    kernel = hisa.jit.get_kernel(name, params, source=source)
+    kernel = hisa.jit.get_kernel(name, params, target=target, source=source)
     o = torch.empty_like(q)
     unused_part = torch.empty(1, 1, 1, D, device="cuda")
     unused_lse = torch.empty(1, 1, 1, device="cuda")

@@ -304,3 +304,23 @@ TEST(LaunchPath, TensorsOverTwoToThe48BytesAreRefused) {
   EXPECT_NE(message.find("2^48"), std::string::npos) << message;
   EXPECT_NE(message.find("'k'"), std::string::npos) << message;
 }
+
+TEST(LaunchPath, NarrowIndicesKernelsRefuseSizesFromTwoToThe31) {
+  // +narrow-indices: the kernel's index arithmetic assumes every run-time
+  // size below 2^31; its metadata says so and launches check it.
+  auto narrow = Jit::get().getKernel(
+      getBuiltinKernelSource("mqa_logits_decode"), "mqa_logits_decode",
+      "dim=128,heads=64", "sm_90a,+narrow-indices");
+  ASSERT_TRUE(bool(narrow)) << toString(narrow.takeError());
+  EXPECT_TRUE((*narrow)->getMetadata().int32Sizes);
+  LoadedKernel *plain = logitsKernel();
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->getMetadata().int32Sizes);
+  LogitsBuffers buffers(2, 256);
+  EXPECT_FALSE(bool(buffers.launch(**narrow)));
+  llvm::Error error = buffers.launch(**narrow, nullptr, int64_t(1) << 31);
+  ASSERT_TRUE(bool(error));
+  std::string message = toString(std::move(error));
+  EXPECT_NE(message.find("+narrow-indices"), std::string::npos) << message;
+  EXPECT_NE(message.find("'k'"), std::string::npos) << message;
+}

@@ -29,8 +29,8 @@
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NO-TMA-NOT: cp.async.bulk.tensor
 // NO-TMA: nvvm.cp.async.shared.global
-// UNKNOWN: tile-to-nvvm: unknown feature '-wgmma' (known: +tma, -tma)
-// PTX: tile-to-nvvm: unknown feature '+ptx80' (known: +tma, -tma)
+// UNKNOWN: tile-to-nvvm: unknown feature '-wgmma' (known: +tma, -tma, +narrow-indices, -narrow-indices)
+// PTX: tile-to-nvvm: unknown feature '+ptx80' (known: +tma, -tma, +narrow-indices, -narrow-indices)
 // CHIP: tile-to-nvvm: invalid target 'gfx90a' (expected a chip such as sm_90a, optionally with features: sm_90a,-tma)
 // OLD: no such option tma
 // PTX-NO-TMA: .target sm_90a
@@ -66,3 +66,13 @@ tile.kernel @stream(%x: !tile.global<[?, 64], f32>, %out: !tile.global<[64, 64],
     tile.copy %acc to %out[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[64, 64], f32>
   }
 }
+
+// +narrow-indices bounds the run-time sizes and narrows the index
+// arithmetic that uses them (the kernels then refuse sizes from 2^31 on at
+// launch; bound-dims.mlir checks the rewrite); off by default.
+// RUN: hisa-opt %s --tile-to-nvvm="features=+narrow-indices" --mlir-print-ir-after=tile-bound-dims,arith-int-range-narrowing 2>&1 >/dev/null | FileCheck %s --check-prefix=NARROW
+// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_90a,+narrow-indices" --mlir-print-ir-after=tile-bound-dims,arith-int-range-narrowing 2>&1 >/dev/null | FileCheck %s --check-prefix=NARROW
+// RUN: hisa-opt %s --tile-to-nvvm --mlir-print-ir-after=tile-bound-dims 2>&1 >/dev/null | FileCheck %s --check-prefix=NO-NARROW --allow-empty
+// NARROW: IR Dump After TileBoundDims
+// NARROW: IR Dump After ArithIntRangeNarrowing
+// NO-NARROW-NOT: TileBoundDims

@@ -82,7 +82,8 @@ std::string compileError(llvm::StringRef target) {
 TEST(Jit, RefusesUnknownTargetFeatures) {
   std::string message = compileError("sm_90a,-wgmma");
   EXPECT_NE(message.find("unknown feature '-wgmma' in target "
-                         "'sm_90a,-wgmma' (known: +tma, -tma)"),
+                         "'sm_90a,-wgmma' (known: +tma, -tma, +narrow-indices, "
+                         "-narrow-indices)"),
             std::string::npos)
       << message;
   message = compileError("gfx90a");

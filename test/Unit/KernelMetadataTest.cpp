@@ -59,6 +59,17 @@ TEST(KernelMetadata, RoundTripsTheGridWait) {
   EXPECT_FALSE(parsed->waitsForPrerequisiteGrids);
 }
 
+TEST(KernelMetadata, RoundTripsTheInt32SizesContract) {
+  KernelMetadata metadata = makePooling();
+  EXPECT_EQ(metadata.serialize().find("int32sizes"), std::string::npos);
+  metadata.int32Sizes = true;
+  llvm::Expected<KernelMetadata> parsed =
+      KernelMetadata::parse(metadata.serialize());
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_TRUE(parsed->int32Sizes);
+  EXPECT_EQ(parsed->serialize(), metadata.serialize());
+}
+
 TEST(KernelMetadata, RoundTripsTheClusterSize) {
   KernelMetadata metadata = makePooling();
   metadata.clusterBlocks = 2;

@@ -129,6 +129,9 @@ struct KernelMetadata {
   /// before it touches memory, so it may be launched as a programmatic
   /// dependent of the previous kernel in its stream.
   bool waitsForPrerequisiteGrids = false;
+  /// Compiled with +narrow-indices: every run-time size must be below 2^31
+  /// (launches refuse larger ones).
+  bool int32Sizes = false;
   /// Blocks per thread-block cluster along x (PTX .reqnctapercluster; 1:
   /// none). The grid's x extent must be a multiple of it.
   int64_t clusterBlocks = 1;

@@ -21,9 +21,14 @@ struct TargetSpec {
   std::string chip = "sm_90a";
   /// Stage eligible pipelined copies through TMA (sm_90 and newer).
   bool tma = true;
+  /// Do the index arithmetic of run-time sizes in 32 bits where their
+  /// range allows (tile-bound-dims + int-range narrowing); the kernels then
+  /// refuse sizes from 2^31 on at launch. Off by default (not yet measured).
+  bool narrowIndices = false;
 };
 
-/// The features every spelling accepts, for messages: "+tma, -tma".
+/// The features every spelling accepts, for messages: "+tma, -tma,
+/// +narrow-indices, -narrow-indices".
 llvm::StringRef getKnownTargetFeatures();
 
 /// Whether the lowering can target `chip`: sm_80, sm_86, sm_87, sm_89, sm_90

@@ -5,9 +5,11 @@ batched decode), beside the sparse_attn operator, in one process on the
 same inputs, every output checked against f32 torch first.
 
     PYTHONPATH=python python3 python/bench/probes/sparse_attn_wg_ab.py \
-        [--kernel sparse_attn_ws] [--ablation] - /tmp/variant.mlir[:PARAM=V,...] ...
+        [--kernel sparse_attn_ws] [--ablation] - /tmp/variant.mlir[:PARAM=V,...][@TARGET] ...
 
-Each variant is FILE[:PARAMS]; FILE "-" is the built-in source; a file's
+Each variant is FILE[:PARAMS][@TARGET]; FILE "-" is the built-in source;
+TARGET a JIT target string (default sm_90a; e.g. "-@sm_90a,+narrow-indices"
+A/Bs the 32-bit index arithmetic); a file's
 `hisa-variant` lines apply (so kernels-dsl/sparse_attn.mlir gives
 sparse_attn_ws). sparse_attn_ws runs with partial_sums = 1, as the
 operator does. Prints a markdown table (ms, TFLOP/s, time relative to the
@@ -46,7 +48,8 @@ def main():
         args = args[1:]
     variants = []
     for arg in args or ["-"]:
-        path, _, overrides = arg.partition(":")
+        spec, _, target = arg.partition("@")
+        path, _, overrides = spec.partition(":")
         params = {}
         for item in filter(None, overrides.split(",")):
             name, value = item.split("=")
@@ -57,8 +60,8 @@ def main():
         if path != "-":
             text = open(path).read()
             source = with_variants(text, text.split("tile.kernel @", 1)[1].split("(", 1)[0])[kernel]
-        variants.append((arg, params, source))
-    print("| shape | operator | " + " | ".join(os.path.basename(label) for label, _, _ in variants)
+        variants.append((arg, params, source, target or "sm_90a"))
+    print("| shape | operator | " + " | ".join(os.path.basename(label) for label, *_ in variants)
           + " |")
     print("| --- | ---: |" + " ---: |" * len(variants))
     failures = 0
@@ -69,10 +72,10 @@ def main():
         flops = 4 * b * s * h * k * D
         cells, base = [], None
         calls = [lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE)]
-        for _, params, source in variants:
+        for _, params, source, target in variants:
             pad = 128 if kernel == "sparse_attn_wg" else 64
             extra = {"topk_pad": -(-k // pad) * pad, **params}
-            calls.append(kernel_variant(q, kv, sink, idx, kernel, extra, source))
+            calls.append(kernel_variant(q, kv, sink, idx, kernel, extra, source, target))
         for call in calls:
             error = check(q, kv, sink, idx, call())
             wrong = not error < 1e-2
