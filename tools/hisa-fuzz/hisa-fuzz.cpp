@@ -1015,7 +1015,9 @@ std::string mutateBindings(StringRef text, Mutator &mutator, Rng &rng) {
                              "sm_90a,-tma"))));
   if (rng.chance(10))
     add("features=" +
-        rng.pick(splitWords("-tma -tma -tma +tma -tma,+tma +ptx80 garbage")));
+        rng.pick(splitWords("-tma -tma -tma +tma -tma,+tma +ptx80 garbage "
+                            "+narrow-indices +narrow-indices,-tma "
+                            "-narrow-indices")));
   if (rng.chance(3))
     add("opt-level=" + rng.pick(splitWords("0 1 2 -1 99")));
   return options;
@@ -1088,7 +1090,8 @@ Input generateInput(const Corpus &corpus, const std::vector<Mode> &modes,
                : rng.pick(splitWords(
                      "sm_90a,-tma sm_90a,+tma sm_80 sm_90 sm_86 sm_70 sm_100a "
                      "sm_90a,-tma,-tma sm_90a, , garbage sm_90a,+ptx80 "
-                     "sm_4294967296")));
+                     "sm_4294967296 sm_90a,+narrow-indices "
+                     "sm_90a,-tma,+narrow-indices sm_80,+narrow-indices")));
   }
   return input;
 }
