@@ -13,7 +13,6 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -90,10 +89,7 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   std::string ignored; // (buildTileToNVVMPipeline has checked the options)
   if (getTarget(options, spec, ignored) && spec.narrowIndices) {
     device.addPass(createTileBoundDims());
-    arith::ArithIntRangeNarrowingOptions narrow;
-    narrow.bitwidthsSupported = {32};
-    device.addPass(arith::createArithIntRangeNarrowing(narrow));
-    device.addPass(arith::createIntRangeOptimizationsPass());
+    device.addPass(createTileNarrowIndexArithmetic());
     device.addPass(createCanonicalizerPass());
   }
   device.addPass(createTileLowerSCFToCFBottomUp());

@@ -20,7 +20,6 @@
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -91,9 +90,6 @@ void hisa::registerAllHisaPasses() {
   mlir::registerGPUPasses();
   mlir::gpu::registerGPUToNVVMPipeline();
   mlir::memref::registerExpandStridedMetadataPass();
-  // The index narrowing of the +narrow-indices pipeline.
-  mlir::arith::registerArithIntRangeNarrowing();
-  mlir::arith::registerArithIntRangeOpts();
 
   mlir::registerArithToLLVMConversionPass();
   mlir::registerConvertControlFlowToLLVMPass();

@@ -70,9 +70,9 @@ tile.kernel @stream(%x: !tile.global<[?, 64], f32>, %out: !tile.global<[64, 64],
 // +narrow-indices bounds the run-time sizes and narrows the index
 // arithmetic that uses them (the kernels then refuse sizes from 2^31 on at
 // launch; bound-dims.mlir checks the rewrite); off by default.
-// RUN: hisa-opt %s --tile-to-nvvm="features=+narrow-indices" --mlir-print-ir-after=tile-bound-dims,arith-int-range-narrowing 2>&1 >/dev/null | FileCheck %s --check-prefix=NARROW
-// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_90a,+narrow-indices" --mlir-print-ir-after=tile-bound-dims,arith-int-range-narrowing 2>&1 >/dev/null | FileCheck %s --check-prefix=NARROW
+// RUN: hisa-opt %s --tile-to-nvvm="features=+narrow-indices" --mlir-print-ir-after=tile-bound-dims,tile-narrow-index-arithmetic 2>&1 >/dev/null | FileCheck %s --check-prefix=NARROW
+// RUN: hisa-opt %s --tile-to-nvvm="chip=sm_90a,+narrow-indices" --mlir-print-ir-after=tile-bound-dims,tile-narrow-index-arithmetic 2>&1 >/dev/null | FileCheck %s --check-prefix=NARROW
 // RUN: hisa-opt %s --tile-to-nvvm --mlir-print-ir-after=tile-bound-dims 2>&1 >/dev/null | FileCheck %s --check-prefix=NO-NARROW --allow-empty
 // NARROW: IR Dump After TileBoundDims
-// NARROW: IR Dump After ArithIntRangeNarrowing
+// NARROW: IR Dump After TileNarrowIndexArithmetic
 // NO-NARROW-NOT: TileBoundDims

@@ -183,15 +183,32 @@ def TileBoundDims : Pass<"tile-bound-dims", "::mlir::gpu::GPUModuleOp"> {
   let description = [{
     Each `memref.dim` result becomes `arith.minui(dim, 2^31 - 1)`, which
     integer range analysis reads as a bound, so that
-    `arith-int-range-narrowing` can do in 32 bits the index arithmetic that
-    involves run-time sizes (row offsets, bounds checks, loop trip counts);
-    64-bit index arithmetic costs two instructions where 32-bit costs one.
-    Sound only for launches whose sizes are all below 2^31: the pipeline
-    runs it for the target feature `+narrow-indices`, whose kernels record
-    that in their metadata, and the JIT refuses larger sizes at launch. Off
-    by default (static experiment, twenty-seventh session: 4-10% fewer
-    instructions in the attention and top-k kernels; not yet measured on a
-    GPU).
+    `tile-narrow-index-arithmetic` can do in 32 bits the index arithmetic
+    that involves run-time sizes (row offsets, bounds checks); 64-bit index
+    arithmetic costs two instructions where 32-bit costs one. Sound only
+    for launches whose sizes are all below 2^31: the pipeline runs it for
+    the target feature `+narrow-indices`, whose kernels record that in their
+    metadata, and the JIT refuses larger sizes at launch. Off by default
+    (not yet measured on a GPU).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def TileNarrowIndexArithmetic
+    : Pass<"tile-narrow-index-arithmetic", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Index arithmetic in 32 bits where every value is in [0, 2^31)";
+  let description = [{
+    Integer range analysis over the GPU module; each `arith` integer op on
+    `index` values (add, sub, mul, the divisions and remainders, min/max,
+    shifts, bitwise ops, `cmpi`) whose operands and results all lie in
+    [0, 2^31) becomes the same op on i32 between `index_castui` casts.
+    In that range a value means the same read as signed or unsigned, and
+    no 32-bit result wraps, so every op keeps its 64-bit meaning; ranges
+    that reach 2^31 or below 0 stay 64-bit. (Upstream's
+    `arith-int-range-narrowing` of LLVM 22 narrows a signed op whose
+    operands fit 32 bits only as unsigned numbers, e.g. `divsi` of a sum of
+    two sizes just below 2^31: wrong there.) Run after `tile-bound-dims`,
+    which gives the run-time sizes their range.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -1,5 +1,4 @@
 // RUN: hisa-opt %s --pass-pipeline="builtin.module(gpu.module(tile-bound-dims))" | FileCheck %s
-// RUN: hisa-opt %s --pass-pipeline="builtin.module(gpu.module(tile-bound-dims,arith-int-range-narrowing{int-bitwidths-supported=32}))" | FileCheck %s --check-prefix=NARROW
 
 // Each run-time size is bounded below 2^31 where it is read, so that range
 // analysis can narrow the arithmetic that uses it.
@@ -8,9 +7,7 @@
 // CHECK-DAG: %[[DIM:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?x?xf32>
 // CHECK: %[[BOUNDED:.*]] = arith.minui %[[DIM]], %[[MAX]] : index
 // CHECK: arith.remui %{{.*}}, %[[BOUNDED]] : index
-// A thread's column (< 128) modulo a size below 2^31 fits 32 bits.
-// NARROW-LABEL: gpu.func @row_offset
-// NARROW: arith.remui %{{.*}}, %{{.*}} : i32
+// (narrow-index-arithmetic.mlir: what the bound lets the narrowing do.)
 gpu.module @m {
   gpu.func @row_offset(%x: memref<?x?xf32>, %out: memref<?xf32>) kernel
       attributes {known_block_size = array<i32: 128, 1, 1>} {
