@@ -31,6 +31,7 @@ from typing import Callable, List, Optional, Tuple
 import torch
 
 from ._lib import InvalidArgumentError
+from ._torch_util import check_no_grad
 
 
 def zigzag_chunks(total: int, world: int) -> List[Tuple[int, int]]:
@@ -130,6 +131,8 @@ def sparse_attn_cp(q: torch.Tensor, kv: torch.Tensor, attn_sink: torch.Tensor,
         raise InvalidArgumentError(
             f"rank {rank} holds {count} of the {total} tokens; q has {q.shape[0]} rows, "
             f"topk_idxs {topk_idxs.shape[0]}")
+    # The gather moves kv as bytes, which drops requires_grad: check first.
+    check_no_grad("sparse_attn_cp", (("q", q), ("kv", kv), ("attn_sink", attn_sink)))
     kv_all = gather_tokens(kv, total, group)
     if attn is None:
         from .ops import sparse_attn as attn

@@ -35,6 +35,19 @@ def test_bad_rank_and_sizes_are_refused():
         cp.gather_tokens(torch.zeros(9, 3), 10)
 
 
+def test_sparse_attn_cp_refuses_kv_that_requires_grad():
+    # The all-gather moves kv as bytes, which would drop requires_grad: the
+    # check comes first (hisa's operators have no backward).
+    q = torch.zeros(4, 2, 8)
+    kv = torch.zeros(4, 8, requires_grad=True)
+    sink = torch.zeros(2)
+    idx = torch.zeros(4, 3, dtype=torch.int32)
+    with pytest.raises(ValueError, match="sparse_attn_cp: kv requires grad"):
+        cp.sparse_attn_cp(q, kv, sink, idx, 0.1, total=4, attn=lambda *a: a[0])
+    with torch.no_grad():
+        cp.sparse_attn_cp(q, kv, sink, idx, 0.1, total=4, attn=lambda *a: a[0])
+
+
 def reference_indexer(q, k, k_scale, weights, ks, ke, *, k_block_size, block_topk,
                       topk_tokens):
     """Flat MQA logits + exact top-k (ties to the lower position), offsets

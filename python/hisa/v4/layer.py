@@ -14,6 +14,7 @@ owns its caches, sized at construction; calls allocate nothing.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from typing import Dict, Optional
 
 import torch
@@ -37,10 +38,12 @@ class Attention:
         if device.type != "cuda":
             raise InvalidArgumentError(f"weights must be CUDA tensors, wq_a is on {device}")
         self.device = device
-        # Weights that require grad: forward refuses to run with grad mode on
-        # (the layer has no backward; their gradients would be silently lost).
-        self._trainable = {f"weights['{name}']": t for name, t in weights.items()
-                           if isinstance(t, torch.Tensor) and t.requires_grad}
+        # The caller's weights, weakly (the layer runs on converted copies
+        # and must not keep fp32 originals alive): forward refuses to run
+        # with grad mode on while one of them requires grad (the layer has
+        # no backward; their gradients would be silently lost).
+        self._originals = [(f"weights['{name}']", weakref.ref(t))
+                           for name, t in weights.items() if isinstance(t, torch.Tensor)]
         # The layer reads the weights in place: keep converted copies alive.
         self._weights = {}
         for name, tensor in weights.items():
@@ -151,7 +154,9 @@ class Attention:
         tokens so far, x [B, 1, dim]); returns [B, S, dim] bf16, in `out`
         when given (a contiguous bf16 tensor of x's shape on the layer's
         device: a CUDA graph capture then allocates nothing)."""
-        check_no_grad("v4.Attention", [("x", x)] + list(self._trainable.items()))
+        if torch.is_grad_enabled():
+            check_no_grad("v4.Attention",
+                          [("x", x)] + [(name, ref()) for name, ref in self._originals])
         if x.device != self.device:
             raise InvalidArgumentError(f"x is on {x.device}, the layer on {self.device}")
         if x.dim() != 3 or x.shape[0] != self.batch or x.shape[2] != self.config.dim:
