@@ -223,7 +223,11 @@ Expected<IndexerLayout> indexerLayout(const IndexerCpShape &shape,
                                shape.topkTokens};
   Expected<uint64_t> indexerBytes = indexer::hisaIndexerWorkspaceSize(single);
   if (!indexerBytes)
-    return indexerBytes.takeError();
+    // Its N is the caller's total: say so (the size checks are all).
+    return argumentError(formatv(
+        "hisa_indexer_cp: each rank's indexer runs over the keys of all "
+        "total = {0} tokens (N below): {1}",
+        shape.total, toString(indexerBytes.takeError())));
   IndexerLayout layout;
   uint64_t at = 0;
   auto piece = [&](uint64_t bytes) {

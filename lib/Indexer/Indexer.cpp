@@ -43,6 +43,12 @@ Error checkShape(const char *op, const IndexerShape &shape, bool hierarchical) {
                                  "largest tensor supported)",
                                  op, shape.m, shape.topkTokens));
   if (!hierarchical) {
+    // The exact top-k walks each row of n logits with 32-bit column
+    // arithmetic.
+    if (shape.n > ops::kTopkMaxColumns)
+      return argumentError(formatv("{0}: n = {1} keys exceed the {2} columns "
+                                   "the exact top-k selects from",
+                                   op, shape.n, ops::kTopkMaxColumns));
     // The workspace holds the [m, n] f32 logits.
     if (uint64_t(shape.m) * uint64_t(shape.n) * 4 > kMaxTensorBytes)
       return argumentError(formatv("{0}: the logits [m, n] = [{1}, {2}] f32 "

@@ -247,6 +247,12 @@ Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
     return error;
   if (Error error = checkIndexRange(op, "n", n))
     return error;
+  // Checked also when there is nothing to compute (m = 0): out's columns
+  // are int32 indices.
+  if (Error error = checkIndexRange(op, "topk", topk))
+    return error;
+  if (Error error = checkIndexRange(op, "topk * kb", topk * kb))
+    return error;
   if (Error error =
           checkTensorBytes(op, "out [m, topk * kb]", {m, topk, kb}, 4))
     return error;
@@ -278,7 +284,6 @@ static Error runTopk(const char *op, const char *kernel, const void *x,
     return error;
   // The kernel's column arithmetic is 32-bit and steps 1024 columns past
   // the last one (kernels-dsl/topk_f32.mlir, @topk_keys4).
-  constexpr int64_t kTopkMaxColumns = int64_t(1) << 30;
   if (columns > kTopkMaxColumns)
     return argumentError(formatv("{0}: columns = {1} exceeds {2} (the "
                                  "kernel's 32-bit column arithmetic)",

@@ -301,13 +301,19 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     return argumentError(
         formatv("{0}: compress_ratio = {1}; supported: 0, 4 (CSA), 128 (HCA)",
                 op, c.compressRatio));
+  // Sparse attention takes at most 4096 indices a token: the window's
+  // and the selected compressed entries.
+  constexpr int64_t kMaxIndexTopk = 4096 - kWindow;
   if (c.compressRatio == 4 && (c.indexHeads != 64 || c.indexTopk < 1 ||
-                               c.indexTopk > 4096 || maxSeq < 4))
+                               c.indexTopk > kMaxIndexTopk || maxSeq < 4))
     return argumentError(
         formatv("{0}: the CSA indexer needs index_heads = 64 (got {1}), 1 <= "
-                "index_topk <= 4096 (got {2}) and max_seq >= 4 (got {3})",
-                op, c.indexHeads, c.indexTopk, maxSeq));
-  if (batch < 1 || maxSeq < 1 || batch * maxSeq > INT32_MAX)
+                "index_topk <= {4} (got {2}; with the {5}-token window, sparse "
+                "attention's 4096 indices a token) and max_seq >= 4 (got {3})",
+                op, c.indexHeads, c.indexTopk, maxSeq, kMaxIndexTopk, kWindow));
+  // (Each bound before the product, which must not wrap.)
+  if (batch < 1 || maxSeq < 1 || batch > INT32_MAX || maxSeq > INT32_MAX ||
+      batch * maxSeq > INT32_MAX)
     return argumentError(formatv(
         "{0}: batch = {1}, max_seq = {2}: need batch, max_seq >= 1 and batch "
         "* max_seq <= {3}",

@@ -363,9 +363,9 @@ TEST(IndexerWorkspace, RefusesSizesWhoseBytesWrap) {
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("block_topk * k_block_size"), std::string::npos)
       << lastError();
-  // The [m, n] f32 logits: 2^64 bytes wrapped to 0.
-  EXPECT_EQ(hisa_flat_indexer_workspace_size(INT32_MAX, INT32_MAX, 64, 128, 256,
-                                             &bytes),
+  // The [m, n] f32 logits: 2^63 bytes (2^64 wrapped to 0 before).
+  EXPECT_EQ(hisa_flat_indexer_workspace_size(INT32_MAX, int64_t(1) << 30, 64,
+                                             128, 256, &bytes),
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("logits [m, n]"), std::string::npos)
       << lastError();
@@ -467,3 +467,26 @@ TEST(Jit, CompileRefusesAPathCapacityWithNoRoom) {
 }
 
 } // namespace
+
+// Found by the argument fuzz test with other seeds (HISA_CAPI_FUZZ_SEED).
+TEST(Indexer, ChecksItsSizesWithItsOwnNames) {
+  uint64_t bytes = 0;
+  // n past the exact top-k's rows: named n, not the inner top-k's columns.
+  EXPECT_EQ(hisa_flat_indexer_workspace_size(3, INT32_MAX, 64, 128, 16, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("n = 2147483647"), std::string::npos)
+      << lastError();
+  // A huge topk is refused also when there is no query to compute.
+  EXPECT_EQ(hisa_block_sparse_mqa_logits(
+                fake(), fake(), fake<float>(), fake<int32_t>(), fake<float>(),
+                fake<int32_t>(), fake<int32_t>(), fake<float>(), 0, 5000,
+                (int64_t(1) << 48) + 1, 128, 64, 128, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("topk"), std::string::npos) << lastError();
+  // The context-parallel indexer's N is the caller's total.
+  EXPECT_EQ(hisa_cp_hisa_indexer_workspace_size(INT32_MAX, 2, 1, 64, 128, 128,
+                                                16, 256, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("total = 2147483647"), std::string::npos)
+      << lastError();
+}

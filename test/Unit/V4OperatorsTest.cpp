@@ -325,6 +325,30 @@ TEST(V4Attention, CreateRefusesARopeBaseThatIsNotPositive) {
   EXPECT_EQ(createMessage(config).find("theta"), std::string::npos);
 }
 
+TEST(V4Attention, CreateNamesIndexTopkAndMaxSeq) {
+  // index_topk plus the 128-token window must fit sparse attention's 4096
+  // indices a token (the error named the inner topk_idxs).
+  hisa_v4_config config = smallConfig(4);
+  config.index_topk = 4000;
+  std::string message = createMessage(config);
+  EXPECT_NE(message.find("index_topk <= 3968"), std::string::npos) << message;
+  // batch * max_seq wrapped for a huge max_seq (the error named the flat
+  // indexer's m).
+  hisa_v4_weights w;
+  const void **pointers = reinterpret_cast<const void **>(&w);
+  for (size_t i = 0; i < sizeof(w) / sizeof(void *); ++i)
+    pointers[i] = fake();
+  hisa_v4_attention *layer = nullptr;
+  config = smallConfig(4);
+  EXPECT_EQ(
+      hisa_v4_attention_create(&config, &w, 2, int64_t(1) << 62, 0, &layer),
+      HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(
+      std::string(hisa_last_error()).find("max_seq = 4611686018427387904"),
+      std::string::npos)
+      << hisa_last_error();
+}
+
 TEST(V4Attention, CreateRefusesMisalignedWeights) {
   EXPECT_NE(createMessage(smallConfig(0), 0x10001).find("weight wq_a"),
             std::string::npos);

@@ -22,6 +22,9 @@ namespace hisa::ops {
 /// The limits of the fused stages: a query's logits stay in shared memory.
 constexpr int64_t kMaxStage1Blocks = 32768; ///< pooled keys per window
 constexpr int64_t kMaxStage2Slots = 32768;  ///< block_topk * kb
+/// The longest row the exact top-k selects from (its column arithmetic is
+/// 32-bit).
+constexpr int64_t kTopkMaxColumns = int64_t(1) << 30;
 
 /// The MQA operators' head counts and dimensions (H in {16, 32, 64, 128}, D
 /// in {64, 128}); the error names `op`.
