@@ -211,11 +211,14 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * device tensors (bf16 matrices [out, in]; wo_a [o_groups, o_lora, heads /
  * o_groups * 512]; f32 norms, attn_sink and ape) and must outlive the
  * layer; matrices and norms 16-byte aligned (the kernels read them in
- * 16-byte pieces), ape and attn_sink 4-byte aligned. compress_ratio 0 (window only), 4 (CSA: the indexer's weights i_*
- * are needed, index_heads 64) and 128 (HCA). head_dim 512, rope 64, the
+ * 16-byte pieces), ape and attn_sink 4-byte aligned. compress_ratio 0
+ * (window only), 4 (CSA: the indexer's weights i_* are needed, index_heads
+ * 64, 1 <= index_topk <= 3968, so that with the 128-token window a token
+ * has at most 4096 indices) and 128 (HCA). head_dim 512, rope 64, the
  * indexer's 128 dims and the 128-token window are fixed; dim, q_lora and
- * o_lora are at most 65536; the RoPE base in use (compress_rope_theta when
- * compressing, else rope_theta) is finite and > 0. */
+ * o_lora are at most 65536; batch * max_seq < 2^31; the RoPE base in use
+ * (compress_rope_theta when compressing, else rope_theta) is finite and
+ * > 0. */
 typedef struct hisa_v4_config {
   int64_t dim, heads, q_lora, o_groups, o_lora, compress_ratio, index_heads,
       index_topk;
