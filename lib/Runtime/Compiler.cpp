@@ -456,6 +456,19 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
                                               block.getOperations());
   }
 
+  // A kernel source holds tile kernels and their device functions; other
+  // IR would run through passes written for what the tile lowering emits
+  // (a gpu.module with a memref.dim of index -1 crashed upstream's
+  // canonicalizer: hisa-fuzz).
+  for (Operation &op : module->getBody()->getOperations())
+    if (!isa<tile::KernelOp, func::FuncOp>(op)) {
+      emitError(op.getLoc())
+          << "a kernel source holds tile.kernel and func.func operations "
+             "only, not '"
+          << op.getName() << "'";
+      return failure("cannot compile the source");
+    }
+
   // Keep only the requested kernel.
   tile::KernelOp kernel;
   std::string available;

@@ -790,3 +790,24 @@ TEST_F(JitCacheTest, CompilationDoesNotHoldUpOtherKernelsCallers) {
   slow.join();
   EXPECT_TRUE(slowDone);
 }
+
+TEST(Jit, RefusesSourcesWithOtherThanKernelsAndFunctions) {
+  // A gpu.module beside the kernel would run through the lowering's
+  // canonicalizations (memref.dim of index -1 crashed upstream's: hisa-fuzz).
+  std::string source = getBuiltinKernelSource("fp8_block_mean_pooling").str() +
+                       "\ngpu.module @extra {}\n";
+  JitOptions options;
+  llvm::SmallString<128> directory;
+  ASSERT_FALSE(
+      llvm::sys::fs::createUniqueDirectory("hisa-jit-other-ops", directory));
+  options.cacheDirectory = std::string(directory);
+  Jit jit(options);
+  auto compiled = jit.compile(source, "fp8_block_mean_pooling", "", "sm_90a");
+  ASSERT_FALSE(bool(compiled));
+  std::string message = llvm::toString(compiled.takeError());
+  EXPECT_NE(message.find("holds tile.kernel and func.func operations only, "
+                         "not 'gpu.module'"),
+            std::string::npos)
+      << message;
+  llvm::sys::fs::remove_directories(directory);
+}
