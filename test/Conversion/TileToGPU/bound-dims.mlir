@@ -9,12 +9,14 @@
 // CHECK: arith.remui %{{.*}}, %[[BOUNDED]] : index
 // (narrow-index-arithmetic.mlir: what the bound lets the narrowing do.)
 gpu.module @m {
-  gpu.func @row_offset(%x: memref<?x?xf32>, %out: memref<?xf32>) kernel
+  // (The dimension's number is an argument: a constant out of range, as a
+  // fuzzer's mutation makes it, crashes upstream's canonicalizer.)
+  gpu.func @row_offset(%x: memref<?x?xf32>, %out: memref<?xf32>, %d: index) kernel
       attributes {known_block_size = array<i32: 128, 1, 1>} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %tid = gpu.thread_id x
-    %columns = memref.dim %x, %c1 : memref<?x?xf32>
+    %columns = memref.dim %x, %d : memref<?x?xf32>
     %column = arith.remui %tid, %columns : index
     %v = memref.load %x[%c0, %column] : memref<?x?xf32>
     memref.store %v, %out[%tid] : memref<?xf32>

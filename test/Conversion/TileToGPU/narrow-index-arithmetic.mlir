@@ -8,12 +8,14 @@
 // CHECK: arith.remui %[[TID]], %[[COLUMNS]] : i32
 // CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
 gpu.module @m {
-  gpu.func @in_range(%x: memref<?x?xf32>, %out: memref<?xf32>) kernel
+  // (Dimension numbers are arguments: a constant out of range, as a
+  // fuzzer's mutation makes it, crashes upstream's canonicalizer.)
+  gpu.func @in_range(%x: memref<?x?xf32>, %out: memref<?xf32>, %d: index) kernel
       attributes {known_block_size = array<i32: 128, 1, 1>} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %tid = gpu.thread_id x
-    %columns = memref.dim %x, %c1 : memref<?x?xf32>
+    %columns = memref.dim %x, %d : memref<?x?xf32>
     %column = arith.remui %tid, %columns : index
     %inside = arith.cmpi slt, %tid, %columns : index
     scf.if %inside {
@@ -32,15 +34,15 @@ gpu.module @m {
   // CHECK-NOT: : i32
   // CHECK: gpu.return
   gpu.func @out_of_range(%x: memref<?xf32>, %y: memref<?xf32>, %out: memref<?xindex>,
-                         %signed: index) kernel
+                         %signed: index, %d: index) kernel
       attributes {known_block_size = array<i32: 128, 1, 1>} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
     %c3 = arith.constant 3 : index
     %c7 = arith.constant 7 : index
-    %n = memref.dim %x, %c0 : memref<?xf32>
-    %m = memref.dim %y, %c0 : memref<?xf32>
+    %n = memref.dim %x, %d : memref<?xf32>
+    %m = memref.dim %y, %d : memref<?xf32>
     %s = arith.addi %n, %m : index
     %q = arith.divsi %s, %c2 : index
     memref.store %q, %out[%c0] : memref<?xindex>
