@@ -195,7 +195,9 @@ def get_kernel(
     `name` is the tile.kernel name (a built-in kernel when `source` is None),
     `params` the specialization ({} or None = the kernel's defaults),
     `target` the SM ("sm_90a"), optionally with features: "sm_90a,-tma"
-    stages pipelined copies with cp.async instead of TMA.
+    stages pipelined copies with cp.async instead of TMA;
+    "sm_90a,+narrow-indices" does the index arithmetic of run-time sizes in
+    32 bits where it can (launches then refuse sizes from 2^31 on).
     An unknown parameter name or a bad value raises HisaError naming it.
     """
     c_name = _encode("name", name)

@@ -62,8 +62,11 @@ typedef struct hisa_kernel
 /* Compiles `kernel_name` from `source` (DSL text; NULL = the built-in source
  * of that name) with parameters `params` ("heads=32,dim=64"; NULL or "" =
  * defaults) for `target` (e.g. "sm_90a"; "sm_90a,-tma" stages pipelined
- * copies with cp.async instead of TMA), or fetches it from the in-memory or
- * on-disk cache, and loads it into the current CUDA context. */
+ * copies with cp.async instead of TMA; "sm_90a,+narrow-indices" does the
+ * index arithmetic of run-time sizes in 32 bits where it can, and its
+ * launches then refuse sizes from 2^31 on), or fetches it from the
+ * in-memory or on-disk cache, and loads it into the current CUDA context
+ * (a launch in another context loads it there). */
 HISA_EXPORT int hisa_kernel_get(const char *source, const char *kernel_name,
                                 const char *params, const char *target,
                                 hisa_kernel **out);
