@@ -1046,6 +1046,10 @@ std::vector<Entry> operatorEntries() {
     e.hasWork = [](const Draw &d) {
       return d.size("m") > 0 && d.size("topk") > 0;
     };
+    // No keys: k and k_scale are empty and never read.
+    e.ignores = [](const Draw &d, const std::string &name) {
+      return (name == "k" || name == "k_scale") && d.size("n") == 0;
+    };
     e.tensors = [](const Draw &d) {
       Wide m = W(d.size("m"));
       return Tensors{{"q", m * d.size("heads") * d.size("dim")},
