@@ -226,7 +226,7 @@ Expected<IndexerLayout> indexerLayout(const IndexerCpShape &shape,
     // Its N is the caller's total: say so (the size checks are all).
     return argumentError(formatv(
         "hisa_indexer_cp: each rank's indexer runs over the keys of all "
-        "total = {0} tokens (N below): {1}",
+        "total = {0} tokens (its N): {1}",
         shape.total, toString(indexerBytes.takeError())));
   IndexerLayout layout;
   uint64_t at = 0;

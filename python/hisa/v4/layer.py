@@ -155,8 +155,11 @@ class Attention:
         when given (a contiguous bf16 tensor of x's shape on the layer's
         device: a CUDA graph capture then allocates nothing)."""
         if torch.is_grad_enabled():
+            # The copies too: one made from a weight that requires grad
+            # requires grad (its original may be gone: a temporary).
             check_no_grad("v4.Attention",
-                          [("x", x)] + [(name, ref()) for name, ref in self._originals])
+                          [("x", x)] + [(name, ref()) for name, ref in self._originals]
+                          + [(f"weights['{name}']", t) for name, t in self._weights.items()])
         if x.device != self.device:
             raise InvalidArgumentError(f"x is on {x.device}, the layer on {self.device}")
         if x.dim() != 3 or x.shape[0] != self.batch or x.shape[2] != self.config.dim:
