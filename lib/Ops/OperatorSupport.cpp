@@ -101,17 +101,17 @@ int64_t getPlanningMultiprocessors(PlanFor purpose) {
   if (!driver)
     return kMeasuredMultiprocessors;
   CUcontext context = nullptr;
-  if (driver->ctxGetCurrent(&context) != CUDA_SUCCESS)
-    return kMeasuredMultiprocessors;
-  if (!context) {
-    if (purpose == PlanFor::SizeQuery)
+  if (purpose == PlanFor::SizeQuery) {
+    if (driver->ctxGetCurrent(&context) != CUDA_SUCCESS || !context)
       return kMeasuredMultiprocessors;
-    Expected<CUcontext> ensured = driver->ensureContext();
-    if (!ensured) {
-      consumeError(ensured.takeError()); // the launch will say so
+  } else {
+    // The context the launch will use (made current as it would).
+    Expected<CUcontext> current = driver->ensureContext();
+    if (!current) {
+      consumeError(current.takeError()); // the launch will say so
       return kMeasuredMultiprocessors;
     }
-    context = *ensured;
+    context = *current;
   }
   // Launches ask on the host's critical path: usually the same context as
   // this thread's last question.

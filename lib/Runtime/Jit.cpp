@@ -264,16 +264,11 @@ private:
 
 Expected<const ContextModule *> LoadedKernelImpl::getModule(CudaDriver &driver,
                                                             CUstream stream) {
-  CUcontext context = nullptr;
-  if (Error error =
-          checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
-    return std::move(error);
-  if (!context) {
-    Expected<CUcontext> ensured = driver.ensureContext();
-    if (!ensured)
-      return ensured.takeError();
-    context = *ensured;
-  }
+  // The current context; with none, device 0's primary one made current.
+  Expected<CUcontext> current = driver.ensureContext();
+  if (!current)
+    return current.takeError();
+  CUcontext context = *current;
   // (A context destroyed and another created at its address would be
   // taken for it: hisa assumes contexts outlive the kernels it loads, as
   // primary contexts, retained by torch or by ensureContext, do.)
@@ -856,7 +851,6 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
     return key.takeError();
   key->description =
       describeKey(source, kernelName, key->params, target, key->strictness);
-  std::promise<CompileOutcome> promise;
   std::unique_lock<std::mutex> lock(state->mutex);
   auto found = state->compiled.find(key->digest);
   if (found != state->compiled.end()) {
@@ -882,6 +876,8 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
     }
     return outcome.get();
   }
+  // This caller compiles; later callers of the key wait for its result.
+  std::promise<CompileOutcome> promise;
   state->compiling[key->digest] = promise.get_future().share();
   lock.unlock();
 

@@ -59,7 +59,7 @@ struct LogitsBuffers {
         weights(deviceBuffer(m * 64 * 4)), starts(deviceBuffer(m * 4)),
         ends(deviceBuffer(m * 4)), logits(deviceBuffer(m * row * 4)) {}
   llvm::Error launch(LoadedKernel &kernel, void *keys = nullptr,
-                     int64_t keyRows = -1) {
+                     int64_t keyRows = -1, CUstream stream = nullptr) {
     LaunchArgument arguments[] = {
         tensor(q, {m * 64, 128}),
         tensor(keys ? keys : k, {keyRows < 0 ? m * row : keyRows, 128}),
@@ -68,7 +68,7 @@ struct LogitsBuffers {
         tensor(starts, {m}),
         tensor(ends, {m}),
         tensor(logits, {m, row})};
-    return kernel.launch(arguments, nullptr);
+    return kernel.launch(arguments, stream);
   }
 };
 
@@ -261,14 +261,7 @@ TEST(LaunchPath, FirstLaunchInAContextDuringACaptureIsRefused) {
   LogitsBuffers buffers(2, 256);
   CUstream stream = nullptr;
   ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
-  auto launch = [&] {
-    LaunchArgument arguments[] = {
-        tensor(buffers.q, {2 * 64, 128}), tensor(buffers.k, {2 * 256, 128}),
-        tensor(buffers.scale, {2 * 256}), tensor(buffers.weights, {2, 64}),
-        tensor(buffers.starts, {2}),      tensor(buffers.ends, {2}),
-        tensor(buffers.logits, {2, 256})};
-    return kernel->launch(arguments, stream);
-  };
+  auto launch = [&] { return buffers.launch(*kernel, nullptr, -1, stream); };
   // Loaded in device 0's context already: capturing there is fine.
   makeCurrent(0);
   ASSERT_FALSE(bool(launch()));
