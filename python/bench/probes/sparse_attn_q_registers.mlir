@@ -11,7 +11,8 @@
 // fragments. ptxas (sm_90a, topk_pad = 640): 40 bytes of spills, values
 // computed before the key loop and reloaded in the epilogue. With 256
 // columns in registers it spills 232 bytes. Same arguments as sparse_attn;
-// run it with
+// Measured (twenty-eighth session, GPU run 118): 1.11-1.14x slower than the
+// operator at decode; dropped (docs/performance.md). Run it with
 //   probes/sparse_attn_wg_ab.py --kernel sparse_attn_ws - THIS_FILE
 // hisa-variant sparse_attn_ws replaces "@sparse_attn_qr(" with "@sparse_attn_ws("
 // hisa-variant sparse_attn_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"

@@ -3,7 +3,8 @@
 // claiming slots with one shared atomic per warp and step (ballot, ctpop,
 // tile.warp_broadcast; as topk_f32.mlir's walks do since the tenth
 // session) instead of one atomic per taken key on one shared counter
-// (~2048 a query). Compiled and ptxas-checked, not yet measured:
+// (~2048 a query). Measured (twenty-eighth session, GPU run 118): 7.84
+// vs 7.42 ms at M = N = 32768, 1.056x slower; dropped:
 //   probes/stage2_source_ab.py --kernel block_sparse_topk_tokens_ws - \
 //       python/bench/probes/stage2_warp_claims.mlir
 // (its outputs are checked against the built-in's as sets first).
