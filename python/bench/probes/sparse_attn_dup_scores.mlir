@@ -12,7 +12,9 @@
 // halves ([kt, 256] each, as sparse_attn_wg does), released per half when
 // both warpgroups are done with it. kt keys a tile (64; 32 leaves room for
 // three stages). Decode only (splits = 1, no cluster,
-// RoPE or q_norm); same arguments as sparse_attn. Run it with
+// RoPE or q_norm); same arguments as sparse_attn. Measured (twenty-eighth
+// session, GPU run 119): 1.15x (H = 64) and 1.20x (H = 128) slower than the
+// operator at decode, kt = 32 1.35-1.50x slower; dropped. Run it with
 //   probes/sparse_attn_wg_ab.py --kernel sparse_attn_ws - THIS_FILE
 // hisa-variant sparse_attn_ws replaces "@sparse_attn_ds(" with "@sparse_attn_ws("
 
