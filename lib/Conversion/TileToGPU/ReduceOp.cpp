@@ -242,9 +242,21 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   int64_t slices = int64_t(1) << warpBits.size();
   auto scratchOffset =
       launch->getAttrOfType<IntegerAttr>("tile.scratch_offset");
-  if (!scratchOffset || !sharedBase)
+  auto sharedBytes = launch->getAttrOfType<IntegerAttr>("tile.shared_bytes");
+  if (!scratchOffset || !sharedBytes || !sharedBase)
     return op.emitOpError("has no reduction scratch; run "
                           "tile-plan-shared-memory first");
+  // The plan sizes the scratch from the same rule (staysWithinWarps in
+  // PlanSharedMemory.cpp); a reduction it judged warp-local must never get
+  // here.
+  int64_t scratchNeeded = slices * outputs * 4;
+  int64_t scratchPlanned = warpgroup
+                               ? warpgroupScratchBytes
+                               : sharedBytes.getInt() - scratchOffset.getInt();
+  if (scratchNeeded > scratchPlanned)
+    return op.emitOpError("needs ")
+           << scratchNeeded << " bytes of reduction scratch, the plan left "
+           << std::max<int64_t>(scratchPlanned, 0);
   auto workgroup =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   // Inside tile.per_warpgroup each warpgroup combines its own 4 warps in

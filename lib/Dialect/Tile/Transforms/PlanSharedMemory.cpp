@@ -1,6 +1,7 @@
 //===- PlanSharedMemory.cpp - Place shared tiles in one buffer ------------===//
 
 #include "hisa/Dialect/Tile/IR/TensorMaps.h"
+#include "hisa/Dialect/Tile/IR/TileLayouts.h"
 #include "hisa/Dialect/Tile/IR/TileLimits.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
@@ -18,6 +19,40 @@ using namespace mlir;
 using namespace hisa::tile;
 
 namespace {
+
+/// Whether `reduce` combines only within warps and leaves its results where
+/// they were computed, so that its lowering (ReduceOp.cpp) never touches
+/// the reduction scratch: the destination is in the source's reduced
+/// layout and no thread bit from 5 up (a warp) moves the reduced
+/// coordinate. Conservative: anything it cannot tell needs scratch.
+static bool staysWithinWarps(ReduceOp reduce) {
+  auto source = dyn_cast<FragmentType>(reduce.getSource().getType());
+  auto dest = dyn_cast<FragmentType>(reduce.getDest().getType());
+  if (!source || !dest || !source.getLayout() || !dest.getLayout())
+    return false;
+  std::optional<SmallVector<int64_t>> shape =
+      source.getTileShape().getStaticSizes();
+  if (!shape)
+    return false;
+  int64_t dim = reduce.getDim();
+  FragmentLayoutAttr layout = source.getLayout();
+  if (dest.getLayout() != getReducedLayout(layout, *shape, dim))
+    return false;
+  MLIRContext *context = reduce.getContext();
+  for (int64_t thread = 32; thread < layout.getThreads(); thread *= 2) {
+    SmallVector<Attribute> operands = {
+        IntegerAttr::get(IndexType::get(context), thread),
+        IntegerAttr::get(IndexType::get(context), 0)};
+    SmallVector<Attribute> coordinates;
+    if (failed(layout.getMap().constantFold(operands, coordinates)) ||
+        dim >= static_cast<int64_t>(coordinates.size()))
+      return false;
+    auto coordinate = dyn_cast<IntegerAttr>(coordinates[dim]);
+    if (!coordinate || coordinate.getInt() != 0)
+      return false;
+  }
+  return true;
+}
 
 struct SharedTile {
   AllocOp alloc;
@@ -225,11 +260,15 @@ struct TilePlanSharedMemoryPass
     });
 
     // Cross-warp reductions combine per-warp partial results in shared
-    // memory: at most one f32 per output element per warp.
+    // memory: at most one f32 per output element per warp. A reduction
+    // that stays within warps (its results left in the reduced layout, as
+    // a row statistic of a wgmma accumulator) needs none.
     int64_t scratch = 0;
     int64_t warps = launch.getThreads() / 32;
     bool scratchOverflow = false;
     launch.walk([&](ReduceOp reduce) {
+      if (staysWithinWarps(reduce))
+        return;
       std::optional<int64_t> outputs = getStaticElementCount(
           getTileShapeAndElementType(reduce.getDest().getType())
               ->first.getDims());

@@ -126,3 +126,44 @@ tile.kernel @stages_after_prologue_plain(%g: !tile.global<[?, 64], bf16>, %out: 
     }
   }
 }
+
+// -----
+
+// A row statistic of a wgmma accumulator combines within warps (each row's
+// columns are in one quad of lanes) and stays in the reduced layout: no
+// scratch. Along dim 0 the rows' warps combine through scratch: 64 outputs
+// x 4 warps x 4 bytes after the two 8 KiB operands.
+// CHECK-LABEL: tile.kernel @row_statistic_needs_no_scratch
+// CHECK: tile.launch {{.*}} attributes {tile.scratch_offset = 16384 : i64, tile.shared_bytes = 16384 : i64}
+// CHECK-LABEL: tile.kernel @column_statistic_needs_scratch
+// CHECK: tile.launch {{.*}} attributes {tile.scratch_offset = 16384 : i64, tile.shared_bytes = 17408 : i64}
+tile.kernel @row_statistic_needs_no_scratch(%g: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    tile.copy %g[%c0, %c0] to %a : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.copy %g[%c0, %c0] to %b : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.gemm %a, %b, %acc transpose_b clear_accum
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.reduce max %acc to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+  }
+}
+tile.kernel @column_statistic_needs_scratch(%g: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    tile.copy %g[%c0, %c0] to %a : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.copy %g[%c0, %c0] to %b : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.gemm %a, %b, %acc transpose_b clear_accum
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.reduce max %acc to %r dim = 0 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+  }
+}
