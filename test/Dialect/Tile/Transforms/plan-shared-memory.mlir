@@ -1,4 +1,5 @@
 // RUN: hisa-opt %s -split-input-file --tile-assign-layouts --tile-plan-shared-memory -verify-diagnostics | FileCheck %s
+// RUN: hisa-opt %s -split-input-file --tile-assign-layouts="chip=sm_89" --tile-plan-shared-memory -verify-diagnostics | FileCheck %s --check-prefix=MMA
 
 // %a is dead once %b is written, so %c reuses its bytes; %b stays live.
 // Reductions get scratch after the tiles: 64 outputs x 4 warps x 4 bytes.
@@ -165,5 +166,45 @@ tile.kernel @column_statistic_needs_scratch(%g: !tile.global<[?, 64], bf16>) {
     tile.gemm %a, %b, %acc transpose_b clear_accum
         : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
     tile.reduce max %acc to %r dim = 0 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+  }
+}
+
+// -----
+
+// mma.sync (sm_89) accumulators: with the warps along M (full_row) a row's
+// columns stay in one warp, no scratch; with the warps along N (full_col)
+// a row's maximum combines four warps' partial maxima: scratch.
+// MMA-LABEL: tile.kernel @mma_rows_in_one_warp
+// MMA: tile.launch {{.*}} attributes {tile.scratch_offset = 16384 : i64, tile.shared_bytes = 16384 : i64}
+// MMA-LABEL: tile.kernel @mma_rows_across_warps
+// MMA: tile.launch {{.*}} attributes {tile.scratch_offset = 16384 : i64, tile.shared_bytes = 17408 : i64}
+tile.kernel @mma_rows_in_one_warp(%g: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    tile.copy %g[%c0, %c0] to %a : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.copy %g[%c0, %c0] to %b : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.gemm %a, %b, %acc transpose_b clear_accum policy(full_row)
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.reduce max %acc to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+  }
+}
+tile.kernel @mma_rows_across_warps(%g: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %r = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    tile.copy %g[%c0, %c0] to %a : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.copy %g[%c0, %c0] to %b : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.gemm %a, %b, %acc transpose_b clear_accum policy(full_col)
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.reduce max %acc to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
   }
 }
