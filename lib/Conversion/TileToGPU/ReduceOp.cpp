@@ -228,8 +228,11 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     }
     return compact;
   };
-  // Within warps: no shared-memory hop.
-  if (inReducedLayout && warpBits.empty()) {
+  // Within warps: no shared-memory hop (the plan reserved no scratch for
+  // this reduction by the same rule).
+  if (isWarpLocalReduction(sourceType.getLayout(), layout->shape, dim,
+                           destFragment ? destFragment.getLayout()
+                                        : FragmentLayoutAttr())) {
     SmallVector<Value> &destRegs = registers[op.getDest()];
     for (auto &[key, value] : partial)
       writeResult(b, value, destRegs[compactValue(key)], {});
@@ -246,9 +249,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   if (!scratchOffset || !sharedBytes || !sharedBase)
     return op.emitOpError("has no reduction scratch; run "
                           "tile-plan-shared-memory first");
-  // The plan sizes the scratch from the same rule (staysWithinWarps in
-  // PlanSharedMemory.cpp); a reduction it judged warp-local must never get
-  // here.
+  // The plan reserved scratch by isWarpLocalReduction too; this only
+  // guards against the two drifting apart.
   int64_t scratchNeeded = slices * outputs * 4;
   int64_t scratchPlanned = warpgroup
                                ? warpgroupScratchBytes

@@ -383,6 +383,27 @@ FragmentLayoutAttr hisa::tile::getReducedLayout(FragmentLayoutAttr source,
       simplifyAffineMap(AffineMap::get(2, 0, coords, context)));
 }
 
+bool hisa::tile::isWarpLocalReduction(FragmentLayoutAttr source,
+                                      ArrayRef<int64_t> shape, int64_t dim,
+                                      FragmentLayoutAttr dest) {
+  if (!source || !dest || dest != getReducedLayout(source, shape, dim))
+    return false;
+  MLIRContext *context = source.getContext();
+  for (int64_t thread = 32; thread < source.getThreads(); thread *= 2) {
+    SmallVector<Attribute> operands = {
+        IntegerAttr::get(IndexType::get(context), thread),
+        IntegerAttr::get(IndexType::get(context), 0)};
+    SmallVector<Attribute> coordinates;
+    if (failed(source.getMap().constantFold(operands, coordinates)) ||
+        dim >= static_cast<int64_t>(coordinates.size()))
+      return false;
+    auto coordinate = dyn_cast<IntegerAttr>(coordinates[dim]);
+    if (!coordinate || coordinate.getInt() != 0)
+      return false;
+  }
+  return true;
+}
+
 bool hisa::tile::areEquivalentLayouts(FragmentLayoutAttr a,
                                       FragmentLayoutAttr b) {
   if (a == b)

@@ -20,38 +20,18 @@ using namespace hisa::tile;
 
 namespace {
 
-/// Whether `reduce` combines only within warps and leaves its results where
-/// they were computed, so that its lowering (ReduceOp.cpp) never touches
-/// the reduction scratch: the destination is in the source's reduced
-/// layout and no thread bit from 5 up (a warp) moves the reduced
-/// coordinate. Conservative: anything it cannot tell needs scratch.
+/// Whether `reduce` never touches the reduction scratch (the lowering's
+/// rule, isWarpLocalReduction). Conservative: anything it cannot tell needs
+/// scratch.
 static bool staysWithinWarps(ReduceOp reduce) {
   auto source = dyn_cast<FragmentType>(reduce.getSource().getType());
   auto dest = dyn_cast<FragmentType>(reduce.getDest().getType());
-  if (!source || !dest || !source.getLayout() || !dest.getLayout())
+  if (!source || !dest)
     return false;
   std::optional<SmallVector<int64_t>> shape =
       source.getTileShape().getStaticSizes();
-  if (!shape)
-    return false;
-  int64_t dim = reduce.getDim();
-  FragmentLayoutAttr layout = source.getLayout();
-  if (dest.getLayout() != getReducedLayout(layout, *shape, dim))
-    return false;
-  MLIRContext *context = reduce.getContext();
-  for (int64_t thread = 32; thread < layout.getThreads(); thread *= 2) {
-    SmallVector<Attribute> operands = {
-        IntegerAttr::get(IndexType::get(context), thread),
-        IntegerAttr::get(IndexType::get(context), 0)};
-    SmallVector<Attribute> coordinates;
-    if (failed(layout.getMap().constantFold(operands, coordinates)) ||
-        dim >= static_cast<int64_t>(coordinates.size()))
-      return false;
-    auto coordinate = dyn_cast<IntegerAttr>(coordinates[dim]);
-    if (!coordinate || coordinate.getInt() != 0)
-      return false;
-  }
-  return true;
+  return shape && isWarpLocalReduction(source.getLayout(), *shape,
+                                       reduce.getDim(), dest.getLayout());
 }
 
 struct SharedTile {

@@ -128,6 +128,16 @@ FragmentLayoutAttr getMmaSyncAccumulatorLayout(mlir::MLIRContext *context,
 FragmentLayoutAttr getReducedLayout(FragmentLayoutAttr source,
                                     llvm::ArrayRef<int64_t> shape, int64_t dim);
 
+/// Whether a reduction along `dim` of a fragment laid out as `source` (over
+/// `shape`) into one laid out as `dest` needs no shared memory: `dest` is
+/// getReducedLayout's layout (the results stay with the threads that held
+/// the row) and no thread bit from 5 up (a warp) moves coordinate `dim`.
+/// The shared-memory plan reserves reduction scratch and the lowering takes
+/// its shuffle-only path by this one rule.
+bool isWarpLocalReduction(FragmentLayoutAttr source,
+                          llvm::ArrayRef<int64_t> shape, int64_t dim,
+                          FragmentLayoutAttr dest);
+
 /// The value bits of `source` that move coordinate `dim` (what a reduction
 /// along `dim` combines in a thread), or none when getReducedLayout has no
 /// layout for it.
