@@ -5,6 +5,7 @@
 #include "hisa/Runtime/CudaDriver.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -39,6 +40,16 @@ Error checkPointers(const char *op,
                                    argument.alignment))
       return error;
   return Error::success();
+}
+
+Error checkDevicePointerArguments(
+    const char *op, std::initializer_list<PointerArgument> arguments) {
+  if (Error error = checkPointers(op, arguments))
+    return error;
+  SmallVector<std::pair<const char *, const void *>, 8> pointers;
+  for (const PointerArgument &argument : arguments)
+    pointers.emplace_back(argument.name, argument.pointer);
+  return checkDevicePointers(op, pointers);
 }
 
 LaunchArgument tensor(const void *data, std::initializer_list<int64_t> sizes) {

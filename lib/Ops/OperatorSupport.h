@@ -38,6 +38,14 @@ struct PointerArgument {
 llvm::Error checkPointers(const char *op,
                           std::initializer_list<PointerArgument> arguments);
 
+/// checkPointers, then that each pointer is device memory of the current
+/// context, under these names (for operators whose kernels name their
+/// arguments differently, so the launch's own check would not say which C
+/// ABI argument was wrong). Callers then launch in a TrustedPointersScope.
+llvm::Error
+checkDevicePointerArguments(const char *op,
+                            std::initializer_list<PointerArgument> arguments);
+
 llvm::Error checkNonNegative(const char *op, const char *name, int64_t value);
 
 /// `value` fits the kernels' int32 indices.

@@ -158,21 +158,14 @@ Error poolMqaLogits(const void *q, const void *blockedK,
   if (m == 0 || nb == 0)
     return Error::success();
   // Checked here under the C ABI's names (the kernel's differ), once.
-  if (Error error = checkPointers(op, {{"q", q, 16},
-                                       {"blocked_k", blockedK, 16},
-                                       {"blocked_k_scale", blockedKScale, 16},
-                                       {"weights", weights, 16},
-                                       {"bks", bks, 4},
-                                       {"bke", bke, 4},
-                                       {"logits", logits, 4}}))
-    return error;
-  if (Error error = checkDevicePointers(op, {{"q", q},
-                                             {"blocked_k", blockedK},
-                                             {"blocked_k_scale", blockedKScale},
-                                             {"weights", weights},
-                                             {"bks", bks},
-                                             {"bke", bke},
-                                             {"logits", logits}}))
+  if (Error error = checkDevicePointerArguments(
+          op, {{"q", q, 16},
+               {"blocked_k", blockedK, 16},
+               {"blocked_k_scale", blockedKScale, 16},
+               {"weights", weights, 16},
+               {"bks", bks, 4},
+               {"bke", bke, 4},
+               {"logits", logits, 4}}))
     return error;
   TrustedPointersScope checkedPointers;
   LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
@@ -366,22 +359,15 @@ Error poolTopkBlocks(const void *q, const void *blockedK,
         op, nb, kMaxStage1Blocks));
   if (m == 0 || nb == 0)
     return Error::success();
-  if (Error error = checkPointers(op, {{"q", q, 16},
-                                       {"blocked_k", blockedK, 16},
-                                       {"blocked_k_scale", blockedKScale, 16},
-                                       {"weights", weights, 16},
-                                       {"starts", starts, 4},
-                                       {"ends", ends, 4},
-                                       {"out", out, 4}}))
-    return error;
   // The kernel's names differ (ks, ke, blocked_scale): checked here, once.
-  if (Error error = checkDevicePointers(op, {{"q", q},
-                                             {"blocked_k", blockedK},
-                                             {"blocked_k_scale", blockedKScale},
-                                             {"weights", weights},
-                                             {"starts", starts},
-                                             {"ends", ends},
-                                             {"out", out}}))
+  if (Error error = checkDevicePointerArguments(
+          op, {{"q", q, 16},
+               {"blocked_k", blockedK, 16},
+               {"blocked_k_scale", blockedKScale, 16},
+               {"weights", weights, 16},
+               {"starts", starts, 4},
+               {"ends", ends, 4},
+               {"out", out, 4}}))
     return error;
   TrustedPointersScope checkedPointers;
   int64_t cache =
