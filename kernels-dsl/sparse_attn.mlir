@@ -87,6 +87,10 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %staging = tile.alloc : !tile.shared<[64, 512], bf16>
     %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
     %rows = tile.alloc : !tile.shared<[topk_pad], i32>
+    // The token's indices as given: converted into %rows, not in place (a
+    // [64] loop may run on the row statistics' layout, which gives each
+    // element to several threads; copies of an in-place update would race).
+    %given_rows = tile.alloc : !tile.shared<[topk_pad], i32>
     %scores = tile.alloc : !tile.frag<[64, 64], f32>
     %p = tile.alloc : !tile.frag<[64, 64], bf16>
     %acc = tile.alloc : !tile.frag<[64, 512], f32>
@@ -169,10 +173,10 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     }
 
     // 1. Indices (absolute kv rows, -1 where invalid) and queries.
-    tile.copy %topk_idxs[%token, %c0] to %rows
+    tile.copy %topk_idxs[%token, %c0] to %given_rows
         : !tile.global<[?, ?], i32> to !tile.shared<[topk_pad], i32>
     tile.parallel (%j) in [topk_pad] {
-      %index = tile.load %rows[%j] : !tile.shared<[topk_pad], i32>
+      %index = tile.load %given_rows[%j] : !tile.shared<[topk_pad], i32>
       %j_i32 = arith.index_cast %j : index to i32
       %given = arith.cmpi slt, %j_i32, %k_i32 : i32
       %non_negative = arith.cmpi sge, %index, %c0_i32 : i32

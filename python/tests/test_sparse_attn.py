@@ -66,7 +66,14 @@ def inputs(b, s, h, nkv, k, invalid=0.02, sink_scale=1.0):
      (2, 9, 64, 300, 100),        # K not a multiple of 64, B > 1
      (1, 5, 16, 1000, 64),        # H < 64 (padded rows)
      (1, 7, 32, 50, 129),
-     (3, 3, 128, 2048, 2048)],
+     (3, 3, 128, 2048, 2048),
+     # K <= 64 with B > 1: the indices' conversion to absolute rows ran on
+     # the row statistics' layout (8 threads per index) and updated them in
+     # place, a race that could add a batch's row base twice; fixed, and the
+     # lowering now refuses such an update.
+     (4, 3, 64, 500, 64),
+     (3, 2, 128, 300, 37),
+     (80, 1, 64, 2000, 64)],          # decode, one block per token (no split)
 )
 def test_random(b, s, h, nkv, k):
     fresh_seed(torch)

@@ -52,6 +52,35 @@ static FailureOr<int64_t> getReplicaBits(FragmentLayoutAttr attr,
   return mask;
 }
 
+/// The most threads that `layout` gives one element to (1 when every
+/// element has one thread).
+static int64_t getMaxCopiesPerElement(const VectorLayout &layout) {
+  SmallVector<int64_t> copies(layout.getNumElements(), 0);
+  for (int64_t t = 0; t < layout.threads; ++t)
+    for (int64_t v = 0; v < layout.getValuesPerThread(); ++v)
+      if (int64_t element = elementOf(layout, t, v); element >= 0)
+        ++copies[element];
+  return copies.empty() ? 1 : *llvm::max_element(copies);
+}
+
+/// A shared tile or global tensor (seen through views) that `op`'s body
+/// both reads (tile.load from this block) and writes (tile.store), if any.
+static Value getTileReadAndWritten(ParallelOp op) {
+  SmallPtrSet<Value, 4> read;
+  op.walk([&](LoadOp load) {
+    if (!load.getPeer() &&
+        !isa<LocalType, FragmentType>(load.getSource().getType()))
+      read.insert(getViewedTile(load.getSource()));
+  });
+  Value found;
+  op.walk([&](StoreOp store) {
+    Value tile = getViewedTile(store.getDest());
+    if (!found && read.contains(tile))
+      found = tile;
+  });
+  return found;
+}
+
 /// The shared tiles `op` writes (stores and atomics), seen through views.
 static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
   SmallPtrSet<Value, 4> tiles;
@@ -271,6 +300,24 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
     hasWarpCollectives |=
         isa<VoteOp, WarpScanOp, WarpBroadcastOp, WarpMatchOp>(inner);
   });
+  // Without atomics every thread holding an element runs its body: copies
+  // of a read-modify-write of memory race (one may read what another
+  // already wrote), so refuse them rather than compute a wrong answer.
+  if (!hasAtomics)
+    if (Value tile = getTileReadAndWritten(op))
+      if (int64_t copies = getMaxCopiesPerElement(*layout); copies > 1) {
+        InFlightDiagnostic diag =
+            op.emitOpError()
+            << "reads and writes the same "
+            << (isa<GlobalType>(tile.getType()) ? "global tensor"
+                                                : "shared tile")
+            << ", but its layout gives an element to " << copies
+            << " threads, which all run the body: one copy may read what "
+               "another already wrote; write the result to another tile, or "
+               "make the domain as large as the threads";
+        diag.attachNote(tile.getLoc()) << "the tile read and written";
+        return diag;
+      }
   Value owner;
   if (hasAtomics) {
     FailureOr<int64_t> replicaBits = getReplicaBits(*op.getLayout(), *layout);
