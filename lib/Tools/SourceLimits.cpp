@@ -33,6 +33,18 @@ hisa::findSourceLimitViolation(StringRef text) {
           ++i;
       continue;
     }
+    if (c == 'a' && text.substr(i).starts_with("array<") &&
+        (i == 0 || !isSuffixIdChar(text[i - 1]))) {
+      size_t element = i + 6;
+      while (element < size && isSpace(text[element]))
+        ++element;
+      if (text.substr(element).starts_with("index") &&
+          (element + 5 >= size || !isSuffixIdChar(text[element + 5])))
+        return SourceLimitViolation{
+            i, "a dense array of index elements ('array<index...>') is not "
+               "supported (MLIR's parser crashes on it): use i32 or i64"};
+      continue;
+    }
     if (c != '%')
       continue;
     size_t start = i;

@@ -2,9 +2,11 @@
 //
 // MLIR's parser sizes a table by the result number of a use before it can
 // check it (`%x#2147483647` asks for 2^31 entries: "LLVM ERROR: out of
-// memory", found by hisa-fuzz). hisa-opt, hisa-translate, the JIT and the
-// fuzzing harness scan their input for such numbers first and refuse it
-// with a diagnostic.
+// memory", found by hisa-fuzz), and it dereferences a null float type on a
+// dense array of index elements (`array<index: 1>`, SIGSEGV in
+// parseDenseArrayAttr, LLVM 22; hisa-fuzz). hisa-opt, hisa-translate, the
+// JIT and the fuzzing harness scan their input for both first and refuse
+// it with a diagnostic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +34,9 @@ struct SourceLimitViolation {
   std::string message;
 };
 
-/// The first use of a result number above kMaxResultNumber in `text`
-/// (comments and string literals skipped), if any.
+/// The first use of a result number above kMaxResultNumber or dense array
+/// of index elements in `text` (comments and string literals skipped), if
+/// any.
 std::optional<SourceLimitViolation>
 findSourceLimitViolation(llvm::StringRef text);
 
