@@ -35,6 +35,19 @@ static int64_t elementOf(const VectorLayout &layout, int64_t thread,
   return linear;
 }
 
+/// How many threads hold each element of `layout`, counting only threads
+/// with none of `skippedThreadBits` set.
+static SmallVector<int64_t> countHolders(const VectorLayout &layout,
+                                         int64_t skippedThreadBits) {
+  SmallVector<int64_t> holders(layout.getNumElements(), 0);
+  for (int64_t t = 0; t < layout.threads; ++t)
+    for (int64_t v = 0;
+         (t & skippedThreadBits) == 0 && v < layout.getValuesPerThread(); ++v)
+      if (int64_t element = elementOf(layout, t, v); element >= 0)
+        ++holders[element];
+  return holders;
+}
+
 /// The thread-index bits over which `attr` replicates its elements (the
 /// lanes of a reduced accumulator's row): the threads with those bits clear
 /// must own every element exactly once; failure when elements repeat over
@@ -42,12 +55,8 @@ static int64_t elementOf(const VectorLayout &layout, int64_t thread,
 static FailureOr<int64_t> getReplicaBits(FragmentLayoutAttr attr,
                                          const VectorLayout &layout) {
   int64_t mask = getReplicatedThreadBits(attr);
-  SmallVector<int64_t> owners(layout.getNumElements(), 0);
-  for (int64_t t = 0; t < layout.threads; ++t)
-    for (int64_t v = 0; (t & mask) == 0 && v < layout.getValuesPerThread(); ++v)
-      if (int64_t element = elementOf(layout, t, v); element >= 0)
-        ++owners[element];
-  if (!llvm::all_of(owners, [](int64_t count) { return count == 1; }))
+  if (!llvm::all_of(countHolders(layout, mask),
+                    [](int64_t count) { return count == 1; }))
     return failure();
   return mask;
 }
@@ -55,12 +64,8 @@ static FailureOr<int64_t> getReplicaBits(FragmentLayoutAttr attr,
 /// The most threads that `layout` gives one element to (1 when every
 /// element has one thread).
 static int64_t getMaxCopiesPerElement(const VectorLayout &layout) {
-  SmallVector<int64_t> copies(layout.getNumElements(), 0);
-  for (int64_t t = 0; t < layout.threads; ++t)
-    for (int64_t v = 0; v < layout.getValuesPerThread(); ++v)
-      if (int64_t element = elementOf(layout, t, v); element >= 0)
-        ++copies[element];
-  return copies.empty() ? 1 : *llvm::max_element(copies);
+  SmallVector<int64_t> holders = countHolders(layout, /*skippedThreadBits=*/0);
+  return holders.empty() ? 1 : *llvm::max_element(holders);
 }
 
 /// A shared tile or global tensor (seen through views) that `op`'s body
