@@ -200,9 +200,10 @@ Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
   if (Error error = checkIndexRange(op, "m * row_length", m * rowLength))
     return error;
   // One grid row per query.
-  if (m > 65535)
-    return argumentError(formatv(
-        "{0}: m = {1} exceeds 65535 (the grid's second dimension)", op, m));
+  if (m > kMaxDecodeQueries)
+    return argumentError(
+        formatv("{0}: m = {1} exceeds {2} (the grid's second dimension)", op, m,
+                kMaxDecodeQueries));
   if (m == 0 || rowLength == 0)
     return Error::success();
   LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
@@ -344,9 +345,12 @@ Error poolTopkBlocks(const void *q, const void *blockedK,
     return error;
   if (Error error = checkIndexRange(op, "m", m))
     return error;
-  if (outColumns < 1 || outColumns > std::max<int64_t>(nb, 1))
+  // With no pooled keys there is nothing to select and no column to fill
+  // (out_columns = min(block_topk, 0)): a column would stay unwritten.
+  if (nb == 0 ? outColumns != 0 : outColumns < 1 || outColumns > nb)
     return argumentError(formatv("{0}: the output has out_columns = {1}; it "
-                                 "needs min(block_topk, Nb) >= 1 (Nb = {2})",
+                                 "needs min(block_topk, Nb) columns, 1 to Nb "
+                                 "(Nb = {2}; 0 when Nb = 0)",
                                  op, outColumns, nb));
   if (windowKb != 1 && !isSupportedBlockSize(windowKb))
     return argumentError(
@@ -597,6 +601,10 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   int64_t tokens = batch * seqLen;
   if (tokens == 0)
     return Error::success();
+  // An empty cache (nkv = 0; torch's empty tensors have no address) has no
+  // row to read: every index is invalid. The kernel gets valid memory.
+  if (nkv == 0)
+    kv = o;
   if (Error error = checkPointers(op, {{"q", q, 16},
                                        {"kv", kv, 16},
                                        {"attn_sink", attnSink, 4},

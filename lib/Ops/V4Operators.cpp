@@ -20,9 +20,6 @@ namespace {
 /// need whole column tiles.
 constexpr int64_t kLinearBlockN = 256;
 constexpr int64_t kLinearBlockK = 64;
-/// The widest k the linear kernel is specialized for (its rows are a
-/// parameter: one specialization per k).
-constexpr int64_t kLinearMaxK = 16384;
 
 /// The width of the Compressor's rows: dim, twice with overlap.
 int64_t compressWidth(const CompressShape &shape) {
@@ -238,9 +235,13 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
 }
 
 /// dim is one v4_rmsnorm is specialized for.
+bool isSupportedNormDim(int64_t dim) {
+  return dim == 128 || dim == 256 || dim == 512 || dim == 1024 || dim == 2048 ||
+         dim == 4096;
+}
+
 static Error checkNormDim(const char *op, int64_t dim) {
-  if (dim != 128 && dim != 256 && dim != 512 && dim != 1024 && dim != 2048 &&
-      dim != 4096)
+  if (!isSupportedNormDim(dim))
     return argumentError(formatv(
         "{0}: dim = {1}; supported: 128, 256, 512, 1024, 2048, 4096", op, dim));
   return Error::success();

@@ -100,6 +100,11 @@ char *offsetBytes(const void *base, uint64_t bytes) {
   return static_cast<char *>(const_cast<void *>(base)) + bytes;
 }
 
+/// The CSA indexer's keys a prefill of `seq` tokens (from position 0) can
+/// see: the entries its prompt completes (token i sees (i + 1) / 4 of them),
+/// at least one column (the flat indexer's least n).
+int64_t prefillIndexKeys(int64_t seq) { return std::max<int64_t>(seq / 4, 1); }
+
 } // namespace
 
 /// The side streams of a forward: the kv, compressor and indexer branches
@@ -336,6 +341,43 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
   if (!(c.eps >= 0) || !std::isfinite(c.eps))
     return argumentError(
         formatv("{0}: eps = {1} must be finite and >= 0", op, c.eps));
+  // What the forwards' kernels take, checked once here: a layer that is
+  // created runs (a forward refused halfway would leave its caches and
+  // positions ahead of its length).
+  if (!ops::isSupportedNormDim(c.qLora))
+    return argumentError(
+        formatv("{0}: q_lora = {1}; q's RMSNorm takes 128, 256, 512, 1024, "
+                "2048 or 4096",
+                op, c.qLora));
+  struct Projection {
+    const char *name;
+    int64_t k;
+  } projections[] = {
+      {"wq_a, wkv and the compressors (k = dim)", c.dim},
+      {"wq_b (k = q_lora)", c.qLora},
+      {"wo_a (k = heads / o_groups * 512)", c.heads / c.oGroups * kHeadDim},
+      {"wo_b (k = o_groups * o_lora)", c.oGroups * c.oLora}};
+  for (const Projection &projection : projections)
+    if (projection.k > ops::kLinearMaxK)
+      return argumentError(formatv("{0}: {1} reads rows of {2} elements; the "
+                                   "projections take at most {3}",
+                                   op, projection.name, projection.k,
+                                   ops::kLinearMaxK));
+  // An HCA token sees every compressed entry: the window's indices and
+  // max_seq / 128 more, at most sparse attention's 4096.
+  if (c.compressRatio == 128 &&
+      kWindow + maxSeq / 128 > ops::kMaxSparseAttnTopk)
+    return argumentError(formatv(
+        "{0}: max_seq = {1}: an HCA layer's tokens see the {2}-token window "
+        "and up to max_seq / 128 = {3} compressed entries, more than sparse "
+        "attention's {4} indices (max_seq <= {5})",
+        op, maxSeq, kWindow, maxSeq / 128, ops::kMaxSparseAttnTopk,
+        (ops::kMaxSparseAttnTopk - kWindow) * 128 + 127));
+  if (c.compressRatio == 4 && batch > ops::kMaxDecodeQueries)
+    return argumentError(
+        formatv("{0}: batch = {1}; the CSA indexer's decode scores at most "
+                "{2} sequences",
+                op, batch, ops::kMaxDecodeQueries));
   // The RoPE tables' base (the compressed positions' when compressing).
   float ropeTheta = c.compressRatio ? c.compressRopeTheta : c.ropeTheta;
   if (!(ropeTheta > 0) || !std::isfinite(ropeTheta))
@@ -498,10 +540,11 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
     int64_t keyRows = batch * b.indexKeyStride;
     int64_t headRows = tokens * c.indexHeads;
     // The indexer's logits: prefill runs one sequence at a time ([seq,
-    // capacity]); decode all sequences at once, each over its own keys
-    // ([batch, stride]).
+    // seq / 4]: a prompt from position 0 has completed seq / 4 entries, so
+    // no token sees more); decode all sequences at once, each over its own
+    // keys ([batch, stride]).
     indexer::IndexerShape prefillShape{tokens / batch,
-                                       std::max<int64_t>(capacity, 1),
+                                       prefillIndexKeys(tokens / batch),
                                        c.indexHeads,
                                        kIndexDim,
                                        1,
@@ -1038,7 +1081,6 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
   const Weights &w = weights_;
   Buffers &b = *buffers_;
   int64_t tokens = batch_ * seq;
-  int64_t capacity = b.compressedCapacity;
   int64_t stride = b.indexKeyStride;
   int64_t heads = c.indexHeads;
   const float *cos = b.cos.as<float>(), *sin = b.sin.as<float>();
@@ -1092,7 +1134,7 @@ Error Attention::indexerScores(const void *x, int64_t seq, bool decode,
   if (Error error = b.streams.wait(stream, b.streams.keysReady))
     return error;
   indexShape.m = seq;
-  indexShape.n = std::max<int64_t>(capacity, 1);
+  indexShape.n = prefillIndexKeys(seq);
   for (int64_t s = 0; s < batch_; ++s) {
     int64_t firstToken = s * seq;
     if (Error error = indexer::flatIndexer(

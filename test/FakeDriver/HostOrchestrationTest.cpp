@@ -306,6 +306,31 @@ void expectForkedAndJoined(const std::vector<Call> &calls, uintptr_t stream,
   }
 }
 
+// The CSA indexer's prefill logits are [seq, seq / 4] per sequence (the
+// entries a prompt from position 0 completes), not [seq, max_seq / 4]: a
+// layer for long contexts with short prefills needs no memory that grows
+// with their product (here 4096 x 32768 x 4 bytes = 512 MiB; now 16).
+TEST(V4LayerMemory, PrefillLogitsFollowThePromptNotMaxSeq) {
+  const int64_t maxSeq = 131072, prefill = 4096;
+  hisa_v4_config config = smallConfig(4);
+  hisa_v4_weights weights = someWeights();
+  int64_t live = hisa::fake_cuda::counters().bytesAllocated;
+  // The layer takes ~392 MiB here; with [seq, max_seq / 4] logits, 888.
+  hisa::fake_cuda::setMemoryLimit(size_t(live) + (size_t(640) << 20));
+  hisa_v4_attention *layer = nullptr;
+  int status =
+      hisa_v4_attention_create(&config, &weights, 1, maxSeq, prefill, &layer);
+  hisa::fake_cuda::setMemoryLimit(SIZE_MAX);
+  ASSERT_EQ(status, HISA_OK) << hisa_last_error();
+  void *x = deviceBuffer(prefill * config.dim * 2);
+  void *out = deviceBuffer(prefill * config.dim * 2);
+  EXPECT_EQ(hisa_v4_attention_prefill(layer, x, prefill, out, nullptr), HISA_OK)
+      << hisa_last_error();
+  EXPECT_EQ(hisa_v4_attention_decode(layer, x, out, nullptr), HISA_OK)
+      << hisa_last_error();
+  hisa_v4_attention_destroy(layer);
+}
+
 class V4LayerOnFakeDriver : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {

@@ -446,6 +446,24 @@ TEST(OperatorPlans, SparseAttnTakesAFourByteAlignedSink) {
       << hisa_last_error();
 }
 
+TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNeedsNoKvAddress) {
+  // nkv = 0 (torch's empty kv has no address): every index is invalid, no
+  // row is read; the call runs (o = 0) instead of refusing a NULL kv.
+  CUstream stream = someStream();
+  SparseAttnBuffers b(4, 1, 64, 64, 1);
+  ASSERT_EQ(hisa_sparse_attn(b.q, nullptr, b.sink, b.idx, b.o, nullptr, 4, 1,
+                             64, 0, 64, 0.044f, nullptr, 0, stream),
+            HISA_OK)
+      << hisa_last_error();
+  EXPECT_FALSE(launchesOn(stream).empty());
+  // With rows in the cache, kv is needed.
+  EXPECT_EQ(hisa_sparse_attn(b.q, nullptr, b.sink, b.idx, b.o, nullptr, 4, 1,
+                             64, 1, 64, 0.044f, nullptr, 0, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("kv"), std::string::npos)
+      << hisa_last_error();
+}
+
 TEST(OperatorPlans, KernelLaunchChecksCountAndSizesBeforeUsingThem) {
   hisa_kernel *kernel = nullptr;
   ASSERT_EQ(hisa_kernel_get(nullptr, "clean_and_maintain_logits", nullptr,

@@ -330,6 +330,18 @@ TEST(ArgumentBounds, FusedStagesNameTheirArguments) {
   EXPECT_EQ(poolTopk(0, 128), HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("out_columns = 0"), std::string::npos)
       << lastError();
+  // No pooled keys: no column to fill, so a column asked for is refused
+  // (it would stay unwritten) and none is a no-op.
+  auto noKeys = [](int64_t outColumns) {
+    return hisa_pool_topk_blocks(fake(), fake(), fake<float>(), fake<float>(),
+                                 fake<int32_t>(), fake<int32_t>(),
+                                 fake<int32_t>(), 5, 0, 64, 128, outColumns,
+                                 128, nullptr);
+  };
+  EXPECT_EQ(noKeys(1), HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("0 when Nb = 0"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(noKeys(0), HISA_OK) << lastError();
   // pool_mqa_logits left its pointers to the kernel, whose names differ
   // (blocked_scale).
   EXPECT_EQ(hisa_pool_mqa_logits(fake(), fake(), nullptr, fake<float>(),

@@ -78,6 +78,41 @@ TEST(V4Attention, ChecksDimensions) {
             std::string::npos);
 }
 
+// What a forward's kernels would refuse is refused by create, so that a
+// created layer runs (a forward refused halfway would leave its caches
+// ahead of its length).
+TEST(V4Attention, RefusesWhatAForwardCouldNotRun) {
+  hisa_v4_config config = smallConfig(0);
+  config.q_lora = 384; // q's RMSNorm takes powers of two
+  std::string norm = createError(config, allWeights());
+  EXPECT_NE(norm.find("q_lora = 384"), std::string::npos) << norm;
+  config = smallConfig(0);
+  config.dim = 16448;
+  std::string wide = createError(config, allWeights());
+  EXPECT_NE(wide.find("k = dim) reads rows of 16448 elements"),
+            std::string::npos)
+      << wide;
+  config = smallConfig(0);
+  config.heads = 128;
+  config.o_groups = 2; // wo_a's rows: 64 heads x 512
+  std::string grouped = createError(config, allWeights());
+  EXPECT_NE(grouped.find("wo_a (k = heads / o_groups * 512) reads rows of "
+                         "32768"),
+            std::string::npos)
+      << grouped;
+  // HCA: the window and max_seq / 128 entries within 4096 indices.
+  std::string hca = createError(smallConfig(128), allWeights(), 1, 508032);
+  EXPECT_NE(hca.find("max_seq = 508032"), std::string::npos) << hca;
+  EXPECT_NE(hca.find("max_seq <= 508031"), std::string::npos) << hca;
+  // CSA decode scores at most 65535 sequences.
+  hisa_v4_weights weights = allWeights();
+  weights.i_wq = weights.i_weights = weights.i_wkv = weights.i_wgate =
+      fake(0x50000);
+  weights.i_ape = weights.i_norm = static_cast<const float *>(fake(0x60000));
+  std::string csa = createError(smallConfig(4), weights, 65536, 8);
+  EXPECT_NE(csa.find("batch = 65536"), std::string::npos) << csa;
+}
+
 TEST(V4Attention, NamesAMissingWeight) {
   hisa_v4_weights weights = allWeights();
   weights.c_wgate = nullptr;

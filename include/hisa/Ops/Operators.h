@@ -48,6 +48,9 @@ llvm::Error poolMqaLogits(const void *q, const void *blockedK,
                           int64_t m, int64_t nb, int64_t heads, int64_t dim,
                           void *stream);
 
+/// The most queries mqaLogitsDecode takes (one grid row each).
+constexpr int64_t kMaxDecodeQueries = 65535;
+
 /// The logits of decode: query m (one per sequence) over its own keys, rows
 /// [m * rowLength, (m + 1) * rowLength) of k, in its window [starts[m],
 /// ends[m]) (offsets in those rows) into logits [m, rowLength]; entries

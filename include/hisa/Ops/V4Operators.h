@@ -19,6 +19,14 @@
 
 namespace hisa::ops {
 
+/// The widest k `linear` and its split-k forms take (one specialization per
+/// k, so bounded).
+constexpr int64_t kLinearMaxK = 16384;
+
+/// Whether v4Rmsnorm (and the split-k projection's fused norm) takes rows
+/// of `dim` elements.
+bool isSupportedNormDim(int64_t dim);
+
 /// y = x * w^T per group (bf16 in and out, f32 accumulation): x [m, groups
 /// * k], w [groups * n, k] (a Linear's [out, in] weight, the groups'
 /// stacked), y [m, groups * n]. k: a multiple of 64 up to 16384; with

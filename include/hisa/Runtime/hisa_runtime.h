@@ -185,9 +185,9 @@ HISA_EXPORT int hisa_topk_bf16(const void *x, const int32_t *starts,
  * nothing) -> o [batch, seq_len, heads, 512] bf16; lse (NULL: not written)
  * [batch, seq_len, heads] f32, the natural log of each softmax denominator
  * with the sink. A token without a valid index gets o = 0. heads >= 1,
- * 1 <= topk <= 4096, batch * nkv < 2^31. With few tokens (decode) each
- * token's indices are split over several blocks merged by a second kernel
- * through `workspace` (256-byte aligned, at least
+ * 1 <= topk <= 4096, batch * nkv < 2^31; kv may be NULL when nkv = 0. With few
+ * tokens (decode) each token's indices are split over several blocks merged by
+ * a second kernel through `workspace` (256-byte aligned, at least
  * hisa_sparse_attn_workspace_size bytes; 0 bytes and NULL when it says 0).
  * The split depends on the SM count of the device whose context is current
  * (132 when there is none): ask for the size with the same device current
@@ -327,7 +327,8 @@ HISA_EXPORT int hisa_flash_attn(const void *q, const void *k, const void *v,
                                 float softmax_scale, void *stream);
 
 /* Fused HISA stage 1 (KERNELS.md 1.2 + 1.3 + 1.4): out [m, out_columns]
- * int32 block indices (out_columns = min(block_topk, nb)), -1 padded.
+ * int32 block indices (out_columns = min(block_topk, nb); 0 and nothing
+ * written when nb = 0), -1 padded.
  * starts/ends: [m] int32 token windows pooled by window_kb (1: block
  * windows). nb <= 32768. */
 HISA_EXPORT int
