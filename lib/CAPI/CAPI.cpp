@@ -104,6 +104,13 @@ int hisa_set_device_pointer_checks(int enabled) {
   return setDevicePointerChecks(enabled != 0) ? 1 : 0;
 }
 
+int hisa_use_device(int32_t ordinal) {
+  Expected<CudaDriver &> driver = CudaDriver::get();
+  if (!driver)
+    return statusOf(driver.takeError());
+  return statusOf(driver->usePrimaryContext(ordinal));
+}
+
 int hisa_set_programmatic_launch(int enabled) {
   return setProgrammaticLaunch(enabled != 0) ? 1 : 0;
 }
@@ -155,6 +162,27 @@ int hisa_kernel_compile(const char *source, const char *kernel_name,
                               path_capacity, path));
     std::memcpy(out_path, path.c_str(), path.size() + 1);
   }
+  return succeed();
+}
+
+int hisa_kernel_argument_type(hisa_kernel *kernel, int32_t index,
+                              const char **element_type,
+                              int32_t *element_bytes) {
+  if (!kernel || !element_type || !element_bytes)
+    return failWith(HISA_ERROR_INVALID_ARGUMENT,
+                    "kernel, element_type and element_bytes must not be NULL");
+  const KernelMetadata &metadata =
+      reinterpret_cast<LoadedKernel *>(kernel)->getMetadata();
+  if (index < 0 || index >= static_cast<int64_t>(metadata.arguments.size()))
+    return failWith(HISA_ERROR_INVALID_ARGUMENT,
+                    formatv("index = {0}, but kernel '{1}' takes {2} "
+                            "arguments",
+                            index, metadata.kernelName,
+                            metadata.arguments.size()));
+  const KernelMetadata::Argument &argument = metadata.arguments[index];
+  bool tensor = argument.kind == KernelMetadata::Argument::Tensor;
+  *element_type = tensor ? argument.elementType.c_str() : "";
+  *element_bytes = tensor ? static_cast<int32_t>(argument.elementBytes) : 0;
   return succeed();
 }
 

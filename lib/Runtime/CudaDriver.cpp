@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
@@ -225,6 +226,31 @@ llvm::Expected<CUcontext> CudaDriver::ensureContext() {
           checkCuda(ctxSetCurrent(primaryContext), "cuCtxSetCurrent"))
     return error;
   return primaryContext;
+}
+
+llvm::Error CudaDriver::usePrimaryContext(int ordinal) {
+  if (ordinal < 0 || ordinal >= 1024)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("device ordinal {0} is out of range", ordinal));
+  CUcontext context = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(primaryContextMutex);
+    if (primaryContexts.size() <= size_t(ordinal))
+      primaryContexts.resize(ordinal + 1, nullptr);
+    if (!primaryContexts[ordinal]) {
+      CUdevice device = 0;
+      if (llvm::Error error =
+              checkCuda(deviceGet(&device, ordinal), "cuDeviceGet"))
+        return error;
+      if (llvm::Error error = checkCuda(
+              devicePrimaryCtxRetain(&primaryContexts[ordinal], device),
+              "cuDevicePrimaryCtxRetain"))
+        return error;
+    }
+    context = primaryContexts[ordinal];
+  }
+  return checkCuda(ctxSetCurrent(context), "cuCtxSetCurrent");
 }
 
 llvm::Expected<CUdevice> CudaDriver::getCurrentDevice() const {

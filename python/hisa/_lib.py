@@ -209,6 +209,16 @@ _SIGNATURES = {
             ctypes.c_void_p,  # CUstream
         ],
     ),
+    "hisa_use_device": (ctypes.c_int, [ctypes.c_int32]),
+    "hisa_kernel_argument_type": (
+        ctypes.c_int,
+        [
+            ctypes.c_void_p,  # hisa_kernel *
+            ctypes.c_int32,  # index
+            ctypes.POINTER(ctypes.c_char_p),  # const char **element_type
+            ctypes.POINTER(ctypes.c_int32),  # int32_t *element_bytes
+        ],
+    ),
     "hisa_cache_stats": (None, [_c_int64_p, _c_int64_p, _c_int64_p]),
     "hisa_cache_stats2": (None, [_c_int64_p, _c_int64_p, _c_int64_p, _c_int64_p]),
     "hisa_fp8_block_mean_pooling": (

@@ -18,12 +18,15 @@ has a gradient; their outputs are indices or inference-only results.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
 from . import ops
+from ._torch_util import check_no_grad
 
 _FP8 = torch.float8_e4m3fn
 
@@ -50,17 +53,28 @@ def _op(mutates_args=()):
 
 def _fake(name):
     """Registers the decorated function as hisa::<name>'s fake (meta)
-    implementation: output shapes and dtypes only."""
+    implementation: output shapes and dtypes only. It also refuses inputs
+    that require grad with grad mode on, as the eager functions do: a
+    compiled graph runs the real kernel with grad mode off, where the eager
+    check would pass and the gradient be lost without a word."""
 
     def register(fn):
-        torch.library.register_fake("hisa::" + name, fn, lib=_LIBRARY)
+        parameters = list(inspect.signature(fn).parameters)
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            check_no_grad(name, list(zip(parameters, args)) + list(kwargs.items()))
+            return fn(*args, **kwargs)
+
+        torch.library.register_fake("hisa::" + name, checked, lib=_LIBRARY)
         return fn
 
     return register
 
 
 @_op()
-def fp8_block_mean_pooling(k: Tensor, k_scale: Tensor, k_block_size: int) -> Tuple[Tensor, Tensor]:
+def fp8_block_mean_pooling(k: Tensor, k_scale: Tensor,
+                           k_block_size: int = 128) -> Tuple[Tensor, Tensor]:
     return _eager("fp8_block_mean_pooling")(k, k_scale, k_block_size)
 
 

@@ -141,8 +141,12 @@ def ensure_context(device: torch.device) -> None:
     if index in done:
         return
     if torch.cuda.is_current_stream_capturing():
-        return  # capturing implies a current context; a sync is illegal now
-    torch.cuda.synchronize(index)
+        return  # capturing implies a current context
+    # The device's primary context made current by the runtime, without a
+    # synchronization (torch.cuda.synchronize did it before: it stalled
+    # every stream and broke another thread's capture in global mode).
+    from . import _lib
+    _lib.check(_lib.lib().hisa_use_device(index), "hisa_use_device", f"device {index}")
     done.add(index)
 
 

@@ -26,6 +26,8 @@ is memory-bound and small next to the indexer's stages).
 
 from __future__ import annotations
 
+import math
+
 from typing import Callable, List, Optional, Tuple
 
 import torch
@@ -79,7 +81,10 @@ def gather_tokens(local: torch.Tensor, total: int, group=None) -> torch.Tensor:
     widest = max(counts)
     # All-gather as bytes: fp8 and other types every backend can move.
     row_shape = local.shape[1:]
-    as_bytes = local.contiguous().view(torch.uint8).reshape(count, -1)
+    # The row's bytes named, not inferred: a rank may hold no token (fewer
+    # tokens than ranks), and reshape(0, -1) cannot infer them.
+    row_bytes = math.prod(row_shape) * local.element_size()
+    as_bytes = local.contiguous().view(torch.uint8).reshape(count, row_bytes)
     padded = torch.zeros((widest, as_bytes.shape[1]), dtype=torch.uint8, device=local.device)
     padded[:count] = as_bytes
     pieces = [torch.empty_like(padded) for _ in range(world)]

@@ -115,13 +115,32 @@ def _describe(name: str, params: str, target: str) -> str:
 class Kernel:
     """A compiled and loaded kernel (owned by the runtime cache; never freed)."""
 
-    __slots__ = ("handle", "name", "params", "target")
+    __slots__ = ("handle", "name", "params", "target", "_argument_types")
 
     def __init__(self, handle: int, name: str, params: str, target: str):
         self.handle = handle
         self.name = name
         self.params = params
         self.target = target
+        self._argument_types = None
+
+    def argument_types(self):
+        """[(element type as the DSL names it, its bytes)] per argument of the
+        kernel signature; ("", 0) for scalars."""
+        if self._argument_types is None:
+            runtime = _lib.lib()
+            types = []
+            i = 0
+            while True:
+                name, size = ctypes.c_char_p(), ctypes.c_int32()
+                status = runtime.hisa_kernel_argument_type(self.handle, i, ctypes.byref(name),
+                                                           ctypes.byref(size))
+                if status != 0:
+                    break  # past the last argument
+                types.append(((name.value or b"").decode(), size.value))
+                i += 1
+            self._argument_types = types
+        return self._argument_types
 
     def __repr__(self) -> str:
         return f"hisa.jit.Kernel({self.name!r}, params={self.params!r}, target={self.target!r})"
@@ -153,6 +172,13 @@ class Kernel:
                     raise InvalidArgumentError(f"{what} must be contiguous, got strides {tuple(value.stride())}")
                 if value.dim() > MAX_RANK:
                     raise InvalidArgumentError(f"{what} has rank {value.dim()} > {MAX_RANK}")
+                # hisa_arg has no element type: a tensor of smaller elements
+                # than the kernel reads would be read or written past its end.
+                types = self.argument_types()
+                if i < len(types) and types[i][1] and value.element_size() != types[i][1]:
+                    raise InvalidArgumentError(
+                        f"{what} is {value.dtype} ({value.element_size()} bytes an element), "
+                        f"but the kernel takes {types[i][0]} ({types[i][1]} bytes)")
                 arg.kind = ARG_TENSOR
                 arg.rank = value.dim()
                 arg.data = value.data_ptr()

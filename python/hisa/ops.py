@@ -87,6 +87,21 @@ MQA_SUPPORTED_HEADS = (16, 32, 64, 128)
 MQA_SUPPORTED_DIMS = (64, 128)
 
 
+def _into_out(out: torch.Tensor, name: str, result: torch.Tensor) -> torch.Tensor:
+    """Under torch.compile, copies an op's result into the caller's `out`
+    after the checks the eager path makes of it (copy_ alone would convert
+    dtypes and broadcast shapes)."""
+    if not isinstance(out, torch.Tensor):
+        raise InvalidArgumentError(f"{name} must be a torch.Tensor, got {type(out).__qualname__}")
+    if out.dtype != result.dtype or tuple(out.shape) != tuple(result.shape):
+        raise InvalidArgumentError(
+            f"{name} must be {list(result.shape)} {result.dtype}, got "
+            f"{list(out.shape)} {out.dtype}")
+    if out.device != result.device:
+        raise InvalidArgumentError(f"{name} is on {out.device}; the inputs are on {result.device}")
+    return out.copy_(result)
+
+
 def fp8_block_mean_pooling(
     k: torch.Tensor,
     k_scale: torch.Tensor,
@@ -111,9 +126,9 @@ def fp8_block_mean_pooling(
         if out is None:
             return torch.ops.hisa.fp8_block_mean_pooling(k, k_scale, k_block_size)
         pooled, scale = torch.ops.hisa.fp8_block_mean_pooling(k, k_scale, k_block_size)
-        out[0].copy_(pooled)
-        out[1].copy_(scale)
-        return out[0], out[1]
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise InvalidArgumentError("out must be a (blocked_k, blocked_k_scale) pair")
+        return _into_out(out[0], "out[0]", pooled), _into_out(out[1], "out[1]", scale)
     k = check_tensor("k", k)
     k_scale = check_tensor("k_scale", k_scale)
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
@@ -628,7 +643,7 @@ def topk(
     """
     if torch.compiler.is_compiling():
         result = torch.ops.hisa.topk(x, k, starts, ends)
-        return result if out is None else out.copy_(result)
+        return result if out is None else _into_out(out, "out", result)
     # The common call (whole rows into a new output), checked with a few
     # attribute reads (host time per call matters to servers); anything else,
     # and anything wrong, takes the path below, which names what is wrong.

@@ -102,7 +102,8 @@ def worker(rank, world, port, total, results):
         torch.distributed.destroy_process_group()
 
 
-@pytest.mark.parametrize("world,total", [(2, 37), (3, 100), (2, 5)])
+# (3, 2) and (2, 1): a rank without tokens (fewer tokens than ranks).
+@pytest.mark.parametrize("world,total", [(2, 37), (3, 100), (2, 5), (3, 2), (2, 1)])
 def test_ranks_match_the_single_process_result(world, total):
     import torch.multiprocessing as mp
     manager = mp.Manager()

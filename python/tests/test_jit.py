@@ -128,6 +128,10 @@ def test_launch_checks_signature():
         kernel.launch(logits.cpu(), s, s)
     with pytest.raises(ValueError, match="argument 1"):
         kernel.launch(logits, "s", s)
+    # Elements smaller than the kernel reads: refused, not read past the end.
+    with pytest.raises(hisa.InvalidArgumentError, match="float16 .2 bytes.*f32 .4 bytes"):
+        kernel.launch(logits.half(), s, s)
+    assert kernel.argument_types() == [("f32", 4), ("i32", 4), ("i32", 4)]
 
 
 def test_compiles_from_several_threads_match_one_at_a_time():

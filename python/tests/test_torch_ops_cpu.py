@@ -7,10 +7,13 @@ from hisa_testutil import require_torch
 
 torch = require_torch()
 
+import hisa  # noqa: E402
 import hisa.ops  # noqa: E402,F401  (registers torch.ops.hisa.*)
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 SCHEMAS = {
+    "fp8_block_mean_pooling": "hisa::fp8_block_mean_pooling(Tensor k, Tensor k_scale, "
+                              "SymInt k_block_size=128) -> (Tensor, Tensor)",
     "topk": "hisa::topk(Tensor x, SymInt k, Tensor? starts=None, Tensor? ends=None) -> Tensor",
     "clean_and_maintain_logits_":
         "hisa::clean_and_maintain_logits_(Tensor(a0!) logits, Tensor ks, Tensor ke) -> ()",
@@ -66,3 +69,41 @@ def test_export_traces_through_the_ops():
     code = program.graph_module.code
     assert "torch.ops.hisa.hisa_indexer.default" in code
     assert "torch.ops.hisa.clean_and_maintain_logits_.default" in code
+
+
+def test_fake_implementations_refuse_inputs_that_require_grad():
+    # A compiled graph runs the real kernel with grad mode off, where the
+    # eager check passes: the fake implementation (what torch.compile
+    # traces) refuses instead of losing the gradient.
+    with FakeTensorMode():
+        q = torch.empty(2, 3, 16, 512, dtype=torch.bfloat16, requires_grad=True)
+        kv = torch.empty(2, 40, 512, dtype=torch.bfloat16)
+        args = (kv, torch.empty(16), torch.empty(2, 3, 70, dtype=torch.int32), 0.05)
+        try:
+            torch.ops.hisa.sparse_attn(q, *args)
+        except hisa.InvalidArgumentError as error:
+            assert "q requires grad" in str(error)
+        else:
+            raise AssertionError("a q that requires grad was traced")
+        with torch.no_grad():
+            o, _ = torch.ops.hisa.sparse_attn(q, *args)
+        assert o.shape == (2, 3, 16, 512)
+        assert torch.ops.hisa.sparse_attn(q.detach(), *args)[0].shape == (2, 3, 16, 512)
+
+
+def test_compiled_out_arguments_are_checked_like_eager_ones():
+    # Under torch.compile the ops' results are copied into out=; copy_ alone
+    # would convert an int64 out or broadcast into a larger one.
+    result = torch.zeros(3, 5, dtype=torch.int32)
+    for out, words in ((torch.empty(3, 5, dtype=torch.int64), "torch.int64"),
+                       (torch.empty(2, 3, 5, dtype=torch.int32), "[2, 3, 5]"),
+                       ([1], "torch.Tensor")):
+        try:
+            hisa.ops._into_out(out, "out", result)
+        except hisa.InvalidArgumentError as error:
+            assert words in str(error) and "must be [3, 5] torch.int32" in str(error) \
+                or words in str(error)
+        else:
+            raise AssertionError(f"out {words} was accepted")
+    good = torch.empty(3, 5, dtype=torch.int32)
+    assert hisa.ops._into_out(good, "out", result) is good

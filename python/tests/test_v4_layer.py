@@ -301,3 +301,21 @@ def test_l2_prefetch_checks_its_arguments():
         hisa.l2_prefetch(w.cpu())
     with pytest.raises(hisa.InvalidArgumentError, match="contiguous"):
         hisa.l2_prefetch(w.t())
+
+
+def test_index_key_cache_views_keep_the_layer_alive():
+    # The views are the layer's memory: the layer (which frees it) lives as
+    # long as they do.
+    import gc
+    import weakref
+    layer, _ = make(small_config(4), 1, 256, fresh_seed())
+    codes, scales = layer.index_key_cache()
+    alive = weakref.ref(layer)
+    del layer
+    gc.collect()
+    assert alive() is not None, "the layer was freed under its key cache's views"
+    codes.fill_(0)  # its memory, still allocated
+    torch.cuda.synchronize()
+    del codes, scales
+    gc.collect()
+    assert alive() is None, "the views kept the layer after they were gone"

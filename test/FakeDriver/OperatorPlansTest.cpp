@@ -248,6 +248,31 @@ TEST(OperatorPlans, SparseAttnPlansForTheCurrentDevicesSms) {
   EXPECT_EQ(sparseAttnDecodePlan(20, 64, 640, 4096)[0].grid[0], 20u * 6);
 }
 
+TEST(OperatorPlans, UseDeviceMakesItsPrimaryContextCurrentWithoutASync) {
+  // What hisa's Python package does once per thread and device (it called
+  // torch.cuda.synchronize before, which stalls every stream).
+  hisa::fake_cuda::ScopedDevices devices(2);
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(hisa_use_device(1), HISA_OK) << hisa_last_error();
+  CUdevice device = -1;
+  ASSERT_EQ(cuCtxGetDevice(&device), CUDA_SUCCESS);
+  EXPECT_EQ(device, 1);
+  CUcontext primary = nullptr, current = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, primary);
+  for (const Call &call : hisa::fake_cuda::calls())
+    EXPECT_NE(call.kind, Call::Synchronizing) << call.name;
+  EXPECT_EQ(hisa_use_device(2), HISA_ERROR_CUDA);
+  EXPECT_NE(std::string(hisa_last_error()).find("cuDeviceGet"),
+            std::string::npos)
+      << hisa_last_error();
+  EXPECT_NE(hisa_use_device(-1), HISA_OK);
+  ASSERT_EQ(hisa_use_device(0), HISA_OK) << hisa_last_error();
+  ASSERT_EQ(cuCtxGetDevice(&device), CUDA_SUCCESS);
+  EXPECT_EQ(device, 0);
+}
+
 TEST(OperatorPlans, SparseAttnFromAThreadWithoutAContextPlansForDeviceZero) {
   // A server thread that has not used CUDA yet: the size query (no
   // context) answers for 132 SMs, which covers any Hopper; the launch makes
@@ -451,6 +476,7 @@ TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNeedsNoKvAddress) {
   // row is read; the call runs (o = 0) instead of refusing a NULL kv.
   CUstream stream = someStream();
   SparseAttnBuffers b(4, 1, 64, 64, 1);
+  hisa::fake_cuda::resetCalls();
   ASSERT_EQ(hisa_sparse_attn(b.q, nullptr, b.sink, b.idx, b.o, nullptr, 4, 1,
                              64, 0, 64, 0.044f, nullptr, 0, stream),
             HISA_OK)
@@ -462,6 +488,34 @@ TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNeedsNoKvAddress) {
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hisa_last_error()).find("kv"), std::string::npos)
       << hisa_last_error();
+}
+
+TEST(OperatorPlans, KernelArgumentTypesComeFromTheSignature) {
+  // hisa_arg has no element type: callers check their tensors against
+  // these (hisa.jit.Kernel.launch does).
+  hisa_kernel *kernel = nullptr;
+  ASSERT_EQ(hisa_kernel_get(nullptr, "fp8_block_mean_pooling", nullptr,
+                            "sm_90a", &kernel),
+            HISA_OK)
+      << hisa_last_error();
+  const char *type = nullptr;
+  int32_t bytes = -1;
+  ASSERT_EQ(hisa_kernel_argument_type(kernel, 0, &type, &bytes), HISA_OK)
+      << hisa_last_error();
+  EXPECT_EQ(std::string(type), "f8E4M3FN");
+  EXPECT_EQ(bytes, 1);
+  ASSERT_EQ(hisa_kernel_argument_type(kernel, 1, &type, &bytes), HISA_OK);
+  EXPECT_EQ(std::string(type), "f32");
+  EXPECT_EQ(bytes, 4);
+  EXPECT_EQ(hisa_kernel_argument_type(kernel, 4, &type, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("takes 4 arguments"),
+            std::string::npos)
+      << hisa_last_error();
+  EXPECT_EQ(hisa_kernel_argument_type(kernel, -1, &type, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(hisa_kernel_argument_type(nullptr, 0, &type, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(OperatorPlans, KernelLaunchChecksCountAndSizesBeforeUsingThem) {

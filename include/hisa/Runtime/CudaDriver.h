@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace hisa::runtime {
 
@@ -122,6 +123,11 @@ public:
   /// 0 is retained (once per process, never released) and made current.
   llvm::Expected<CUcontext> ensureContext();
 
+  /// Makes the primary context of device `ordinal` current on the calling
+  /// thread (retained once per device and process, never released; the
+  /// context torch's runtime uses for that device). Nothing is synchronized.
+  llvm::Error usePrimaryContext(int ordinal);
+
   /// The device of the context current on this thread.
   llvm::Expected<CUdevice> getCurrentDevice() const;
 
@@ -202,9 +208,11 @@ private:
 
   void *library = nullptr; // dlopen handle; deliberately never closed
 
-  // The primary context ensureContext() retained, if it had to.
+  // The primary context ensureContext() retained, if it had to, and those
+  // usePrimaryContext() retained, by device ordinal.
   std::mutex primaryContextMutex;
   CUcontext primaryContext = nullptr;
+  std::vector<CUcontext> primaryContexts;
 };
 
 /// A module loaded into the current context; unloaded when destroyed. The

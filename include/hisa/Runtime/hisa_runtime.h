@@ -45,6 +45,13 @@ HISA_EXPORT const char *hisa_builtin_kernel_source(const char *name);
  * the driver queries. Process-wide; returns the previous setting. */
 HISA_EXPORT int hisa_set_device_pointer_checks(int enabled);
 
+/* Makes the primary context of device `ordinal` current on the calling
+ * thread (the context the CUDA runtime, and so torch, uses for it), without
+ * synchronizing anything: what a thread does before its first hisa call on
+ * a device when no context is current there (hisa's Python package does it
+ * once per thread and device). */
+HISA_EXPORT int hisa_use_device(int32_t ordinal);
+
 /* Whether hisa's kernels are launched as programmatic dependents of the
  * previous kernel in their stream (cuLaunchKernelEx with programmatic stream
  * serialization; CUDA graphs capture it as a programmatic edge): each kernel
@@ -100,6 +107,15 @@ typedef struct hisa_arg {
  * read) and each tensor at most 2^48 bytes. */
 HISA_EXPORT int hisa_kernel_launch(hisa_kernel *kernel, const hisa_arg *args,
                                    int32_t num_args, void *stream);
+
+/* The element type of the kernel's argument `index` as the DSL names it
+ * ("f32", "bf16", "f8E4M3FN", "i32", ...; a string the runtime owns) and
+ * its bytes, for a caller to check its tensors' types before a launch
+ * (hisa_arg carries no type: a tensor of smaller elements than the kernel
+ * reads would be read past its end); "" and 0 for a scalar argument. */
+HISA_EXPORT int hisa_kernel_argument_type(hisa_kernel *kernel, int32_t index,
+                                          const char **element_type,
+                                          int32_t *element_bytes);
 
 /* Cache statistics for this process (compiles, disk hits, memory hits). */
 HISA_EXPORT void hisa_cache_stats(int64_t *compiles, int64_t *disk_hits,
@@ -158,7 +174,8 @@ HISA_EXPORT int hisa_block_sparse_mqa_logits(
 /* KERNELS.md "Top-k, exactly": the k largest values of each row of x
  * [rows, columns] f32 (within [starts[r], ends[r]) when both are given;
  * both NULL: whole rows). out: [rows, k] int32 columns (relative != 0 and
- * windows: offsets from starts[r]), in no order; ties to the lower column;
+ * windows: offsets from starts[r], which must then be >= 0 so that every
+ * offset fits in int32), in no order; ties to the lower column;
  * -inf/NaN never selected; -1 padded (k > columns allowed). */
 HISA_EXPORT int hisa_topk(const float *x, const int32_t *starts,
                           const int32_t *ends, int32_t *out, int64_t rows,
@@ -218,8 +235,12 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * (window only), 4 (CSA: the indexer's weights i_* are needed, index_heads
  * 64, 1 <= index_topk <= 3968, so that with the 128-token window a token
  * has at most 4096 indices) and 128 (HCA). head_dim 512, rope 64, the
- * indexer's 128 dims and the 128-token window are fixed; dim, q_lora and
- * o_lora are at most 65536; batch * max_seq < 2^31; the RoPE base in use
+ * indexer's 128 dims and the 128-token window are fixed; q_lora is 128,
+ * 256, ..., 4096 (q's RMSNorm); each projection reads at most 16384
+ * columns (dim, q_lora, heads / o_groups * 512, o_groups * o_lora); HCA
+ * layers take max_seq <= 508031 (the window and max_seq / 128 entries
+ * within sparse attention's 4096 indices), CSA layers batch <= 65535;
+ * batch * max_seq < 2^31; the RoPE base in use
  * (compress_rope_theta when compressing, else rope_theta) is finite and
  * > 0. */
 typedef struct hisa_v4_config {
@@ -339,7 +360,8 @@ hisa_pool_topk_blocks(const void *q, const void *blocked_k,
                       int64_t out_columns, int64_t window_kb, void *stream);
 
 /* Fused HISA stage 2 (KERNELS.md 2.1 + 2.2 + 2.3): out [m, topk_tokens]
- * int32 offsets from ks, -1 padded. topk * kb <= 32768, n >= 1. */
+ * int32 offsets from ks (ks >= 0: a row minus ks must fit in int32), -1
+ * padded. topk * kb <= 32768, n >= 1. */
 HISA_EXPORT int hisa_block_sparse_topk_tokens(
     const void *q, const void *k, const float *k_scale,
     const int32_t *topk_block_index, const float *weights, const int32_t *ks,

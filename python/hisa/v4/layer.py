@@ -136,9 +136,10 @@ class Attention:
         if not keys.value:
             return None
         shape = (self.batch, rows.value)
-        codes = torch.as_tensor(_DeviceArray(keys.value, shape + (128,), torch.uint8),
+        # The views keep the layer (whose memory they are) alive.
+        codes = torch.as_tensor(_DeviceArray(keys.value, shape + (128,), torch.uint8, self),
                                 device=self.device).view(torch.float8_e4m3fn)
-        scale = torch.as_tensor(_DeviceArray(scales.value, shape, torch.float32),
+        scale = torch.as_tensor(_DeviceArray(scales.value, shape, torch.float32, self),
                                 device=self.device)
         return codes, scale
 
@@ -205,9 +206,12 @@ _TYPESTR = {torch.int32: "<i4", torch.uint8: "|u1", torch.float32: "<f4"}
 
 
 class _DeviceArray:
-    """Device memory the layer owns, seen through __cuda_array_interface__."""
+    """Device memory the layer owns, seen through __cuda_array_interface__.
+    `owner` (the layer, for views handed out) stays alive as long as a
+    tensor made from this does (torch keeps the interface's object)."""
 
-    def __init__(self, pointer: int, shape, dtype):
+    def __init__(self, pointer: int, shape, dtype, owner=None):
+        self.owner = owner
         self.__cuda_array_interface__ = {
             "shape": tuple(shape), "typestr": _TYPESTR.get(dtype, "<i2"),
             "data": (pointer, False), "version": 3, "strides": None}
