@@ -516,6 +516,10 @@ TEST(OperatorPlans, KernelArgumentTypesComeFromTheSignature) {
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(hisa_kernel_argument_type(nullptr, 0, &type, &bytes),
             HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(hisa_kernel_argument_type(kernel, 0, nullptr, &bytes),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(hisa_kernel_argument_type(kernel, 0, &type, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(OperatorPlans, KernelLaunchChecksCountAndSizesBeforeUsingThem) {
