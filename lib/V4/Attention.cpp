@@ -687,6 +687,11 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     lanes.push_back(SideStreams::IndexLane);
     lanes.push_back(SideStreams::IndexKeysLane);
   }
+  // A prefill replaces the prompt from its first launch on: if it fails
+  // partway, the layer has none (decode refuses until a prefill succeeds)
+  // rather than the previous prompt with caches partly overwritten.
+  if (!decode)
+    length_ = 0;
   if (Error error = streams.forkFrom(stream, lanes))
     return error;
   // Once forked, the branches are joined on every exit, errors included:
@@ -896,13 +901,22 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = ops::v4Advance(positions, batch_, /*set=*/!decode,
                                    int32_t(seq), streams.advance))
     return error;
+  // From here the positions have moved on: a failure below puts them back,
+  // on the lane that moved them (so in order). Decode at length_: a retry
+  // rewrites the step's ring, compressed and state slots, which the
+  // position indexes. Prefill at 0 (length_ is 0 until it succeeds).
+  auto rollBack = [&](Error error) -> Error {
+    return joinErrors(std::move(error),
+                      ops::v4Advance(positions, batch_, /*set=*/true,
+                                     int32_t(length_), streams.advance));
+  };
   int64_t groupWidth = c.heads / c.oGroups * kHeadDim;
   if (Error error = project(b.o.get(), w.woA, b.low.get(), tokens, c.oLora,
                             groupWidth, c.oGroups, stream))
-    return error;
+    return rollBack(std::move(error));
   if (Error error = project(b.low.get(), w.woB, out, tokens, c.dim,
                             c.oGroups * c.oLora, 1, stream))
-    return error;
+    return rollBack(std::move(error));
 
   if (!decode) {
     // The ring: token p of the prompt's last 128 at slot p % 128 (two runs
@@ -914,12 +928,12 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
             driver, offsetBytes(b.kvCache.get(), firstSlot * rowBytes),
             cacheRows * rowBytes, offsetBytes(b.kv.get(), first * rowBytes),
             seq * rowBytes, run * rowBytes, batch_, stream))
-      return error;
+      return rollBack(std::move(error));
     if (Error error = copyRows(
             driver, b.kvCache.get(), cacheRows * rowBytes,
             offsetBytes(b.kv.get(), (first + run) * rowBytes), seq * rowBytes,
             (seq - first - run) * rowBytes, batch_, stream))
-      return error;
+      return rollBack(std::move(error));
   }
   if (prefetchLane.pending)
     if (Error error = prefetchLane.join())

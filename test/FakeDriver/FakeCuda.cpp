@@ -56,6 +56,8 @@ struct State {
   int multiprocessors[kMaxDevices] = {132, 132, 132, 132, 132, 132, 132, 132};
   int contextTokens[kMaxDevices] = {}; ///< the primary contexts' addresses
   std::set<uintptr_t> capturing;       ///< setStreamCapturing
+  std::string failAfter;               ///< failLaunchAfter
+  bool failNext = false;               ///< the next launch fails
 };
 
 State &state() {
@@ -172,6 +174,27 @@ void setStreamCapturing(void *stream, bool capturing) {
     state().capturing.insert(handle);
   else
     state().capturing.erase(handle);
+}
+
+void failLaunchAfter(const std::string &name) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().failAfter = name;
+  state().failNext = false;
+}
+
+/// Whether the launch of `name` is to fail (failLaunchAfter).
+bool launchFails(const std::string &name) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  State &s = state();
+  if (s.failNext) {
+    s.failNext = false;
+    return true;
+  }
+  if (!s.failAfter.empty() && name == s.failAfter) {
+    s.failAfter.clear();
+    s.failNext = true;
+  }
+  return false;
 }
 
 void resetCalls() {
@@ -358,6 +381,9 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
   if (reinterpret_cast<FakeFunction *>(function)->device !=
       deviceOf(currentContext))
     return CUDA_ERROR_INVALID_HANDLE;
+  if (hisa::fake_cuda::launchFails(
+          reinterpret_cast<FakeFunction *>(function)->name))
+    return CUDA_ERROR_LAUNCH_FAILED;
   Call call =
       streamCall(Call::Launch, stream,
                  reinterpret_cast<FakeFunction *>(function)->name.c_str());
@@ -376,6 +402,9 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
   if (reinterpret_cast<FakeFunction *>(function)->device !=
       deviceOf(currentContext))
     return CUDA_ERROR_INVALID_HANDLE;
+  if (hisa::fake_cuda::launchFails(
+          reinterpret_cast<FakeFunction *>(function)->name))
+    return CUDA_ERROR_LAUNCH_FAILED;
   Call call =
       streamCall(Call::Launch, config->hStream,
                  reinterpret_cast<FakeFunction *>(function)->name.c_str());

@@ -74,6 +74,10 @@ public:
   ScopedDevices(const ScopedDevices &) = delete;
   ScopedDevices &operator=(const ScopedDevices &) = delete;
 };
+/// The first launch after the next launch of kernel `name` fails with
+/// CUDA_ERROR_LAUNCH_FAILED (once; "" clears it): for tests of what a caller
+/// does when a step fails partway.
+void failLaunchAfter(const std::string &name);
 /// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of `device` (default 132; the
 /// operators remember the answer per thread and context).
 void setMultiprocessorCount(int device, int count);

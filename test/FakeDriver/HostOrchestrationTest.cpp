@@ -331,6 +331,66 @@ TEST(V4LayerMemory, PrefillLogitsFollowThePromptNotMaxSeq) {
   hisa_v4_attention_destroy(layer);
 }
 
+// A step that fails after the positions moved on (the output projections
+// come after sparse attention's advance) puts them back, on the lane that
+// moved them, and keeps the layer's length; a prefill that fails leaves
+// no prompt (decode refuses) instead of a half-overwritten one.
+TEST(V4LayerMemory, AFailedStepPutsThePositionsBack) {
+  const int64_t batch = 2, maxSeq = 300, seq = 64;
+  hisa_v4_config config = smallConfig(0);
+  hisa_v4_weights weights = someWeights();
+  hisa_v4_attention *layer = nullptr;
+  ASSERT_EQ(
+      hisa_v4_attention_create(&config, &weights, batch, maxSeq, 0, &layer),
+      HISA_OK)
+      << hisa_last_error();
+  void *x = deviceBuffer(batch * seq * config.dim * 2);
+  void *out = deviceBuffer(batch * seq * config.dim * 2);
+  auto length = [&] {
+    int64_t value = -1, columns = 0;
+    const void *cache = nullptr;
+    const int32_t *indices = nullptr;
+    EXPECT_EQ(hisa_v4_attention_info(layer, &value, &columns, &cache, &indices),
+              HISA_OK);
+    return value;
+  };
+  ASSERT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, nullptr), HISA_OK)
+      << hisa_last_error();
+  ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, nullptr), HISA_OK);
+  ASSERT_EQ(length(), seq + 1);
+  auto advances = [] {
+    int count = 0;
+    for (const Call &call : hisa::fake_cuda::calls())
+      count += call.kind == Call::Launch && call.name == "v4_advance";
+    return count;
+  };
+  hisa::fake_cuda::resetCalls();
+  hisa::fake_cuda::failLaunchAfter("v4_advance");
+  EXPECT_EQ(hisa_v4_attention_decode(layer, x, out, nullptr), HISA_ERROR_CUDA);
+  EXPECT_EQ(advances(), 2) << "the advance and its rollback";
+  EXPECT_EQ(length(), seq + 1);
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, nullptr), HISA_OK)
+      << hisa_last_error();
+  EXPECT_EQ(advances(), 1);
+  EXPECT_EQ(length(), seq + 2);
+  // A prefill that fails: no prompt until one succeeds.
+  hisa::fake_cuda::failLaunchAfter("v4_advance");
+  EXPECT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, nullptr),
+            HISA_ERROR_CUDA);
+  EXPECT_EQ(length(), 0);
+  EXPECT_EQ(hisa_v4_attention_decode(layer, x, out, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hisa_last_error()).find("no prefill yet"),
+            std::string::npos)
+      << hisa_last_error();
+  ASSERT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, nullptr), HISA_OK)
+      << hisa_last_error();
+  EXPECT_EQ(length(), seq);
+  hisa::fake_cuda::failLaunchAfter("");
+  hisa_v4_attention_destroy(layer);
+}
+
 class V4LayerOnFakeDriver : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
