@@ -266,7 +266,10 @@ HISA_EXPORT int hisa_v4_attention_create(const hisa_v4_config *config,
                                          int64_t max_prefill_tokens,
                                          hisa_v4_attention **layer);
 /* x and out: 16-byte aligned device memory, as Attention::prefill and
- * Attention::decode (include/hisa/V4/Attention.h) describe them. */
+ * Attention::decode (include/hisa/V4/Attention.h) describe them. A decode
+ * step that fails keeps the layer's length (the device positions are put
+ * back; retrying runs the same step); a prefill that fails leaves no prompt
+ * (length 0: decode refuses until a prefill succeeds). */
 HISA_EXPORT int hisa_v4_attention_prefill(hisa_v4_attention *layer,
                                           const void *x, int64_t seq, void *out,
                                           void *stream);
