@@ -1926,3 +1926,92 @@ tile.kernel @overlap_gemm_async(%k: !tile.global<[?, 64], bf16>) {
     }
   }
 }
+
+// -----
+
+// Block-wide ops on shared tiles or fragments run their barriers and
+// shuffles with every thread: a parallel body runs per element under a
+// guard some threads skip.
+tile.kernel @reduce_in_parallel(%y: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %f = tile.alloc : !tile.frag<[128], f32>
+    %total = tile.alloc : !tile.local<[1], f32>
+    tile.parallel (%i) in [64] {
+      // expected-error @+1 {{'tile.reduce' op works on a fragment tile with every thread of the block, so it cannot be in a tile.parallel body}}
+      tile.reduce sum %f to %total dim = 0 : !tile.frag<[128], f32> to !tile.local<[1], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @fill_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %s = tile.alloc : !tile.shared<[64], f32>
+    %zero = arith.constant 0.0 : f32
+    tile.parallel (%i) in [64] {
+      // expected-error @+1 {{'tile.fill' op works on a shared tile with every thread of the block}}
+      tile.fill %s, %zero : !tile.shared<[64], f32>, f32
+    }
+  }
+}
+
+// -----
+
+tile.kernel @copy_in_parallel(%x: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %s = tile.alloc : !tile.shared<[64], f32>
+    tile.parallel (%i) in [128] {
+      // expected-error @+1 {{'tile.copy' op works on a shared tile with every thread of the block}}
+      tile.copy %x to %s : !tile.global<[64], f32> to !tile.shared<[64], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @cast_in_parallel() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %f = tile.alloc : !tile.frag<[64, 64], f32>
+    %h = tile.alloc : !tile.frag<[64, 64], bf16>
+    tile.parallel (%i) in [128] {
+      // expected-error @+1 {{'tile.cast' op works on a fragment tile with every thread of the block}}
+      tile.cast %f to %h : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @pipelined_in_parallel(%x: !tile.global<[?, 64], f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    tile.parallel (%i) in [128] {
+      // expected-error @+1 {{'tile.pipelined' op cannot be in a tile.parallel body (its copies, stages and barriers are the whole block's)}}
+      tile.pipelined %t = %c0 to %c1 step %c1 num_stages = 2 {
+      }
+    }
+  }
+}
+
+// -----
+
+// A thread's own local tiles are per thread: fill and copy them anywhere.
+tile.kernel @local_fill_in_parallel(%y: !tile.global<[128], f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %l = tile.alloc : !tile.local<[1], f32>
+    %zero = arith.constant 0.0 : f32
+    tile.parallel (%i) in [128] {
+      tile.fill %l, %zero : !tile.local<[1], f32>, f32
+      %v = tile.load %l[%c0] : !tile.local<[1], f32>
+      tile.store %v, %y[%i] : !tile.global<[128], f32>
+    }
+  }
+}

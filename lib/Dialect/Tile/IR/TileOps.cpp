@@ -52,6 +52,26 @@ static bool isInParallelBody(Operation *op) {
   return function && function.isPrivate() && !op->getParentOfType<LaunchOp>();
 }
 
+/// Ops that the whole block runs together on shared tiles or fragments
+/// (their barriers, shuffles and thread-to-element maps are the block's)
+/// cannot sit in a tile.parallel body, which runs per element under a
+/// guard: some threads would skip them (a barrier in divergent code hangs
+/// or reads unwritten scratch). Copies and fills of a thread's own local
+/// tiles are per thread and stay allowed.
+static LogicalResult verifyBlockOpOutsideParallel(Operation *op,
+                                                  ValueRange tiles) {
+  if (!op->getParentOfType<ParallelOp>())
+    return success();
+  for (Value tile : tiles)
+    if (isa<SharedType, FragmentType>(tile.getType()))
+      return op->emitOpError("works on a ")
+             << getTileMemoryKindName(tile.getType())
+             << " tile with every thread of the block, so it cannot be in a "
+                "tile.parallel body (which runs per element, under a guard "
+                "some threads skip); move it before or after the parallel";
+  return success();
+}
+
 static std::string describe(Type type) {
   return (getTileMemoryKindName(type) + " tile " +
           formatDims(shapeOf(type).getDims()))
@@ -819,6 +839,8 @@ LogicalResult CopyOp::verifyGather(Value rows) {
 }
 
 LogicalResult CopyOp::verify() {
+  if (failed(verifyBlockOpOutsideParallel(*this, {getSource(), getDest()})))
+    return failure();
   Type sourceType = getSource().getType(), destType = getDest().getType();
   bool sourceGlobal = isa<GlobalType>(sourceType);
   bool destGlobal = isa<GlobalType>(destType);
@@ -891,6 +913,8 @@ LogicalResult CopyOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult FillOp::verify() {
+  if (failed(verifyBlockOpOutsideParallel(*this, getDest())))
+    return failure();
   Type elementType = elementTypeOf(getDest().getType());
   if (getValue().getType() != elementType)
     return emitOpError("fill value has type ")
@@ -898,9 +922,15 @@ LogicalResult FillOp::verify() {
   return verifyInsideLaunch(*this);
 }
 
-LogicalResult ClearOp::verify() { return verifyInsideLaunch(*this); }
+LogicalResult ClearOp::verify() {
+  if (failed(verifyBlockOpOutsideParallel(*this, getDest())))
+    return failure();
+  return verifyInsideLaunch(*this);
+}
 
 LogicalResult CastOp::verify() {
+  if (failed(verifyBlockOpOutsideParallel(*this, {getSource(), getDest()})))
+    return failure();
   Type sourceType = getSource().getType(), destType = getDest().getType();
   if (shapeOf(sourceType).getDims() != shapeOf(destType).getDims())
     return emitOpError("casts a ") << describe(sourceType) << " to a "
@@ -1071,6 +1101,8 @@ LogicalResult WaitGemmsOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ReduceOp::verify() {
+  if (failed(verifyBlockOpOutsideParallel(*this, {getSource(), getDest()})))
+    return failure();
   Type sourceType = getSource().getType(), destType = getDest().getType();
   TileShape source = shapeOf(sourceType), dest = shapeOf(destType);
   int64_t dim = getDim();
@@ -1352,6 +1384,10 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
 }
 
 LogicalResult PipelinedOp::verify() {
+  // Its stages, barriers and copies are the block's.
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("cannot be in a tile.parallel body (its copies, "
+                       "stages and barriers are the whole block's)");
   if (getNumStages() < 1 || getNumStages() > kMaxPipelineStages)
     return emitOpError("num_stages must be between 1 and ")
            << kMaxPipelineStages << ", got " << getNumStages();
