@@ -2015,3 +2015,62 @@ tile.kernel @local_fill_in_parallel(%y: !tile.global<[128], f32>) {
     }
   }
 }
+
+// -----
+
+// A constant index past an on-chip tile would address its neighbour.
+tile.kernel @constant_index_past_a_local_tile() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c7 = arith.constant 7 : index
+    %l = tile.alloc : !tile.local<[4], f32>
+    %one = arith.constant 1.0 : f32
+    // expected-error @+1 {{'tile.store' op index 7 is out of range for dimension 0 of a local tile [4]}}
+    tile.store %one, %l[%c7] : !tile.local<[4], f32>
+  }
+}
+
+// -----
+
+tile.kernel @constant_index_past_a_shared_tile(%y: !tile.global<[1], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c_1 = arith.constant -1 : index
+    %s = tile.alloc : !tile.shared<[4], f32>
+    // expected-error @+1 {{'tile.load' op index -1 is out of range for dimension 0 of a shared tile [4]}}
+    %v = tile.load %s[%c_1] : !tile.shared<[4], f32>
+  }
+}
+
+// -----
+
+tile.kernel @window_past_a_shared_tile(%x: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c48 = arith.constant 48 : index
+    %f = tile.alloc : !tile.frag<[64], f32>
+    %s = tile.alloc : !tile.shared<[64], f32>
+    tile.copy %x to %f : !tile.global<[64], f32> to !tile.frag<[64], f32>
+    // expected-error @+1 {{'tile.copy' op a fragment tile [64] at offset 48 in dimension 0 runs past the destination shared tile [64]}}
+    tile.copy %f to %s[%c48] : !tile.frag<[64], f32> to !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @row_past_a_shared_tile(%x: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %s = tile.alloc : !tile.shared<[4, 64], f32>
+    // expected-error @+1 {{'tile.copy' op offset 4 is out of range for dimension 0 of the destination shared tile [4, 64]}}
+    tile.copy %x to %s[%c4, %c0] : !tile.global<[64], f32> to !tile.shared<[4, 64], f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{tile elements must be whole bytes, got 'i1' (1 bits; hold flags or 4-bit codes in i8)}}
+tile.kernel @bits(%x: !tile.global<[4096], i1>) {
+}

@@ -123,8 +123,16 @@ verifyTileDims(function_ref<InFlightDiagnostic()> emitError, ArrayAttr dims,
 static LogicalResult
 verifyElementType(function_ref<InFlightDiagnostic()> emitError, Type type) {
   // Not index: its width is the target's, and tiles need byte sizes.
-  if (isa<IntegerType, FloatType>(type))
-    return success();
+  // Whole bytes only: copies move elements in vectors, which pack narrower
+  // ones (i1, i4, fp4) into bits, while every element access and the
+  // runtime count a byte per element.
+  if (isa<IntegerType, FloatType>(type)) {
+    if (type.getIntOrFloatBitWidth() % 8 == 0)
+      return success();
+    return emitError() << "tile elements must be whole bytes, got " << type
+                       << " (" << type.getIntOrFloatBitWidth()
+                       << " bits; hold flags or 4-bit codes in i8)";
+  }
   return emitError() << "tile elements must be integers or floats (i64 or "
                         "i32 for indices), got "
                      << type;

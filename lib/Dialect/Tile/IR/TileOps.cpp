@@ -893,7 +893,8 @@ LogicalResult CopyOp::verify() {
                                << ", less than the rank " << tile.getRank()
                                << " of the " << describe(tileType);
   // A window into an on-chip tile must fit in it (global windows may run past
-  // the end: those elements read 0 or are dropped).
+  // the end: those elements read 0 or are dropped), also at a constant
+  // offset (past the end it would address the next tile's bytes).
   if (!isa<GlobalType>(windowType)) {
     int64_t lead = window.getRank() - tile.getRank();
     for (int64_t i = 0; i < tile.getRank(); ++i) {
@@ -903,6 +904,24 @@ LogicalResult CopyOp::verify() {
         return emitOpError("a ")
                << describe(tileType) << " does not fit in the " << windowName
                << " " << describe(windowType);
+      APInt offset;
+      if (windowSize && tileSize && !offsets.empty() &&
+          matchPattern(offsets[lead + i], m_ConstantInt(&offset)) &&
+          (offset.isNegative() ||
+           offset.getSExtValue() + *tileSize > *windowSize))
+        return emitOpError("a ")
+               << describe(tileType) << " at offset " << offset.getSExtValue()
+               << " in dimension " << lead + i << " runs past the "
+               << windowName << " " << describe(windowType);
+    }
+    for (int64_t i = 0; i < lead && !offsets.empty(); ++i) {
+      APInt offset;
+      std::optional<int64_t> windowSize = window.getStaticSize(i);
+      if (windowSize && matchPattern(offsets[i], m_ConstantInt(&offset)) &&
+          (offset.isNegative() || offset.getSExtValue() >= *windowSize))
+        return emitOpError("offset ")
+               << offset.getSExtValue() << " is out of range for dimension "
+               << i << " of the " << windowName << " " << describe(windowType);
     }
   }
   return verifyInsideLaunch(*this);
@@ -1528,11 +1547,24 @@ LoadOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
 
 static LogicalResult verifyElementAccess(Operation *op, Type bufferType,
                                          OperandRange indices) {
-  int64_t rank = shapeOf(bufferType).getRank();
+  TileShape shape = shapeOf(bufferType);
+  int64_t rank = shape.getRank();
   if (static_cast<int64_t>(indices.size()) != rank)
     return op->emitOpError("expects ")
            << rank << " indices for a " << describe(bufferType) << ", got "
            << indices.size();
+  // A constant index past an on-chip tile would address its neighbour's
+  // bytes (global tensors check their bounds at run time).
+  if (!isa<GlobalType>(bufferType))
+    for (auto [d, index] : llvm::enumerate(indices)) {
+      APInt value;
+      std::optional<int64_t> size = shape.getStaticSize(d);
+      if (size && matchPattern(index, m_ConstantInt(&value)) &&
+          (value.isNegative() || value.getSExtValue() >= *size))
+        return op->emitOpError("index ")
+               << value.getSExtValue() << " is out of range for dimension " << d
+               << " of a " << describe(bufferType);
+    }
   return verifyInsideLaunch(op);
 }
 
