@@ -251,6 +251,17 @@ static bool needsLeadingBarrier(CopyOp op, bool inWarpgroup) {
 
 LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   Location loc = op.getLoc();
+  // A gemm operand is stored as swizzled panels; a view of it (another
+  // shape over the same bytes) does not know their geometry and would move
+  // the elements in their storage order.
+  for (Value side : {op.getSource(), op.getDest()}) {
+    Value viewed = getViewedTile(side);
+    if (AllocOp alloc = getRootAlloc(viewed);
+        viewed != side && alloc && alloc->hasAttr("tile.swizzle"))
+      return op.emitOpError("copies through a view of a swizzled (tile.gemm "
+                            "operand) tile, whose elements the view would "
+                            "take in storage order; copy the whole tile");
+  }
   Type sourceType = op.getSource().getType();
   Type destType = op.getDest().getType();
   Type elementType = elementTypeOf(sourceType);
