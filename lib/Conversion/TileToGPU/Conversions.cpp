@@ -21,9 +21,16 @@ Value inlinePTX(OpBuilder &b, Location loc, Type result, StringRef ptx,
       .getResult(0);
 }
 
-/// Two e4m3 values to f32 with one cvt.rn.f16x2.e4m3x2 (exact).
+/// PTX's name of an fp8 type (e4m3 or e5m2).
+StringRef getFp8Name(Type fp8) {
+  return isa<Float8E5M2Type>(fp8) ? "e5m2" : "e4m3";
+}
+
+/// Two fp8 values to f32 with one cvt.rn.f16x2.e4m3x2 / e5m2x2 (exact).
 std::pair<Value, Value> fp8PairToF32(OpBuilder &b, Location loc, Value first,
                                      Value second) {
+  std::string cvt =
+      ("cvt.rn.f16x2." + getFp8Name(first.getType()) + "x2 $0, $1;").str();
   Type i8 = b.getI8Type(), i16 = b.getI16Type();
   auto widen = [&](Value byte) {
     return arith::ExtUIOp::create(b, loc, i16,
@@ -33,8 +40,7 @@ std::pair<Value, Value> fp8PairToF32(OpBuilder &b, Location loc, Value first,
       b, loc, widen(first),
       arith::ShLIOp::create(b, loc, widen(second),
                             arith::ConstantIntOp::create(b, loc, i16, 8)));
-  Value halves = inlinePTX(b, loc, b.getI32Type(),
-                           "cvt.rn.f16x2.e4m3x2 $0, $1;", "=r,h", {packed});
+  Value halves = inlinePTX(b, loc, b.getI32Type(), cvt, "=r,h", {packed});
   Value pair = LLVM::BitcastOp::create(
       b, loc, VectorType::get({2}, b.getF16Type()), halves);
   auto extract = [&](int64_t i) -> Value {
@@ -44,13 +50,15 @@ std::pair<Value, Value> fp8PairToF32(OpBuilder &b, Location loc, Value first,
   return {extract(0), extract(1)};
 }
 
-/// Two f32 to e4m3 with one cvt.rn.satfinite.e4m3x2.f32 (saturating to 448).
+/// Two f32 to fp8 with one cvt.rn.satfinite.e4m3x2.f32 / e5m2x2.f32
+/// (saturating to the largest finite value: 448 / 57344).
 std::pair<Value, Value> f32PairToFp8(OpBuilder &b, Location loc, Type fp8,
                                      Value first, Value second) {
+  std::string cvt =
+      ("cvt.rn.satfinite." + getFp8Name(fp8) + "x2.f32 $0, $1, $2;").str();
   // The first operand lands in the upper byte.
-  Value packed = inlinePTX(b, loc, b.getI16Type(),
-                           "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;", "=h,f,f",
-                           {second, first});
+  Value packed =
+      inlinePTX(b, loc, b.getI16Type(), cvt, "=h,f,f", {second, first});
   Type i8 = b.getI8Type();
   auto byte = [&](Value bits) {
     return arith::BitcastOp::create(b, loc, fp8,
@@ -88,11 +96,14 @@ std::pair<Value, Value> KernelLowering::convertPair(OpBuilder &b, Value first,
                                                     Value second, Type to) {
   Location loc = func.getLoc();
   Type from = first.getType();
-  if (isa<Float8E4M3FNType>(from)) {
+  if (isFloat8(from)) {
     auto [a, c] = fp8PairToF32(b, loc, first, second);
+    // (fp8 to another fp8: through f32, exact on the way in.)
+    if (isFloat8(to))
+      return f32PairToFp8(b, loc, to, a, c);
     return {convertScalar(b, loc, a, to), convertScalar(b, loc, c, to)};
   }
-  if (isa<Float8E4M3FNType>(to)) {
+  if (isFloat8(to)) {
     Type f32 = b.getF32Type();
     return f32PairToFp8(b, loc, to, convertScalar(b, loc, first, f32),
                         convertScalar(b, loc, second, f32));
