@@ -209,11 +209,14 @@ public:
                        const hisa_v4_weights &weights, int64_t batch,
                        int64_t maxSeq, std::unique_ptr<Attention> &layer,
                        int64_t maxPrefillTokens = 0) {
-    hisa_v4_attention *handle = nullptr;
+    layer.reset();
+    // The wrapper first: if allocating it throws, no C handle is left
+    // behind.
+    std::unique_ptr<Attention> created(new Attention(nullptr));
     Status status = detail::status(hisa_v4_attention_create(
-        &config, &weights, batch, maxSeq, maxPrefillTokens, &handle));
+        &config, &weights, batch, maxSeq, maxPrefillTokens, &created->handle));
     if (status)
-      layer.reset(new Attention(handle));
+      layer = std::move(created);
     return status;
   }
   ~Attention() { hisa_v4_attention_destroy(handle); }

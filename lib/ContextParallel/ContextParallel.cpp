@@ -5,6 +5,7 @@
 #include "hisa/Indexer/Indexer.h"
 #include "hisa/Ops/Operators.h"
 #include "hisa/Runtime/CudaDriver.h"
+#include "hisa/Runtime/Jit.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 using namespace llvm;
 using hisa::runtime::CudaDriver;
@@ -65,35 +67,59 @@ struct Nccl {
     std::lock_guard<std::mutex> lock(mutex);
     if (nccl.allGather)
       return nccl;
+    // A missing or incomplete NCCL is reported the same way every time
+    // (HISA_ERROR_NO_DEVICE), without reopening it on each call.
+    if (!failure.empty())
+      return make_error<runtime::NoDeviceError>(failure);
     const char *path = std::getenv("HISA_NCCL_LIB");
     std::string name = path && *path ? path : "libnccl.so.2";
-    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!library)
-      return createStringError(inconvertibleErrorCode(),
-                               "context parallelism needs NCCL: cannot open " +
-                                   name + " (" + dlerror() +
-                                   "; set HISA_NCCL_LIB to its path)");
+    // The NCCL the process already has (linked in, or loaded by torch) is
+    // the one that made the caller's communicator: a second copy would
+    // read another library's ncclComm. Opened by name only otherwise.
+    void *library = RTLD_DEFAULT;
+    if (!dlsym(RTLD_DEFAULT, "ncclAllGather"))
+      library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      failure = "context parallelism needs NCCL: cannot open " + name + " (" +
+                dlerror() + "; set HISA_NCCL_LIB to its path)";
+      return make_error<runtime::NoDeviceError>(failure);
+    }
+    const char *missing = nullptr;
     auto load = [&](const char *symbol, auto &function) {
       function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
           dlsym(library, symbol));
-      return function != nullptr;
+      if (!function && !missing)
+        missing = symbol;
     };
-    if (!load("ncclAllGather", nccl.allGather) ||
-        !load("ncclCommCount", nccl.commCount) ||
-        !load("ncclCommUserRank", nccl.commUserRank) ||
-        !load("ncclGetErrorString", nccl.getErrorString)) {
+    load("ncclAllGather", nccl.allGather);
+    load("ncclCommCount", nccl.commCount);
+    load("ncclCommUserRank", nccl.commUserRank);
+    load("ncclGetErrorString", nccl.getErrorString);
+    if (missing) {
       nccl.allGather = nullptr;
-      return createStringError(inconvertibleErrorCode(),
-                               name + " lacks an NCCL entry point hisa uses");
+      if (library != RTLD_DEFAULT)
+        dlclose(library);
+      failure = name + " lacks " + missing + ", an NCCL entry point hisa uses";
+      return make_error<runtime::NoDeviceError>(failure);
     }
     return nccl;
   }
 
+  /// A failed NCCL call is a failure of the device side (HISA_ERROR_CUDA),
+  /// not of the caller's arguments. ncclInProgress (7: a non-blocking
+  /// communicator) is refused by name: hisa queues its copies and kernels
+  /// right after the collective and cannot wait for one still in flight.
   Error check(Result result, const char *what) const {
     if (result == 0)
       return Error::success();
-    return createStringError(
-        inconvertibleErrorCode(),
+    if (result == 7)
+      return make_error<runtime::CudaError>(
+          CUDA_ERROR_NOT_SUPPORTED,
+          formatv("{0} returned ncclInProgress: context parallelism needs a "
+                  "blocking NCCL communicator",
+                  what));
+    return make_error<runtime::CudaError>(
+        CUDA_ERROR_UNKNOWN,
         formatv("{0} failed: {1}", what, getErrorString(result)));
   }
 };
@@ -119,6 +145,38 @@ int64_t widestRank(int64_t total, int64_t world) {
   for (int64_t r = 0; r < world; ++r)
     widest = std::max(widest, localTokens(total, world, r));
   return widest;
+}
+
+/// A rank that holds the most tokens: workspace sizes grow with a rank's
+/// tokens, and are given for it so that every rank asks for the same size
+/// (a rank refused for a workspace sized for another would leave the
+/// others waiting in the all-gather).
+int64_t widestRankIndex(int64_t total, int64_t world) {
+  int64_t widest = 0;
+  for (int64_t r = 1; r < world; ++r)
+    if (localTokens(total, world, r) > localTokens(total, world, widest))
+      widest = r;
+  return widest;
+}
+
+/// Every rank-local argument check before the first collective: a rank
+/// that returned before it would leave its peers waiting. Pointers of a
+/// rank without tokens may be NULL (torch's empty tensors).
+Error checkLocalPointers(
+    const char *op, int64_t local,
+    ArrayRef<std::tuple<const char *, const void *, unsigned>> pointers) {
+  if (local == 0)
+    return Error::success();
+  SmallVector<std::pair<const char *, const void *>> named;
+  for (auto [name, pointer, alignment] : pointers) {
+    if (!pointer)
+      return argumentError(formatv("{0}: {1} must not be NULL", op, name));
+    if (reinterpret_cast<uintptr_t>(pointer) % alignment)
+      return argumentError(formatv("{0}: {1} ({2}) must be {3}-byte aligned",
+                                   op, name, pointer, alignment));
+    named.push_back({name, pointer});
+  }
+  return runtime::checkDevicePointers(op, named);
 }
 
 } // namespace
@@ -173,9 +231,9 @@ Error gatherTokens(const void *local, void *global, int64_t total,
         reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
         bytes, cuStream);
     if (result != CUDA_SUCCESS)
-      return createStringError(inconvertibleErrorCode(),
-                               formatv("{0}: cuMemcpyDtoDAsync failed: {1}", op,
-                                       driver->describe(result)));
+      return make_error<runtime::CudaError>(
+          result, formatv("{0}: cuMemcpyDtoDAsync failed: {1}", op,
+                          driver->describe(result)));
     return Error::success();
   };
   if (Error error = copy(slot, local, mine * rowBytes))
@@ -251,7 +309,11 @@ Expected<IndexerLayout> indexerLayout(const IndexerCpShape &shape,
 
 Expected<uint64_t> hisaIndexerCpWorkspaceSize(const IndexerCpShape &shape,
                                               int64_t rank) {
-  Expected<IndexerLayout> layout = indexerLayout(shape, rank);
+  if (Error error =
+          checkSplit("hisa_indexer_cp", shape.total, shape.world, rank))
+    return std::move(error);
+  Expected<IndexerLayout> layout =
+      indexerLayout(shape, widestRankIndex(shape.total, shape.world));
   if (!layout)
     return layout.takeError();
   return layout->total;
@@ -277,6 +339,15 @@ Error hisaIndexerCp(const void *q, const void *k, const float *kScale,
     return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
                                  workspace ? workspaceBytes : 0,
                                  layout->total));
+  if (Error error =
+          checkLocalPointers(op, localTokens(shape.total, shape.world, rank),
+                             {{"q", q, 16},
+                              {"k", k, 16},
+                              {"k_scale", kScale, 4},
+                              {"weights", weights, 16},
+                              {"out", out, 4},
+                              {"workspace", workspace, 256}}))
+    return error;
   auto *base = static_cast<char *>(workspace);
   auto *keys = base + layout->keys;
   auto *scales = reinterpret_cast<float *>(base + layout->scales);
@@ -310,8 +381,10 @@ Expected<uint64_t> sparseAttnCpWorkspaceSize(int64_t total, int64_t world,
   if (Error error = checkSplit("sparse_attn_cp", total, world, rank))
     return std::move(error);
   uint64_t attn = 0;
+  // (Every rank: the size of the rank with the most tokens.)
   if (Error error = ops::sparseAttnWorkspaceSize(
-          1, localTokens(total, world, rank), heads, topk, &attn))
+          1, localTokens(total, world, widestRankIndex(total, world)), heads,
+          topk, &attn))
     return std::move(error);
   return alignPiece(uint64_t(total) * 1024) +
          alignPiece(gatherWorkspaceSize(total, world, 1024)) + alignPiece(attn);
@@ -333,6 +406,14 @@ Error sparseAttnCp(const void *q, const void *kv, const float *attnSink,
   if (!workspace || workspaceBytes < *needed)
     return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
                                  workspace ? workspaceBytes : 0, *needed));
+  if (Error error = checkLocalPointers(op, localTokens(total, ranks, rank),
+                                       {{"q", q, 16},
+                                        {"kv", kv, 16},
+                                        {"attn_sink", attnSink, 4},
+                                        {"topk_idxs", topkIdxs, 4},
+                                        {"o", o, 16},
+                                        {"workspace", workspace, 256}}))
+    return error;
   auto *base = static_cast<char *>(workspace);
   uint64_t kvBytes = alignPiece(uint64_t(total) * 1024);
   uint64_t gatherBytes = alignPiece(gatherWorkspaceSize(total, ranks, 1024));

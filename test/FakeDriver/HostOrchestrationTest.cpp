@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -389,6 +390,19 @@ TEST(V4LayerMemory, AFailedStepPutsThePositionsBack) {
   EXPECT_EQ(length(), seq);
   hisa::fake_cuda::failLaunchAfter("");
   hisa_v4_attention_destroy(layer);
+}
+
+// hisa::v4::Attention::create leaves the layer empty on failure, also
+// when it held one before (it kept the old layer).
+TEST(V4LayerMemory, TheCppCreateEmptiesTheLayerOnFailure) {
+  std::unique_ptr<hisa::v4::Attention> layer;
+  hisa_v4_weights weights = someWeights();
+  ASSERT_TRUE(
+      hisa::v4::Attention::create(smallConfig(0), weights, 1, 256, layer));
+  ASSERT_NE(layer, nullptr);
+  EXPECT_FALSE(
+      hisa::v4::Attention::create(smallConfig(7), weights, 1, 256, layer));
+  EXPECT_EQ(layer, nullptr);
 }
 
 class V4LayerOnFakeDriver : public ::testing::TestWithParam<int64_t> {};

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,51 @@ TEST(ContextParallel, TheCAbiNamesBadArguments) {
             HISA_OK);
   EXPECT_NE(std::string(hisa_last_error()).find("communicator is NULL"),
             std::string::npos);
+}
+
+// Every rank is given the same workspace size (the widest rank's): a rank
+// that sized its workspace with another rank's answer and was refused
+// would leave its peers waiting in the all-gather.
+TEST(ContextParallel, EveryRankGetsTheSameWorkspaceSize) {
+  for (int64_t total : {9, 100, 4097})
+    for (int64_t world : {2, 3, 8}) {
+      uint64_t indexer0 = 0, attention0 = 0;
+      for (int64_t rank = 0; rank < world; ++rank) {
+        uint64_t indexer = 0, attention = 0;
+        ASSERT_EQ(hisa_cp_hisa_indexer_workspace_size(
+                      total, world, rank, 64, 128, 128, 16, 256, &indexer),
+                  HISA_OK)
+            << hisa_last_error();
+        ASSERT_EQ(hisa_cp_sparse_attn_workspace_size(total, world, rank, 64,
+                                                     640, &attention),
+                  HISA_OK)
+            << hisa_last_error();
+        if (rank == 0) {
+          indexer0 = indexer, attention0 = attention;
+          continue;
+        }
+        EXPECT_EQ(indexer, indexer0) << total << " " << world << " " << rank;
+        EXPECT_EQ(attention, attention0)
+            << total << " " << world << " " << rank;
+      }
+    }
+}
+
+// NCCL missing is the machine's, not the caller's (HISA_ERROR_NO_DEVICE),
+// and said the same way on every call.
+TEST(ContextParallel, AMissingNcclIsNotAnArgumentError) {
+  setenv("HISA_NCCL_LIB", "/nonexistent/libnccl.so.2", 1);
+  int someCommunicator = 0;
+  for (int call = 0; call < 2; ++call) {
+    EXPECT_EQ(hisa_cp_sparse_attn(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                  100, 64, 128, 0.04f, &someCommunicator,
+                                  nullptr, 0, nullptr),
+              HISA_ERROR_NO_DEVICE);
+    EXPECT_NE(std::string(hisa_last_error()).find("needs NCCL"),
+              std::string::npos)
+        << hisa_last_error();
+  }
+  unsetenv("HISA_NCCL_LIB");
 }
 
 } // namespace

@@ -265,8 +265,10 @@ HISA_EXPORT int hisa_v4_attention_create(const hisa_v4_config *config,
                                          int64_t batch, int64_t max_seq,
                                          int64_t max_prefill_tokens,
                                          hisa_v4_attention **layer);
-/* x and out: 16-byte aligned device memory, as Attention::prefill and
- * Attention::decode (include/hisa/V4/Attention.h) describe them. A decode
+/* x and out: 16-byte aligned device memory; prefill: x [batch, seq, dim]
+ * bf16 -> out of the same shape, positions 0 .. seq - 1 (batch * seq <=
+ * max_prefill_tokens); decode: x [batch, dim] -> out [batch, dim], the
+ * token at position length of every sequence. A decode
  * step that fails keeps the layer's length (the device positions are put
  * back; retrying runs the same step); a prefill that fails leaves no prompt
  * (length 0: decode refuses until a prefill succeeds). */
@@ -315,8 +317,15 @@ HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
  * (hisa_cp_local_tokens, hisa_cp_rank_ranges), and passes only its own
  * tokens' rows; one ncclAllGather per call gathers the keys / kv rows.
  * Outputs are this rank's rows: indices are global positions (-1 padded).
- * Workspaces come from the matching *_workspace_size. 1 <= total <= 2^31 - 1
- * (hisa_cp_rank_ranges: 0 too), 1 <= world <= 65536. */
+ * Workspaces come from the matching *_workspace_size, which gives every
+ * rank the same size (the largest rank's; `rank` is only checked). Every
+ * rank-local argument check runs before the collective, but an error after
+ * it started (a failed copy or NCCL call: HISA_ERROR_CUDA; NCCL missing:
+ * HISA_ERROR_NO_DEVICE) may leave the peers waiting in it: abort the
+ * communicator then. Not inside ncclGroupStart/End (the copies and kernels
+ * queued after the gather would run before it), and only on blocking
+ * communicators. 1 <= total <= 2^31 - 1 (hisa_cp_rank_ranges: 0 too),
+ * 1 <= world <= 65536. */
 HISA_EXPORT int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
                                     int64_t ranges[4]);
 HISA_EXPORT int hisa_cp_hisa_indexer_workspace_size(
