@@ -359,11 +359,19 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %h = arith.addi %first_head, %i : index
         %real = arith.cmpi ult, %h, %heads : index
         %sink_log2 = tile.load %prev_max[%i] : !tile.frag<[64], f32>
-        %sink_shifted = arith.subf %sink_log2, %m_safe : f32
+        // Terms relative to the larger of the maximum and the sink: a sink
+        // far above every score (exp2 of the gap past f32's range) gives o
+        // = 0 and lse = the sink, not +inf. Where the maximum is the larger
+        // (scale 1), the same operations as without the sink's reference.
+        %reference = arith.maximumf %m_safe, %sink_log2 : f32
+        %m_shift = arith.subf %m_safe, %reference : f32
+        %scale = math.exp2 %m_shift : f32
+        %l_scaled = arith.mulf %l, %scale : f32
+        %sink_shifted = arith.subf %sink_log2, %reference : f32
         %sink_term = math.exp2 %sink_shifted : f32
-        %denominator = arith.addf %l, %sink_term : f32
+        %denominator = arith.addf %l_scaled, %sink_term : f32
         %positive = arith.cmpf ogt, %denominator, %zero : f32
-        %inverse_raw = arith.divf %one, %denominator : f32
+        %inverse_raw = arith.divf %scale, %denominator : f32
         %inverse = arith.select %positive, %inverse_raw, %zero : f32
         tile.store %inverse, %tile_sum[%i] : !tile.frag<[64], f32>
         %want_lse = tile.param "lse" : index
@@ -371,7 +379,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %write_lse = arith.andi %lse_on, %real : i1
         scf.if %write_lse {
           %log2_sum = math.log2 %denominator : f32
-          %total_log2 = arith.addf %m_safe, %log2_sum : f32
+          %total_log2 = arith.addf %reference, %log2_sum : f32
           %ln2 = arith.constant 0.693147182 : f32
           %lse = arith.mulf %total_log2, %ln2 : f32
           tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
@@ -428,15 +436,18 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           %m = arith.maximumf %m_own, %m_peer : f32
           %none = arith.cmpf oeq, %m, %neg_inf : f32
           %m_safe = arith.select %none, %zero, %m : f32
+          %sink_log2 = tile.load %prev_max[%i] : !tile.frag<[64], f32>
+          // Relative to the larger of the maximum and the sink (as the
+          // whole path: a sink far above the scores gives lse = the sink).
+          %reference = arith.maximumf %m_safe, %sink_log2 : f32
           // A half with nothing valid has m = -inf: weight exp2(-inf) = 0.
-          %own_shift = arith.subf %m_own, %m_safe : f32
+          %own_shift = arith.subf %m_own, %reference : f32
           %w_own = math.exp2 %own_shift : f32
-          %peer_shift = arith.subf %m_peer, %m_safe : f32
+          %peer_shift = arith.subf %m_peer, %reference : f32
           %w_peer = math.exp2 %peer_shift : f32
           %h = arith.addi %first_head, %i : index
           %real = arith.cmpi ult, %h, %heads : index
-          %sink_log2 = tile.load %prev_max[%i] : !tile.frag<[64], f32>
-          %sink_shifted = arith.subf %sink_log2, %m_safe : f32
+          %sink_shifted = arith.subf %sink_log2, %reference : f32
           %sink_term = math.exp2 %sink_shifted : f32
           %l_own_w = arith.mulf %l_own, %w_own : f32
           %l_peer_w = arith.mulf %l_peer, %w_peer : f32
@@ -452,7 +463,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           %write_lse = arith.andi %rank_writes_lse, %real : i1
           scf.if %write_lse {
             %log2_sum = math.log2 %denominator : f32
-            %total_log2 = arith.addf %m_safe, %log2_sum : f32
+            %total_log2 = arith.addf %reference, %log2_sum : f32
             %ln2 = arith.constant 0.693147182 : f32
             %lse = arith.mulf %total_log2, %ln2 : f32
             tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>

@@ -355,9 +355,7 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         %h_safe = arith.select %real, %h, %c0 : index
         %sink = tile.load %attn_sink[%h_safe] : !tile.global<[?], f32>
         %sink_log2 = arith.mulf %sink, %log2e : f32
-        %sink_shifted = arith.subf %sink_log2, %m_safe : f32
-        %sink_term = math.exp2 %sink_shifted : f32
-        tile.store %sink_term, %factor[%i] : !tile.frag<[64], f32>
+        tile.store %sink_log2, %factor[%i] : !tile.frag<[64], f32>
       }
       %my_sum = tile.pick %wg [%sum0, %sum1] : !tile.shared<[64], f32>
       tile.copy %row_sum to %my_sum
@@ -372,10 +370,19 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         %m_safe = arith.select %none, %zero, %m : f32
         %h = arith.addi %first_head, %i : index
         %real = arith.cmpi ult, %h, %heads : index
-        %sink_term = tile.load %factor[%i] : !tile.frag<[64], f32>
-        %denominator = arith.addf %l, %sink_term : f32
+        %sink_log2 = tile.load %factor[%i] : !tile.frag<[64], f32>
+        // Terms relative to the larger of the maximum and the sink: a sink
+        // far above every score gives o = 0 and lse = the sink, not +inf
+        // (the same operations as before where the maximum is the larger).
+        %reference = arith.maximumf %m_safe, %sink_log2 : f32
+        %m_shift = arith.subf %m_safe, %reference : f32
+        %scale = math.exp2 %m_shift : f32
+        %l_scaled = arith.mulf %l, %scale : f32
+        %sink_shifted = arith.subf %sink_log2, %reference : f32
+        %sink_term = math.exp2 %sink_shifted : f32
+        %denominator = arith.addf %l_scaled, %sink_term : f32
         %positive = arith.cmpf ogt, %denominator, %zero : f32
-        %inverse_raw = arith.divf %one, %denominator : f32
+        %inverse_raw = arith.divf %scale, %denominator : f32
         %inverse = arith.select %positive, %inverse_raw, %zero : f32
         tile.store %inverse, %factor[%i] : !tile.frag<[64], f32>
         %want_lse = tile.param "lse" : index
@@ -385,7 +392,7 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         %write_lse = arith.andi %write_lse_any, %first_wg : i1
         scf.if %write_lse {
           %log2_sum = math.log2 %denominator : f32
-          %total_log2 = arith.addf %m_safe, %log2_sum : f32
+          %total_log2 = arith.addf %reference, %log2_sum : f32
           %lse = arith.mulf %total_log2, %ln2 : f32
           tile.store %lse, %lse_out[%token, %h] : !tile.global<[?, ?], f32>
         }

@@ -129,6 +129,21 @@ def test_sink_extremes(sink):
     check(q, kv, attn_sink, idx)
 
 
+@pytest.mark.parametrize("b,s,h,k", [(1, 300, 64, 192),    # one block per token
+                                     (1, 1024, 64, 128),   # FlashMLA's schedule
+                                     (64, 1, 64, 640),     # cluster pairs
+                                     (1, 8, 64, 192)])     # splits + combine
+def test_sink_far_above_the_scores(b, s, h, k):
+    # A sink past f32's exp range above every score (exp2 of the gap
+    # overflowed in the unsplit paths: lse = +inf): o = 0, lse = the sink.
+    fresh_seed(torch)
+    q, kv, attn_sink, idx = inputs(b, s, h, 4096, k)
+    attn_sink.fill_(200.0)
+    idx[0, 0] = -1                     # and a row with nothing valid
+    o = check(q, kv, attn_sink, idx)
+    assert torch.equal(o, torch.zeros_like(o))
+
+
 def test_small_cache_and_int64_indices():
     fresh_seed(torch)
     q, kv, attn_sink, idx = inputs(1, 4, 64, 3, 64, invalid=0.3)
