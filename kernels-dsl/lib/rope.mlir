@@ -63,7 +63,8 @@ func.func private @rope_inverse_column(%own: bf16, %partner: bf16, %column: inde
 }
 
 // The position of token t: sequence t / seq at base[t / seq] + t % seq,
-// clamped to the tables' last row (cos [positions, 32]).
+// clamped to the tables' rows (cos [positions, 32]): a negative base
+// (a direct caller's) takes row 0, not the last.
 func.func private @rope_position(%base: !tile.global<[?], i32>,
                                  %cos: !tile.global<[?, 32], f32>,
                                  %token: index, %seq: index) -> index {
@@ -73,9 +74,11 @@ func.func private @rope_position(%base: !tile.global<[?], i32>,
   %base_i32 = tile.load %base[%sequence] : !tile.global<[?], i32>
   %base_raw = arith.index_cast %base_i32 : i32 to index
   %unclamped = arith.addi %base_raw, %in_sequence : index
+  %c0 = arith.constant 0 : index
+  %non_negative = arith.maxsi %unclamped, %c0 : index
   %table = tile.dim %cos, 0 : !tile.global<[?, 32], f32>
   %last_row = arith.subi %table, %c1 : index
-  %position = arith.minui %unclamped, %last_row : index
+  %position = arith.minui %non_negative, %last_row : index
   return %position : index
 }
 
