@@ -85,6 +85,21 @@ def check_contiguous(name: str, t: torch.Tensor) -> None:
         )
 
 
+def check_no_overlap(name: str, out: torch.Tensor, inputs) -> None:
+    """An output must not share bytes with what the kernel reads (it would
+    read values it already overwrote). `inputs`: (name, tensor or None)."""
+    start = out.data_ptr()
+    end = start + out.numel() * out.element_size()
+    for other_name, t in inputs:
+        if t is None or t.numel() == 0 or start == end:
+            continue
+        other = t.data_ptr()
+        if other < end and start < other + t.numel() * t.element_size():
+            raise InvalidArgumentError(
+                f"{name} overlaps {other_name} in memory; the kernel reads "
+                f"{other_name} while it writes {name}: pass separate tensors")
+
+
 def check_aligned(name: str, t: torch.Tensor, alignment: int) -> None:
     if t.numel() > 0 and t.data_ptr() % alignment != 0:
         raise InvalidArgumentError(

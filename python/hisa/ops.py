@@ -46,6 +46,7 @@ from ._torch_util import (
     check_dtype,
     check_no_grad,
     check_int,
+    check_no_overlap,
     check_rank,
     check_same_device,
     check_shape,
@@ -173,6 +174,9 @@ def fp8_block_mean_pooling(
             check_dtype(name, t, dtype)
             check_shape(name, t, shape, sym)
             check_contiguous(name, t)
+            check_no_overlap(name, t, (("k", k), ("k_scale", k_scale)))
+        check_no_overlap("out[0] (blocked_k)", blocked_k,
+                         (("out[1] (blocked_k_scale)", blocked_scale),))
     else:
         blocked_k = torch.empty((nb, dim), dtype=FP8, device=k.device)
         blocked_scale = torch.empty((nb,), dtype=torch.float32, device=k.device)
@@ -694,6 +698,7 @@ def topk(
         check_dtype("out", out, torch.int32)
         check_shape("out", out, (rows, k), "[R, k]")
         check_contiguous("out", out)
+        check_no_overlap("out", out, (("x", x), ("starts", starts), ("ends", ends)))
     if rows == 0:
         return out
     _run(_TOPK_FUNCTIONS[x.dtype], x.device, x, starts if windowed else None,

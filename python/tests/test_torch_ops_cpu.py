@@ -107,3 +107,18 @@ def test_compiled_out_arguments_are_checked_like_eager_ones():
             raise AssertionError(f"out {words} was accepted")
     good = torch.empty(3, 5, dtype=torch.int32)
     assert hisa.ops._into_out(good, "out", result) is good
+
+
+def test_outputs_that_overlap_inputs_are_refused():
+    # An out= sharing bytes with what the kernel reads would read values it
+    # already overwrote (hisa.topk's out vs x or the windows, pooling's).
+    from hisa._torch_util import check_no_overlap
+    buffer = torch.zeros(64, dtype=torch.int32)
+    out, starts = buffer[:32].view(4, 8), buffer[28:36]
+    try:
+        check_no_overlap("out", out, (("x", torch.zeros(4, 8)), ("starts", starts)))
+    except hisa.InvalidArgumentError as error:
+        assert "out overlaps starts" in str(error)
+    else:
+        raise AssertionError("an out overlapping starts was accepted")
+    check_no_overlap("out", out, (("starts", buffer[32:40]), ("ends", None)))
