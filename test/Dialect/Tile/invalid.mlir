@@ -2074,3 +2074,10 @@ tile.kernel @row_past_a_shared_tile(%x: !tile.global<[64], f32>) {
 // expected-error @+1 {{tile elements must be whole bytes, got 'i1' (1 bits; hold flags or 4-bit codes in i8)}}
 tile.kernel @bits(%x: !tile.global<[4096], i1>) {
 }
+
+// -----
+
+// The name becomes a PTX entry point (NVPTX aborted on a '-').
+// expected-error @+1 {{'tile.kernel' op name 'k-1' is not a PTX identifier}}
+tile.kernel @"k-1"() {
+}

@@ -252,6 +252,17 @@ LogicalResult KernelOp::verify() {
   if (!getResultTypes().empty())
     return emitOpError("cannot return values; write results to global tensor "
                        "arguments");
+  // The name becomes a PTX entry point: LLVM's NVPTX back end aborts the
+  // process on other characters (a JIT caller's server included).
+  StringRef name = getSymName();
+  if (name.empty() || name.size() > 1024 || llvm::isDigit(name.front()) ||
+      !llvm::all_of(name, [](char c) {
+        return llvm::isAlnum(c) || c == '_' || c == '$';
+      }))
+    return emitOpError("name '")
+           << name
+           << "' is not a PTX identifier (letters, digits, '_' and '$', not "
+              "starting with a digit, at most 1024 characters)";
   for (NamedAttribute param : getParams()) {
     auto value = dyn_cast<IntegerAttr>(param.getValue());
     if (!value || !value.getType().isSignlessInteger())
