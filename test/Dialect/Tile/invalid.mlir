@@ -2081,3 +2081,37 @@ tile.kernel @bits(%x: !tile.global<[4096], i1>) {
 // expected-error @+1 {{'tile.kernel' op name 'k-1' is not a PTX identifier}}
 tile.kernel @"k-1"() {
 }
+
+// -----
+
+// A tile passed through an SSA alias is one the shared-memory plan cannot
+// see (its bytes were reused while it was read; the lowering crashed).
+tile.kernel @select_alias(%g: !tile.global<[64], f32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[64], f32>
+    %b = tile.alloc : !tile.shared<[64], f32>
+    %cond = arith.cmpi eq, %n, %c0 : index
+    // expected-error @+1 {{'arith.select' op yields a shared tile [64]; on-chip tiles are named by tile.alloc, tile.view and tile.pick only (choose between tiles with tile.pick)}}
+    %sel = arith.select %cond, %a, %b : !tile.shared<[64], f32>
+  }
+}
+
+// -----
+
+tile.kernel @if_alias(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[64], f32>
+    %b = tile.alloc : !tile.frag<[64], f32>
+    %cond = arith.cmpi eq, %n, %c0 : index
+    // expected-error @+1 {{'scf.if' op yields a fragment tile [64]}}
+    %t = scf.if %cond -> (!tile.frag<[64], f32>) {
+      scf.yield %a : !tile.frag<[64], f32>
+    } else {
+      scf.yield %b : !tile.frag<[64], f32>
+    }
+  }
+}

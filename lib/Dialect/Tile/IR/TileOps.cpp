@@ -368,6 +368,19 @@ LogicalResult KernelOp::verifyRegions() {
     for (Type type : op->getResultTypes())
       if (failed(verifyTypeSymbols(*this, op, type)))
         return WalkResult::interrupt();
+    // On-chip tiles are named only by the ops that make them and their
+    // views and picks: the shared-memory plan and the lowering follow
+    // those; a tile passed through scf.if / scf.for / arith.select would
+    // be an alias neither sees (its bytes reused while it is read).
+    if (!isa<AllocOp, ViewOp, PickOp>(op))
+      for (Type type : op->getResultTypes())
+        if (isa<SharedType, FragmentType, LocalType>(type)) {
+          op->emitOpError("yields a ")
+              << describe(type)
+              << "; on-chip tiles are named by tile.alloc, tile.view and "
+                 "tile.pick only (choose between tiles with tile.pick)";
+          return WalkResult::interrupt();
+        }
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument argument : block.getArguments())
