@@ -6,6 +6,7 @@
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <climits>
@@ -74,9 +75,36 @@ struct TilePlanSharedMemoryPass
              << static_cast<int64_t>(maxBytes) << " bytes";
     };
     Block &body = launch.getBody().front();
+    // Positions of the top-level ops. A run of tile.per_warpgroup
+    // unsynchronized bodies (after one another, or after a warp-specialized
+    // loop) is one position: its warpgroups run out of step with only their
+    // own barriers between the bodies, so one warpgroup may still read a
+    // tile of the previous body while the other writes the next's.
     DenseMap<Operation *, unsigned> position;
-    for (auto [i, op] : llvm::enumerate(body))
-      position[&op] = i;
+    {
+      auto isUnsynchronized = [](Operation *op) {
+        auto region = dyn_cast<PerWarpgroupOp>(op);
+        return region && region.getUnsynchronized();
+      };
+      auto isWarpSpecialized = [](Operation *op) {
+        auto loop = dyn_cast<PipelinedOp>(op);
+        return loop && loop.getWarpSpecialized();
+      };
+      SmallVector<Operation *> ops;
+      for (Operation &op : body)
+        ops.push_back(&op);
+      int64_t lastBlockOp = -1; // the last op with regions or effects
+      for (auto [i, op] : llvm::enumerate(ops)) {
+        position[op] = i == 0 ? 0 : position[ops[i - 1]] + 1;
+        if (isUnsynchronized(op) && lastBlockOp >= 0 &&
+            (isUnsynchronized(ops[lastBlockOp]) ||
+             isWarpSpecialized(ops[lastBlockOp])))
+          for (int64_t k = lastBlockOp + 1; k <= int64_t(i); ++k)
+            position[ops[k]] = position[ops[lastBlockOp]];
+        if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
+          lastBlockOp = i;
+      }
+    }
     auto topLevelPosition = [&](Operation *user) {
       while (user->getBlock() != &body)
         user = user->getParentOp();
@@ -112,6 +140,54 @@ struct TilePlanSharedMemoryPass
     if (pipelines.wasInterrupted())
       return failure();
 
+    // Where an async gemm's operands stay in use: its tensor cores read
+    // them until a tile.wait_gemms with nothing pending completes it (the
+    // first top-level op from the gemm's on that holds one; the launch's
+    // end if none does).
+    auto asyncGemmEnd = [&](GemmOp gemm) -> unsigned {
+      Operation *top = gemm;
+      while (top->getBlock() != &body)
+        top = top->getParentOp();
+      for (Operation *op = top; op; op = op->getNextNode()) {
+        WalkResult found = op->walk([&](WaitGemmsOp wait) {
+          return wait.getPending() == 0 ? WalkResult::interrupt()
+                                        : WalkResult::advance();
+        });
+        if (found.wasInterrupted())
+          return position.lookup(op);
+      }
+      return body.getOperations().size();
+    };
+    // Shared tiles a warp-specialized loop's producer reads again after
+    // the roles' rendezvous (loop bounds or copy positions the consumers
+    // loaded before the loop): alive to the launch's end, whatever the
+    // consumers' last read of them (nothing after the loop waits for the
+    // producer's read when the loop runs no iteration).
+    DenseMap<Operation *, unsigned> rereadUntil;
+    for (auto loop : body.getOps<PipelinedOp>()) {
+      if (!loop.getWarpSpecialized())
+        continue;
+      SmallVector<Value> worklist = {loop.getLowerBound(), loop.getUpperBound(),
+                                     loop.getStep()};
+      for (auto copy : loop.getBody().getOps<CopyOp>())
+        for (Value operand : copy->getOperands())
+          worklist.push_back(operand);
+      DenseSet<Value> seen;
+      while (!worklist.empty()) {
+        Value value = worklist.pop_back_val();
+        if (!seen.insert(value).second)
+          continue;
+        Operation *def = value.getDefiningOp();
+        if (!def || loop->isAncestor(def) || !launch->isAncestor(def))
+          continue;
+        if (auto load = dyn_cast<LoadOp>(def))
+          if (AllocOp alloc = getRootAlloc(getViewedTile(load.getSource())))
+            rereadUntil[alloc] = body.getOperations().size();
+        for (Value operand : def->getOperands())
+          worklist.push_back(operand);
+      }
+    }
+
     SmallVector<SharedTile> tiles;
     for (auto alloc : body.getOps<AllocOp>()) {
       if (!isa<SharedType>(alloc.getType()))
@@ -138,6 +214,8 @@ struct TilePlanSharedMemoryPass
           // last cluster barrier.
           if (auto load = dyn_cast<LoadOp>(user); load && load.getPeer())
             tile.lastUse = body.getOperations().size();
+          if (auto gemm = dyn_cast<GemmOp>(user); gemm && gemm.getAsync())
+            tile.lastUse = std::max(tile.lastUse, asyncGemmEnd(gemm));
           if (auto view = dyn_cast<ViewOp>(user))
             worklist.push_back(view.getResult());
           if (auto pick = dyn_cast<PickOp>(user))
@@ -152,6 +230,8 @@ struct TilePlanSharedMemoryPass
       }
       if (filledEarly.contains(alloc))
         tile.firstUse = 0;
+      if (auto until = rereadUntil.find(alloc); until != rereadUntil.end())
+        tile.lastUse = std::max(tile.lastUse, until->second);
       if (int64_t stages = stagesOf.lookup(alloc)) {
         // Every stage starts as aligned as the tile: 1024 bytes for wgmma's
         // swizzled operands, at least 128 for TMA boxes.

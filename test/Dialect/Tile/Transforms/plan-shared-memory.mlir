@@ -208,3 +208,106 @@ tile.kernel @mma_rows_across_warps(%g: !tile.global<[?, 64], bf16>) {
     tile.reduce max %acc to %r dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
   }
 }
+
+// -----
+
+// A warp-specialized loop's producer reads the trip count from
+// %trip_tile again after the roles' rendezvous: the tile stays live to the
+// launch's end, so %u (written by the consumers after their own read) gets
+// other bytes (it was planned over %trip_tile: the producer read 1000000).
+// CHECK-LABEL: tile.kernel @producer_rereads_a_tile
+// CHECK: tile.alloc {tile.offset = 0 : i64} : !tile.shared<[1], i32>
+// CHECK-NOT: tile.offset = 0 :
+// CHECK: tile.alloc {tile.offset = 128 : i64} : !tile.shared<[32], i32>
+tile.kernel @producer_rereads_a_tile(%count: !tile.global<[1], i32>,
+                                     %a: !tile.global<[64, 64], bf16>,
+                                     %k: !tile.global<[?, 64], bf16>,
+                                     %out: !tile.global<[64, 64], f32>,
+                                     %uo: !tile.global<[32], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %trip_tile = tile.alloc : !tile.shared<[1], i32>
+    %a_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %u = tile.alloc : !tile.shared<[32], i32>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    %big = arith.constant 1000000 : i32
+    tile.parallel (%i) in [1] {
+      %n = tile.load %count[%i] : !tile.global<[1], i32>
+      tile.store %n, %trip_tile[%i] : !tile.shared<[1], i32>
+    }
+    tile.copy %a[%c0, %c0] to %a_s : !tile.global<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.fill %acc, %zero : !tile.frag<[64, 64], f32>, f32
+    %trips_i32 = tile.load %trip_tile[%c0] : !tile.shared<[1], i32>
+    %trips = arith.index_cast %trips_i32 : i32 to index
+    tile.fill %u, %big : !tile.shared<[32], i32>, i32
+    tile.pipelined %t = %c0 to %trips step %c1 num_stages = 2 warp_specialized {
+      %first = arith.muli %t, %c64 : index
+      tile.copy %k[%first, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %a_s, %k_s, %acc transpose_b
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+    tile.copy %acc to %out[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[64, 64], f32>
+    tile.copy %u to %uo[%c0] : !tile.shared<[32], i32> to !tile.global<[32], i32>
+  }
+}
+
+// -----
+
+// An async gemm's tensor cores read %a and %b until tile.wait_gemms: %x,
+// written in between, gets other bytes (it was planned over %a).
+// CHECK-LABEL: tile.kernel @async_gemm_operands_live_to_the_wait
+// CHECK: tile.offset = 0 : i64
+// CHECK: tile.offset = 8192 : i64
+// CHECK: tile.offset = 16384 : i64
+tile.kernel @async_gemm_operands_live_to_the_wait(%g: !tile.global<[?, 64], bf16>,
+                                                  %o: !tile.global<[64, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc : !tile.shared<[64, 64], bf16>
+    %b = tile.alloc : !tile.shared<[64, 64], bf16>
+    %x = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    tile.copy %g[%c0, %c0] to %a : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.copy %g[%c0, %c0] to %b : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.gemm %a, %b, %acc transpose_b clear_accum async
+        : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    tile.copy %g[%c1, %c0] to %x : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.copy %x to %g[%c0, %c0] : !tile.shared<[64, 64], bf16> to !tile.global<[?, 64], bf16>
+    tile.wait_gemms
+    tile.copy %acc to %o[%c0, %c0] : !tile.frag<[64, 64], f32> to !tile.global<[64, 64], f32>
+  }
+}
+
+// -----
+
+// Consecutive unsynchronized per_warpgroup bodies run out of step between
+// the warpgroups: one may still read %s in the first while the other fills
+// %x0 in the second, so they share no bytes (%x0 was planned over %s).
+// CHECK-LABEL: tile.kernel @unsynchronized_bodies_are_one_position
+// CHECK: tile.offset = 0 : i64
+// CHECK: tile.offset = 16384 : i64
+// CHECK: tile.offset = 32768 : i64
+tile.kernel @unsynchronized_bodies_are_one_position(%g: !tile.global<[?, 64], f32>,
+                                                    %o: !tile.global<[2, 64, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    %s = tile.alloc : !tile.shared<[64, 64], f32>
+    %x0 = tile.alloc : !tile.shared<[64, 64], f32>
+    %x1 = tile.alloc : !tile.shared<[64, 64], f32>
+    tile.copy %g[%c0, %c0] to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+    tile.per_warpgroup (%wg) unsynchronized {
+      tile.copy %s to %o[%wg, %c0, %c0] : !tile.shared<[64, 64], f32> to !tile.global<[2, 64, 64], f32>
+    }
+    tile.per_warpgroup (%wg) unsynchronized {
+      %mine = tile.pick %wg [%x0, %x1] : !tile.shared<[64, 64], f32>
+      tile.copy %g[%wg, %c0] to %mine : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+      tile.copy %mine to %o[%wg, %c0, %c0] : !tile.shared<[64, 64], f32> to !tile.global<[2, 64, 64], f32>
+    }
+  }
+}
