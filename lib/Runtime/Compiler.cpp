@@ -32,11 +32,18 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <mutex>
+#include <thread>
+
+#include <sys/types.h>
+#include <sys/wait.h>
 
 using namespace mlir;
 using namespace hisa;
@@ -307,33 +314,70 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
                                  ptxPath, "-o", cubinPath};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
                                           StringRef(logPath)};
-  // ptxas gets what is left of the compile time limit (at least a second:
-  // 0 would mean no limit).
+  // ptxas gets what is left of the compile time limit.
   double remaining = deadline.remaining();
   if (remaining <= 0)
     return makeCompileError(deadline.describe() + "; ptxas was not started");
-  unsigned secondsToWait = static_cast<unsigned>(
-      std::min(std::ceil(remaining), double(std::numeric_limits<int>::max())));
   std::string message;
   bool executionFailed = false;
-  int status = llvm::sys::ExecuteAndWait(
-      ptxas, argv, std::nullopt, redirects, std::max(1u, secondsToWait),
-      /*MemoryLimit=*/0, &message, &executionFailed);
-  // -2: a crash, or killed after SecondsToWait (then the deadline is past).
-  if (status == -2 && !executionFailed && deadline.expired())
-    return makeCompileError(deadline.describe() + "; ptxas did not finish (" +
-                            message + ")");
-  if (status != 0) {
+  // Started without waiting, then this one child is polled against the
+  // deadline: llvm::sys::ExecuteAndWait bounds the wait with the
+  // process-wide alarm() and a bare wait(), so in a threaded server the
+  // signal reached another thread (no limit at all) and the wait could reap
+  // the application's own children.
+  llvm::sys::ProcessInfo child =
+      llvm::sys::ExecuteNoWait(ptxas, argv, std::nullopt, redirects,
+                               /*MemoryLimit=*/0, &message, &executionFailed);
+  if (executionFailed || child.Pid <= 0)
+    return makeCompileError("cannot run ptxas (" + message + ")");
+  int status = 0;
+  bool timedOut = false;
+  for (;;) {
+    pid_t done = waitpid(child.Pid, &status, WNOHANG);
+    if (done == child.Pid)
+      break;
+    if (done < 0 && errno != EINTR)
+      return makeCompileError("waiting for ptxas failed: " +
+                              std::string(std::strerror(errno)));
+    if (deadline.expired()) {
+      kill(child.Pid, SIGKILL);
+      while (waitpid(child.Pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      timedOut = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (timedOut)
+    return makeCompileError(deadline.describe() +
+                            "; ptxas did not finish and was stopped");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     auto log = llvm::MemoryBuffer::getFile(logPath);
+    // At most the log's first 4 KiB: a ptxas that prints megabytes would
+    // otherwise fill every error message.
+    std::string text = log ? (*log)->getBuffer().take_front(4096).str() : "";
+    if (log && (*log)->getBufferSize() > 4096)
+      text += "\n[... " + std::to_string((*log)->getBufferSize() - 4096) +
+              " more bytes of ptxas output]";
     return makeCompileError(
         "ptxas failed (" +
-        (message.empty() ? "exit " + std::to_string(status) : message) +
-        "): " + (log ? (*log)->getBuffer().str() : ""));
+        (WIFEXITED(status)
+             ? "exit " + std::to_string(WEXITSTATUS(status))
+             : "signal " +
+                   std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0)) +
+        "): " + text);
   }
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
   if (!cubin)
     return makeCompileError("ptxas produced no cubin");
+  // An empty or foreign file is not a cubin (a ptxas that exited 0 without
+  // writing one would otherwise be cached, and every later load fail).
+  if (!(*cubin)->getBuffer().starts_with("\x7f"
+                                         "ELF"))
+    return makeCompileError("ptxas exited 0 but wrote no ELF cubin (" +
+                            std::to_string((*cubin)->getBufferSize()) +
+                            " bytes)");
   if (auto log = llvm::MemoryBuffer::getFile(logPath))
     localMemory = parseLocalMemoryUse((*log)->getBuffer());
   return (*cubin)->getBuffer().str();

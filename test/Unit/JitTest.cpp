@@ -153,7 +153,7 @@ protected:
                "out=''\n"
                "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; "
                "done\n" +
-               report + "printf cubin > \"$out\"\n")
+               report + "printf '\\177ELF-cubin' > \"$out\"\n")
                   .str());
     ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
     ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
@@ -554,6 +554,65 @@ TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimit) {
   EXPECT_NE(result->find("ptxas did not finish"), std::string::npos) << *result;
 }
 
+TEST_F(JitCacheTest, PtxasIsStoppedAtTheTimeLimitFromAWorkerThread) {
+  // A server compiles on its own threads: the limit held only on the main
+  // thread (LLVM's ExecuteAndWait waits with the process-wide alarm(),
+  // whose signal went to the main thread, so the worker waited for ptxas
+  // to finish; and its bare wait() could reap the application's children).
+  std::string script = root + "/slow-ptxas";
+  writeFile(script, "#!/bin/sh\nexec sleep 100\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+  std::optional<std::string> result = runInChild(
+      [&] {
+        // The application's own child, which the compile must not reap.
+        pid_t own = ::fork();
+        if (own == 0) {
+          ::sleep(30);
+          ::_exit(7);
+        }
+        std::string message;
+        double seconds = 0;
+        std::thread worker([&] {
+          auto start = std::chrono::steady_clock::now();
+          auto compiled = makeJit({}, /*timeout=*/3.0)
+                              ->compile(getBuiltinKernelSource(kPooling),
+                                        kPooling, kFirstParams, "sm_90a");
+          seconds = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+          message =
+              compiled ? "compiled" : llvm::toString(compiled.takeError());
+        });
+        worker.join();
+        ::kill(own, SIGKILL);
+        int status = 0;
+        bool reaped = ::waitpid(own, &status, 0) == own;
+        return std::string(seconds < 12 ? "in time: " : "too late: ") +
+               (reaped ? "own child intact: " : "own child reaped: ") + message;
+      },
+      /*seconds=*/60);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->rfind("in time: own child intact: ", 0), 0u) << *result;
+  EXPECT_NE(result->find("ptxas did not finish"), std::string::npos) << *result;
+}
+
+TEST_F(JitCacheTest, AnEmptyCubinIsRefusedAndNotCached) {
+  // A ptxas that exits 0 without writing a cubin: refused, so that no
+  // later process loads an empty image from the cache.
+  std::string script = root + "/silent-ptxas";
+  writeFile(script, "#!/bin/sh\nexit 0\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto compiled = makeJit({})->compile(getBuiltinKernelSource(kPooling),
+                                         kPooling, kFirstParams, "sm_90a");
+    ASSERT_FALSE(compiled);
+    std::string message = llvm::toString(compiled.takeError());
+    EXPECT_NE(message.find("wrote no ELF cubin"), std::string::npos) << message;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Parameters the kernel refuses, through the C ABI
 //===----------------------------------------------------------------------===//
@@ -767,7 +826,7 @@ TEST_F(JitCacheTest, CompilationDoesNotHoldUpOtherKernelsCallers) {
                         release +
                         "' ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); "
                         "done\n"
-                        "printf cubin > \"$out\"\n");
+                        "printf '\\177ELF-cubin' > \"$out\"\n");
   ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
   ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
   std::atomic<bool> slowDone{false};
