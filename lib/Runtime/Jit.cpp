@@ -357,6 +357,14 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
       sizes.push_back({given.intValue});
       uint64_t slot = 0;
       if (expected.kind == KernelMetadata::Argument::Int) {
+        // A narrower integer gets the value's low bits: refuse one that does
+        // not fit (signed or unsigned) instead of passing another number.
+        unsigned bits = expected.scalarBits;
+        if (bits < 64 && (given.intValue < -(int64_t(1) << (bits - 1)) ||
+                          given.intValue > (int64_t(1) << bits) - 1))
+          return makeError(formatv("{0}: {1} does not fit the kernel's "
+                                   "{2}-bit integer",
+                                   what(), given.intValue, bits));
         slot = static_cast<uint64_t>(given.intValue);
       } else if (expected.scalarBits == 32) {
         float value = static_cast<float>(given.floatValue);

@@ -278,7 +278,8 @@ KernelMetadata::evaluateGrid(ArrayRef<SmallVector<int64_t, 8>> sizes) const {
       result = static_cast<int64_t>(ua / ub);
       break;
     case Opcode::CeilDivUI:
-      result = static_cast<int64_t>((ua + ub - 1) / ub);
+      // (Not (ua + ub - 1) / ub, which wraps for ua near 2^64.)
+      result = static_cast<int64_t>(ua == 0 ? 0 : (ua - 1) / ub + 1);
       break;
     case Opcode::CeilDivSI:
       result = divideCeilSigned(a, b);

@@ -153,6 +153,28 @@ TEST(KernelMetadata, EvaluatesTheGrid) {
   }
 }
 
+// ceildivui of a dividend near 2^64 (an unsigned view of a negative size)
+// is about 2^57 blocks, which the launch refuses; (a + b - 1) / b wrapped
+// to 0 and the launch ran nothing, silently.
+TEST(KernelMetadata, UnsignedCeilingDivisionDoesNotWrap) {
+  KernelMetadata metadata = makePooling();
+  metadata.program = {{"dim", 0, 0, 0, 64},
+                      {"const", 0, 0, 128, 64},
+                      {"ceildivui", 0, 1, 0, 64}};
+  metadata.gridValues = {2};
+  llvm::SmallVector<llvm::SmallVector<int64_t, 8>> sizes = {{-1, 128}};
+  auto grid = metadata.evaluateGrid(sizes);
+  if (grid) {
+    EXPECT_NE((*grid)[0], 0) << "the ceiling division wrapped to 0";
+  } else {
+    llvm::consumeError(grid.takeError());
+  }
+  sizes = {{0, 128}};
+  grid = metadata.evaluateGrid(sizes);
+  ASSERT_TRUE(static_cast<bool>(grid));
+  EXPECT_EQ((*grid)[0], 0);
+}
+
 TEST(KernelMetadata, ReportsDivisionByZero) {
   KernelMetadata metadata = makePooling();
   metadata.program[1].immediate = 0;

@@ -2115,3 +2115,11 @@ tile.kernel @if_alias(%n: index) {
     }
   }
 }
+
+// -----
+
+// The launch packs scalar floats as f32 or f64: a 16-bit one arrived as a
+// double's low bytes.
+// expected-error @+1 {{'tile.kernel' op argument #0 is a 'bf16' scalar; scalar floats are f32 or f64 (convert in the kernel)}}
+tile.kernel @half_scalar(%s: bf16) {
+}

@@ -252,6 +252,15 @@ LogicalResult KernelOp::verify() {
   if (!getResultTypes().empty())
     return emitOpError("cannot return values; write results to global tensor "
                        "arguments");
+  // Scalar floats reach the kernel as f32 or f64 (the launch packs a
+  // double): a 16-bit one arrived as the double's low bytes.
+  for (auto [i, type] : llvm::enumerate(getArgumentTypes()))
+    if (auto scalar = dyn_cast<FloatType>(type);
+        scalar && scalar.getWidth() != 32 && scalar.getWidth() != 64)
+      return emitOpError("argument #")
+             << i << " is a " << type
+             << " scalar; scalar floats are f32 or f64 (convert in the "
+                "kernel)";
   // The name becomes a PTX entry point: LLVM's NVPTX back end aborts the
   // process on other characters (a JIT caller's server included).
   StringRef name = getSymName();
