@@ -385,6 +385,19 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
 
 } // namespace
 
+std::string hisa::runtime::describeBackend() {
+  std::string ptxas = findPtxas();
+  if (ptxas.empty())
+    return "ptxas=none";
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(ptxas, status))
+    return "ptxas=" + ptxas;
+  return llvm::formatv(
+             "ptxas={0}:{1}:{2}", ptxas, status.getSize(),
+             status.getLastModificationTime().time_since_epoch().count())
+      .str();
+}
+
 std::string hisa::runtime::describeStrictness() {
   SmallVector<StringRef, 2> strict;
   if (isStrict("HISA_STRICT_WGMMA"))

@@ -23,6 +23,13 @@ double getCompileTimeoutFromEnvironment();
 /// not handed to a strict caller, whose compile then refuses it.
 std::string describeStrictness();
 
+/// Which ptxas would compile a kernel now (its path, size and modification
+/// time; "ptxas=none": the kernel is kept as PTX): part of every cache key
+/// (as the process first found it), so that a binary another ptxas made
+/// (or PTX stored without one) is not served to a process that has a
+/// different one.
+std::string describeBackend();
+
 /// Parses `source`, binds `params` (sorted name=value), lowers the kernel
 /// to PTX for `target` and assembles it with ptxas (or keeps the PTX when
 /// ptxas is missing, saying so on stderr). Errors carry the diagnostics: a

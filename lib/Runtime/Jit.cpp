@@ -755,8 +755,13 @@ static Expected<CacheKey> computeCacheKey(StringRef source,
   // Strict and lenient compiles of a kernel ptxas reports as slow differ
   // (refused or not): they do not share an entry.
   std::string strictness = describeStrictness();
-  std::string digest = DiskCache::computeKey(
-      {source, kernelName, joined, target, Jit::getVersion(), strictness});
+  // The ptxas this process compiles with, found once: another process's
+  // entries made by another ptxas (or stored as PTX without one) are not
+  // its (within a process, a kernel compiled before stays valid).
+  static const std::string backend = describeBackend();
+  std::string digest =
+      DiskCache::computeKey({source, kernelName, joined, target,
+                             Jit::getVersion(), strictness, backend});
   return CacheKey{std::move(*parsed), std::move(strictness), std::move(digest),
                   ""};
 }
