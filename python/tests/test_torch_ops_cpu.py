@@ -122,3 +122,31 @@ def test_outputs_that_overlap_inputs_are_refused():
     else:
         raise AssertionError("an out overlapping starts was accepted")
     check_no_overlap("out", out, (("starts", buffer[32:40]), ("ends", None)))
+
+
+def test_v4_layer_checks_its_config_and_weight_shapes():
+    # The C++ layer reads every weight by the config's sizes and has its
+    # head, RoPE, window and indexer dims fixed: anything else is refused
+    # before a pointer is taken (a smaller tensor was read past its end).
+    from hisa.v4 import reference as ref
+    from hisa.v4.layer import check_config_and_weights
+    config = ref.Config(dim=256, heads=16, q_lora=256, o_groups=2, o_lora=256,
+                        compress_ratio=4, index_topk=16)
+    weights = ref.random_weights(config)
+    check_config_and_weights(config, weights)
+    for change, words in ((dict(head_dim=256), "config.head_dim = 256"),
+                          (dict(index_dim=64), "config.index_dim = 64")):
+        other = ref.Config(**{**config.__dict__, **change})
+        try:
+            check_config_and_weights(other, ref.random_weights(other))
+        except hisa.InvalidArgumentError as error:
+            assert words in str(error)
+        else:
+            raise AssertionError(f"{change} was accepted")
+    short = dict(weights, wkv=weights["wkv"][:100])
+    try:
+        check_config_and_weights(config, short)
+    except hisa.InvalidArgumentError as error:
+        assert "weights['wkv'] has shape [100, 256]; the config needs [512, 256]" in str(error)
+    else:
+        raise AssertionError("a short wkv was accepted")

@@ -28,11 +28,66 @@ _MATRICES = ("wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate", "i_wq", 
 _VECTORS = ("q_norm", "kv_norm", "attn_sink", "c_ape", "c_norm", "i_ape", "i_norm")
 
 
+# The dimensions the C++ layer has fixed (include/hisa/V4/Attention.h).
+_FIXED = {"head_dim": 512, "rope_dim": 64, "window": 128, "index_dim": 128}
+
+
+def expected_weight_shapes(config) -> Dict[str, tuple]:
+    """The shape of every weight the layer reads for `config` (those of
+    reference.random_weights)."""
+    c = config
+    head_dim, index_dim = _FIXED["head_dim"], _FIXED["index_dim"]
+    shapes = {
+        "wq_a": (c.q_lora, c.dim), "q_norm": (c.q_lora,),
+        "wq_b": (c.heads * head_dim, c.q_lora),
+        "wkv": (head_dim, c.dim), "kv_norm": (head_dim,), "attn_sink": (c.heads,),
+        "wo_a": (c.o_groups, c.o_lora, c.heads // max(c.o_groups, 1) * head_dim),
+        "wo_b": (c.dim, c.o_groups * c.o_lora),
+    }
+    if c.compress_ratio:
+        width = (2 if c.compress_ratio == 4 else 1) * head_dim
+        shapes.update({"c_wkv": (width, c.dim), "c_wgate": (width, c.dim),
+                       "c_ape": (c.compress_ratio, width), "c_norm": (head_dim,)})
+    if c.compress_ratio == 4:
+        width = 2 * index_dim
+        shapes.update({"i_wq": (c.index_heads * index_dim, c.q_lora),
+                       "i_weights": (c.index_heads, c.dim),
+                       "i_wkv": (width, c.dim), "i_wgate": (width, c.dim),
+                       "i_ape": (4, width), "i_norm": (index_dim,)})
+    return shapes
+
+
+def check_config_and_weights(config, weights: Dict[str, torch.Tensor]) -> None:
+    """Refuses a config whose fixed dimensions differ from the layer's, and
+    weights of other shapes than the config gives, or that it does not
+    read (the layer reads them by the config's sizes: a smaller tensor
+    would be read past its end)."""
+    for name, value in _FIXED.items():
+        given = getattr(config, name, value)
+        if given != value:
+            raise InvalidArgumentError(
+                f"config.{name} = {given}: the layer is built for {name} = {value}")
+    shapes = expected_weight_shapes(config)
+    for name, tensor in weights.items():
+        if name not in shapes:
+            raise InvalidArgumentError(
+                f"unknown weight {name!r} for compress_ratio = {config.compress_ratio}")
+        if not isinstance(tensor, torch.Tensor):
+            raise InvalidArgumentError(f"weights[{name!r}] must be a torch.Tensor")
+        if tuple(tensor.shape) != shapes[name]:
+            raise InvalidArgumentError(
+                f"weights[{name!r}] has shape {list(tensor.shape)}; the config needs "
+                f"{list(shapes[name])}")
+    # (A missing weight is named by the C++ layer: "weight ... must not be
+    # NULL".)
+
+
 class Attention:
     """One V4 attention layer with its kv cache and compressor state."""
 
     def __init__(self, config, weights: Dict[str, torch.Tensor], batch: int, max_seq: int,
                  max_prefill_tokens: int = 0):
+        check_config_and_weights(config, weights)
         self.config = config
         device = weights["wq_a"].device
         if device.type != "cuda":
