@@ -271,7 +271,10 @@ HISA_EXPORT int hisa_v4_attention_create(const hisa_v4_config *config,
  * token at position length of every sequence. A decode
  * step that fails keeps the layer's length (the device positions are put
  * back; retrying runs the same step); a prefill that fails leaves no prompt
- * (length 0: decode refuses until a prefill succeeds). */
+ * (length 0: decode refuses until a prefill succeeds). A decode step
+ * captured in a CUDA graph advances the device positions on each replay
+ * without the host's check: stop replaying at max_seq (past it the RoPE
+ * tables' last row and the last compressed entries are reused). */
 HISA_EXPORT int hisa_v4_attention_prefill(hisa_v4_attention *layer,
                                           const void *x, int64_t seq, void *out,
                                           void *stream);
