@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -359,6 +360,30 @@ static llvm::Error writeFileAtomically(const std::string &path,
   return llvm::Error::success();
 }
 
+/// Removes the temporary files of writers that died mid-write
+/// ("<entry>.tmp.<pid>.XXXXXX" whose process no longer exists on this
+/// machine): nothing else would ever remove them. (A directory shared
+/// between machines may hold another machine's live writer's file under a
+/// pid that is free here; that writer then fails its rename, which is only
+/// a missed store.)
+static void removeDeadWritersFiles(const std::string &directory) {
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(directory, error), end;
+       !error && it != end; it.increment(error)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    size_t at = name.find(".tmp.");
+    if (at == llvm::StringRef::npos)
+      continue;
+    llvm::StringRef rest = name.drop_front(at + 5);
+    unsigned long long pid = 0;
+    if (rest.consumeInteger(10, pid) || !rest.starts_with(".") || pid == 0 ||
+        pid > 0x7fffffffULL)
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      ::unlink(it->path().c_str());
+  }
+}
+
 llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry,
                              llvm::StringRef description) const {
   if (!isValidKey(key))
@@ -385,6 +410,7 @@ llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry,
         "directory is in the way",
         directory.c_str());
 
+  removeDeadWritersFiles(directory);
   // The binary first: a .meta file must never be visible before some
   // complete binary is.
   if (llvm::Error error = writeFileAtomically(getBinaryPath(key),

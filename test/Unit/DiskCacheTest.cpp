@@ -181,6 +181,28 @@ TEST_F(DiskCacheTest, CreatesNestedDirectoryOnStore) {
   EXPECT_TRUE(cache.lookup(key));
 }
 
+// A writer that died mid-write left "<entry>.tmp.<pid>.XXXXXX": the next
+// store removes it (a live writer's file stays).
+TEST_F(DiskCacheTest, RemovesTheFilesOfWritersThatDied) {
+  DiskCache cache(directory);
+  ASSERT_FALSE(llvm::errorToBool(
+      cache.store(DiskCache::computeKey({"a"}), makeEntry('a', 10))));
+  pid_t dead = ::fork();
+  if (dead == 0)
+    ::_exit(0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  std::string stale =
+      directory + "/abc.cubin.tmp." + std::to_string(dead) + ".Q1w2E3";
+  std::string live =
+      directory + "/abc.cubin.tmp." + std::to_string(::getpid()) + ".R4t5Y6";
+  writeFile(stale, "partial");
+  writeFile(live, "partial");
+  ASSERT_FALSE(llvm::errorToBool(
+      cache.store(DiskCache::computeKey({"b"}), makeEntry('b', 10))));
+  EXPECT_FALSE(llvm::sys::fs::exists(stale));
+  EXPECT_TRUE(llvm::sys::fs::exists(live));
+}
+
 TEST_F(DiskCacheTest, ReportsDirectoryThatCannotBeCreated) {
   // A regular file where a parent directory should be: fails even for root.
   writeFile(root + "/file", "x");
