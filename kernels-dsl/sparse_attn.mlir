@@ -367,7 +367,10 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         %m_shift = arith.subf %m_safe, %reference : f32
         %scale = math.exp2 %m_shift : f32
         %l_scaled = arith.mulf %l, %scale : f32
-        %sink_shifted = arith.subf %sink_log2, %reference : f32
+        // (0 where the sink is the reference: also for a sink of +inf.)
+        %sink_is_reference = arith.cmpf oeq, %sink_log2, %reference : f32
+        %sink_gap = arith.subf %sink_log2, %reference : f32
+        %sink_shifted = arith.select %sink_is_reference, %zero, %sink_gap : f32
         %sink_term = math.exp2 %sink_shifted : f32
         %denominator = arith.addf %l_scaled, %sink_term : f32
         %positive = arith.cmpf ogt, %denominator, %zero : f32
@@ -447,7 +450,9 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           %w_peer = math.exp2 %peer_shift : f32
           %h = arith.addi %first_head, %i : index
           %real = arith.cmpi ult, %h, %heads : index
-          %sink_shifted = arith.subf %sink_log2, %reference : f32
+          %sink_is_reference = arith.cmpf oeq, %sink_log2, %reference : f32
+          %sink_gap = arith.subf %sink_log2, %reference : f32
+          %sink_shifted = arith.select %sink_is_reference, %zero, %sink_gap : f32
           %sink_term = math.exp2 %sink_shifted : f32
           %l_own_w = arith.mulf %l_own, %w_own : f32
           %l_peer_w = arith.mulf %l_peer, %w_peer : f32
@@ -456,8 +461,11 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           %positive = arith.cmpf ogt, %denominator, %zero : f32
           %inverse_raw = arith.divf %one, %denominator : f32
           %inverse = arith.select %positive, %inverse_raw, %zero : f32
-          %own_scale = arith.mulf %w_own, %inverse : f32
-          %peer_scale = arith.mulf %w_peer, %inverse : f32
+          // (0, not NaN * 0, where nothing counts: a NaN sink.)
+          %own_scale_raw = arith.mulf %w_own, %inverse : f32
+          %peer_scale_raw = arith.mulf %w_peer, %inverse : f32
+          %own_scale = arith.select %positive, %own_scale_raw, %zero : f32
+          %peer_scale = arith.select %positive, %peer_scale_raw, %zero : f32
           tile.store %own_scale, %own_scale_s[%i] : !tile.shared<[64], f32>
           tile.store %peer_scale, %peer_scale_s[%i] : !tile.shared<[64], f32>
           %write_lse = arith.andi %rank_writes_lse, %real : i1

@@ -344,12 +344,9 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
     // Both warpgroups' sums (their maxima agree: wg 0 took wg 1's); the
     // sink; the output columns of each warpgroup; lse (wg 0).
     tile.per_warpgroup (%wg) {
-      // The sink's term first: its global load is then in flight during the
-      // sums' exchange instead of waiting behind it.
+      // The sink first: its global load is then in flight during the sums'
+      // exchange instead of waiting behind it.
       tile.parallel (%i) in [64] {
-        %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
-        %none = arith.cmpf oeq, %m, %neg_inf : f32
-        %m_safe = arith.select %none, %zero, %m : f32
         %h = arith.addi %first_head, %i : index
         %real = arith.cmpi ult, %h, %heads : index
         %h_safe = arith.select %real, %h, %c0 : index
@@ -378,7 +375,10 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         %m_shift = arith.subf %m_safe, %reference : f32
         %scale = math.exp2 %m_shift : f32
         %l_scaled = arith.mulf %l, %scale : f32
-        %sink_shifted = arith.subf %sink_log2, %reference : f32
+        // (0 where the sink is the reference: also for a sink of +inf.)
+        %sink_is_reference = arith.cmpf oeq, %sink_log2, %reference : f32
+        %sink_gap = arith.subf %sink_log2, %reference : f32
+        %sink_shifted = arith.select %sink_is_reference, %zero, %sink_gap : f32
         %sink_term = math.exp2 %sink_shifted : f32
         %denominator = arith.addf %l_scaled, %sink_term : f32
         %positive = arith.cmpf ogt, %denominator, %zero : f32

@@ -67,23 +67,27 @@ struct Nccl {
     std::lock_guard<std::mutex> lock(mutex);
     if (nccl.allGather)
       return nccl;
-    // A missing or incomplete NCCL is reported the same way every time
-    // (HISA_ERROR_NO_DEVICE), without reopening it on each call.
+    // An incomplete NCCL is reported the same way every time
+    // (HISA_ERROR_NO_DEVICE); a library that could not be opened is tried
+    // again (the caller may set HISA_NCCL_LIB, as the message says).
     if (!failure.empty())
       return make_error<runtime::NoDeviceError>(failure);
     const char *path = std::getenv("HISA_NCCL_LIB");
-    std::string name = path && *path ? path : "libnccl.so.2";
+    bool named = path && *path;
+    std::string name = named ? path : "libnccl.so.2";
     // The NCCL the process already has (linked in, or loaded by torch) is
     // the one that made the caller's communicator: a second copy would
-    // read another library's ncclComm. Opened by name only otherwise.
-    void *library = RTLD_DEFAULT;
-    if (!dlsym(RTLD_DEFAULT, "ncclAllGather"))
+    // read another library's ncclComm. A library named by HISA_NCCL_LIB
+    // comes first; by its default name only where the process has none.
+    void *library = nullptr;
+    if (named || !dlsym(RTLD_DEFAULT, "ncclAllGather"))
       library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-      failure = "context parallelism needs NCCL: cannot open " + name + " (" +
-                dlerror() + "; set HISA_NCCL_LIB to its path)";
-      return make_error<runtime::NoDeviceError>(failure);
-    }
+    else
+      library = RTLD_DEFAULT;
+    if (!library)
+      return make_error<runtime::NoDeviceError>(
+          "context parallelism needs NCCL: cannot open " + name + " (" +
+          dlerror() + "; set HISA_NCCL_LIB to its path)");
     const char *missing = nullptr;
     auto load = [&](const char *symbol, auto &function) {
       function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
@@ -161,14 +165,15 @@ int64_t widestRankIndex(int64_t total, int64_t world) {
 
 /// Every rank-local argument check before the first collective: a rank
 /// that returned before it would leave its peers waiting. Pointers of a
-/// rank without tokens may be NULL (torch's empty tensors).
+/// rank without tokens may be NULL (torch's empty tensors), but not the
+/// workspace, which the all-gather writes on every rank.
 Error checkLocalPointers(
     const char *op, int64_t local,
     ArrayRef<std::tuple<const char *, const void *, unsigned>> pointers) {
-  if (local == 0)
-    return Error::success();
   SmallVector<std::pair<const char *, const void *>> named;
   for (auto [name, pointer, alignment] : pointers) {
+    if (local == 0 && StringRef(name) != "workspace")
+      continue;
     if (!pointer)
       return argumentError(formatv("{0}: {1} must not be NULL", op, name));
     if (reinterpret_cast<uintptr_t>(pointer) % alignment)

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -361,13 +362,13 @@ static llvm::Error writeFileAtomically(const std::string &path,
 }
 
 /// Removes the temporary files of writers that died mid-write
-/// ("<entry>.tmp.<pid>.XXXXXX" whose process no longer exists on this
-/// machine): nothing else would ever remove them. (A directory shared
-/// between machines may hold another machine's live writer's file under a
-/// pid that is free here; that writer then fails its rename, which is only
-/// a missed store.)
+/// ("<entry>.tmp.<pid>.XXXXXX" whose process does not exist here and that
+/// is over an hour old): nothing else would ever remove them. (The age
+/// keeps a live writer's file in another PID namespace, a container
+/// sharing the directory, whose pid means nothing here.)
 static void removeDeadWritersFiles(const std::string &directory) {
   std::error_code error;
+  auto hourAgo = std::chrono::system_clock::now() - std::chrono::hours(1);
   for (llvm::sys::fs::directory_iterator it(directory, error), end;
        !error && it != end; it.increment(error)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
@@ -378,6 +379,10 @@ static void removeDeadWritersFiles(const std::string &directory) {
     unsigned long long pid = 0;
     if (rest.consumeInteger(10, pid) || !rest.starts_with(".") || pid == 0 ||
         pid > 0x7fffffffULL)
+      continue;
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(it->path(), status) ||
+        status.getLastModificationTime() > hourAgo)
       continue;
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
       ::unlink(it->path().c_str());

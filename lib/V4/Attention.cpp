@@ -937,9 +937,9 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   }
   if (prefetchLane.pending)
     if (Error error = prefetchLane.join())
-      return error;
+      return rollBack(std::move(error));
   if (Error error = advanceLane.join())
-    return error;
+    return rollBack(std::move(error));
   length_ = start + seq;
   return Error::success();
 }

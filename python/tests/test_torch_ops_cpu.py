@@ -147,6 +147,13 @@ def test_v4_layer_checks_its_config_and_weight_shapes():
     try:
         check_config_and_weights(config, short)
     except hisa.InvalidArgumentError as error:
-        assert "weights['wkv'] has shape [100, 256]; the config needs [512, 256]" in str(error)
+        assert "weights['wkv'] has shape [100, 256] (25600 elements); the config needs " \
+            "[512, 256] (131072)" in str(error)
     else:
         raise AssertionError("a short wkv was accepted")
+    # The same elements in another shape read the same; another ratio's
+    # weights are not read.
+    flat = dict(weights, wo_a=weights["wo_a"].reshape(-1, weights["wo_a"].shape[-1]))
+    check_config_and_weights(config, flat)
+    window_only = ref.Config(**{**config.__dict__, "compress_ratio": 0})
+    check_config_and_weights(window_only, weights)

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,12 +196,23 @@ TEST_F(DiskCacheTest, RemovesTheFilesOfWritersThatDied) {
       directory + "/abc.cubin.tmp." + std::to_string(dead) + ".Q1w2E3";
   std::string live =
       directory + "/abc.cubin.tmp." + std::to_string(::getpid()) + ".R4t5Y6";
+  std::string young =
+      directory + "/abc.cubin.tmp." + std::to_string(dead) + ".U7i8O9";
   writeFile(stale, "partial");
   writeFile(live, "partial");
+  writeFile(young, "partial");
+  // Over an hour old (a younger one may be a live writer's in another PID
+  // namespace, a container sharing the directory).
+  for (const std::string &old : {stale, live}) {
+    struct timeval times[2] = {{::time(nullptr) - 7200, 0},
+                               {::time(nullptr) - 7200, 0}};
+    ASSERT_EQ(::utimes(old.c_str(), times), 0);
+  }
   ASSERT_FALSE(llvm::errorToBool(
       cache.store(DiskCache::computeKey({"b"}), makeEntry('b', 10))));
   EXPECT_FALSE(llvm::sys::fs::exists(stale));
   EXPECT_TRUE(llvm::sys::fs::exists(live));
+  EXPECT_TRUE(llvm::sys::fs::exists(young));
 }
 
 TEST_F(DiskCacheTest, ReportsDirectoryThatCannotBeCreated) {

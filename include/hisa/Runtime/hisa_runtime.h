@@ -236,8 +236,8 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * 64, 1 <= index_topk <= 3968, so that with the 128-token window a token
  * has at most 4096 indices) and 128 (HCA). head_dim 512, rope 64, the
  * indexer's 128 dims and the 128-token window are fixed; q_lora is 128,
- * 256, ..., 4096 (q's RMSNorm); each projection reads at most 16384
- * columns (dim, q_lora, heads / o_groups * 512, o_groups * o_lora); HCA
+ * 256, 512, 1024, 2048 or 4096 (q's RMSNorm); each projection reads at most
+ * 16384 columns (dim, q_lora, heads / o_groups * 512, o_groups * o_lora); HCA
  * layers take max_seq <= 508031 (the window and max_seq / 128 entries
  * within sparse attention's 4096 indices), CSA layers batch <= 65535;
  * batch * max_seq < 2^31; the RoPE base in use
@@ -270,7 +270,8 @@ HISA_EXPORT int hisa_v4_attention_create(const hisa_v4_config *config,
  * max_prefill_tokens); decode: x [batch, dim] -> out [batch, dim], the
  * token at position length of every sequence. A decode
  * step that fails keeps the layer's length (the device positions are put
- * back; retrying runs the same step); a prefill that fails leaves no prompt
+ * back; retrying runs the same step); a prefill that fails after its
+ * argument checks (once it started writing the caches) leaves no prompt
  * (length 0: decode refuses until a prefill succeeds). A decode step
  * captured in a CUDA graph advances the device positions on each replay
  * without the host's check: stop replaying at max_seq (past it the RoPE

@@ -59,9 +59,9 @@ def expected_weight_shapes(config) -> Dict[str, tuple]:
 
 def check_config_and_weights(config, weights: Dict[str, torch.Tensor]) -> None:
     """Refuses a config whose fixed dimensions differ from the layer's, and
-    weights of other shapes than the config gives, or that it does not
-    read (the layer reads them by the config's sizes: a smaller tensor
-    would be read past its end)."""
+    weights with another number of elements than the config gives (the
+    layer reads them by the config's sizes: a smaller tensor would be read
+    past its end). Weights of another ratio's layer are not read."""
     for name, value in _FIXED.items():
         given = getattr(config, name, value)
         if given != value:
@@ -69,15 +69,21 @@ def check_config_and_weights(config, weights: Dict[str, torch.Tensor]) -> None:
                 f"config.{name} = {given}: the layer is built for {name} = {value}")
     shapes = expected_weight_shapes(config)
     for name, tensor in weights.items():
+        if name not in _MATRICES and name not in _VECTORS:
+            raise InvalidArgumentError(f"unknown weight {name!r}")
         if name not in shapes:
-            raise InvalidArgumentError(
-                f"unknown weight {name!r} for compress_ratio = {config.compress_ratio}")
+            continue  # a weight of another ratio's layer: not read
         if not isinstance(tensor, torch.Tensor):
             raise InvalidArgumentError(f"weights[{name!r}] must be a torch.Tensor")
-        if tuple(tensor.shape) != shapes[name]:
+        # Read as contiguous memory of the config's shape: any shape of
+        # that many elements (a checkpoint's 2-D wo_a, say) reads the same.
+        expected = 1
+        for size in shapes[name]:
+            expected *= size
+        if tensor.numel() != expected:
             raise InvalidArgumentError(
-                f"weights[{name!r}] has shape {list(tensor.shape)}; the config needs "
-                f"{list(shapes[name])}")
+                f"weights[{name!r}] has shape {list(tensor.shape)} ({tensor.numel()} "
+                f"elements); the config needs {list(shapes[name])} ({expected})")
     # (A missing weight is named by the C++ layer: "weight ... must not be
     # NULL".)
 

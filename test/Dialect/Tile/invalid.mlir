@@ -2123,3 +2123,20 @@ tile.kernel @if_alias(%n: index) {
 // expected-error @+1 {{'tile.kernel' op argument #0 is a 'bf16' scalar; scalar floats are f32 or f64 (convert in the kernel)}}
 tile.kernel @half_scalar(%s: bf16) {
 }
+
+// -----
+
+// Under scf control flow a constant index is not checked: the branch may be
+// dead for this specialization (here n = 1 never takes it).
+tile.kernel @constant_index_in_a_branch_dead_for_n_1() params {n = 1} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %l = tile.alloc : !tile.local<[n], f32>
+    %n = tile.param "n" : index
+    %two_or_more = arith.cmpi ugt, %n, %c1 : index
+    %one = arith.constant 1.0 : f32
+    scf.if %two_or_more {
+      tile.store %one, %l[%c1] : !tile.local<[n], f32>
+    }
+  }
+}

@@ -72,6 +72,19 @@ static LogicalResult verifyBlockOpOutsideParallel(Operation *op,
   return success();
 }
 
+/// Whether `op` runs only when an scf branch or loop lets it (such code may
+/// be dead for a given specialization, before the binding folds it away).
+static bool isUnderControlFlow(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (isa<LaunchOp, KernelOp, mlir::func::FuncOp>(parent))
+      return false;
+    if (isa<scf::SCFDialect>(parent->getDialect()))
+      return true;
+  }
+  return false;
+}
+
 static std::string describe(Type type) {
   return (getTileMemoryKindName(type) + " tile " +
           formatDims(shapeOf(type).getDims()))
@@ -939,6 +952,7 @@ LogicalResult CopyOp::verify() {
                << " " << describe(windowType);
       APInt offset;
       if (windowSize && tileSize && !offsets.empty() &&
+          !isUnderControlFlow(*this) &&
           matchPattern(offsets[lead + i], m_ConstantInt(&offset)) &&
           (offset.isNegative() ||
            offset.getSExtValue() + *tileSize > *windowSize))
@@ -947,7 +961,8 @@ LogicalResult CopyOp::verify() {
                << " in dimension " << lead + i << " runs past the "
                << windowName << " " << describe(windowType);
     }
-    for (int64_t i = 0; i < lead && !offsets.empty(); ++i) {
+    for (int64_t i = 0;
+         i < lead && !offsets.empty() && !isUnderControlFlow(*this); ++i) {
       APInt offset;
       std::optional<int64_t> windowSize = window.getStaticSize(i);
       if (windowSize && matchPattern(offsets[i], m_ConstantInt(&offset)) &&
@@ -1587,8 +1602,9 @@ static LogicalResult verifyElementAccess(Operation *op, Type bufferType,
            << rank << " indices for a " << describe(bufferType) << ", got "
            << indices.size();
   // A constant index past an on-chip tile would address its neighbour's
-  // bytes (global tensors check their bounds at run time).
-  if (!isa<GlobalType>(bufferType))
+  // bytes (global tensors check their bounds at run time). Not under scf
+  // control flow, which may be dead for this specialization.
+  if (!isa<GlobalType>(bufferType) && !isUnderControlFlow(op))
     for (auto [d, index] : llvm::enumerate(indices)) {
       APInt value;
       std::optional<int64_t> size = shape.getStaticSize(d);

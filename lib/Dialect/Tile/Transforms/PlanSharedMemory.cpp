@@ -101,7 +101,10 @@ struct TilePlanSharedMemoryPass
              isWarpSpecialized(ops[lastBlockOp])))
           for (int64_t k = lastBlockOp + 1; k <= int64_t(i); ++k)
             position[ops[k]] = position[ops[lastBlockOp]];
-        if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
+        // (Allocations, views and picks name tiles and run no code: they
+        // do not end a run.)
+        if (!isa<AllocOp, ViewOp, PickOp>(op) &&
+            (op->getNumRegions() != 0 || !isMemoryEffectFree(op)))
           lastBlockOp = i;
       }
     }

@@ -311,3 +311,31 @@ tile.kernel @unsynchronized_bodies_are_one_position(%g: !tile.global<[?, 64], f3
     }
   }
 }
+
+// -----
+
+// The same with the second body's tiles allocated between the bodies:
+// allocations run no code and do not end the run.
+// CHECK-LABEL: tile.kernel @allocations_between_unsynchronized_bodies
+// CHECK: tile.offset = 0 : i64
+// CHECK: tile.offset = 16384 : i64
+// CHECK: tile.offset = 32768 : i64
+tile.kernel @allocations_between_unsynchronized_bodies(%g: !tile.global<[?, 64], f32>,
+                                                       %o: !tile.global<[2, 64, 64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %c0 = arith.constant 0 : index
+    %s = tile.alloc : !tile.shared<[64, 64], f32>
+    tile.copy %g[%c0, %c0] to %s : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+    tile.per_warpgroup (%wg) unsynchronized {
+      tile.copy %s to %o[%wg, %c0, %c0] : !tile.shared<[64, 64], f32> to !tile.global<[2, 64, 64], f32>
+    }
+    %x0 = tile.alloc : !tile.shared<[64, 64], f32>
+    %x1 = tile.alloc : !tile.shared<[64, 64], f32>
+    tile.per_warpgroup (%wg) unsynchronized {
+      %mine = tile.pick %wg [%x0, %x1] : !tile.shared<[64, 64], f32>
+      tile.copy %g[%wg, %c0] to %mine : !tile.global<[?, 64], f32> to !tile.shared<[64, 64], f32>
+      tile.copy %mine to %o[%wg, %c0, %c0] : !tile.shared<[64, 64], f32> to !tile.global<[2, 64, 64], f32>
+    }
+  }
+}
