@@ -59,6 +59,8 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(launchKernelEx, cuLaunchKernelEx, false)                                   \
   X(streamSynchronize, cuStreamSynchronize, true)                              \
   X(streamIsCapturing, cuStreamIsCapturing, false)                             \
+  X(threadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, false) \
+  X(memsetD8Async, cuMemsetD8Async, false)                                     \
   X(memAlloc, cuMemAlloc, true)                                                \
   X(memFree, cuMemFree, true)                                                  \
   X(memsetD8, cuMemsetD8, true)                                                \

@@ -61,13 +61,30 @@ Expected<void *> getZeroBuffer(CudaDriver &driver, uint64_t bytes) {
   auto &[buffer, size] = buffers[context];
   if (size < bytes) {
     uint64_t grown = std::max<uint64_t>(bytes, 4096);
-    std::vector<char> zeros(grown, 0);
     CUdeviceptr fresh = 0;
     if (Error error = checkCuda(driver.memAlloc(&fresh, grown), "cuMemAlloc"))
       return std::move(error);
-    if (Error error = checkCuda(driver.memcpyHtoD(fresh, zeros.data(), grown),
-                                "cuMemcpyHtoD"))
-      return std::move(error);
+    if (driver.memsetD8Async) {
+      // Zeroed on a private non-blocking stream: a copy on the legacy
+      // stream would synchronize with another thread's capturing stream.
+      CUstream own = nullptr;
+      if (Error error =
+              checkCuda(driver.streamCreate(&own, CU_STREAM_NON_BLOCKING),
+                        "cuStreamCreate"))
+        return std::move(error);
+      Error error = checkCuda(driver.memsetD8Async(fresh, 0, grown, own),
+                              "cuMemsetD8Async");
+      if (!error)
+        error = checkCuda(driver.streamSynchronize(own), "cuStreamSynchronize");
+      consumeError(checkCuda(driver.streamDestroy(own), "cuStreamDestroy"));
+      if (error)
+        return std::move(error);
+    } else {
+      std::vector<char> zeros(grown, 0);
+      if (Error error = checkCuda(driver.memcpyHtoD(fresh, zeros.data(), grown),
+                                  "cuMemcpyHtoD"))
+        return std::move(error);
+    }
     buffer = fresh;
     size = grown;
   }
@@ -295,6 +312,23 @@ Expected<const ContextModule *> LoadedKernelImpl::getModule(CudaDriver &driver,
         "would break the capture: launch it (or call its operator) once on "
         "this device before capturing",
         metadata.kernelName));
+  // Another thread may be capturing a graph in the global mode, where a
+  // module load or an allocation from any thread would invalidate its
+  // capture: this thread loads in the relaxed mode (restored after).
+  struct RelaxedCapture {
+    CudaDriver &driver;
+    CUstreamCaptureMode previous = CU_STREAM_CAPTURE_MODE_RELAXED;
+    bool exchanged = false;
+    explicit RelaxedCapture(CudaDriver &driver) : driver(driver) {
+      exchanged =
+          driver.threadExchangeStreamCaptureMode &&
+          driver.threadExchangeStreamCaptureMode(&previous) == CUDA_SUCCESS;
+    }
+    ~RelaxedCapture() {
+      if (exchanged)
+        driver.threadExchangeStreamCaptureMode(&previous);
+    }
+  } relaxed(driver);
   Expected<LoadedModule> module =
       LoadedModule::load(driver, compiled->binary, metadata.kernelName);
   if (!module)

@@ -431,6 +431,25 @@ CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  countEntry(__func__);
+  thread_local CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  if (!mode)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::swap(current, *mode);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr to, unsigned char value, size_t bytes,
+                         CUstream stream) {
+  countEntry(__func__);
+  if (!isDeviceRange(to, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memset(reinterpret_cast<void *>(to), value, bytes);
+  record(streamCall(Call::Copy, stream, "cuMemsetD8Async"));
+  return CUDA_SUCCESS;
+}
+
 CUresult cuStreamSynchronize(CUstream stream) {
   countEntry(__func__);
   record(streamCall(Call::Synchronizing, stream, "cuStreamSynchronize"));

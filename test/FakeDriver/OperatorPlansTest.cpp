@@ -490,6 +490,34 @@ TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNeedsNoKvAddress) {
       << hisa_last_error();
 }
 
+// A kernel's first load in a context (and its TMA zero row) must not break
+// another thread's CUDA-graph capture in the global mode: it runs in the
+// relaxed capture mode, and the zero row is filled on a private stream,
+// not by a synchronous copy on the legacy stream.
+TEST(OperatorPlans, FirstLoadsRunRelaxedAndFillTheZeroRowOnTheirOwnStream) {
+  hisa::fake_cuda::ScopedDevices devices(2);
+  CUcontext second = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&second, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(second), CUDA_SUCCESS);
+  hisa::fake_cuda::resetCalls();
+  auto before = hisa::fake_cuda::entryPointCalls();
+  hisa_kernel *kernel = nullptr;
+  ASSERT_EQ(hisa_kernel_get(nullptr, "block_sparse_topk_tokens", nullptr,
+                            "sm_90a", &kernel),
+            HISA_OK)
+      << hisa_last_error();
+  auto after = hisa::fake_cuda::entryPointCalls();
+  EXPECT_GE(after["cuThreadExchangeStreamCaptureMode"] -
+                before["cuThreadExchangeStreamCaptureMode"],
+            2)
+      << "the mode is set and restored";
+  EXPECT_EQ(after["cuMemcpyHtoD_v2"], before["cuMemcpyHtoD_v2"]);
+  bool filledOnItsOwnStream = false;
+  for (const Call &call : hisa::fake_cuda::calls())
+    filledOnItsOwnStream |= call.name == "cuMemsetD8Async" && call.stream != 0;
+  EXPECT_TRUE(filledOnItsOwnStream);
+}
+
 TEST(OperatorPlans, KernelArgumentTypesComeFromTheSignature) {
   // hisa_arg has no element type: callers check their tensors against
   // these (hisa.jit.Kernel.launch does).

@@ -123,7 +123,9 @@ TEST(CudaDriver, ResolvesTheVersionedSymbols) {
   EXPECT_FALSE(has("cuMemAlloc"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
   EXPECT_TRUE(has("cuStreamIsCapturing"));
-  EXPECT_EQ(names.size(), 35u);
+  EXPECT_TRUE(has("cuThreadExchangeStreamCaptureMode"));
+  EXPECT_TRUE(has("cuMemsetD8Async"));
+  EXPECT_EQ(names.size(), 37u);
 }
 
 TEST(CudaDriver, CheckCudaNamesTheCallAndTheKernel) {

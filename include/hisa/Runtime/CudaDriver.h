@@ -179,6 +179,14 @@ public:
   /// Optional: lets a launch that would load a module refuse inside a
   /// stream capture, with a message, instead of breaking the capture.
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
+  /// Optional: a first load runs in the relaxed capture mode, so that
+  /// another thread's capture in the global mode is not invalidated by it.
+  decltype(&::cuThreadExchangeStreamCaptureMode)
+      threadExchangeStreamCaptureMode = nullptr;
+  /// Optional: the zero row of TMA kernels is filled on a private
+  /// non-blocking stream (a copy on the legacy stream would synchronize
+  /// with, and break, another thread's capture).
+  decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
   /// Zeroes what the orchestration layers allocate (no buffer of theirs is
