@@ -495,10 +495,12 @@ TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNeedsNoKvAddress) {
 // relaxed capture mode, and the zero row is filled on a private stream,
 // not by a synchronous copy on the legacy stream.
 TEST(OperatorPlans, FirstLoadsRunRelaxedAndFillTheZeroRowOnTheirOwnStream) {
-  hisa::fake_cuda::ScopedDevices devices(2);
-  CUcontext second = nullptr;
-  ASSERT_EQ(cuDevicePrimaryCtxRetain(&second, 1), CUDA_SUCCESS);
-  ASSERT_EQ(cuCtxSetCurrent(second), CUDA_SUCCESS);
+  // (Device 7: no other test loads a kernel there, so the load and the
+  // context's zero row are this test's.)
+  hisa::fake_cuda::ScopedDevices devices(8);
+  CUcontext last = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&last, 7), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(last), CUDA_SUCCESS);
   hisa::fake_cuda::resetCalls();
   auto before = hisa::fake_cuda::entryPointCalls();
   hisa_kernel *kernel = nullptr;
