@@ -180,3 +180,38 @@ def test_kernels_run_on_every_device():
         assert got.device == x.device
         assert torch.equal(torch.sort(got.long(), dim=1).values,
                            torch.sort(want, dim=1).values), f"topk on {device} (seed {seed})"
+
+
+E5M2_ROUND_TRIP = """
+tile.kernel @e5m2_round_trip(%x: !tile.global<[256], f32>, %q: !tile.global<[256], f8E5M2>,
+                             %y: !tile.global<[256], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.frag<[256], f32>
+    %b = tile.alloc : !tile.frag<[256], f8E5M2>
+    %c = tile.alloc : !tile.frag<[256], f32>
+    tile.copy %x to %a : !tile.global<[256], f32> to !tile.frag<[256], f32>
+    tile.cast %a to %b : !tile.frag<[256], f32> to !tile.frag<[256], f8E5M2>
+    tile.copy %b to %q : !tile.frag<[256], f8E5M2> to !tile.global<[256], f8E5M2>
+    tile.cast %b to %c : !tile.frag<[256], f8E5M2> to !tile.frag<[256], f32>
+    tile.copy %c to %y : !tile.frag<[256], f32> to !tile.global<[256], f32>
+  }
+}
+"""
+
+
+def test_e5m2_conversions_match_torch():
+    # f8E5M2 casts (PTX's paired e5m2 cvt, round to nearest even) against
+    # torch's float8_e5m2 conversion, within the finite range (the cvt
+    # saturates where torch gives inf), subnormals included.
+    seed = fresh_seed(torch)
+    x = torch.randn(256, device="cuda") * torch.logspace(-6, 4, 256, device="cuda")
+    x[:4] = torch.tensor([0.0, -0.0, 57344.0, -57344.0], device="cuda")
+    kernel = jit.get_kernel("e5m2_round_trip", source=E5M2_ROUND_TRIP)
+    q = torch.empty(256, dtype=torch.float8_e5m2, device="cuda")
+    y = torch.empty(256, device="cuda")
+    kernel.launch(x, q, y)
+    torch.cuda.synchronize()
+    expected = x.to(torch.float8_e5m2)
+    assert torch.equal(q.view(torch.uint8), expected.view(torch.uint8)), f"seed {seed}"
+    assert torch.equal(y, expected.float()), f"seed {seed}"
