@@ -14,11 +14,13 @@ owns its caches, sized at construction; calls allocate nothing.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import weakref
 from typing import Dict, Optional
 
 import torch
 
+from . import reference
 from .. import _lib
 from .._lib import InvalidArgumentError
 from .._torch_util import check_no_grad, ensure_context, stream_handle
@@ -32,31 +34,6 @@ _VECTORS = ("q_norm", "kv_norm", "attn_sink", "c_ape", "c_norm", "i_ape", "i_nor
 _FIXED = {"head_dim": 512, "rope_dim": 64, "window": 128, "index_dim": 128}
 
 
-def expected_weight_shapes(config) -> Dict[str, tuple]:
-    """The shape of every weight the layer reads for `config` (those of
-    reference.random_weights)."""
-    c = config
-    head_dim, index_dim = _FIXED["head_dim"], _FIXED["index_dim"]
-    shapes = {
-        "wq_a": (c.q_lora, c.dim), "q_norm": (c.q_lora,),
-        "wq_b": (c.heads * head_dim, c.q_lora),
-        "wkv": (head_dim, c.dim), "kv_norm": (head_dim,), "attn_sink": (c.heads,),
-        "wo_a": (c.o_groups, c.o_lora, c.heads // max(c.o_groups, 1) * head_dim),
-        "wo_b": (c.dim, c.o_groups * c.o_lora),
-    }
-    if c.compress_ratio:
-        width = (2 if c.compress_ratio == 4 else 1) * head_dim
-        shapes.update({"c_wkv": (width, c.dim), "c_wgate": (width, c.dim),
-                       "c_ape": (c.compress_ratio, width), "c_norm": (head_dim,)})
-    if c.compress_ratio == 4:
-        width = 2 * index_dim
-        shapes.update({"i_wq": (c.index_heads * index_dim, c.q_lora),
-                       "i_weights": (c.index_heads, c.dim),
-                       "i_wkv": (width, c.dim), "i_wgate": (width, c.dim),
-                       "i_ape": (4, width), "i_norm": (index_dim,)})
-    return shapes
-
-
 def check_config_and_weights(config, weights: Dict[str, torch.Tensor]) -> None:
     """Refuses a config whose fixed dimensions differ from the layer's, and
     weights with another number of elements than the config gives (the
@@ -67,7 +44,12 @@ def check_config_and_weights(config, weights: Dict[str, torch.Tensor]) -> None:
         if given != value:
             raise InvalidArgumentError(
                 f"config.{name} = {given}: the layer is built for {name} = {value}")
-    shapes = expected_weight_shapes(config)
+    # (A config with only some of reference.Config's fields has the
+    # defaults, i.e. the layer's fixed dims, for the others.)
+    full = reference.Config(**{f.name: getattr(config, f.name)
+                               for f in dataclasses.fields(reference.Config)
+                               if hasattr(config, f.name)})
+    shapes = reference.weight_shapes(full)
     for name, tensor in weights.items():
         if name not in _MATRICES and name not in _VECTORS:
             raise InvalidArgumentError(f"unknown weight {name!r}")

@@ -64,38 +64,47 @@ class Config:
         return self.head_dim - self.rope_dim
 
 
-def random_weights(config: Config, generator: Optional[torch.Generator] = None,
-                   device="cpu") -> Dict[str, torch.Tensor]:
-    """Weights of the layer's shapes, scaled so that activations stay O(1)."""
+def weight_shapes(config: Config) -> Dict[str, tuple]:
+    """The shape of every weight a layer of `config` reads, in the order
+    random_weights draws them."""
     c = config
-
-    def w(*shape, scale=None):
-        t = torch.randn(*shape, generator=generator) * (scale or shape[-1] ** -0.5)
-        return t.to(device)
-
-    weights = {
-        "wq_a": w(c.q_lora, c.dim), "q_norm": 1 + 0.1 * w(c.q_lora, scale=1.0),
-        "wq_b": w(c.heads * c.head_dim, c.q_lora),
-        "wkv": w(c.head_dim, c.dim), "kv_norm": 1 + 0.1 * w(c.head_dim, scale=1.0),
-        "attn_sink": w(c.heads, scale=1.0),
-        "wo_a": w(c.o_groups, c.o_lora, c.heads // c.o_groups * c.head_dim),
-        "wo_b": w(c.dim, c.o_groups * c.o_lora),
+    shapes = {
+        "wq_a": (c.q_lora, c.dim), "q_norm": (c.q_lora,),
+        "wq_b": (c.heads * c.head_dim, c.q_lora),
+        "wkv": (c.head_dim, c.dim), "kv_norm": (c.head_dim,),
+        "attn_sink": (c.heads,),
+        "wo_a": (c.o_groups, c.o_lora, c.heads // c.o_groups * c.head_dim),
+        "wo_b": (c.dim, c.o_groups * c.o_lora),
     }
     if c.compress_ratio:
         width = (2 if c.overlap else 1) * c.head_dim
-        weights.update({
-            "c_wkv": w(width, c.dim), "c_wgate": w(width, c.dim),
-            "c_ape": w(c.compress_ratio, width, scale=0.1),
-            "c_norm": 1 + 0.1 * w(c.head_dim, scale=1.0),
+        shapes.update({
+            "c_wkv": (width, c.dim), "c_wgate": (width, c.dim),
+            "c_ape": (c.compress_ratio, width), "c_norm": (c.head_dim,),
         })
     if c.compress_ratio == 4:
         width = 2 * c.index_dim  # the indexer's compressor: ratio 4, overlap
-        weights.update({
-            "i_wq": w(c.index_heads * c.index_dim, c.q_lora),
-            "i_weights": w(c.index_heads, c.dim),
-            "i_wkv": w(width, c.dim), "i_wgate": w(width, c.dim),
-            "i_ape": w(4, width, scale=0.1), "i_norm": 1 + 0.1 * w(c.index_dim, scale=1.0),
+        shapes.update({
+            "i_wq": (c.index_heads * c.index_dim, c.q_lora),
+            "i_weights": (c.index_heads, c.dim),
+            "i_wkv": (width, c.dim), "i_wgate": (width, c.dim),
+            "i_ape": (4, width), "i_norm": (c.index_dim,),
         })
+    return shapes
+
+
+def random_weights(config: Config, generator: Optional[torch.Generator] = None,
+                   device="cpu") -> Dict[str, torch.Tensor]:
+    """Weights of the layer's shapes, scaled so that activations stay O(1):
+    matrices by 1/sqrt(fan-in), norms around 1, the sink O(1), the
+    positional terms small."""
+    scales = {"attn_sink": 1.0, "c_ape": 0.1, "i_ape": 0.1}
+    weights = {}
+    for name, shape in weight_shapes(config).items():
+        norm = name.endswith("_norm")
+        scale = 1.0 if norm else scales.get(name, shape[-1] ** -0.5)
+        t = (torch.randn(*shape, generator=generator) * scale).to(device)
+        weights[name] = 1 + 0.1 * t if norm else t
     return weights
 
 
