@@ -1012,6 +1012,25 @@ tile.kernel @vote_any_result() {
 
 // -----
 
+// More cases: lane-uniformity.mlir.
+tile.kernel @vote_in_lane_branch() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%i) in [32] {
+      %c16 = arith.constant 16 : index
+      %low = arith.cmpi ult, %i, %c16 : index
+      // expected-note @+1 {{this condition, bound or case differs between the lanes of a warp}}
+      scf.if %low {
+        %yes = arith.constant true
+        // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp: it sits under control flow that differs between them, and a warp collective needs all 32 lanes (move it out of the branch or loop, or give it a predicate instead)}}
+        %b = tile.vote ballot %yes : i32
+      }
+    }
+  }
+}
+
+// -----
+
 tile.kernel @gather_into_fragment(%kv: !tile.global<[?, 64], f32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

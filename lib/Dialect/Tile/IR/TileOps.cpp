@@ -2,6 +2,7 @@
 
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 
+#include "hisa/Dialect/Tile/IR/LaneUniformity.h"
 #include "hisa/Dialect/Tile/IR/TileLimits.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1275,7 +1276,7 @@ LogicalResult ParallelOp::verifyRegions() {
     return emitOpError("has ")
            << getDomain().getRank() << " extents but " << body.getNumArguments()
            << " induction variables";
-  return success();
+  return verifyWarpCollectivesConverge(*this);
 }
 
 //===----------------------------------------------------------------------===//
