@@ -8,7 +8,7 @@ row is unspecified).
 The program is looked for at $HISA_CPP_HOST, then
 build/gpu/install-test/out/hisa_indexer_host (what travels to the GPU
 machine), then build/install-test/out/hisa_indexer_host; the test skips when
-none exists.
+none exists (fails under HISA_TESTS_STRICT=1).
 """
 
 import os
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hisa_testutil import causal_indexer_inputs, fresh_seed, require_gpu
+from hisa_testutil import _missing, causal_indexer_inputs, fresh_seed, require_gpu
 
 torch, hisa = require_gpu()
 
@@ -31,8 +31,11 @@ def host_program(name="hisa_indexer_host"):
     for path in candidates:
         if path and Path(path).is_file():
             return Path(path)
-    pytest.skip(f"the C++ host program {name} is not built "
-                "(test/Install/build-against-install.sh)")
+    # Under HISA_TESTS_STRICT=1 a missing program fails: a GPU run that
+    # forgot to carry it would otherwise pass without testing the package.
+    _missing(f"the C++ host program {name} is not built "
+             "(test/Install/build-against-install.sh build "
+             "build/gpu/install-test/prefix build/gpu/install-test/out)")
 
 
 @pytest.mark.parametrize("m,n,heads,kb,block_topk,topk_tokens", [
