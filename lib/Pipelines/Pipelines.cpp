@@ -68,6 +68,8 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
                                      const TileToNVVMOptions &options) {
   ConvertTileToGPUOptions convert;
   convert.chip = options.chip;
+  convert.maxUnrolledOps = options.maxUnrolledOps;
+  convert.fpContract = options.fpContract;
   pm.addPass(createConvertTileToGPU(convert));
   // Fragment registers stay one alloca per value here: LLVM's SROA/mem2reg
   // (in the PTX translation's -O3 pipeline) promotes them in near-linear

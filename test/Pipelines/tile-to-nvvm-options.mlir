@@ -25,6 +25,11 @@
 // RUN: hisa-opt %s --tile-to-nvvm="chip=sm_89" | hisa-translate --gpu-to-ptx | FileCheck %s --check-prefix=PTX89
 // RUN: not hisa-opt %s --tile-to-nvvm="opt-level=-1" 2>&1 | FileCheck %s --check-prefix=LEVEL
 // RUN: not hisa-opt %s --tile-to-nvvm="opt-level=99" 2>&1 | FileCheck %s --check-prefix=LEVEL99
+// convert-tile-to-gpu's options travel through the pipeline (the JIT keeps
+// the defaults: contraction on, a budget of 65536).
+// RUN: hisa-opt %s --tile-to-nvvm | FileCheck %s --check-prefix=CONTRACT
+// RUN: hisa-opt %s --tile-to-nvvm="fp-contract=false" | FileCheck %s --check-prefix=EXACT
+// RUN: not hisa-opt %s --tile-to-nvvm="max-unrolled-ops=10" 2>&1 | FileCheck %s --check-prefix=BUDGET
 
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NO-TMA-NOT: cp.async.bulk.tensor
@@ -45,6 +50,10 @@
 // PTX89: .target sm_89
 // LEVEL: tile-to-nvvm: opt-level must be 0 to 3, got -1
 // LEVEL99: tile-to-nvvm: opt-level must be 0 to 3, got 99
+// CONTRACT: llvm.fadd {{.*}}fastmathFlags = #llvm.fastmath<contract>
+// EXACT-LABEL: llvm.func @stream
+// EXACT-NOT: contract
+// BUDGET: error: 'tile.launch' op would unroll to about {{[0-9]+}} operations per thread; the budget is 10
 tile.kernel @stream(%x: !tile.global<[?, 64], f32>, %out: !tile.global<[64, 64], f32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

@@ -27,6 +27,17 @@ struct TileToNVVMOptions : public mlir::PassPipelineOptions<TileToNVVMOptions> {
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};
+  // Forwarded to convert-tile-to-gpu (the JIT keeps these defaults).
+  Option<int64_t> maxUnrolledOps{
+      *this, "max-unrolled-ops",
+      llvm::cl::desc("Refuse a kernel whose unrolled code would exceed this "
+                     "many tile-level operations per thread"),
+      llvm::cl::init(65536)};
+  Option<bool> fpContract{
+      *this, "fp-contract",
+      llvm::cl::desc("Allow float multiply-add contraction (nvcc "
+                     "--fmad=true)"),
+      llvm::cl::init(true)};
 };
 
 /// tile kernels -> gpu.module in NVVM form with an #nvvm.target: bind
