@@ -22,8 +22,11 @@
 #include <dlfcn.h>
 #include <future>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
 using namespace llvm;
 using namespace hisa::runtime;
@@ -766,8 +769,6 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
 Jit::Jit(JitOptions options)
     : state(std::make_unique<State>(std::move(options))) {}
 
-Jit::~Jit() = default;
-
 Jit &Jit::get() {
   // Never destroyed: kernels outlive static destructors.
   static Jit *jit = new Jit(JitOptions());
@@ -821,6 +822,62 @@ static bool isRegularFileOfSize(const std::string &path, uint64_t size) {
          static_cast<uint64_t>(status.st_size) == size;
 }
 
+namespace {
+/// The private temporary binaries written where the disk cache could not
+/// be, by the Jit that wrote them: removed when that Jit is destroyed, and
+/// at process exit for the process-wide one (never destroyed), so that
+/// processes do not leave them behind in /tmp.
+class TemporaryBinaries {
+public:
+  static TemporaryBinaries &get() {
+    // Never destroyed: the exit handler may run after static destructors.
+    static TemporaryBinaries *registry = new TemporaryBinaries;
+    return *registry;
+  }
+
+  void add(const void *owner, std::string path) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!exitHandlerRegistered)
+      exitHandlerRegistered = std::atexit(removeAllAtExit) == 0;
+    paths[owner].push_back(std::move(path));
+  }
+
+  /// Removes the files `owner` wrote.
+  void release(const void *owner) {
+    std::vector<std::string> owned;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto found = paths.find(owner);
+      if (found == paths.end())
+        return;
+      owned = std::move(found->second);
+      paths.erase(found);
+    }
+    for (const std::string &path : owned)
+      ::unlink(path.c_str());
+  }
+
+private:
+  static void removeAllAtExit() {
+    TemporaryBinaries &registry = get();
+    // Another thread may hold the lock at exit; leave the files then.
+    std::unique_lock<std::mutex> lock(registry.mutex, std::try_to_lock);
+    if (!lock.owns_lock())
+      return;
+    for (auto &[owner, owned] : registry.paths)
+      for (const std::string &path : owned)
+        ::unlink(path.c_str());
+    registry.paths.clear();
+  }
+
+  std::mutex mutex;
+  std::map<const void *, std::vector<std::string>> paths;
+  bool exitHandlerRegistered = false;
+};
+} // namespace
+
+Jit::~Jit() { TemporaryBinaries::get().release(state.get()); }
+
 /// Writes `binary` to a fresh private temporary file; returns its path.
 static Expected<std::string>
 writeTemporaryBinary(const CompiledKernel &kernel) {
@@ -855,7 +912,8 @@ writeTemporaryBinary(const CompiledKernel &kernel) {
 /// (binaryPathError says why). Never leaves a path that does not hold the
 /// binary. Called with the state's mutex held.
 static void placeBinary(DiskCache &disk, std::atomic<bool> &warned,
-                        CompiledKernel &kernel, const CacheKey &key) {
+                        CompiledKernel &kernel, const CacheKey &key,
+                        const void *owner) {
   kernel.binaryPath.clear();
   kernel.binaryPathError.clear();
   Error stored =
@@ -881,6 +939,7 @@ static void placeBinary(DiskCache &disk, std::atomic<bool> &warned,
     return;
   }
   kernel.binaryPath = std::move(*temporary);
+  TemporaryBinaries::get().add(owner, kernel.binaryPath);
   if (!warned.exchange(true)) {
     reportLine("hisa: cannot write the kernel cache (" + cacheError +
                "); compiled kernels go to private temporary files instead "
@@ -906,7 +965,8 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
     std::shared_ptr<CompiledKernel> &cached = found->second;
     if (!isRegularFileOfSize(cached->binaryPath, cached->binary.size())) {
       auto replaced = std::make_shared<CompiledKernel>(*cached);
-      placeBinary(state->disk, state->warnedAboutCache, *replaced, *key);
+      placeBinary(state->disk, state->warnedAboutCache, *replaced, *key,
+                  state.get());
       cached = std::move(replaced);
     }
     return cached;
@@ -938,7 +998,8 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
   // A fresh binary goes to the disk cache (file I/O, without the lock: the
   // kernel is not published yet); a disk hit is served from there.
   if (outcome.kernel && outcome.kernel->binaryPath.empty())
-    placeBinary(state->disk, state->warnedAboutCache, *outcome.kernel, *key);
+    placeBinary(state->disk, state->warnedAboutCache, *outcome.kernel, *key,
+                state.get());
   lock.lock();
   if (outcome.kernel)
     state->compiled[key->digest] = outcome.kernel;
