@@ -107,6 +107,17 @@ def Tile_CallOp : Tile_Op<"call", [
 def Tile_ReturnOp : Tile_Op<"return", [Pure, HasParent<"KernelOp">, Terminator,
                                        ReturnLike]> {
   let summary = "Terminates a tile.kernel";
+  let description = [{
+    The kernel body's terminator, after its `tile.launch`. It is implicit:
+    the parser adds it and the printer leaves it out.
+
+    ```mlir
+    tile.kernel @k(%n: index) {
+      tile.launch (%bx) in (%n) threads 128 { ... }
+      tile.return
+    }
+    ```
+  }];
   let assemblyFormat = "attr-dict";
 }
 
@@ -127,6 +138,16 @@ def Tile_ParamOp : Tile_Op<"param", [Pure,
 
 def Tile_DimOp : Tile_Op<"dim", [Pure]> {
   let summary = "The size of a dimension of a global tensor, at run time";
+  let description = [{
+    The size of dimension `index` of a global tensor as an `index`: the
+    launch's size for a `?` dimension, a constant (folded once parameters
+    are bound) for the others. Used in the kernel body to compute the grid
+    and in the launch body for bounds.
+
+    ```mlir
+    %n = tile.dim %k, 0 : !tile.global<[?, dim], f8E4M3FN>
+    ```
+  }];
   let arguments = (ins Tile_GlobalType:$source, I64Attr:$index);
   let results = (outs Index:$result);
   let assemblyFormat = "$source `,` $index attr-dict `:` qualified(type($source))";
@@ -265,8 +286,9 @@ def Tile_PickOp : Tile_Op<"pick", [Pure]> {
     warpgroup index of a tile.per_warpgroup body (each warpgroup's own keys
     or P). The candidates are tile.alloc results of one type; the result
     may be a gemm operand (the candidates then all get wgmma's swizzled
-    layout), or be loaded, stored and copied outside pipelined loops (a
-    pipelined loop's stage buffers cannot be picked).
+    layout), or be loaded, stored and copied. It may not be a pipelined
+    copy's destination, but inside the loop body it may choose among the
+    stage buffers the loop's copies fill, for reads and `tile.release`.
 
     ```mlir
     %k_own = tile.pick %wg [%k0, %k1] : !tile.shared<[64, 512], bf16>
@@ -332,6 +354,15 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
 
 def Tile_FillOp : Tile_Op<"fill"> {
   let summary = "Sets every element of a tile to a value";
+  let description = [{
+    `value` has the tile's element type. On a shared tile or a fragment the
+    whole block runs it, so it may not be in a `tile.parallel` body; a
+    thread's own `tile.local` may be filled anywhere.
+
+    ```mlir
+    tile.fill %row_max, %neg_inf : !tile.frag<[64], f32>, f32
+    ```
+  }];
   let arguments = (ins Tile_AnyOnChip:$dest, AnyType:$value);
   let assemblyFormat =
       "$dest `,` $value attr-dict `:` qualified(type($dest)) `,` type($value)";
@@ -340,6 +371,14 @@ def Tile_FillOp : Tile_Op<"fill"> {
 
 def Tile_ClearOp : Tile_Op<"clear"> {
   let summary = "Sets every element of a tile to zero";
+  let description = [{
+    `tile.fill` with zero, under the same rules (e.g. an accumulator before
+    a loop of gemms that accumulate).
+
+    ```mlir
+    tile.clear %acc : !tile.frag<[block_m, block_n], f32>
+    ```
+  }];
   let arguments = (ins Tile_AnyOnChip:$dest);
   let assemblyFormat = "$dest attr-dict `:` qualified(type($dest))";
   let hasVerifier = 1;
@@ -442,7 +481,9 @@ def Tile_ReduceOp : Tile_Op<"reduce"> {
   let description = [{
     `dest` has the shape of `source` without dimension `dim` (`[1]` when the
     source has rank 1). By default `dest` is overwritten; with `accumulate`
-    the result is combined with what `dest` holds.
+    the result is combined with what `dest` holds. The lowering takes f32
+    or i32 fragments of power-of-two shape (a shared source is refused); a
+    `tile.local` destination gets the result in every thread.
 
     A fragment's reduction first combines the values each thread holds of
     one output in `chains` independent chains (value j into chain
@@ -489,7 +530,10 @@ def Tile_ParallelOp : Tile_Op<"parallel", [
     shared and local tiles at any index. Two reads of a fragment may look
     elsewhere, where the layout keeps the element in the reading thread:
     a reduction of the parallel's fragment along one dimension, read at the
-    other induction variables (row statistics), and an element's partner,
+    other induction variables (row statistics; only where a gemm fixed the
+    fragment's layout: an accumulator or register A operand, or a fragment
+    of its shape or linked to it; reduce a plain fragment into a
+    `tile.local` or shared tile instead), and an element's partner,
     read at the induction variables with one of them replaced by
     `arith.xori %iv, %c` for a positive constant c (the other half of a
     RoPE pair: a wgmma accumulator holds columns 2p and 2p + 1 in one
@@ -795,7 +839,18 @@ def Tile_StoreOp : Tile_Op<"store", [
     TypesMatchWith<"value has the element type of dest", "dest", "value",
                    "::hisa::tile::getTileShapeAndElementType($_self)->second">]> {
   let summary = "Writes one element of a tile or global tensor";
-  let description = "A write outside a global tensor is dropped.";
+  let description = [{
+    In a `tile.parallel` body each element's thread writes (a fragment only
+    at the induction variables). In serial code thread 0 writes a shared or
+    global element, and a shared store is followed by a block barrier so
+    that every thread sees it; each thread writes its own `tile.local`. A
+    write outside a global tensor is dropped.
+
+    ```mlir
+    tile.store %r, %acc[%i, %h] : !tile.frag<[block_n, heads], f32>
+    tile.store %count, %counts[%bx] : !tile.global<[?], i32>
+    ```
+  }];
   let arguments = (ins AnyType:$value, Tile_AnyBuffer:$dest,
                        Variadic<Index>:$indices);
   let assemblyFormat =
