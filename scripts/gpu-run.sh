@@ -440,8 +440,9 @@ if [[ ${HISA_GPU_RUN_BENCH:-1} != 0 ]]; then
     2>&1 | tee "$out/bench_memory_bound.log"
   rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc
   echo "== bench_mqa.py"
-  "$python" python/bench/bench_mqa.py --out "$out/bench_mqa.md"
-  rc=$?; [[ $rc != 0 ]] && bench_rc=$rc
+  "$python" python/bench/bench_mqa.py --out "$out/bench_mqa.md" \
+    2>&1 | tee "$out/bench_mqa.log"
+  rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc
   echo "== bench_jit.py"
   "$python" python/bench/bench_jit.py --out "$out/bench_jit.md" \
     2>&1 | tee "$out/bench_jit.log"
@@ -454,8 +455,13 @@ if [[ ${HISA_GPU_RUN_BENCH:-1} != 0 ]]; then
   for bench in bench_topk bench_indexer bench_sparse_attn bench_v4_layer; do
     echo "== $bench.py"
     extra=()
-    # The attention bench also times the warp-specialized kernel variants.
-    [[ $bench == bench_sparse_attn ]] && extra=(--variants)
+    # The attention bench also times the warp-specialized kernel variants,
+    # and TileLang on the shapes HISA_ANCHOR_SHAPES names: "all" (default),
+    # "issue" (every shape of the issue's targets, bench_sparse_attn.ISSUE_SHAPES:
+    # 3 prefill and the 4 decode shapes at B = 128) or indices; a list that
+    # leaves out an issue shape is reported in the table.
+    [[ $bench == bench_sparse_attn ]] &&
+      extra=(--variants --anchor-shapes "${HISA_ANCHOR_SHAPES:-all}")
     "$python" python/bench/$bench.py --out "$out/$bench.md" "${anchor_args[@]}" "${extra[@]}" \
       2>&1 | tee "$out/$bench.log"
     rc=${PIPESTATUS[0]}; [[ $rc != 0 ]] && bench_rc=$rc

@@ -13,8 +13,12 @@ Measured in one run, so that ratios are meaningful:
 Timing: CUDA events around a batch of back-to-back calls, after warm-up, with
 the GPU held busy (torch.cuda._sleep) while the batch is queued so that host
 overhead is not timed; the median over batches. Inputs rotate over several
-sets whose total exceeds the 60 MB L2, so every call reads from HBM. The
-host column is the Python + ctypes cost of one call (wall clock, no sync).
+sets whose total exceeds 3x the device's L2 (its size read from
+torch.cuda.get_device_properties: 50 MiB on H100/H200), so every call reads
+from HBM. The host columns are the Python + ctypes cost of one call (wall
+clock, no sync): median and minimum of 5 samples of at least 20 calls
+queued behind a sleeping kernel (a sample that outlasts the sleep is
+retried with a longer one).
 
     PYTHONPATH=python python3 python/bench/bench_memory_bound.py --out table.md
 """
@@ -36,7 +40,14 @@ import torch  # noqa: E402
 import hisa  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
-L2_BYTES = 60 * 1024**2
+
+
+def l2_bytes() -> int:
+    """The L2 cache size of the current CUDA device in bytes (50 MiB on
+    H100 and H200), from torch's device properties; 50 MiB if torch does
+    not report it."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or 50 * 1024**2)
 
 
 class Timer:
@@ -44,6 +55,7 @@ class Timer:
 
     def __init__(self):
         self.cycles_per_s = None
+        self.host_min = None  # the minimum host sample of the last run()
 
     def calibrate(self):
         """Clock of torch.cuda._sleep, measured after warm-up (clocks ramp up)."""
@@ -62,24 +74,42 @@ class Timer:
     def host_time(self, fn, calls: int) -> float:
         """Host seconds per call of fn(i), the calls queued behind a sleeping
         kernel so that no launch waits for the GPU (the launch queue fills
-        when the GPU is the slower side)."""
+        when the GPU is the slower side). The sample must end before the
+        sleep does (else the GPU ran the calls' work while they were being
+        timed): a sample that outlasts it is retried with a sleep 4x longer,
+        and one that outlasts a 3.2 s sleep raises RuntimeError."""
         torch.cuda.synchronize()
         if self.cycles_per_s is None:
             self.calibrate()
-        if self.cycles_per_s:
-            torch.cuda._sleep(int(self.cycles_per_s * 0.05))
-        t0 = time.perf_counter()
-        for i in range(calls):
-            fn(i)
-        elapsed = time.perf_counter() - t0
-        torch.cuda.synchronize()
-        return elapsed / calls
+        sleep_s = 0.05
+        while True:
+            if self.cycles_per_s:
+                torch.cuda._sleep(int(self.cycles_per_s * sleep_s))
+            t0 = time.perf_counter()
+            for i in range(calls):
+                fn(i)
+            elapsed = time.perf_counter() - t0
+            torch.cuda.synchronize()
+            if not self.cycles_per_s or elapsed < sleep_s:
+                return elapsed / calls
+            if sleep_s >= 3.2:
+                raise RuntimeError(
+                    f"host_time: {calls} calls took {elapsed * 1e3:.1f} ms, longer than the "
+                    f"{sleep_s * 1e3:.0f} ms sleeping kernel they were queued behind")
+            sleep_s *= 4
+
+    def host_times(self, fn, calls: int, samples: int = 5) -> tuple[float, float]:
+        """(median, minimum) over `samples` samples of host_time(fn, calls)."""
+        times = [self.host_time(fn, calls) for _ in range(samples)]
+        return statistics.median(times), min(times)
 
     def run(self, fn, inner: int, repeats: int, warmup: int = 3) -> tuple[float, float]:
-        """(median GPU seconds per call, host seconds per call)."""
+        """(median GPU seconds per call, host seconds per call: the median of
+        5 samples of max(inner, 20) calls; their minimum is kept in
+        self.host_min)."""
         for i in range(warmup * inner):
             fn(i)
-        host = self.host_time(fn, inner)
+        host, self.host_min = self.host_times(fn, max(inner, 20))
         self.calibrate()
         times = []
         counter = 0
@@ -114,7 +144,7 @@ def copy_bandwidth(timer, gib: float, repeats: int):
 def pooling_case(timer, n, d, kb, repeats, inner):
     nb = (n + kb - 1) // kb
     per_set = n * d + 4 * n + nb * d + 4 * nb
-    sets = max(2, -(-3 * L2_BYTES // per_set))  # total > 3x L2
+    sets = max(2, -(-3 * l2_bytes() // per_set))  # total > 3x L2
     ks = [random_fp8(n, d) for _ in range(sets)]
     scales = [torch.rand(n, device="cuda") * 0.045 + 0.005 for _ in range(sets)]
     outs = [
@@ -138,7 +168,7 @@ def pooling_case(timer, n, d, kb, repeats, inner):
         hisa.fp8_block_mean_pooling(ks[j], scales[j], kb, out=outs[j])
 
     t, host = timer.run(fn, inner=inner, repeats=repeats)
-    return t, per_set, host, ok, sets
+    return t, per_set, (host, timer.host_min), ok, sets
 
 
 def clean_windows(n, kb, num_seqs):
@@ -166,7 +196,7 @@ def clean_case(timer, n, kb, num_seqs, repeats, inner):
     s, e = clean_windows(n, kb, num_seqs)
     moved = clean_bytes(s, e, nn)
     per_set = n * nn * 4
-    sets = max(2, -(-3 * L2_BYTES // per_set))
+    sets = max(2, -(-3 * l2_bytes() // per_set))
     logits = [torch.randn(n, nn, device="cuda") for _ in range(sets)]
 
     # Spot check (exact).
@@ -183,7 +213,7 @@ def clean_case(timer, n, kb, num_seqs, repeats, inner):
         hisa.clean_and_maintain_logits_(logits[i % sets], s, e)
 
     t, host = timer.run(fn, inner=inner, repeats=repeats)
-    return t, moved, host, ok, sets
+    return t, moved, (host, timer.host_min), ok, sets
 
 
 def emit_table(lines, out_path, errors: int) -> int:
@@ -248,14 +278,20 @@ def main(argv=None):
         f"(read + write) in {copy_t * 1e3:.3f} ms = **{copy_bw / 1e9:.0f} GB/s** (100% below)."
     )
     header.append("")
+    header.append(
+        f"L2 {l2_bytes() / 2**20:.0f} MiB (device properties): input sets rotate over > 3x that. "
+        "host us/call: median of 5 samples of max(inner, 20) calls (earlier tables: one sample "
+        "of `inner` calls); host min: their minimum.")
+    header.append("")
 
-    cols = ["op", "config", "bytes (MB)", "time (us)", "GB/s", "% of copy", "host us/call", "sets", "check"]
+    cols = ["op", "config", "bytes (MB)", "time (us)", "GB/s", "% of copy", "host us/call", "sets", "check",
+            "host min us/call"]
     rows = [
         fmt_row(cols),
-        fmt_row(["---"] * 2 + ["---:"] * 6 + [":---:"]),
+        fmt_row(["---"] * 2 + ["---:"] * 6 + [":---:", "---:"]),
         fmt_row(
             ["torch copy_", f"{args.copy_gib:g} GiB", f"{copy_bytes / 1e6:.1f}",
-             f"{copy_t * 1e6:.1f}", f"{copy_bw / 1e9:.0f}", "100.0", "-", "1", "-"]
+             f"{copy_t * 1e6:.1f}", f"{copy_bw / 1e9:.0f}", "100.0", "-", "1", "-", "-"]
         ),
     ]
     errors = 0
@@ -271,19 +307,21 @@ def main(argv=None):
     ]
     for op, config, run in cases:
         try:
-            t, moved, host, ok, sets = run()
+            t, moved, (host, host_min), ok, sets = run()
             bw = moved / t
             rows.append(fmt_row([
                 op, config, f"{moved / 1e6:.1f}", f"{t * 1e6:.1f}", f"{bw / 1e9:.0f}",
                 f"{100 * bw / copy_bw:.1f}", f"{host * 1e6:.1f}", str(sets),
-                "ok" if ok else "**MISMATCH**",
+                "ok" if ok else "**MISMATCH**", f"{host_min * 1e6:.1f}",
             ]))
+            if not ok:
+                print(f"bench_memory_bound: {op} {config}: output MISMATCH", file=sys.stderr)
             errors += 0 if ok else 1
             torch.cuda.empty_cache()
         except Exception as exc:  # keep benchmarking the other cases
             traceback.print_exc()
             message = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-            rows.append(fmt_row([op, config, "-", "-", "-", "-", "-", "-", f"error: {message}"]))
+            rows.append(fmt_row([op, config, "-", "-", "-", "-", "-", "-", f"error: {message}", "-"]))
             errors += 1
             torch.cuda.empty_cache()
 

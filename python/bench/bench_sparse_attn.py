@@ -1,23 +1,37 @@
 #!/usr/bin/env python3
 """DeepSeek-V4 sparse attention: hisa.sparse_attn against TileLang's
 sparse_attn_fwd_sm90 (../shared/anchors) and the bf16 tensor-core ceiling;
-then dense attention, hisa.flash_attn against torch's SDPA.
+then dense attention, hisa.flash_attn against torch's SDPA (flash backend,
+pinned).
 
 Measured in one run: cuBLAS bf16 8192^3 (the compute ceiling) and the
 device copy bandwidth (the memory ceiling of decode), then per shape hisa
 and, with --anchors, TileLang's kernel. FLOPs 4*B*S*H*K*D (D = 512).
 Prefill: Nkv = S, indices uniform over each token's causal prefix, about 2%
--1. Decode: Nkv = 65536, indices uniform over the cache; "gathered GB/s"
-counts K*D*2 bytes per token. Each hisa result is checked against an f32
-torch reference on a few tokens before timing.
+-1. Decode: Nkv = 65536, indices uniform over the cache, about 2% -1; the
+timed calls rotate over 4-64 independent (q, idx) sets (kv shared), enough
+that the rows they gather exceed 3x L2 where the cache allows, so repeats
+do not hit L2.
+"gathered GB/s" counts D*2 bytes per valid (>= 0) index (-1 is read as
+zeros without memory traffic); its % of copy is shown only where the
+distinct rows gathered over the rotation exceed 3x L2 ("-" where they fit:
+prefill's kv of S rows, decode at B = 1). "target" (the issue shapes):
+decode passes when t <= max(gathered / (0.6 * copy), FLOPs / 450 TFLOP/s)
+(60% of copy or 450 TFLOP/s, either suffices: the cell names the larger,
+binding one) and when it is 1.3x TileLang; prefill when it is 1.5x TileLang. "(PDL off)" rows time hisa with
+programmatic dependent launch off (hisa.set_programmatic_launch(False)), as
+TileLang and torch launch. Each result is checked against an f32 torch
+reference before timing (tokens of batches 0, B/2 and B-1 at positions
+0..7, S/2 and S-1); a failure is named on stderr and makes the exit status 1.
 
     PYTHONPATH=python python3 python/bench/bench_sparse_attn.py --out t.md \\
-        [--anchors DIR_WITH_tilelang_examples]
+        [--anchors DIR_WITH_tilelang_examples] [--anchor-shapes all|issue|0,1,...]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import traceback
@@ -29,8 +43,8 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from bench_memory_bound import (  # noqa: E402
-    Timer, copy_bandwidth, emit_table, fmt_row, load_anchor)
-from bench_mqa import bench  # noqa: E402
+    Timer, copy_bandwidth, emit_table, fmt_row, l2_bytes, load_anchor)
+from bench_mqa import bench, without_pdl  # noqa: E402
 
 D = 512
 SCALE = D ** -0.5
@@ -47,24 +61,50 @@ SHAPES = [
     ("decode", 1, 1, 64, 640, 65536),
     ("decode", 16, 1, 128, 1152, 65536),
 ]
+# The shapes of the issue's targets (3 prefill, 4 decode at B = 128): an
+# --anchor-shapes list should keep all of them (the run warns otherwise).
+ISSUE_SHAPES = tuple(range(7))
+DECODE_COPY_SHARE, DECODE_TFLOPS = 0.6, 450e12   # decode: 60% of copy or 450 TFLOP/s
+DECODE_VS_TILELANG, PREFILL_VS_TILELANG = 1.3, 1.5
 
 
 def time_impls(impls, relative_error):
-    """(name, seconds or None, status) per (name, fn) after checking fn's
-    output with relative_error(out) < 1e-2, and the number of failures."""
+    """(name, seconds or None, status) per (name, fn) or (name, fn, timed)
+    after checking fn's output with relative_error(out) < 1e-2; `timed`
+    (default fn) is what is timed, e.g. fn rotating over input sets. Also
+    returns the number of failures."""
     results, errors = [], 0
-    for name, fn in impls:
+    for name, fn, *timed in impls:
         try:
             out = fn()
             torch.cuda.synchronize()
             err = relative_error(out)
-            results.append((name, bench(fn), "ok" if err < 1e-2 else f"**error {err:.1e}**"))
-            errors += 0 if err < 1e-2 else 1
+            ok = err < 1e-2   # False for NaN
+            results.append((name, bench(timed[0] if timed else fn),
+                            "ok" if ok else f"**error {err:.1e}**"))
+            if not ok:
+                print(f"bench_sparse_attn: FAILED {name}: relative error {err:.2e}",
+                      file=sys.stderr)
+            errors += 0 if ok else 1
         except Exception as exc:
             traceback.print_exc()
-            results.append((name, None, f"error: {str(exc).splitlines()[0][:60]}"))
+            results.append((name, None, f"error: {str(exc).splitlines()[0][:60] if str(exc) else type(exc).__name__}"))
+            print(f"bench_sparse_attn: FAILED {name}: raised {type(exc).__name__}", file=sys.stderr)
             errors += 1
     return results, errors
+
+
+def rotate(calls):
+    """A call that runs calls[0], calls[1], ... in turn (the last result)."""
+    if len(calls) == 1:
+        return calls[0]
+    state = [0]
+
+    def call():
+        fn = calls[state[0] % len(calls)]
+        state[0] += 1
+        return fn()
+    return call
 
 
 def make_inputs(b, s, h, k, nkv):
@@ -76,6 +116,14 @@ def make_inputs(b, s, h, k, nkv):
     kv_rows = torch.randn(b * nkv + 1, D, device="cuda").bfloat16()
     kv = kv_rows[1:].view(b, nkv, D)
     sink = torch.randn(h, device="cuda")
+    return q, kv, sink, make_indices(b, s, k, nkv)
+
+
+def make_indices(b, s, k, nkv):
+    """[B, S, K] int32 indices as make_inputs draws them (nkv None: each
+    token's causal prefix of S rows), about 2% -1."""
+    causal = nkv is None
+    nkv = s if causal else nkv
     if causal:
         limit = torch.arange(1, s + 1, device="cuda")[None, :, None]
         idx = (torch.rand(b, s, k, device="cuda") * limit).long().clamp(max=nkv - 1)
@@ -83,20 +131,70 @@ def make_inputs(b, s, h, k, nkv):
         idx = torch.randint(0, nkv, (b, s, k), device="cuda")
     idx = idx.int()
     idx[torch.rand(b, s, k, device="cuda") < 0.02] = -1
-    return q, kv, sink, idx
+    return idx
+
+
+def rotation_sets(label, b, s, k, l2):
+    """How many (q, idx) sets a shape's timed calls rotate over: prefill 1
+    (its q and o alone stream more than L2 per call; its kv of S rows is
+    meant to sit in L2), decode >= 4 and enough that the rows they gather
+    exceed 3x L2 (at most 64)."""
+    if label != "decode":
+        return 1
+    per_set = b * s * k * D * 2
+    return min(64, max(4, -(-3 * l2 // per_set)))
 
 
 def check(q, kv, sink, idx, o, tokens=8):
-    """Relative L2 error of o on the first `tokens` tokens of batch 0."""
-    qs, ids, os_ = q[0, :tokens].float(), idx[0, :tokens], o[0, :tokens].float()
-    valid = ids >= 0
-    g = kv[0].float()[ids.clamp(min=0).long()]                  # [t, K, D]
-    scores = torch.einsum("thd,tkd->thk", qs, g) * SCALE
-    scores = scores.masked_fill(~valid[:, None, :], float("-inf"))
-    m = torch.maximum(scores.amax(-1), sink[None, :])
-    e = torch.exp(scores - m[..., None])
-    ref = torch.einsum("thk,tkd->thd", e, g) / (e.sum(-1) + torch.exp(sink[None] - m))[..., None]
-    return float((os_ - ref).norm() / ref.norm())
+    """Relative L2 error of o against an f32 reference: the largest over
+    batches 0, B/2 and B-1 of the error on the positions 0..tokens-1, S/2
+    and S-1 (NaN if any is NaN)."""
+    batches, seq = q.shape[0], q.shape[1]
+    pos = torch.tensor(sorted(set(range(min(tokens, seq))) | {seq // 2, seq - 1}),
+                       device=q.device)
+    worst = 0.0
+    for b in sorted({0, batches // 2, batches - 1}):
+        qs, ids, os_ = q[b, pos].float(), idx[b, pos], o[b, pos].float()
+        valid = (ids >= 0) & (ids < kv.shape[1])
+        g = kv[b][ids.clamp(0, kv.shape[1] - 1).long()].float()     # [t, K, D]
+        scores = torch.einsum("thd,tkd->thk", qs, g) * SCALE
+        scores = scores.masked_fill(~valid[:, None, :], float("-inf"))
+        m = torch.maximum(scores.amax(-1), sink[None, :])
+        e = torch.exp(scores - m[..., None])
+        ref = torch.einsum("thk,tkd->thd", e, g) / (e.sum(-1) + torch.exp(sink[None] - m))[..., None]
+        err = float((os_ - ref).norm() / ref.norm().clamp_min(1e-30))
+        if math.isnan(err):
+            return err
+        worst = max(worst, err)
+    return worst
+
+
+def decode_target(t, gathered, flops, copy_bw, anchor_time):
+    """The target cell of a decode time t (unrounded values): t <=
+    max(gathered / (0.6 copy), flops / 450 TFLOP/s), and 1.3x TileLang."""
+    t_copy = gathered / (DECODE_COPY_SHARE * copy_bw)
+    t_flops = flops / DECODE_TFLOPS
+    bound = (f"{DECODE_COPY_SHARE:.0%} copy" if t_copy >= t_flops
+             else f"{DECODE_TFLOPS / 1e12:.0f} TFLOP/s")
+    t_target = max(t_copy, t_flops)
+    cell = f"{bound} ({t_target * 1e3:.4f} ms) {'✓' if t <= t_target else '✗'}"
+    if anchor_time:
+        cell += f", {DECODE_VS_TILELANG}x {'✓' if anchor_time / t >= DECODE_VS_TILELANG else '✗'}"
+    return cell
+
+
+def parse_anchor_shapes(text):
+    """The SHAPES indices of --anchor-shapes: all (default), issue, or a
+    comma-separated list."""
+    if text is None or text == "all":
+        return set(range(len(SHAPES)))
+    if text == "issue":
+        return set(ISSUE_SHAPES)
+    chosen = {int(i) for i in text.split(",") if i.strip()}
+    unknown = sorted(i for i in chosen if not 0 <= i < len(SHAPES))
+    if unknown:
+        raise ValueError(f"--anchor-shapes: no shape {unknown} (0..{len(SHAPES) - 1})")
+    return chosen
 
 
 def main(argv=None):
@@ -108,12 +206,16 @@ def main(argv=None):
                              "the plain (not warp-specialized) sparse_attn where it would not "
                              "split, partial_sums=0, sparse_attn_wg, and the other flash_attn "
                              "kernel")
-    parser.add_argument("--anchor-shapes", default=None,
-                        help="comma-separated SHAPES indices the anchor runs on (default: all; "
-                             "TileLang compiles each shape for tens of seconds)")
+    parser.add_argument("--anchor-shapes", default="all",
+                        help="the SHAPES the anchor runs on: all (default), issue (the "
+                             f"issue's shapes {','.join(map(str, ISSUE_SHAPES))}) or "
+                             "comma-separated indices; TileLang compiles each shape for tens "
+                             "of seconds. A list without every issue shape is reported.")
     args = parser.parse_args(argv)
-    anchor_shapes = (set(range(len(SHAPES))) if args.anchor_shapes is None
-                     else {int(i) for i in args.anchor_shapes.split(",")})
+    try:
+        anchor_shapes = parse_anchor_shapes(args.anchor_shapes)
+    except ValueError as exc:
+        parser.error(str(exc))
     if not torch.cuda.is_available():
         print("bench_sparse_attn: no CUDA GPU", file=sys.stderr)
         return 2
@@ -125,6 +227,7 @@ def main(argv=None):
         except Exception:
             traceback.print_exc()
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = l2_bytes()
     a = torch.randn(8192, 8192, device="cuda").bfloat16()
     t_gemm = bench(lambda: a @ a)
     gemm_rate = 2 * 8192**3 / t_gemm
@@ -140,55 +243,105 @@ def main(argv=None):
         f"{gemm_rate / 1e12:.0f} TFLOP/s, copy {copy_bw / 1e9:.0f} GB/s (the ceilings, "
         "this run). FLOPs 4*B*S*H*K*D; median of 10 batches of 10 calls.",
         "",
+        "Since these columns were added: gathered GB/s counts valid (>= 0) indices only "
+        "(earlier tables: all K, with the ~2% -1); decode calls rotate over the \"sets\" "
+        "of independent (q, idx) (earlier tables: one set, partly served from L2); % of copy "
+        f"is \"-\" where the rows gathered over the rotation fit in 3x L2 ({l2 / 2**20:.0f} "
+        "MiB, device properties); checks cover batches 0, B/2, B-1 and positions 0..7, S/2, "
+        "S-1 (earlier: the first 8 tokens of batch 0). target: decode t <= "
+        f"max(gathered / ({DECODE_COPY_SHARE:.0%} copy), FLOPs / "
+        f"{DECODE_TFLOPS / 1e12:.0f} TFLOP/s) (the binding bound named) and "
+        f"{DECODE_VS_TILELANG}x TileLang; prefill {PREFILL_VS_TILELANG}x TileLang; issue "
+        "shapes only. (PDL off): hisa without programmatic dependent launch, as TileLang "
+        "launches.",
+    ]
+    missing = [i for i in ISSUE_SHAPES if i not in anchor_shapes]
+    if anchor is not None and missing:
+        note = ("TileLang NOT run on issue shapes "
+                + ", ".join(f"{i} ({SHAPES[i][0]} B={SHAPES[i][1]} S={SHAPES[i][2]} "
+                            f"H={SHAPES[i][3]} K={SHAPES[i][4]})" for i in missing)
+                + f" (--anchor-shapes {args.anchor_shapes}).")
+        print(f"bench_sparse_attn: warning: {note}", file=sys.stderr)
+        lines += ["", note]
+    lines += [
+        "",
         fmt_row(["case", "B", "S", "H", "K", "Nkv", "impl", "time (ms)", "TFLOP/s",
-                 "% of bf16 cuBLAS", "gathered GB/s (% of copy)", "vs TileLang", "check"]),
-        fmt_row(["---"] * 7 + ["---:"] * 5 + [":---:"]),
+                 "% of bf16 cuBLAS", "gathered GB/s (% of copy)", "vs TileLang", "check",
+                 "target", "sets"]),
+        fmt_row(["---"] * 7 + ["---:"] * 5 + [":---:", "---", "---:"]),
     ]
     errors = 0
     for shape_index, (label, b, s, h, k, nkv) in enumerate(SHAPES):
         q, kv, sink, idx = make_inputs(b, s, h, k, nkv)
+        sets = rotation_sets(label, b, s, k, l2)
+        qs, idxs = [q], [idx]
+        for _ in range(sets - 1):
+            qs.append(torch.randn_like(q))
+            idxs.append(make_indices(b, s, k, nkv))
         flops = 4 * b * s * h * k * D
-        gathered = b * s * k * D * 2
-        impls = [("hisa.sparse_attn", lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE))]
+        # Bytes of the valid rows a call gathers (the mean over the sets).
+        valid_rows = sum(int((i >= 0).sum()) for i in idxs) / sets
+        gathered = valid_rows * D * 2
+        # Distinct rows gathered over the rotation, at most the whole kv.
+        footprint = min(sets * gathered, kv.numel() * 2)
+        copy_share_shown = footprint > 3 * l2
+
+        def impl(name, make):
+            """(name, call on set 0, call rotating over the sets)."""
+            calls = [make(qi, ii) for qi, ii in zip(qs, idxs)]
+            return (name, calls[0], rotate(calls))
+
+        def operator(qi, ii):
+            return lambda: hisa.sparse_attn(qi, kv, sink, ii, SCALE)
+
+        impls = [impl("hisa.sparse_attn", operator),
+                 impl("hisa.sparse_attn (PDL off)", lambda qi, ii: without_pdl(operator(qi, ii)))]
         if args.variants and b * s * -(-h // 64) >= 132:
             # The operator runs sparse_attn_ws (partial_sums=1) when it does
             # not split, sparse_attn_wg at H = 128 with >= 1024 tokens.
-            impls.append(("plain sparse_attn (variant)",
-                          kernel_variant(q, kv, sink, idx, "sparse_attn")))
-            impls.append(("ws, partial_sums=1 (variant)",
-                          kernel_variant(q, kv, sink, idx, "sparse_attn_ws",
-                                         {"partial_sums": 1})))
-            impls.append(("ws, partial_sums=0 (variant)",
-                          kernel_variant(q, kv, sink, idx, "sparse_attn_ws",
-                                         {"partial_sums": 0})))
-            impls.append(("sparse_attn_wg (variant)",
-                          kernel_variant(q, kv, sink, idx, "sparse_attn_wg",
-                                         {"topk_pad": -(-k // 128) * 128})))
+            for name, kernel_name, extra in (
+                    ("plain sparse_attn (variant)", "sparse_attn", None),
+                    ("ws, partial_sums=1 (variant)", "sparse_attn_ws", {"partial_sums": 1}),
+                    ("ws, partial_sums=0 (variant)", "sparse_attn_ws", {"partial_sums": 0}),
+                    ("sparse_attn_wg (variant)", "sparse_attn_wg",
+                     {"topk_pad": -(-k // 128) * 128})):
+                impls.append(impl(name, lambda qi, ii, kernel_name=kernel_name, extra=extra:
+                                  kernel_variant(qi, kv, sink, ii, kernel_name, extra)))
         if anchor is not None and shape_index in anchor_shapes:
             try:
                 kernel = anchor.sparse_attn_fwd(b, h, s, kv.shape[1], D, k, sm_scale=SCALE)
                 sink_bf16 = sink.bfloat16()
-                impls.append(("TileLang sparse_attn_fwd_sm90",
-                              lambda: kernel(q, kv, idx, sink_bf16)))
+                impls.append(impl("TileLang sparse_attn_fwd_sm90",
+                                  lambda qi, ii, kernel=kernel: (
+                                      lambda: kernel(qi, kv, ii, sink_bf16))))
             except Exception as exc:
                 traceback.print_exc()
                 lines.append(fmt_row([label, str(b), str(s), str(h), str(k), str(kv.shape[1]),
                                       "TileLang", "-", "-", "-", "-", "-",
-                                      f"error: {str(exc).splitlines()[0][:60]}"]))
-        results, failed = time_impls(impls, lambda out: check(q, kv, sink, idx, out))
+                                      f"error: {str(exc).splitlines()[0][:60]}", "-", "-"]))
+        results, failed = time_impls(
+            impls, lambda out: check(qs[0], kv, sink, idxs[0], out))
         errors += failed
         anchor_time = next((t for n, t, _ in results if n.startswith("TileLang")), None)
         for name, t, status in results:
             cells = [label, str(b), str(s), str(h), str(k), str(kv.shape[1]), name]
             if t is None:
-                lines.append(fmt_row(cells + ["-"] * 5 + [status]))
+                lines.append(fmt_row(cells + ["-"] * 5 + [status, "-", str(sets)]))
                 continue
             vs = f"{anchor_time / t:.2f}x" if anchor_time else "-"
+            share = f"{100 * gathered / t / copy_bw:.0f}%" if copy_share_shown else "-"
+            target = "-"
+            if shape_index in ISSUE_SHAPES and name.startswith("hisa.sparse_attn"):
+                if label == "decode":
+                    target = decode_target(t, gathered, flops, copy_bw, anchor_time)
+                elif anchor_time:
+                    ok = anchor_time / t >= PREFILL_VS_TILELANG
+                    target = f"{PREFILL_VS_TILELANG}x {'✓' if ok else '✗'}"
             lines.append(fmt_row(cells + [
                 f"{t * 1e3:.3f}", f"{flops / t / 1e12:.0f}",
                 f"{100 * flops / t / gemm_rate:.0f}",
-                f"{gathered / t / 1e9:.0f} ({100 * gathered / t / copy_bw:.0f}%)", vs, status]))
-        del q, kv, sink, idx
+                f"{gathered / t / 1e9:.0f} ({share})", vs, status, target, str(sets)]))
+        del q, kv, sink, idx, qs, idxs, impls, results
         torch.cuda.empty_cache()
     errors += dense_rows(lines, gemm_rate, args.variants)
     return emit_table(lines, args.out, errors)
@@ -225,11 +378,24 @@ def kernel_variant(q, kv, sink, idx, name, extra=None, source=None, target="sm_9
     return call
 
 
+def sdpa_flash(q, k, v, causal):
+    """torch's SDPA pinned to its flash backend (raises where that backend
+    cannot run these inputs, instead of timing another one)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
 def dense_rows(lines, gemm_rate, variants=False):
     """hisa.flash_attn against torch's scaled_dot_product_attention (flash
-    backend) at B=1, H=32, S=8192, D=128: FLOPs 4*B*H*S*S*D (half causal)."""
+    backend, pinned) at B=1, H=32, S=8192, D=128: FLOPs 4*B*H*S*S*D (half
+    causal). The reference of the checks is SDPA with torch's own backend
+    choice."""
     F = torch.nn.functional
-    lines += ["", fmt_row(["dense attention", "causal", "impl", "time (ms)", "TFLOP/s",
+    lines += ["", "torch SDPA: backend pinned to SDPBackend.FLASH_ATTENTION "
+                  "(torch.nn.attention.sdpa_kernel; earlier tables: torch's choice); "
+                  "(PDL off): hisa without programmatic dependent launch.",
+              "", fmt_row(["dense attention", "causal", "impl", "time (ms)", "TFLOP/s",
                            "% of bf16 cuBLAS", "vs SDPA", "check"]),
               fmt_row(["---", "---", "---"] + ["---:"] * 4 + [":---:"])]
     errors = 0
@@ -238,8 +404,10 @@ def dense_rows(lines, gemm_rate, variants=False):
     for causal in (True, False):
         flops = 4 * b * h * s * s * d / (2 if causal else 1)
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        impls = [("torch SDPA", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
-                 ("hisa.flash_attn", lambda: hisa.flash_attn(q, k, v, causal=causal))]
+        flash = lambda: hisa.flash_attn(q, k, v, causal=causal)
+        impls = [("torch SDPA", lambda: sdpa_flash(q, k, v, causal)),
+                 ("hisa.flash_attn", flash),
+                 ("hisa.flash_attn (PDL off)", without_pdl(flash))]
         if variants:
             # The operator runs flash_attn_pp; the plain two-blocks-per-SM
             # kernel, as it ran before, for comparison.

@@ -67,11 +67,40 @@ def cublas_time(x, w, m, n, k, groups):
     return bench(lambda: torch.bmm(xs, ws.transpose(1, 2)))
 
 
+def projection_error(x, w, y, groups, rows=None):
+    """None if y (bf16) equals x @ w.T per group within bf16 rounding, else a
+    description of the worst element: checked on `rows` (default: the first
+    and last 128 rows, tail tiles included) against an f64 reference,
+    |y - ref| <= 1e-2 |ref| + 1e-3 sum |x*w| (bf16 output rounding is
+    <= 2^-8 |ref|; the f32 accumulation order differs by far less)."""
+    m = x.shape[0]
+    if rows is None:
+        rows = sorted(set(range(min(128, m))) | set(range(max(m - 128, 0), m)))
+    rows = torch.as_tensor(rows, dtype=torch.long).to(x.device)
+    k = x.shape[1] // groups
+    n = w.shape[0] // groups
+    xs = x[rows].double().view(-1, groups, k).transpose(0, 1)       # [g, r, k]
+    ws = w.double().view(groups, n, k)                              # [g, n, k]
+    ref = torch.bmm(xs, ws.transpose(1, 2)).transpose(0, 1).reshape(len(rows), groups * n)
+    magnitude = torch.bmm(xs.abs(), ws.abs().transpose(1, 2)).transpose(0, 1).reshape(
+        len(rows), groups * n)
+    got = y[rows].double()
+    excess = (got - ref).abs() - (1e-2 * ref.abs() + 1e-3 * magnitude)
+    excess = torch.where(torch.isnan(got), torch.full_like(excess, float("inf")), excess)
+    worst = int(excess.argmax())
+    if float(excess.flatten()[worst]) <= 0:
+        return None
+    r, c = divmod(worst, groups * n)
+    return (f"y[{int(rows[r])}, {c}] = {float(got[r, c]):.5g}, x @ w.T = {float(ref[r, c]):.5g}; "
+            f"{int((excess > 0).sum())} elements beyond tolerance")
+
+
 def projection_rows(config, tokens, lines):
     """Each projection of the layer: hisa's kernel for prefill-sized m
     (linear_staged, the epilogue through shared memory) against torch
     (cuBLAS), and linear's direct stores beside it; returns how many
-    projections the two computed differently (an error of the run)."""
+    projections were wrong (the two computed differently, or linear's
+    output is not x @ w.T within bf16 rounding): an error of the run."""
     c = config
     shapes = [("wq_a", tokens, c.q_lora, c.dim, 1), ("wq_b", tokens, c.heads * 512, c.q_lora, 1),
               ("wkv", tokens, 512, c.dim, 1), ("c_wkv / c_wgate", tokens, 512, c.dim, 1),
@@ -92,12 +121,20 @@ def projection_rows(config, tokens, lines):
         # The operator's kernel for this m: the epilogue staged through
         # shared memory; its output must be linear's bits.
         staged = hisa.jit.get_kernel("linear_staged", params)
-        y_staged = torch.empty_like(y)
+        y_staged = torch.full_like(y, float("nan"))
         staged.launch(x, w, y_staged)
+        y.fill_(float("nan"))
         kernel.launch(x, w, y)
         torch.cuda.synchronize()
         same = torch.equal(y, y_staged)
-        differing += 0 if same else 1
+        wrong = projection_error(x, w, y, groups)
+        if not same:
+            print(f"bench_v4_layer: FAILED projection {name}: linear_staged's output differs "
+                  "from linear's", file=sys.stderr)
+        if wrong:
+            print(f"bench_v4_layer: FAILED projection {name}: not x @ w.T: {wrong}",
+                  file=sys.stderr)
+        differing += 0 if same and not wrong else 1
         t_staged = bench(lambda: staged.launch(x, w, y_staged))
         t_ref = cublas_time(x, w, m, n, k, groups)
         flops = 2 * m * n * k * groups
@@ -105,7 +142,8 @@ def projection_rows(config, tokens, lines):
                               f"{t_ref * 1e3:.3f}", f"{flops / t_staged / 1e12:.0f}",
                               f"{100 * t_ref / t_staged:.0f}",
                               f"{t_hisa * 1e3:.3f} ({100 * t_ref / t_hisa:.0f})"
-                              + ("" if same else " OUTPUT DIFFERS")]))
+                              + ("" if same else " OUTPUT DIFFERS")
+                              + (" WRONG (not x @ w.T)" if wrong else "")]))
     torch.cuda.empty_cache()
     return differing
 
@@ -113,7 +151,8 @@ def projection_rows(config, tokens, lines):
 def decode_projection_rows(config, lines, copy_bw, m=64):
     """The projections at decode's m (one token per sequence): the operator's
     whole-k 64x64 tiles, split-k (linear_partial + linear_reduce) and
-    cuBLAS, as weight-streaming bandwidth (the bound at this m)."""
+    cuBLAS, as weight-streaming bandwidth (the bound at this m). Returns
+    how many outputs were not x @ w.T (projection_error)."""
     c = config
     shapes = [("wq_a", c.q_lora, c.dim, 1), ("wq_b", c.heads * 512, c.q_lora, 1),
               ("wkv", 512, c.dim, 1), ("wo_a (8 groups)", c.o_lora, c.heads // c.o_groups * 512,
@@ -121,6 +160,7 @@ def decode_projection_rows(config, lines, copy_bw, m=64):
     lines += ["", fmt_row(["projection at m = 64", "N", "K", "whole-k (us)", "split-k (us)",
                            "splits", "cuBLAS (us)", "best GB/s (% of copy)"]),
               fmt_row(["---"] + ["---:"] * 7)]
+    failures = 0
     for name, n, k, groups in shapes:
         x = torch.randn(m, groups * k, device="cuda").bfloat16()
         w = torch.randn(groups * n, k, device="cuda").bfloat16()
@@ -128,6 +168,10 @@ def decode_projection_rows(config, lines, copy_bw, m=64):
         base = {"k": k, "n": n, "groups": groups, "x_cols": groups * k, "y_cols": groups * n,
                 "block_m": 64, "block_n": 64, "block_k": 128}
         whole = hisa.jit.get_kernel("linear", base)
+        y.fill_(float("nan"))
+        whole.launch(x, w, y)
+        torch.cuda.synchronize()
+        wrong = [f"whole-k: {e}" for e in [projection_error(x, w, y, groups)] if e]
         t_whole = bench(lambda: whole.launch(x, w, y))
         # Enough blocks for 132 SMs, dividing the k steps.
         tiles = groups * -(-n // 64)
@@ -142,15 +186,25 @@ def decode_projection_rows(config, lines, copy_bw, m=64):
             def split_call():
                 first.launch(x, w, partial)
                 reduce.launch(partial, y)
+            y.fill_(float("nan"))
+            split_call()
+            torch.cuda.synchronize()
+            wrong += [f"split-k: {e}" for e in [projection_error(x, w, y, groups)] if e]
             t_split = bench(split_call)
         t_ref = cublas_time(x, w, m, n, k, groups)
         best = min(t for t in (t_whole, t_split) if t)
         weight_bytes = groups * n * k * 2
+        for e in wrong:
+            print(f"bench_v4_layer: FAILED decode projection {name}: not x @ w.T: {e}",
+                  file=sys.stderr)
+        failures += 1 if wrong else 0
         lines.append(fmt_row([name, str(n), str(k), f"{t_whole * 1e6:.1f}",
                               f"{t_split * 1e6:.1f}" if t_split else "-", str(splits),
                               f"{t_ref * 1e6:.1f}",
                               f"{weight_bytes / best / 1e9:.0f} "
-                              f"({100 * weight_bytes / best / copy_bw:.0f}%)"]))
+                              f"({100 * weight_bytes / best / copy_bw:.0f}%)"
+                              + (" WRONG (not x @ w.T)" if wrong else "")]))
+    return failures
 
 
 def decode_indexer_rows(lines, copy_bw, batch=64, context=65536, topk=512):
@@ -338,7 +392,7 @@ def main(argv=None):
                 lines.append(fmt_row([str(ratio), str(args.seq), f"error: {exc}"[:120]]
                                      + [""] * 6))
         errors += projection_rows(ref.Config(), args.seq, lines)
-        decode_projection_rows(ref.Config(), lines, copy_bw)
+        errors += decode_projection_rows(ref.Config(), lines, copy_bw)
         try:
             decode_indexer_rows(lines, copy_bw, args.decode_batch, args.context)
         except Exception as exc:
