@@ -1,8 +1,12 @@
 // Warp collectives must be reached by all 32 lanes of a warp: control flow
-// around them must decide the same way in every lane. What the lanes agree
-// on (LaneUniformity.cpp): values from outside the body, quotients of the
-// linear element index by multiples of 32 (the warp index), loads at such
-// addresses, and the collectives' warp-wide results.
+// around them (in the parallel body or around the parallel) must decide the
+// same way in every lane. What the lanes agree on (LaneUniformity.cpp):
+// kernel arguments, block indices, sizes and parameters, constants, the
+// warp index (quotients of the linear element index by multiples of 32),
+// loads of shared or global memory at such addresses, and warp-wide results
+// (votes, warp_scan totals); arithmetic modulo 2^width keeps only
+// power-of-two divisibility. Registers, local arrays, lane ids and ops of
+// unknown dialects differ between lanes.
 // RUN: hisa-opt %s -split-input-file -verify-diagnostics
 
 // Accepted: a per-warp segment loop (bounds from the warp index) holding a
@@ -192,6 +196,157 @@ tile.kernel @narrow_rows() {
         %yes = arith.constant true
         // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp}}
         %b = tile.vote all %yes : i1
+      }
+    }
+  }
+}
+
+// -----
+
+// Accepted: a lane-strided loop (every lane runs 1024 / 32 iterations), and
+// per-warp loops bounded by a run-time size or a parameter.
+tile.kernel @lane_strided_and_sizes(%x: !tile.global<[?], f32>) params {n = 64} {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 64 {
+    tile.parallel (%t) in [64] {
+      %c0 = arith.constant 0 : index
+      %c32 = arith.constant 32 : index
+      %c1024 = arith.constant 1024 : index
+      %zero = arith.constant 0.0 : f32
+      %lane = arith.remui %t, %c32 : index
+      scf.for %j = %lane to %c1024 step %c32 {
+        %v = tile.load %x[%j] : !tile.global<[?], f32>
+        %p = arith.cmpf ogt, %v, %zero : f32
+        %b = tile.vote ballot %p : i32
+      }
+      %size = tile.dim %x, 0 : !tile.global<[?], f32>
+      %n = tile.param "n" : index
+      scf.for %j = %c0 to %size step %c32 {
+        scf.for %k = %c0 to %n step %c32 {
+          %yes = arith.constant true
+          %b = tile.vote ballot %yes : i32
+        }
+      }
+    }
+  }
+}
+
+// -----
+
+// A value each thread read from its own local array, outside the parallel:
+// it differs between threads.
+tile.kernel @branch_on_local_outside() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %mine = tile.alloc : !tile.local<[1], i32>
+    %c0 = arith.constant 0 : index
+    tile.parallel (%t) in [32] {
+      %t32 = arith.index_cast %t : index to i32
+      tile.store %t32, %mine[%c0] : !tile.local<[1], i32>
+    }
+    %v = tile.load %mine[%c0] : !tile.local<[1], i32>
+    tile.parallel (%t) in [32] {
+      %c16 = arith.constant 16 : i32
+      %low = arith.cmpi ult, %v, %c16 : i32
+      // expected-note @+1 {{differs between the lanes of a warp}}
+      scf.if %low {
+        %yes = arith.constant true
+        // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp}}
+        %b = tile.vote ballot %yes : i32
+      }
+    }
+  }
+}
+
+// -----
+
+// Ops of other dialects are lane-varying unless known (gpu.lane_id is Pure).
+tile.kernel @branch_on_lane_id() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%t) in [32] {
+      %lane = gpu.lane_id
+      %c16 = arith.constant 16 : index
+      %low = arith.cmpi ult, %lane, %c16 : index
+      // expected-note @+1 {{differs between the lanes of a warp}}
+      scf.if %low {
+        %yes = arith.constant true
+        // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp}}
+        %b = tile.vote ballot %yes : i32
+      }
+    }
+  }
+}
+
+// -----
+
+// Branches between blocks are not followed: a collective in a region of
+// several blocks is refused.
+tile.kernel @branch_in_execute_region() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%t) in [32] {
+      %c16 = arith.constant 16 : index
+      %low = arith.cmpi ult, %t, %c16 : index
+      // expected-note @+1 {{differs between the lanes of a warp}}
+      scf.execute_region {
+        cf.cond_br %low, ^vote, ^done
+      ^vote:
+        %yes = arith.constant true
+        // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp}}
+        %b = tile.vote ballot %yes : i32
+        cf.br ^done
+      ^done:
+        scf.yield
+      }
+    }
+  }
+}
+
+// -----
+
+// Arithmetic wraps modulo 2^64: (t - 40) / 40 splits a warp (2^64 - 40 is
+// 16 modulo 40); only power-of-two divisibility survives the wrap.
+tile.kernel @wrapped_base() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%t) in [32] {
+      %c40 = arith.constant 40 : index
+      %cm40 = arith.constant -40 : index
+      %rel = arith.subi %t, %c40 : index
+      %chunk = arith.divui %rel, %c40 : index
+      %chunk0 = arith.divui %cm40, %c40 : index
+      %same = arith.cmpi eq, %chunk, %chunk0 : index
+      // expected-note @+1 {{differs between the lanes of a warp}}
+      scf.if %same {
+        %yes = arith.constant true
+        // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp}}
+        %b = tile.vote ballot %yes : i32
+      }
+    }
+  }
+}
+
+// -----
+
+// A zero extension of an i32 that wraps inside the warp (lane - 16).
+tile.kernel @extension_across_the_wrap() {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    tile.parallel (%t) in [32] {
+      %t32 = arith.index_cast %t : index to i32
+      %cm16 = arith.constant -16 : i32
+      %x = arith.addi %t32, %cm16 : i32
+      %wide = arith.extui %x : i32 to i64
+      %lane = arith.extui %t32 : i32 to i64
+      %d = arith.subi %wide, %lane : i64
+      %cm16_64 = arith.constant -16 : i64
+      %low_lanes = arith.cmpi ne, %d, %cm16_64 : i64
+      // expected-note @+1 {{differs between the lanes of a warp}}
+      scf.if %low_lanes {
+        %yes = arith.constant true
+        // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp}}
+        %b = tile.vote any %yes : i1
       }
     }
   }

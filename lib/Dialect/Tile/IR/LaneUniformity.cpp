@@ -1,15 +1,19 @@
 //===- LaneUniformity.cpp - Values a warp's lanes agree on ----------------===//
 //
-// A forward dataflow analysis over one tile.parallel body. Each integer value
-// is described across a warp's 32 lanes as `base + coefficient * lane`, with
-// `base` the same in every lane and a known multiple of `divisor`: the
-// innermost induction variable of a [.., 256] domain is `32k + lane`, and
-// `t / 32` of it is the same in every lane (the warp index: the bounds of
-// top-k's per-warp segment loops). Anything else computed from a lane-varying
-// value, or read from registers or per-element data, is lane-varying. The
-// analysis errs towards "varying", so it may refuse code that happens to
-// agree within a warp; it does not follow memory (a shared or global load at
-// a uniform address is uniform) nor device functions (checked once inlined).
+// A forward dataflow analysis over one launch body. Each integer value is
+// described across a warp's 32 lanes as `base + coefficient * lane` (modulo
+// 2^width), with `base` the same in every lane and a multiple of `divisor`,
+// a power of two: the innermost induction variable of a [.., 256] domain is
+// `32k + lane`, and `t / 32` of it is the same in every lane (the warp
+// index: the bounds of top-k's per-warp segment loops). Values enter as
+// uniform only from known sources: kernel arguments and what is computed
+// outside the launch, block indices, tile.dim / tile.param / cluster_rank,
+// constants, shared or global loads at uniform addresses, block-wide
+// results (scan totals, all_of) and the collectives' warp-wide results;
+// arith / math / index ops of uniform operands are uniform. Everything else
+// (register and local-array loads, atomics' old values, thread and lane ids,
+// calls, ops of other dialects) is lane-varying. The analysis errs towards
+// "varying": it may refuse code whose lanes agree for reasons it cannot see.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,13 +22,13 @@
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <deque>
 #include <numeric>
 
 using namespace mlir;
@@ -32,10 +36,17 @@ using namespace hisa::tile;
 
 namespace {
 constexpr int64_t kWarpSize = 32;
+/// Divisors are capped here (a base that is a multiple of 2^62 in a 64-bit
+/// value is one of four values; nothing below needs more).
+constexpr uint64_t kMaxDivisor = uint64_t(1) << 62;
+
+/// The largest power of two dividing `value` (0 for 0): divisibility by a
+/// power of two survives arithmetic modulo 2^width, by other numbers not.
+uint64_t powerOfTwoPart(uint64_t value) { return value & (~value + 1); }
 
 /// One value across the lanes of a warp: not known yet, `base +
 /// coefficient * lane` (base the same in every lane and a multiple of
-/// `divisor`; divisor 0 means base is 0), or anything else.
+/// `divisor`, a power of two; divisor 0 means base is 0), or anything else.
 struct LaneValue {
   enum class State { Unknown, Affine, Varying };
   State state = State::Unknown;
@@ -43,17 +54,19 @@ struct LaneValue {
   uint64_t divisor = 1;
 
   static LaneValue affine(int64_t coefficient, uint64_t divisor) {
-    return {State::Affine, coefficient, divisor};
+    divisor = powerOfTwoPart(divisor);
+    return {State::Affine, coefficient,
+            divisor > kMaxDivisor ? kMaxDivisor : divisor};
   }
   static LaneValue uniform(uint64_t divisor = 1) { return affine(0, divisor); }
   static LaneValue varying() { return {State::Varying, 0, 1}; }
 
   bool isUnknown() const { return state == State::Unknown; }
-  bool isUniform() const { return state == State::Affine && coefficient == 0; }
+  bool isAffine() const { return state == State::Affine; }
+  bool isUniform() const { return isAffine() && coefficient == 0; }
   /// Known to differ between lanes (or to be anything).
   bool isNonUniform() const {
-    return state == State::Varying ||
-           (state == State::Affine && coefficient != 0);
+    return state == State::Varying || (isAffine() && coefficient != 0);
   }
 
   bool operator==(const LaneValue &other) const {
@@ -67,8 +80,7 @@ struct LaneValue {
       return other;
     if (other.isUnknown())
       return *this;
-    if (state == State::Varying || other.state == State::Varying ||
-        coefficient != other.coefficient)
+    if (!isAffine() || !other.isAffine() || coefficient != other.coefficient)
       return varying();
     return affine(coefficient, std::gcd(divisor, other.divisor));
   }
@@ -78,10 +90,16 @@ uint64_t magnitude(int64_t value) {
   return value < 0 ? uint64_t(0) - uint64_t(value) : uint64_t(value);
 }
 
+/// The bit width of an integer or index value (index: 64).
+unsigned getWidth(Type type) {
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return integer.getWidth();
+  return 64;
+}
+
 LaneValue addOrSubtract(const LaneValue &lhs, const LaneValue &rhs,
                         bool subtract) {
-  if (lhs.state != LaneValue::State::Affine ||
-      rhs.state != LaneValue::State::Affine)
+  if (!lhs.isAffine() || !rhs.isAffine())
     return LaneValue::varying();
   std::optional<int64_t> coefficient =
       subtract ? llvm::checkedSub(lhs.coefficient, rhs.coefficient)
@@ -92,34 +110,40 @@ LaneValue addOrSubtract(const LaneValue &lhs, const LaneValue &rhs,
 }
 
 LaneValue multiply(const LaneValue &value, int64_t factor) {
+  if (!value.isAffine())
+    return LaneValue::varying();
   std::optional<int64_t> coefficient =
       llvm::checkedMul(value.coefficient, factor);
-  std::optional<uint64_t> divisor =
-      llvm::checkedMulUnsigned(value.divisor, magnitude(factor));
   if (!coefficient)
     return LaneValue::varying();
-  return LaneValue::affine(*coefficient, divisor ? *divisor : 1);
+  if (factor == 0)
+    return LaneValue::uniform(0);
+  std::optional<uint64_t> divisor = llvm::checkedMulUnsigned(
+      value.divisor, powerOfTwoPart(magnitude(factor)));
+  return LaneValue::affine(*coefficient, divisor ? *divisor : kMaxDivisor);
 }
 
 /// Whether `base + coefficient * lane` (base a multiple of the value's
-/// divisor) lies between the same two multiples of `divisor` in every lane:
-/// the base is a multiple of it and the lanes' spread stays below it, or it
-/// divides the base's divisor and the spread stays below that.
-static bool staysInOneInterval(const LaneValue &value, uint64_t divisor) {
+/// divisor, a power of two) lies between the same two multiples of
+/// `divisor` in every lane: the base is a multiple of it and the lanes'
+/// spread stays below it, or it divides the base's divisor and the spread
+/// stays below that. (Then no lane wraps past 2^width either: the base
+/// modulo 2^width is at most 2^width minus its divisor.)
+bool staysInOneInterval(const LaneValue &value, uint64_t divisor) {
   if (value.coefficient < 0)
     return false;
   auto spreadBelow = [&](uint64_t bound) {
     return bound != 0 &&
            uint64_t(value.coefficient) <= (bound - 1) / (kWarpSize - 1);
   };
-  if (value.divisor % divisor == 0)
+  if (value.divisor % divisor == 0) // (divisor 0: the base is 0)
     return spreadBelow(divisor);
   return divisor % value.divisor == 0 && spreadBelow(value.divisor);
 }
 
 /// `value / divisor` (unsigned, divisor > 0).
 LaneValue divide(const LaneValue &value, uint64_t divisor) {
-  if (value.state != LaneValue::State::Affine)
+  if (!value.isAffine())
     return LaneValue::varying();
   if (divisor == 1)
     return value;
@@ -131,22 +155,44 @@ LaneValue divide(const LaneValue &value, uint64_t divisor) {
 
 /// `value % divisor` (unsigned, divisor > 0).
 LaneValue remainder(const LaneValue &value, uint64_t divisor) {
-  if (value.state != LaneValue::State::Affine)
+  if (!value.isAffine())
     return LaneValue::varying();
   bool baseDivides = value.divisor % divisor == 0;
+  if (divisor == 1 || (value.coefficient == 0 && baseDivides))
+    return LaneValue::uniform(0);
   if (value.coefficient == 0)
-    return LaneValue::uniform(baseDivides ? 0
-                                          : std::gcd(value.divisor, divisor));
+    return LaneValue::uniform(std::gcd(value.divisor, divisor));
   if (staysInOneInterval(value, divisor))
     return LaneValue::affine(value.coefficient,
                              baseDivides ? 0 : value.divisor);
   return LaneValue::varying();
 }
 
-/// A positive integer constant below 2^62 (a divisor, a shift's power).
+/// A cast from `fromWidth` bits to a wider type (zero- or sign-extending):
+/// exact when no lane crosses the wrap (or sign) boundary, i.e. the lanes
+/// stay in one aligned block of the base's divisor, no larger than the
+/// boundary's spacing.
+LaneValue extend(const LaneValue &value, unsigned fromWidth, bool isSigned) {
+  if (!value.isAffine() || value.coefficient == 0)
+    return value;
+  unsigned boundary = isSigned ? fromWidth - 1 : fromWidth;
+  if (value.coefficient < 0)
+    return LaneValue::varying();
+  uint64_t spread = uint64_t(value.coefficient) * (kWarpSize - 1);
+  if (value.divisor == 0)
+    return boundary >= 63 || spread < (uint64_t(1) << boundary)
+               ? value
+               : LaneValue::varying();
+  bool blockFits = boundary >= 63 || value.divisor <= (uint64_t(1) << boundary);
+  if (blockFits && spread < value.divisor)
+    return value;
+  return LaneValue::varying();
+}
+
+/// A positive integer constant (a divisor, a shift, a step).
 std::optional<uint64_t> getPositiveConstant(Value value) {
   std::optional<int64_t> constant = getConstantIntValue(value);
-  if (!constant || *constant <= 0)
+  if (!constant || *constant <= 0 || uint64_t(*constant) > kMaxDivisor)
     return std::nullopt;
   return uint64_t(*constant);
 }
@@ -157,43 +203,31 @@ bool isWarpCollective(Operation *op) {
 
 class LaneUniformity {
 public:
-  explicit LaneUniformity(ParallelOp parallel) : parallel(parallel) {}
+  explicit LaneUniformity(LaunchOp launch) : launch(launch) {}
 
-  /// Runs to a fixed point; false when the domain is not bound yet.
-  bool run() {
-    std::optional<SmallVector<int64_t>> extents =
-        parallel.getDomain().getStaticSizes();
-    if (!extents)
-      return false;
-    // A warp takes 32 consecutive elements of the row-major domain: the
-    // linear index is `32k + lane`. Each induction variable is a quotient
-    // and remainder of it.
-    LaneValue linear = LaneValue::affine(1, kWarpSize);
-    uint64_t inner = 1;
-    Block &body = parallel.getBody().front();
-    for (int64_t dim = extents->size() - 1; dim >= 0; --dim) {
-      uint64_t extent = (*extents)[dim];
-      values[body.getArgument(dim)] = remainder(divide(linear, inner), extent);
-      inner *= extent;
+  void run() {
+    // Block indices are the same in every thread of the block.
+    for (BlockArgument index : launch.getBody().front().getArguments())
+      update(index, LaneValue::uniform());
+    launch.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (auto parallel = dyn_cast<ParallelOp>(op))
+        seedInductionVars(parallel);
+      else if (auto perWarpgroup = dyn_cast<PerWarpgroupOp>(op))
+        update(perWarpgroup.getWarpgroup(), LaneValue::uniform());
+      push(op);
+    });
+    while (!worklist.empty()) {
+      Operation *op = worklist.front();
+      worklist.pop_front();
+      queued.erase(op);
+      visit(op);
     }
-    // Every update moves a value up the lattice (unknown, then affine with a
-    // smaller divisor, then varying); widening bounds the sweeps.
-    for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
-      changed = false;
-      parallel.getBody().walk<WalkOrder::PreOrder>(
-          [&](Operation *op) { visit(op); });
-      if (!changed)
-        return true;
-    }
-    // Not reached for structured control flow; refuse nothing rather than
-    // guess.
-    return false;
   }
 
-  /// The innermost op around `op` (inside the body) whose control flow
+  /// The innermost op around `op` (inside the launch) whose control flow
   /// differs between the lanes of a warp, if any.
   Operation *getDivergentAncestor(Operation *op) {
-    for (Operation *parent = op->getParentOp(); parent && parent != parallel;
+    for (Operation *parent = op->getParentOp(); parent && parent != launch;
          parent = parent->getParentOp())
       if (isDivergent(parent))
         return parent;
@@ -201,14 +235,40 @@ public:
   }
 
 private:
-  static constexpr int kMaxSweeps = 256;
-  static constexpr int kUpdatesBeforeWidening = 4;
+  static constexpr int kUpdatesBeforeWidening = 8;
+
+  /// A warp takes 32 consecutive elements of the row-major domain: the
+  /// linear index is `32k + lane`, each induction variable a quotient and
+  /// remainder of it. (An unbound domain: checked again once bound.)
+  void seedInductionVars(ParallelOp parallel) {
+    Block &body = parallel.getBody().front();
+    std::optional<SmallVector<int64_t>> extents =
+        parallel.getDomain().getStaticSizes();
+    if (!extents || extents->size() != body.getNumArguments()) {
+      for (BlockArgument argument : body.getArguments())
+        update(argument, LaneValue::varying());
+      return;
+    }
+    LaneValue linear = LaneValue::affine(1, kWarpSize);
+    uint64_t inner = 1;
+    for (int64_t dim = extents->size() - 1; dim >= 0; --dim) {
+      uint64_t extent = (*extents)[dim];
+      update(body.getArgument(dim), remainder(divide(linear, inner), extent));
+      inner = llvm::checkedMulUnsigned(inner, extent).value_or(kMaxDivisor);
+    }
+  }
+
+  void push(Operation *op) {
+    if (queued.insert(op).second)
+      worklist.push_back(op);
+  }
 
   LaneValue lookup(Value value) {
     if (auto it = values.find(value); it != values.end())
       return it->second;
-    if (!parallel.getBody().isAncestor(value.getParentRegion())) {
-      // Defined outside the body: the same in every thread of the block.
+    if (!launch.getBody().isAncestor(value.getParentRegion())) {
+      // Computed outside the launch (kernel arguments, host-side sizes):
+      // the same in every thread.
       if (std::optional<int64_t> constant = getConstantIntValue(value))
         return LaneValue::uniform(magnitude(*constant));
       return LaneValue::uniform();
@@ -217,8 +277,30 @@ private:
   }
 
   /// Whether a value decides control flow the same way in every lane; a
-  /// value still unknown after the fixed point counts as varying.
+  /// value still unknown at the fixed point counts as varying.
   bool decidesUniformly(Value value) { return lookup(value).isUniform(); }
+
+  /// Whether every lane runs the loop's iterations together: uniform
+  /// bounds, or a lane-strided start (`%j = %lane to %n step 32`) whose
+  /// lanes lie within one step of an aligned base below a bound that is a
+  /// multiple of the step.
+  bool isConvergentLoop(Value lowerBound, Value upperBound, Value step) {
+    LaneValue lower = lookup(lowerBound), upper = lookup(upperBound);
+    if (!lookup(step).isUniform() || !upper.isUniform() || !lower.isAffine())
+      return false;
+    if (lower.isUniform())
+      return true;
+    std::optional<uint64_t> stride = getPositiveConstant(step);
+    return stride && upper.divisor % *stride == 0 &&
+           staysInOneInterval(lower, *stride) &&
+           (lower.divisor == 0 || lower.divisor % *stride == 0);
+  }
+
+  LaneValue getInductionValue(Value lowerBound, Value step) {
+    LaneValue lower = lookup(lowerBound), stride = lookup(step);
+    return LaneValue::affine(lower.coefficient,
+                             std::gcd(lower.divisor, stride.divisor));
+  }
 
   bool isDivergent(Operation *op) {
     return TypeSwitch<Operation *, bool>(op)
@@ -226,9 +308,12 @@ private:
           return !decidesUniformly(branch.getCondition());
         })
         .Case([&](scf::ForOp loop) {
-          return !decidesUniformly(loop.getLowerBound()) ||
-                 !decidesUniformly(loop.getUpperBound()) ||
-                 !decidesUniformly(loop.getStep());
+          return !isConvergentLoop(loop.getLowerBound(), loop.getUpperBound(),
+                                   loop.getStep());
+        })
+        .Case([&](PipelinedOp loop) {
+          return !isConvergentLoop(loop.getLowerBound(), loop.getUpperBound(),
+                                   loop.getStep());
         })
         .Case([&](scf::WhileOp loop) {
           return !decidesUniformly(loop.getConditionOp().getCondition());
@@ -236,7 +321,15 @@ private:
         .Case([&](scf::IndexSwitchOp cases) {
           return !decidesUniformly(cases.getArg());
         })
-        .Default([](Operation *) { return false; });
+        .Case([&](scf::ExecuteRegionOp region) {
+          // Branches between blocks are not followed.
+          return !region.getRegion().hasOneBlock();
+        })
+        .Case<ParallelOp, PerWarpgroupOp, AllOfOp>(
+            [](Operation *) { return false; })
+        // Ops with regions of other kinds (scf.parallel, affine loops ...)
+        // may run their regions in some lanes only.
+        .Default([](Operation *) { return true; });
   }
 
   void update(Value value, LaneValue next) {
@@ -244,13 +337,13 @@ private:
     LaneValue joined = current.join(next);
     if (joined == current)
       return;
-    if (++updates[value] > kUpdatesBeforeWidening &&
-        joined.state == LaneValue::State::Affine)
+    if (++updates[value] > kUpdatesBeforeWidening && joined.isAffine())
       joined.divisor = 1;
     if (joined == current)
       return;
     current = joined;
-    changed = true;
+    for (Operation *user : value.getUsers())
+      push(user);
   }
 
   void setAll(ValueRange range, LaneValue value) {
@@ -260,14 +353,16 @@ private:
 
   void forward(ValueRange from, ValueRange to) {
     for (auto [source, target] : llvm::zip(from, to))
-      update(target, lookup(source));
+      if (LaneValue value = lookup(source); !value.isUnknown())
+        update(target, value);
   }
 
-  /// Results of a side-effect-free op with no rule of its own: uniform when
-  /// every operand is.
-  void visitGeneric(Operation *op) {
+  /// Results of an arith / math / index op with no rule of its own:
+  /// uniform when every operand is.
+  void visitGeneric(Operation *op) { visitGeneric(op, op->getOperands()); }
+  void visitGeneric(Operation *op, ValueRange operands) {
     bool unknown = false;
-    for (Value operand : op->getOperands()) {
+    for (Value operand : operands) {
       LaneValue value = lookup(operand);
       if (value.isNonUniform()) {
         setAll(op->getResults(), LaneValue::varying());
@@ -288,14 +383,19 @@ private:
         return;
       update(op->getResult(0), compute(lhs, rhs));
     };
-    // `x op constant`, the constant positive.
+    // `x op constant`, the constant positive; false when it is not one.
     auto byConstant = [&](auto compute) {
       std::optional<uint64_t> constant = getPositiveConstant(op->getOperand(1));
-      if (!constant || *constant >= (uint64_t(1) << 62))
+      if (!constant)
         return false;
       LaneValue lhs = lookup(op->getOperand(0));
       if (!lhs.isUnknown())
         update(op->getResult(0), compute(lhs, *constant));
+      return true;
+    };
+    auto orGeneric = [&](bool handled) {
+      if (!handled)
+        visitGeneric(op);
       return true;
     };
     return TypeSwitch<Operation *, bool>(op)
@@ -316,90 +416,97 @@ private:
           binary([&](LaneValue lhs, LaneValue rhs) {
             if (std::optional<int64_t> factor =
                     getConstantIntValue(op->getOperand(1)))
-              return lhs.state == LaneValue::State::Affine
-                         ? multiply(lhs, *factor)
-                         : LaneValue::varying();
+              return multiply(lhs, *factor);
             if (std::optional<int64_t> factor =
                     getConstantIntValue(op->getOperand(0)))
-              return rhs.state == LaneValue::State::Affine
-                         ? multiply(rhs, *factor)
-                         : LaneValue::varying();
+              return multiply(rhs, *factor);
             if (lhs.isUniform() && rhs.isUniform())
               return LaneValue::uniform(
                   llvm::checkedMulUnsigned(lhs.divisor, rhs.divisor)
-                      .value_or(1));
+                      .value_or(kMaxDivisor));
             return LaneValue::varying();
           });
           return true;
         })
-        .Case([&](arith::DivUIOp) {
-          if (!byConstant(divide))
-            visitGeneric(op);
-          return true;
-        })
-        .Case([&](arith::RemUIOp) {
-          if (!byConstant(remainder))
-            visitGeneric(op);
-          return true;
-        })
+        .Case([&](arith::DivUIOp) { return orGeneric(byConstant(divide)); })
+        .Case([&](arith::RemUIOp) { return orGeneric(byConstant(remainder)); })
         .Case([&](arith::ShLIOp) {
-          if (!byConstant([](LaneValue value, uint64_t shift) {
-                return shift < 62 ? multiply(value, int64_t(1) << shift)
-                                  : LaneValue::varying();
-              }))
-            visitGeneric(op);
-          return true;
+          return orGeneric(byConstant([](LaneValue value, uint64_t shift) {
+            return shift < 62 ? multiply(value, int64_t(1) << shift)
+                              : LaneValue::varying();
+          }));
         })
         .Case([&](arith::ShRUIOp) {
-          if (!byConstant([](LaneValue value, uint64_t shift) {
-                return shift < 62 ? divide(value, uint64_t(1) << shift)
-                                  : LaneValue::varying();
-              }))
-            visitGeneric(op);
-          return true;
+          return orGeneric(byConstant([](LaneValue value, uint64_t shift) {
+            return shift < 62 ? divide(value, uint64_t(1) << shift)
+                              : LaneValue::varying();
+          }));
         })
         .Case([&](arith::AndIOp) {
           // `x & (2^n - 1)` is `x % 2^n`.
           std::optional<uint64_t> mask = getPositiveConstant(op->getOperand(1));
-          if (mask && *mask < (uint64_t(1) << 62) && ((*mask + 1) & *mask) == 0)
-            byConstant([&](LaneValue value, uint64_t) {
-              return remainder(value, *mask + 1);
-            });
-          else
-            visitGeneric(op);
+          if (!mask || ((*mask + 1) & *mask) != 0)
+            return orGeneric(false);
+          return orGeneric(byConstant([&](LaneValue value, uint64_t) {
+            return remainder(value, *mask + 1);
+          }));
+        })
+        .Case<arith::ExtUIOp, arith::ExtSIOp, arith::IndexCastOp,
+              arith::IndexCastUIOp>([&](Operation *) {
+          LaneValue value = lookup(op->getOperand(0));
+          if (value.isUnknown())
+            return true;
+          unsigned from = getWidth(op->getOperand(0).getType()),
+                   to = getWidth(op->getResult(0).getType());
+          bool isSigned = isa<arith::ExtSIOp, arith::IndexCastOp>(op);
+          // Narrowing index casts truncate.
+          if (to < from) {
+            if (value.isAffine() && value.divisor > (uint64_t(1) << to))
+              value.divisor = uint64_t(1) << to;
+            update(op->getResult(0), value);
+          } else {
+            update(op->getResult(0), extend(value, from, isSigned));
+          }
           return true;
         })
-        .Case<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-              arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
-          if (LaneValue value = lookup(op->getOperand(0)); !value.isUnknown())
+        .Case([&](arith::TruncIOp) {
+          LaneValue value = lookup(op->getOperand(0));
+          unsigned to = getWidth(op->getResult(0).getType());
+          if (value.isAffine() && value.divisor > (uint64_t(1) << to))
+            value.divisor = uint64_t(1) << to;
+          if (!value.isUnknown())
             update(op->getResult(0), value);
           return true;
         })
         .Default([](Operation *) { return false; });
   }
 
-  void visit(Operation *op) {
-    if (visitArith(op))
-      return;
+  void visitRegionOp(Operation *op) {
     TypeSwitch<Operation *>(op)
         .Case([&](scf::ForOp loop) {
-          LaneValue lower = lookup(loop.getLowerBound()),
-                    upper = lookup(loop.getUpperBound()),
-                    step = lookup(loop.getStep());
-          if (lower.isNonUniform() || upper.isNonUniform() ||
-              step.isNonUniform()) {
-            // Lanes leave the loop at different iterations.
-            update(loop.getInductionVar(), LaneValue::varying());
-            setAll(loop.getRegionIterArgs(), LaneValue::varying());
-            setAll(loop.getResults(), LaneValue::varying());
+          if (isConvergentLoop(loop.getLowerBound(), loop.getUpperBound(),
+                               loop.getStep())) {
+            update(loop.getInductionVar(),
+                   getInductionValue(loop.getLowerBound(), loop.getStep()));
+            forward(loop.getInitArgs(), loop.getRegionIterArgs());
+            forward(loop.getInitArgs(), loop.getResults());
             return;
           }
-          if (lower.isUnknown() || upper.isUnknown() || step.isUnknown())
+          if (llvm::any_of(loop->getOperands().take_front(3),
+                           [&](Value v) { return lookup(v).isUnknown(); }))
             return;
+          // Lanes leave the loop at different iterations.
+          update(loop.getInductionVar(), LaneValue::varying());
+          setAll(loop.getRegionIterArgs(), LaneValue::varying());
+          setAll(loop.getResults(), LaneValue::varying());
+        })
+        .Case([&](PipelinedOp loop) {
+          bool convergent = isConvergentLoop(
+              loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
           update(loop.getInductionVar(),
-                 LaneValue::uniform(std::gcd(lower.divisor, step.divisor)));
-          forward(loop.getInitArgs(), loop.getRegionIterArgs());
-          forward(loop.getInitArgs(), loop.getResults());
+                 convergent
+                     ? getInductionValue(loop.getLowerBound(), loop.getStep())
+                     : LaneValue::varying());
         })
         .Case([&](scf::IfOp branch) {
           if (lookup(branch.getCondition()).isNonUniform())
@@ -412,6 +519,28 @@ private:
         .Case([&](scf::WhileOp loop) {
           forward(loop.getInits(), loop.getBeforeArguments());
         })
+        .Case([&](AllOfOp allOf) {
+          // One answer per warp; the predicate's argument is an element.
+          update(allOf.getResult(), LaneValue::uniform());
+          for (Block &block : allOf.getPredicate())
+            setAll(block.getArguments(), LaneValue::varying());
+        })
+        .Case<ParallelOp, PerWarpgroupOp, scf::ExecuteRegionOp>(
+            [](Operation *) {})
+        .Default([&](Operation *other) {
+          setAll(other->getResults(), LaneValue::varying());
+          for (Region &region : other->getRegions())
+            for (Block &block : region)
+              setAll(block.getArguments(), LaneValue::varying());
+        });
+  }
+
+  void visit(Operation *op) {
+    if (op->getNumRegions() != 0)
+      return visitRegionOp(op);
+    if (visitArith(op))
+      return;
+    TypeSwitch<Operation *>(op)
         .Case([&](scf::ConditionOp condition) {
           auto loop = cast<scf::WhileOp>(condition->getParentOp());
           if (lookup(condition.getCondition()).isNonUniform()) {
@@ -434,13 +563,24 @@ private:
           }
         })
         .Case([&](LoadOp load) {
-          // Registers and local arrays hold each element's own values; a
+          // Registers and local arrays hold each thread's own values; a
           // shared or global address the lanes agree on reads one value.
-          if (isa<FragmentType, LocalType>(load.getSource().getType()))
+          if (isa<FragmentType, LocalType>(load.getSource().getType())) {
             update(load.getResult(), LaneValue::varying());
-          else
-            visitGeneric(load);
+            return;
+          }
+          SmallVector<Value> address;
+          for (Value operand : load->getOperands())
+            if (operand != load.getSource())
+              address.push_back(operand);
+          visitGeneric(load, address);
         })
+        // Run-time sizes, parameters and the block's rank in its cluster.
+        .Case<DimOp, ParamOp, ClusterRankOp>([&](Operation *) {
+          setAll(op->getResults(), LaneValue::uniform());
+        })
+        .Case(
+            [&](ScanOp scan) { update(scan.getTotal(), LaneValue::uniform()); })
         .Case([&](VoteOp vote) {
           update(vote.getResult(), LaneValue::uniform());
         })
@@ -455,40 +595,44 @@ private:
           else if (!lane.isUnknown())
             update(broadcast.getResult(), LaneValue::uniform());
         })
-        .Case([&](func::CallOp call) { visitGeneric(call); })
         .Default([&](Operation *other) {
-          // Ops of the tile dialect (atomics' old values, matches) and ops
-          // with regions of their own give what each element computed.
-          if (other->getNumRegions() != 0 ||
-              isa<TileDialect>(other->getDialect())) {
-            setAll(other->getResults(), LaneValue::varying());
-            for (Region &region : other->getRegions())
-              for (Block &block : region)
-                setAll(block.getArguments(), LaneValue::varying());
-            return;
-          }
-          visitGeneric(other);
+          StringRef name = other->getName().getStringRef();
+          if (llvm::is_contained({"gpu.block_id", "gpu.grid_dim",
+                                  "gpu.block_dim", "gpu.cluster_id",
+                                  "gpu.cluster_dim"},
+                                 name))
+            return setAll(other->getResults(), LaneValue::uniform());
+          StringRef dialect = other->getName().getDialectNamespace();
+          if (llvm::is_contained({"arith", "math", "index", "ub"}, dialect))
+            return visitGeneric(other);
+          // Atomics' old values, matches, calls (checked again once
+          // inlined), thread and lane ids, ops of other dialects.
+          setAll(other->getResults(), LaneValue::varying());
         });
   }
 
-  ParallelOp parallel;
+  LaunchOp launch;
+  std::deque<Operation *> worklist;
+  llvm::DenseSet<Operation *> queued;
   llvm::DenseMap<Value, LaneValue> values;
   llvm::DenseMap<Value, int> updates;
-  bool changed = false;
 };
 } // namespace
 
-LogicalResult hisa::tile::verifyWarpCollectivesConverge(ParallelOp parallel) {
+LogicalResult hisa::tile::verifyWarpCollectivesConverge(LaunchOp launch) {
   SmallVector<Operation *> collectives;
-  parallel.getBody().walk([&](Operation *op) {
-    if (isWarpCollective(op))
+  launch.getBody().walk([&](Operation *op) {
+    if (!isWarpCollective(op))
+      return;
+    // A parallel whose domain is not bound yet is checked once it is.
+    auto parallel = op->getParentOfType<ParallelOp>();
+    if (parallel && parallel.getDomain().getStaticSizes())
       collectives.push_back(op);
   });
   if (collectives.empty())
     return success();
-  LaneUniformity analysis(parallel);
-  if (!analysis.run())
-    return success();
+  LaneUniformity analysis(launch);
+  analysis.run();
   for (Operation *collective : collectives) {
     Operation *divergent = analysis.getDivergentAncestor(collective);
     if (!divergent)

@@ -623,7 +623,7 @@ LogicalResult LaunchOp::verifyRegions() {
            << " bytes per thread (" << threads << " threads); the limit is "
            << kMaxLocalBytesPerThread
            << " (the local memory a thread may address)";
-  return success();
+  return verifyWarpCollectivesConverge(*this);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1276,7 +1276,7 @@ LogicalResult ParallelOp::verifyRegions() {
     return emitOpError("has ")
            << getDomain().getRank() << " extents but " << body.getNumArguments()
            << " induction variables";
-  return verifyWarpCollectivesConverge(*this);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

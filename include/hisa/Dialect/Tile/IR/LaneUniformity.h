@@ -20,12 +20,13 @@ class Operation;
 } // namespace mlir
 
 namespace hisa::tile {
-class ParallelOp;
+class LaunchOp;
 
-/// Refuses warp collectives of `parallel`'s body that sit under control flow
-/// whose condition, bounds or case differ between a warp's lanes. Bodies
-/// whose domain is not bound yet are checked once tile-bind-params binds it.
-mlir::LogicalResult verifyWarpCollectivesConverge(ParallelOp parallel);
+/// Refuses warp collectives in `launch` that sit under control flow whose
+/// condition, bounds or case differ between a warp's lanes. Those in a
+/// tile.parallel whose domain is not bound yet are checked once
+/// tile-bind-params binds it; those in device functions, once inlined.
+mlir::LogicalResult verifyWarpCollectivesConverge(LaunchOp launch);
 
 } // namespace hisa::tile
 
