@@ -2,7 +2,9 @@
 single-GPU call (indices as sets: their order in a row is unspecified); with two or more GPUs, NCCL ranks (one process per
 GPU) must give the single-GPU rows at their positions (indices as sets,
 attention within tolerance). Skips without a GPU; the multi-rank case skips
-with fewer than two GPUs. The CPU plumbing tests are test_distributed_cpu.py."""
+with fewer than two GPUs. The CPU plumbing tests are test_distributed_cpu.py;
+the device-side windows of the C ABI's context-parallel indexer
+(kernels-dsl/cp_windows.mlir) are checked here on one GPU."""
 
 import os
 import socket
@@ -53,6 +55,32 @@ def test_world_size_one_is_the_single_gpu_call(total):
     assert torch.equal(got_o, hisa.sparse_attn(qa[None], kv[None], sink, got_idx[None],
                                                512 ** -0.5)[0])
     assert (got_o.float() - o.float()).abs().max() < 2e-2
+
+
+@pytest.mark.parametrize("total,world", [(1000, 1), (4097, 2), (9001, 3), (3, 4), (70001, 8)])
+def test_cp_windows_kernel_gives_each_ranks_causal_windows(total, world):
+    """kernels-dsl/cp_windows.mlir (the windows the C ABI's context-parallel
+    indexer, hisa_cp_hisa_indexer, builds on the device: lib/ContextParallel)
+    through the JIT, for every rank: ks = 0 and ke = position + 1 of its
+    tokens in local (zigzag) order, as hisa.distributed computes them in
+    torch; nothing written past the rank's tokens. Several 256-token blocks
+    and partial ones, an empty first chunk (3 tokens over 8 chunks), world
+    size 1."""
+    kernel = hisa.jit.get_kernel("cp_windows", {})
+    for rank in range(world):
+        (start0, end0), (start1, end1) = cp.rank_ranges(total, world, rank)
+        count = (end0 - start0) + (end1 - start1)
+        if count == 0:
+            continue  # the operator launches nothing for a rank without tokens
+        ks = torch.full((count + 300,), -7, dtype=torch.int32, device="cuda")
+        ke = torch.full_like(ks, -7)
+        kernel.launch(ks[:count], ke[:count], start0, end0 - start0, start1)
+        torch.cuda.synchronize()
+        positions = cp.local_positions(total, world, rank, device="cuda")
+        assert torch.equal(ks[:count], torch.zeros_like(ks[:count])), f"rank {rank}: ks"
+        assert torch.equal(ke[:count], (positions + 1).int()), f"rank {rank}: ke"
+        assert bool((ks[count:] == -7).all() and (ke[count:] == -7).all()), \
+            f"rank {rank}: written past its {count} tokens"
 
 
 def free_port():

@@ -95,14 +95,17 @@ def test_compiled_out_arguments_are_checked_like_eager_ones():
     # Under torch.compile the ops' results are copied into out=; copy_ alone
     # would convert an int64 out or broadcast into a larger one.
     result = torch.zeros(3, 5, dtype=torch.int32)
-    for out, words in ((torch.empty(3, 5, dtype=torch.int64), "torch.int64"),
-                       (torch.empty(2, 3, 5, dtype=torch.int32), "[2, 3, 5]"),
-                       ([1], "torch.Tensor")):
+    # A tensor of the wrong dtype or shape: the message names what it must be
+    # and what it is; not a tensor: the message says so.
+    wanted = "out must be [3, 5] torch.int32"
+    for out, words in ((torch.empty(3, 5, dtype=torch.int64), (wanted, "[3, 5] torch.int64")),
+                       (torch.empty(2, 3, 5, dtype=torch.int32), (wanted, "[2, 3, 5] torch.int32")),
+                       ([1], ("out must be a torch.Tensor, got list",))):
         try:
             hisa.ops._into_out(out, "out", result)
         except hisa.InvalidArgumentError as error:
-            assert words in str(error) and "must be [3, 5] torch.int32" in str(error) \
-                or words in str(error)
+            for part in words:
+                assert part in str(error), (part, str(error))
         else:
             raise AssertionError(f"out {words} was accepted")
     good = torch.empty(3, 5, dtype=torch.int32)

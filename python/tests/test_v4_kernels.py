@@ -68,28 +68,90 @@ def test_index_rows(ratio, decode):
         assert torch.equal(got, expected)
 
 
+def decode_rows(positions, window, ratio, slots, selected=None):
+    """The index rows of decode tokens, one per sequence, at `positions`
+    (KERNELS.md "Indices", the reference's decode): the ring slots of tokens
+    p - window + 1 .. p in token order (-1 before 0), then HCA: entries
+    j < (p + 1) // ratio as window + j; CSA: the indexer's selection (entry
+    numbers) + window; -1 padded. Ratio 0: the window part only."""
+    p = torch.tensor(positions, dtype=torch.int64)[:, None]
+    tokens = p - (window - 1) + torch.arange(window)[None, :]
+    ring = torch.where(tokens >= 0, tokens % window, torch.full_like(tokens, -1))
+    if ratio == 0:
+        return ring.int()
+    if ratio == 4:
+        part = torch.where(selected >= 0, selected.long() + window, torch.full_like(selected.long(), -1))
+    else:
+        entry = torch.arange(slots)[None, :]
+        part = torch.where(entry < (p + 1) // ratio, window + entry, torch.full_like(entry, -1))
+    return torch.cat((ring, part), 1).int()
+
+
+@pytest.mark.parametrize("ratio", [0, 4, 128])
+def test_index_rows_decode_at_distinct_positions(ratio):
+    """A decode launch for many sequences, each at its own position (base[t],
+    device memory): the first token, a window not yet full, the ring wrapping
+    (positions past the window), groups just completed and not, more visible
+    HCA entries than slots. (decode_rows is the reference's decode, checked
+    against it on the CPU at positions 5..399 for every ratio.)"""
+    seed = fresh_seed(torch)
+    window, slots = 8, 10
+    positions = [0, 3, 7, 8, 9, 21, 126, 127, 128, 139, 255, 300, 1000, 1407, 4095]
+    kernel = hisa.jit.get_kernel("v4_indices", {"window": window, "ratio": ratio, "decode": 1,
+                                                "csa": int(ratio == 4)})
+    out = torch.full((len(positions), window + slots), -7, dtype=torch.int32, device="cuda")
+    selected = torch.randint(-1, 50, (len(positions), slots), dtype=torch.int32, device="cuda")
+    base = torch.tensor(positions, dtype=torch.int32, device="cuda")
+    kernel.launch(out, selected, base, 1)
+    torch.cuda.synchronize()
+    expected = decode_rows(positions, window, ratio, slots, selected.cpu())
+    got = out[:, :expected.shape[1]].cpu()
+    wrong = (got != expected).any(1).nonzero().flatten().tolist()
+    assert not wrong, (f"positions {[positions[i] for i in wrong]}: got {got[wrong[0]].tolist()}, "
+                       f"expected {expected[wrong[0]].tolist()} (seed {seed})")
+
+
 @pytest.mark.parametrize("inverse", [False, True])
 @pytest.mark.parametrize("tokens,heads,dim,seq,start", [
-    (7, 64, 512, 7, 0), (33, 1, 512, 11, 0), (5, 128, 512, 1, 3000), (9, 64, 128, 4, 0)])
+    (7, 64, 512, 7, 0), (33, 1, 512, 11, 0), (5, 128, 512, 1, 3000), (9, 64, 128, 4, 0),
+    (40, 8, 512, 4, 100), (12, 16, 128, 1, 4000)])
 def test_rope(tokens, heads, dim, seq, start, inverse):
-    """Token t at position base[t // seq] + t % seq (prefill: base 0;
-    decode: seq 1, base the positions in device memory)."""
+    """Token t at position base[t // seq] + t % seq, clamped to the tables'
+    rows (kernels-dsl/lib/rope.mlir: rope_position), against torch: the
+    first sequence at `start`, the others at distinct random bases, except
+    (where there are that many) one negative (its first positions take row
+    0), one straddling the tables' end and the last past it (their last
+    row). Prefill: seq tokens a sequence; decode: seq 1, base the positions
+    in device memory."""
     fresh_seed(torch)
     positions_count = 4096
     angles = ref.rope_angles(torch.arange(positions_count), 64, 160000.0)
     cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
     x = torch.randn(tokens, heads, dim, device="cuda").bfloat16()
-    positions = start + torch.arange(tokens) % seq
+    sequences = -(-tokens // seq)
+    base = torch.randperm(positions_count - seq)[:sequences].int()
+    base[0] = start
+    if sequences >= 2:
+        base[-1] = positions_count + 5
+    if sequences >= 3:
+        base[1] = -2
+    if sequences >= 4:
+        base[2] = positions_count - 2
+    t = torch.arange(tokens)
+    positions = (base.long()[t // seq] + t % seq).clamp(0, positions_count - 1)
     expected = x.float().clone()
     expected[..., dim - 64:] = ref.rope(x[..., dim - 64:].float().cpu(),
                                         angles[positions], inverse=inverse).cuda()
     y = x.clone()
-    base = torch.full((-(-tokens // seq),), start, dtype=torch.int32, device="cuda")
     hisa.jit.get_kernel("v4_rope", {"inverse": int(inverse), "dim": dim}).launch(
-        y, cos, sin, base, seq)
+        y, cos, sin, base.cuda(), seq)
     torch.cuda.synchronize()
     assert torch.equal(y[..., :dim - 64], x[..., :dim - 64]), "the first dims must not change"
-    assert torch.allclose(y.float(), expected, rtol=1e-2, atol=2e-2)
+    # bf16 output: half an ulp (2^-8 relative) of each rotated value.
+    close = torch.isclose(y.float(), expected, rtol=1e-2, atol=2e-2).all(-1).all(-1)
+    wrong = (~close).nonzero().flatten().tolist()
+    assert not wrong, (f"tokens {wrong[:8]} (positions {positions[wrong[:8]].tolist()}, bases "
+                       f"{base.tolist()}) differ from torch")
 
 
 @pytest.mark.parametrize("rows", [1, 37, 1000])
@@ -185,6 +247,82 @@ def test_compress_prefill_then_decode(ratio, overlap, dim, quantize, batch, seq,
                    cos, sin, state2, state3, whole, zeros, total, first_slot, 1e-6)
     torch.cuda.synchronize()
     assert torch.equal(whole, cache), "decode entries differ from prefill's"
+
+
+@pytest.mark.parametrize("ratio,overlap,dim,quantize,prompts,steps", [
+    (4, True, 512, True, (1, 2, 6, 13), 9),        # CSA kv: entries 0, 1 from decode
+    (4, True, 128, 2, (13, 1, 30, 6), 11),         # the indexer's keys (Hadamard + fp4)
+    (128, False, 512, True, (110, 120, 250, 5), 20),  # HCA: groups complete at different steps
+])
+def test_compress_decode_at_distinct_positions(ratio, overlap, dim, quantize, prompts, steps):
+    """Sequences prefilled to different lengths (one launch each, on their
+    own rows of the state and the cache), then `steps` decode launches for
+    all of them at once, sequence b at its own position prompts[b] + step
+    (base[b], device memory): each sequence's entries are
+    reference.compress_entries of its own tokens, bit for bit what a prefill
+    of them writes, and no other slot is written."""
+    seed = fresh_seed(torch)
+    batch = len(prompts)
+    width = (2 if overlap else 1) * dim
+    totals = [p + steps for p in prompts]
+    kv = torch.randn(batch, max(totals), width, device="cuda").bfloat16()
+    score = (torch.randn(batch, max(totals), width, device="cuda") * 2).bfloat16()
+    ape = torch.randn(ratio, width, device="cuda") * 0.1
+    norm = 1 + 0.1 * torch.randn(dim, device="cuda")
+    theta = 160000.0
+    angles = ref.rope_angles(torch.arange(max(totals) + ratio), 64, theta)
+    cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
+    first_slot, slots = 128, 128 + max(totals) // ratio + 3
+    params = {"blocks": dim // 64, "ratio": ratio, "overlap": int(overlap),
+              "quantize": int(quantize)}
+    prefill = hisa.jit.get_kernel("v4_compress", dict(params, decode=0))
+    decode = hisa.jit.get_kernel("v4_compress", dict(params, decode=1))
+    unused = torch.zeros(1, dtype=torch.int32, device="cuda")
+
+    def prefill_each(lengths, cache):
+        state_kv = torch.full((batch, 2 * ratio, width), float("nan"), device="cuda")
+        state_score = torch.full_like(state_kv, float("nan"))
+        for b, length in enumerate(lengths):
+            prefill.launch(kv[b, :length].contiguous(), score[b, :length].contiguous(), ape, norm,
+                           cos, sin, state_kv[b:b + 1], state_score[b:b + 1], cache[b:b + 1],
+                           unused, length, first_slot, 1e-6)
+        return state_kv, state_score
+
+    cache = torch.full((batch, slots, dim), 7.0, device="cuda").bfloat16()
+    state_kv, state_score = prefill_each(prompts, cache)
+    sequences = torch.arange(batch, device="cuda")
+    for step in range(steps):
+        positions = torch.tensor([p + step for p in prompts], dtype=torch.int32, device="cuda")
+        decode.launch(kv[sequences, positions.long()].contiguous(),
+                      score[sequences, positions.long()].contiguous(), ape, norm, cos, sin,
+                      state_kv, state_score, cache, positions, 1, first_slot, 1e-6)
+    whole = torch.full_like(cache, 7.0)
+    prefill_each(totals, whole)
+    torch.cuda.synchronize()
+    assert not cache.isnan().any(), f"NaN in the cache, seed {seed}"
+    got, expected = [], []
+    for b, total in enumerate(totals):
+        entries = total // ratio
+        untouched = torch.cat((cache[b, :first_slot], cache[b, first_slot + entries:]))
+        assert (untouched == 7.0).all(), f"sequence {b}: a slot past its {entries} entries written"
+        assert torch.equal(whole[b], cache[b]), \
+            f"sequence {b} (position {total - 1}): decode entries differ from prefill's, seed {seed}"
+        want = ref.compress_entries(kv[b:b + 1, :total].float().cpu(),
+                                    score[b:b + 1, :total].float().cpu(), ape.cpu(), norm.cpu(),
+                                    ratio, overlap, ref.fp8_qdq if quantize == 1 else None, 1e-6,
+                                    64, theta)
+        if quantize == 2:
+            want = ref.fp4_qdq(ref.hadamard(want))
+        assert want.shape[1] == entries
+        got.append(cache[b, first_slot:first_slot + entries].float().cpu())
+        expected.append(want[0])
+    got, expected = torch.cat(got), torch.cat(expected)
+    # Over all entries (12, 23 and 4 of them), with the bounds and the reasons
+    # of test_compress_prefill_then_decode (fp8 / fp4 codes that round the
+    # other way on f32-level differences).
+    error = (got - expected).norm() / expected.norm()
+    bound = {1: 2e-2, 2: 5e-2}[int(quantize)]
+    assert error < bound, f"relative L2 {error:.2e}, seed {seed}"
 
 
 @pytest.mark.parametrize("rows", [1, 37, 1000])

@@ -83,9 +83,20 @@ def check_cache(layer, reference, config):
 # held to the same 3e-2 as the other ratios: 0.4% in that experiment), and
 # the selection itself must agree on >= 95% of the entries, every other
 # entry being a near tie: within CSA_NEAR_TIE of the row's largest |score|
-# of the reference's last selected score.
+# of the reference's last selected score. The scores are compared in
+# aggregate too: the entries taken instead, each short of the reference's
+# last selected score by a deficit (that gap over the row's largest |score|),
+# short by at most CSA_MEAN_DEFICIT per selected entry on average. The same
+# probe over 11 seeds (this test's prefill of 2 x 200 tokens and 60 decode
+# steps; 1100 swaps): agreement 97.4-99.0%, deficits at most 8.1%, their sum
+# 1.1e-4 to 2.9e-4 per selected entry. So the single-entry bound stays above
+# the 10.4% seen once on the H200 (a whole fp4 step), and the aggregate,
+# which one rare flip barely moves (0.104 over the 192 entries of the
+# smallest test is 5e-4), is 7x the probe's worst: a selection that misses
+# systematically, even by less than the single-entry bound, fails it.
 CSA_AGREEMENT = 0.95
-CSA_NEAR_TIE = 0.25
+CSA_NEAR_TIE = 0.2
+CSA_MEAN_DEFICIT = 2e-3
 
 
 def compressed_part(idx, offset):
@@ -99,17 +110,18 @@ def check_indices(got, reference, ratio, offset, start, when):
     exactly, as many entries per row as the reference's own selection, all
     of them visible (token at position i sees (i + 1) // 4 entries), and
     every entry it does not share a near tie in the reference's scores;
-    returns (agreeing, total) selected entries for check_agreement."""
+    returns (agreeing, total) selected entries and the sum of the deficits of
+    the entries taken instead, for check_agreement."""
     expected = reference.last_indices.to(got.device)
     if ratio != 4:
         assert torch.equal(got, expected), f"{when}: index rows"
-        return 0, 0
+        return 0, 0, 0.0
     assert torch.equal(got[..., :128], expected[..., :128]), f"{when}: window part"
     mine = compressed_part(got, offset).cpu()
     own = reference.own_selection.cpu()
     assert torch.equal((mine >= 0).sum(-1), (own >= 0).sum(-1)), f"{when}: entries per row"
     scores = reference.last_scores.cpu()
-    agree = 0
+    agree, deficit = 0, 0.0
     for b in range(own.shape[0]):
         for s in range(own.shape[1]):
             theirs = set(own[b, s].tolist()) - {-1}
@@ -120,19 +132,24 @@ def check_indices(got, reference, ratio, offset, start, when):
             visible = (start + s + 1) // 4
             row = scores[b, s, :visible]
             last = min(float(row[j]) for j in theirs)
-            margin = CSA_NEAR_TIE * float(row.abs().max())
+            largest = max(float(row.abs().max()), 1e-30)
             for j in ours - theirs:
                 assert 0 <= j < visible, f"{when}: sequence {b} token {s} selected " \
                     f"entry {j} of {visible} visible"
-                assert float(row[j]) >= last - margin, \
+                assert float(row[j]) >= last - CSA_NEAR_TIE * largest, \
                     f"{when}: sequence {b} token {s} selected entry {j} (score " \
                     f"{float(row[j]):.4g}), not a near tie of the last selected {last:.4g}"
-    return agree, int((own >= 0).sum())
+                deficit += max(0.0, last - float(row[j])) / largest
+    return agree, int((own >= 0).sum()), deficit
 
 
-def check_agreement(agree, total, when):
+def check_agreement(agree, total, deficit, when):
     if total:
         assert agree >= CSA_AGREEMENT * total, f"{when}: {agree} of {total} selected entries agree"
+        assert deficit <= CSA_MEAN_DEFICIT * total, (
+            f"{when}: the entries taken instead of the reference's fall short of its last "
+            f"selected score by {deficit / total:.2e} of the rows' largest |score| per selected "
+            f"entry (at most {CSA_MEAN_DEFICIT})")
 
 
 def reference_step(layer, reference, x, start, tokens, ratio):
@@ -160,16 +177,16 @@ def test_prefill_then_decode(ratio, batch, seq, steps):
     error = relative_error(out, expected)
     assert error < 3e-2, f"prefill: relative L2 {error:.2e}, seed {seed}"
     check_cache(layer, reference, config)
-    agree, total = 0, 0
+    agree, total, deficit = 0, 0, 0.0
     for step in range(steps):
         p = seq + step
         out = layer.forward(x[:, p:p + 1], p)
         expected, got_idx, offset = reference_step(layer, reference, x[:, p:p + 1], p, batch, ratio)
-        a, t = check_indices(got_idx, reference, ratio, offset, p, f"decode at {p}")
-        agree, total = agree + a, total + t
+        a, t, d = check_indices(got_idx, reference, ratio, offset, p, f"decode at {p}")
+        agree, total, deficit = agree + a, total + t, deficit + d
         error = relative_error(out, expected)
         assert error < 3e-2, f"decode at {p}: relative L2 {error:.2e}, seed {seed}"
-    check_agreement(agree, total, "decode")
+    check_agreement(agree, total, deficit, "decode")
     assert layer.length == seq + steps
     check_cache(layer, reference, config)
 
@@ -205,17 +222,17 @@ def test_decode_step_replays_from_a_cuda_graph(ratio):
     torch.cuda.current_stream().wait_stream(stream)
     # Capturing launched nothing: the device positions still say seq + 1.
     layer.set_length(seq + 1)
-    agree, total = 0, 0
+    agree, total, deficit = 0, 0, 0.0
     for i in range(replays):
         p = seq + 1 + i
         static_x.copy_(x[:, p:p + 1])
         graph.replay()
         expected, got_idx, offset = reference_step(layer, reference, x[:, p:p + 1], p, batch, ratio)
-        a, t = check_indices(got_idx, reference, ratio, offset, p, f"replay {i} (position {p})")
-        agree, total = agree + a, total + t
+        a, t, d = check_indices(got_idx, reference, ratio, offset, p, f"replay {i} (position {p})")
+        agree, total, deficit = agree + a, total + t, deficit + d
         error = relative_error(static_out, expected)
         assert error < 3e-2, f"replay {i} (position {p}): relative L2 {error:.2e}, seed {seed}"
-    check_agreement(agree, total, "replays")
+    check_agreement(agree, total, deficit, "replays")
     layer.set_length(seq + 1 + replays)
     assert layer.length == seq + 1 + replays
 
@@ -308,7 +325,7 @@ def test_index_key_cache_views_keep_the_layer_alive():
     # long as they do.
     import gc
     import weakref
-    layer, _ = make(small_config(4), 1, 256, fresh_seed())
+    layer, _ = make(small_config(4), 1, 256, fresh_seed(torch))
     codes, scales = layer.index_key_cache()
     alive = weakref.ref(layer)
     del layer
