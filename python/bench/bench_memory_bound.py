@@ -26,6 +26,7 @@ retried with a longer one).
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import os
 import statistics
@@ -240,6 +241,27 @@ def load_anchor(directory, relative_path, module_name):
 
 def fmt_row(cells):
     return "| " + " | ".join(cells) + " |"
+
+
+def describe(exc, width=120):
+    """One line naming an exception for a table cell or note: its type and
+    the first non-empty line of its message, cut to `width` characters
+    ("|" escaped, so that it does not split a markdown cell)."""
+    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text[:width].replace("|", "\\|")
+
+
+def release():
+    """gc.collect() and torch.cuda.empty_cache() (after an exception, its
+    frames may hold tensors in reference cycles), ignoring a failure (after
+    a CUDA error the context may refuse it; the next measurement then
+    reports the error)."""
+    try:
+        gc.collect()
+        torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def main(argv=None):

@@ -4,11 +4,14 @@ Prints a markdown table (and writes it to --out): the fp8 and bf16 gemms of
 the DSL (kernels-dsl/{fp8,bf16}_gemm.mlir) against torch._scaled_mm and
 torch.matmul (cuBLAS, 8192^3, same run), pool_mqa_logits (and
 the flat V3.2 indexer = the same kernel on raw keys) and
-block_sparse_mqa_logits. "TFLOP/s" counts the FLOPs a kernel executes: for
-pool_mqa_logits the (query, key) pairs of the windows, for
-block_sparse_mqa_logits every slot of the T blocks (2*M*T*kb*H*D, also the
-random blocks' slots outside the causal window, which are -inf); "useful
-TFLOP/s" counts only slots inside the window. The fp8 ceiling is
+block_sparse_mqa_logits. "TFLOP/s" of block_sparse_mqa_logits counts the
+FLOPs it executes: every slot of the T blocks (2*M*T*kb*H*D, also the random
+blocks' slots outside the causal window, which are -inf); its "useful
+TFLOP/s" counts only the slots inside the window. For pool_mqa_logits and
+the flat rows both columns count the same useful FLOPs: 2*H*D per (query,
+key) pair inside each query's window (pool_inputs; the kernel's tiles that
+cross a window's edge execute somewhat more, not counted). The gemm rows
+count 2*size^3. The fp8 ceiling is
 torch._scaled_mm with bf16 output (its fastest); the same-size fp8 cuBLAS
 comparison writes f32 like the DSL kernel. Every hisa kernel's output is
 checked first (gemms on a corner, the logits kernels on sampled rows against
@@ -311,8 +314,11 @@ def main():
         notes=[
             "fp8 ceiling: torch._scaled_mm with bf16 output (earlier tables: f32 output; the "
             "same-size comparison in the gemm rows still writes f32, as the DSL kernel does). "
-            "TFLOP/s: executed FLOPs (block_sparse_mqa_logits: all T*kb slots, 2*M*T*kb*H*D, "
-            "as before); useful TFLOP/s: slots inside the causal window only. "
+            "TFLOP/s: block_sparse_mqa_logits executed FLOPs (all T*kb slots, 2*M*T*kb*H*D, "
+            "as before), its useful TFLOP/s the slots inside the causal window only; "
+            "pool_mqa_logits and flat rows: both columns the useful FLOPs, 2*H*D per (query, "
+            "key) pair inside each query's window (tiles crossing a window's edge execute "
+            "more, not counted). "
             "check: the output against a torch reference (new for the logits rows).",
         ],
     )

@@ -6,7 +6,9 @@ top-k must read its input once), then per shape hisa.topk, torch.topk
 (sorted=False) and, with --anchors, TileLang 0.1.15's `tl_topk` from
 ../shared/anchors (deepseek_v32/topk_selector.py; it takes windows, given
 as [0, C); f32 only). Bytes = R*C*(4 or 2) read + R*k*4 written. Each result is checked
-against torch (selected values as a multiset) before timing.
+against torch (selected values as a multiset) before timing. A mismatch, an
+implementation that raises, or anchors that fail to load (with --anchors)
+are named on stderr and in the table and make the exit status 1.
 
     PYTHONPATH=python python3 python/bench/bench_topk.py --out table.md \\
         [--anchors DIR_WITH_tilelang_examples]
@@ -28,7 +30,7 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from bench_memory_bound import (  # noqa: E402
-    Timer, copy_bandwidth, emit_table, fmt_row, l2_bytes, load_anchor)
+    Timer, copy_bandwidth, describe, emit_table, fmt_row, l2_bytes, load_anchor)
 
 # (rows, columns, k, dtype, whether the anchor is run: its fixed
 # 4096-candidate buffer overflows on long random rows, killing the CUDA
@@ -60,13 +62,15 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print("bench_topk: no CUDA GPU", file=sys.stderr)
         return 2
-    anchor = None
+    anchor = anchor_note = None
     if args.anchors:
         try:
             anchor = load_anchor(args.anchors, "deepseek_v32/topk_selector.py",
                                   "anchor_topk_selector")
-        except Exception:  # report, and benchmark the rest
+        except Exception as exc:  # an error of the run: named, and the rest benchmarked
             traceback.print_exc()
+            anchor_note = f"TileLang anchors failed to load: {describe(exc)}"
+            print(f"bench_topk: FAILED {anchor_note}", file=sys.stderr)
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     timer = Timer()
     copy_t, copy_bytes = copy_bandwidth(timer, 2.0, args.repeats)
@@ -81,11 +85,16 @@ def main(argv=None):
         "device properties). host us/call: median of 5 samples of 20 calls (earlier tables: "
         "one sample of 5 calls); host min: their minimum.",
         "",
+    ]
+    errors = 0
+    if anchor_note:
+        lines += [f"**{anchor_note}**: no TileLang rows.", ""]
+        errors += 1
+    lines += [
         fmt_row(["shape [R, C], k", "impl", "time (us)", "GB/s", "% of copy",
                  "vs torch.topk", "host us/call", "check", "host min us/call"]),
         fmt_row(["---", "---"] + ["---:"] * 5 + [":---:", "---:"]),
     ]
-    errors = 0
     for rows, columns, k, dtype, run_anchor in SHAPES:
         element = torch.tensor([], dtype=dtype).element_size()
         per_set = rows * columns * element
@@ -120,8 +129,9 @@ def main(argv=None):
                 errors += 0 if ok else 1
             except Exception as exc:
                 traceback.print_exc()
+                print(f"bench_topk: FAILED {name} on {shape}: {describe(exc)}", file=sys.stderr)
                 lines.append(fmt_row([shape, name] + ["-"] * 5
-                                     + [f"error: {str(exc).splitlines()[0][:80]}", "-"]))
+                                     + [f"error: {describe(exc, 80)}", "-"]))
                 errors += 1
         del xs
         torch.cuda.empty_cache()
