@@ -92,11 +92,14 @@ def check_cache(layer, reference, config):
 # 1.1e-4 to 2.9e-4 per selected entry. So the single-entry bound stays above
 # the 10.4% seen once on the H200 (a whole fp4 step), and the aggregate,
 # which one rare flip barely moves (0.104 over the 192 entries of the
-# smallest test is 5e-4), is 7x the probe's worst: a selection that misses
-# systematically, even by less than the single-entry bound, fails it.
+# smallest test is 5e-4), is 17x the probe's worst: a selection that misses
+# systematically, even by less than the single-entry bound, fails it. (The
+# probe rounds to bf16 but does not copy the layer's fp8 cache and fp4
+# codes, which made the H200's one 10.4% flip: the bound is provisional
+# until the GPU's own figures, printed by check_agreement, are recorded.)
 CSA_AGREEMENT = 0.95
 CSA_NEAR_TIE = 0.2
-CSA_MEAN_DEFICIT = 2e-3
+CSA_MEAN_DEFICIT = 5e-3
 
 
 def compressed_part(idx, offset):
@@ -145,6 +148,9 @@ def check_indices(got, reference, ratio, offset, start, when):
 
 def check_agreement(agree, total, deficit, when):
     if total:
+        # Shown with pytest -rP (or on failure): the figures the bounds
+        # above are to be checked against on the GPU.
+        print(f"{when}: agreement {agree / total:.4f}, mean deficit {deficit / total:.2e}")
         assert agree >= CSA_AGREEMENT * total, f"{when}: {agree} of {total} selected entries agree"
         assert deficit <= CSA_MEAN_DEFICIT * total, (
             f"{when}: the entries taken instead of the reference's fall short of its last "
