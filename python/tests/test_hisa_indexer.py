@@ -100,9 +100,12 @@ def check_blocks_against_torch(q, blocked_k, blocked_scale, weights, bks, bke, o
 # ---- checks --------------------------------------------------------------------------
 
 
-def check_selection(values, selected, k, what, seed):
+def check_selection(values, selected, k, what, seed, relative_tolerance=1e-4):
     """selected [M, k'] (column indices of values [M, C], -1 padded) is an exact
-    top-k of each row: selectable = finite or +inf."""
+    top-k of each row: selectable = finite or +inf. A value left out may
+    exceed the lowest selected by relative_tolerance of the largest |value|
+    (values computed by another kernel than the selection's may round
+    differently)."""
     m, cols = values.shape
     valid = selected >= 0
     assert bool((selected < cols).all()), f"{what}: column past C (seed {seed})"
@@ -132,7 +135,7 @@ def check_selection(values, selected, k, what, seed):
     highest_left = rest.amax(1)
     finite = values[torch.isfinite(values)]
     scale = float(finite.abs().max()) if finite.numel() else 1.0
-    tol = 1e-4 * scale + 1e-6
+    tol = relative_tolerance * scale + 1e-6
     bad = (lowest < highest_left - tol) & (got > 0)
     assert not bool(bad.any()), (
         f"{what}: row {int(bad.nonzero()[0])} left out {float(highest_left[bad][0])} but selected "
@@ -266,7 +269,12 @@ def run_pool_topk_blocks(n, num_seqs, heads, dim, kb, block_topk, m, selecting=F
     if selecting:
         assert_selects(bks, bke, block_topk, seed)
     assert out.shape == (q.shape[0], min(block_topk, nb)) and out.dtype == torch.int32
-    check_selection(cleaned, out, min(block_topk, nb), "pool_topk_blocks", seed)
+    # The unfused pool_mqa_logits sums heads and k32 steps in another order
+    # than the fused kernel: fp8 wgmma's accumulation error (up to ~3e-4 of
+    # the magnitude, TOOLCHAIN.md) may differ between the two, which decides
+    # near ties only once stage 1 really selects.
+    check_selection(cleaned, out, min(block_topk, nb), "pool_topk_blocks", seed,
+                    relative_tolerance=1e-3 if selecting else 1e-4)
     check_blocks_against_torch(q, blocked_k, blocked_scale, weights, bks, bke, out,
                                min(block_topk, nb), f"pool_topk_blocks vs torch (seed {seed})")
     # The window's first and last block always survive.
