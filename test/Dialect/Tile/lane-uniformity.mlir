@@ -351,3 +351,29 @@ tile.kernel @extension_across_the_wrap() {
     }
   }
 }
+
+// -----
+
+// Accepted: each warpgroup's own loop (its index is the same in its
+// lanes) and a branch on the row of a [4, 64] domain.
+tile.kernel @per_warpgroup_rows(%x: !tile.global<[?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    tile.per_warpgroup (%wg) {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %trips = arith.addi %wg, %c2 : index
+      scf.for %k = %c0 to %trips step %c1 {
+        tile.parallel (%i, %j) in [4, 64] {
+          %zero = arith.constant 0.0 : f32
+          %first = arith.cmpi eq, %i, %c0 : index
+          scf.if %first {
+            %v = tile.load %x[%j] : !tile.global<[?], f32>
+            %p = arith.cmpf ogt, %v, %zero : f32
+            %b = tile.vote ballot %p : i32
+          }
+        }
+      }
+    }
+  }
+}
