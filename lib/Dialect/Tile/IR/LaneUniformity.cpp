@@ -189,6 +189,15 @@ LaneValue extend(const LaneValue &value, unsigned fromWidth, bool isSigned) {
   return LaneValue::varying();
 }
 
+/// A cast to `toWidth` bits: the same lanes' offsets modulo 2^toWidth, and
+/// the base a multiple of at most 2^toWidth.
+LaneValue truncate(LaneValue value, unsigned toWidth) {
+  if (value.isAffine() && toWidth < 63 &&
+      value.divisor > (uint64_t(1) << toWidth))
+    value.divisor = uint64_t(1) << toWidth;
+  return value;
+}
+
 /// A positive integer constant (a divisor, a shift, a step).
 std::optional<uint64_t> getPositiveConstant(Value value) {
   std::optional<int64_t> constant = getConstantIntValue(value);
@@ -452,30 +461,16 @@ private:
           }));
         })
         .Case<arith::ExtUIOp, arith::ExtSIOp, arith::IndexCastOp,
-              arith::IndexCastUIOp>([&](Operation *) {
+              arith::IndexCastUIOp, arith::TruncIOp>([&](Operation *) {
           LaneValue value = lookup(op->getOperand(0));
           if (value.isUnknown())
             return true;
           unsigned from = getWidth(op->getOperand(0).getType()),
                    to = getWidth(op->getResult(0).getType());
           bool isSigned = isa<arith::ExtSIOp, arith::IndexCastOp>(op);
-          // Narrowing index casts truncate.
-          if (to < from) {
-            if (value.isAffine() && value.divisor > (uint64_t(1) << to))
-              value.divisor = uint64_t(1) << to;
-            update(op->getResult(0), value);
-          } else {
-            update(op->getResult(0), extend(value, from, isSigned));
-          }
-          return true;
-        })
-        .Case([&](arith::TruncIOp) {
-          LaneValue value = lookup(op->getOperand(0));
-          unsigned to = getWidth(op->getResult(0).getType());
-          if (value.isAffine() && value.divisor > (uint64_t(1) << to))
-            value.divisor = uint64_t(1) << to;
-          if (!value.isUnknown())
-            update(op->getResult(0), value);
+          // (Index casts narrow or widen.)
+          update(op->getResult(0), to < from ? truncate(value, to)
+                                             : extend(value, from, isSigned));
           return true;
         })
         .Default([](Operation *) { return false; });
