@@ -6,12 +6,14 @@ with fewer than two GPUs. The CPU plumbing tests are test_distributed_cpu.py;
 the device-side windows of the C ABI's context-parallel indexer
 (kernels-dsl/cp_windows.mlir) are checked here on one GPU."""
 
+import ctypes
+import glob
 import os
 import socket
 
 import pytest
 
-from hisa_testutil import fresh_seed, require_gpu
+from hisa_testutil import _missing as missing, fresh_seed, require_gpu
 
 torch, hisa = require_gpu()
 
@@ -122,3 +124,111 @@ def test_two_ranks_match_the_single_gpu_result(total):
         ref = o[mine.cuda()].float().cpu()
         error = (got_o - ref).norm() / ref.norm()
         assert error < 1e-2, f"rank {rank}: relative L2 {error:.2e}"
+
+
+# ---- the C ABI's context-parallel entry points over a real NCCL communicator
+
+
+class NcclUniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]  # NCCL_UNIQUE_ID_BYTES
+
+
+def open_nccl(monkeypatch):
+    """The NCCL torch uses (already loaded by soname, or the nvidia-nccl
+    wheel's copy), named to hisa through HISA_NCCL_LIB so that the runtime
+    and this test share one library: a communicator is that library's."""
+    candidates = ["libnccl.so.2"]
+    try:
+        import nvidia.nccl
+        candidates += sorted(glob.glob(os.path.join(list(nvidia.nccl.__path__)[0], "lib",
+                                                    "libnccl.so*")))
+    except ImportError:
+        pass
+    for name in candidates:
+        try:
+            library = ctypes.CDLL(name)
+        except OSError:
+            continue
+        path = name if os.path.isabs(name) else None
+        if path:
+            monkeypatch.setenv("HISA_NCCL_LIB", path)
+        library.ncclGetUniqueId.argtypes = [ctypes.POINTER(NcclUniqueId)]
+        library.ncclCommInitRank.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                                             NcclUniqueId, ctypes.c_int]
+        library.ncclCommDestroy.argtypes = [ctypes.c_void_p]
+        return library
+    missing("NCCL (libnccl.so.2) is not loadable")
+
+
+def declare_cp(library):
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    size_p = ctypes.POINTER(ctypes.c_uint64)
+    library.hisa_cp_hisa_indexer_workspace_size.argtypes = [i64] * 8 + [size_p]
+    library.hisa_cp_hisa_indexer.argtypes = [ptr] * 5 + [i64] * 7 + [ptr, ptr, ctypes.c_uint64,
+                                                                    ptr]
+    library.hisa_cp_sparse_attn_workspace_size.argtypes = [i64] * 5 + [size_p]
+    library.hisa_cp_sparse_attn.argtypes = [ptr] * 5 + [i64] * 3 + [ctypes.c_float, ptr, ptr,
+                                                                    ctypes.c_uint64, ptr]
+    for name in ("hisa_cp_hisa_indexer_workspace_size", "hisa_cp_hisa_indexer",
+                 "hisa_cp_sparse_attn_workspace_size", "hisa_cp_sparse_attn"):
+        getattr(library, name).restype = ctypes.c_int
+
+
+@pytest.mark.parametrize("total", [1000, 4097])
+def test_c_abi_over_nccl_world_size_one(total, monkeypatch):
+    """hisa_cp_hisa_indexer and hisa_cp_sparse_attn (lib/ContextParallel:
+    the device-side windows, the ncclAllGather of the keys / kv rows, the
+    caller's workspace) on a one-rank NCCL communicator: the single-GPU
+    call's rows (indices as sets), and a workspace one byte short refused
+    with a message naming it, before any collective."""
+    from hisa import _lib
+    seed = fresh_seed(torch)
+    idx, o = single_gpu(total, seed)  # also binds this thread's context
+    nccl = open_nccl(monkeypatch)
+    uid = NcclUniqueId()
+    assert nccl.ncclGetUniqueId(ctypes.byref(uid)) == 0
+    comm = ctypes.c_void_p()
+    assert nccl.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0) == 0
+    library = _lib.lib()
+    declare_cp(library)
+    stream = torch.cuda.current_stream().cuda_stream
+    try:
+        q, k, k_scale, weights, qa, kv, sink = indexer_inputs(total, seed)
+        size = ctypes.c_uint64()
+        _lib.check(library.hisa_cp_hisa_indexer_workspace_size(
+            total, 1, 0, 64, 128, 128, 8, 256, ctypes.byref(size)),
+            "hisa_cp_hisa_indexer_workspace_size")
+        workspace = torch.empty(max(size.value, 1), dtype=torch.uint8, device="cuda")
+        got_idx = torch.full((total, 256), -7, dtype=torch.int32, device="cuda")
+
+        def indexer(bytes_):
+            return library.hisa_cp_hisa_indexer(
+                q.data_ptr(), k.data_ptr(), k_scale.data_ptr(), weights.data_ptr(),
+                got_idx.data_ptr(), total, 1, 64, 128, 128, 8, 256, comm, workspace.data_ptr(),
+                bytes_, stream)
+
+        if size.value:
+            status = indexer(size.value - 1)
+            assert status == _lib.HISA_ERROR_INVALID_ARGUMENT
+            assert "workspace" in _lib.last_error()
+        _lib.check(indexer(size.value), "hisa_cp_hisa_indexer")
+        torch.cuda.synchronize()
+        assert torch.equal(got_idx.sort(1).values, idx.sort(1).values)
+
+        _lib.check(library.hisa_cp_sparse_attn_workspace_size(total, 1, 0, 64, 256,
+                                                              ctypes.byref(size)),
+                   "hisa_cp_sparse_attn_workspace_size")
+        workspace = torch.empty(max(size.value, 1), dtype=torch.uint8, device="cuda")
+        got_o = torch.full_like(qa, float("nan"))
+        _lib.check(library.hisa_cp_sparse_attn(
+            qa.data_ptr(), kv.data_ptr(), sink.data_ptr(), got_idx.data_ptr(), got_o.data_ptr(),
+            total, 64, 256, 512 ** -0.5, comm, workspace.data_ptr(), size.value, stream),
+            "hisa_cp_sparse_attn")
+        torch.cuda.synchronize()
+        # Attention on the rows as returned is the single-GPU call's exactly.
+        assert torch.equal(got_o, hisa.sparse_attn(qa[None], kv[None], sink, got_idx[None],
+                                                   512 ** -0.5)[0])
+        assert (got_o.float() - o.float()).abs().max() < 2e-2
+    finally:
+        torch.cuda.synchronize()
+        nccl.ncclCommDestroy(comm)
