@@ -7,11 +7,14 @@
 #include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/Jit.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -34,6 +37,9 @@ constexpr uint64_t kAlignment = 256;
 /// same): the split's arithmetic (total * 2 * world) stays within int64 and
 /// the walks over the ranks stay short.
 constexpr int64_t kMaxWorld = 65536;
+
+/// The widest row gatherTokens moves (hisa's are at most 1 KiB).
+constexpr uint64_t kMaxGatherRowBytes = uint64_t(1) << 20;
 
 /// A sequence of `total` tokens (int32 positions) split over `world` ranks,
 /// of which this is `rank`.
@@ -212,13 +218,21 @@ Error gatherTokens(const void *local, void *global, int64_t total,
   if (!world)
     return world.takeError();
   auto [ranks, rank] = *world;
-  if (total < 0 || rowBytes == 0)
-    return argumentError(
-        formatv("{0}: total = {1}, row bytes = {2}", op, total, rowBytes));
+  // The bounds keep every byte count below 2^63 (2 * total rows of at most
+  // kMaxGatherRowBytes).
+  if (total < 0 || total > INT32_MAX || ranks > kMaxWorld || rowBytes == 0 ||
+      rowBytes > kMaxGatherRowBytes)
+    return argumentError(formatv(
+        "{0}: total = {1}, world = {2}, row bytes = {3}: need 0 <= total <= "
+        "{4}, world <= {5} and 1 <= row bytes <= {6}",
+        op, total, ranks, rowBytes, INT32_MAX, kMaxWorld, kMaxGatherRowBytes));
   uint64_t needed = gatherWorkspaceSize(total, ranks, rowBytes);
-  if (!workspace || workspaceBytes < needed)
+  if ((needed && !workspace) || workspaceBytes < needed)
     return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
                                  workspace ? workspaceBytes : 0, needed));
+  if ((localTokens(total, ranks, rank) && !local) || (total && !global))
+    return argumentError(formatv("{0}: {1} must not be NULL", op,
+                                 total && !global ? "global" : "local"));
   Expected<CudaDriver &> driver = CudaDriver::get();
   if (!driver)
     return driver.takeError();
@@ -385,12 +399,23 @@ Expected<uint64_t> sparseAttnCpWorkspaceSize(int64_t total, int64_t world,
                                              int64_t topk) {
   if (Error error = checkSplit("sparse_attn_cp", total, world, rank))
     return std::move(error);
+  // Every rank gets the largest of the ranks' sizes. Not the widest rank's:
+  // with few tokens the split-key workspace grows as tokens shrink (more
+  // splits per token), so a rank with fewer tokens may need more (total 33
+  // over 2 ranks, topk 512: 17 tokens in 7 splits, 16 in 8).
   uint64_t attn = 0;
-  // (Every rank: the size of the rank with the most tokens.)
-  if (Error error = ops::sparseAttnWorkspaceSize(
-          1, localTokens(total, world, widestRankIndex(total, world)), heads,
-          topk, &attn))
-    return std::move(error);
+  SmallVector<int64_t, 4> counts;
+  for (int64_t r = 0; r < world; ++r) {
+    int64_t tokens = localTokens(total, world, r);
+    if (llvm::is_contained(counts, tokens))
+      continue;
+    counts.push_back(tokens);
+    uint64_t bytes = 0;
+    if (Error error =
+            ops::sparseAttnWorkspaceSize(1, tokens, heads, topk, &bytes))
+      return std::move(error);
+    attn = std::max(attn, bytes);
+  }
   return alignPiece(uint64_t(total) * 1024) +
          alignPiece(gatherWorkspaceSize(total, world, 1024)) + alignPiece(attn);
 }
@@ -411,6 +436,11 @@ Error sparseAttnCp(const void *q, const void *kv, const float *attnSink,
   if (!workspace || workspaceBytes < *needed)
     return argumentError(formatv("{0}: workspace has {1} bytes, needs {2}", op,
                                  workspace ? workspaceBytes : 0, *needed));
+  // sparse_attn checks the scale too, but after the gather: a refusal there
+  // would come after the peers entered the collective.
+  if (!std::isfinite(softmaxScale))
+    return argumentError(
+        formatv("{0}: softmax_scale = {1} is not finite", op, softmaxScale));
   if (Error error = checkLocalPointers(op, localTokens(total, ranks, rank),
                                        {{"q", q, 16},
                                         {"kv", kv, 16},

@@ -68,7 +68,9 @@ def _world(group) -> Tuple[int, int]:
 def gather_tokens(local: torch.Tensor, total: int, group=None) -> torch.Tensor:
     """Every rank's token rows (dim 0, in its local zigzag order) placed at
     their global positions: [total, ...] on every rank (one all-gather; the
-    pieces are padded to the largest rank's count)."""
+    pieces are padded to the largest rank's count). Every rank must pass rows
+    of the same shape and dtype (a rank cannot check its peers'; the
+    callers below check theirs before gathering)."""
     world, rank = _world(group)
     count = sum(end - start for start, end in rank_ranges(total, world, rank))
     if local.shape[0] != count:
@@ -112,6 +114,22 @@ def hisa_indexer_cp(q: torch.Tensor, k: torch.Tensor, k_scale: torch.Tensor,
         raise InvalidArgumentError(
             f"rank {rank} holds {positions.numel()} of the {total} tokens; q has "
             f"{q.shape[0]} rows, weights {weights.shape[0]}")
+    # Everything the two gathers move is checked before the first, so that
+    # a rank refuses its inputs before it takes part in any collective
+    # (the peers of a rank that raises still wait in theirs: destroy the
+    # group then), and never gathers rows of another size than its peers'.
+    m = positions.numel()
+    if k.dim() != 2 or q.dim() != 3 or tuple(k.shape) != (m, q.shape[2]):
+        raise InvalidArgumentError(
+            f"rank {rank}: k must be [{m}, D] with q's D (q {tuple(q.shape)}), got "
+            f"{tuple(k.shape)}")
+    if k_scale.numel() != m:
+        raise InvalidArgumentError(
+            f"rank {rank}: k_scale must have {m} elements, got {tuple(k_scale.shape)}")
+    if indexer is None and (k.dtype != torch.float8_e4m3fn or k_scale.dtype != torch.float32):
+        raise InvalidArgumentError(
+            f"rank {rank}: k must be float8_e4m3fn and k_scale float32, got {k.dtype} and "
+            f"{k_scale.dtype}")
     k_all = gather_tokens(k, total, group)
     scale_all = gather_tokens(k_scale.reshape(-1), total, group)
     ks = torch.zeros_like(positions, dtype=torch.int32)
@@ -138,6 +156,12 @@ def sparse_attn_cp(q: torch.Tensor, kv: torch.Tensor, attn_sink: torch.Tensor,
             f"topk_idxs {topk_idxs.shape[0]}")
     # The gather moves kv as bytes, which drops requires_grad: check first.
     check_no_grad("sparse_attn_cp", (("q", q), ("kv", kv), ("attn_sink", attn_sink)))
+    # The gathered rows must have the peers' size: checked before the gather.
+    if kv.dim() != 2 or tuple(kv.shape) != (count, 512) or \
+            (attn is None and kv.dtype != torch.bfloat16):
+        raise InvalidArgumentError(
+            f"rank {rank}: kv must be bfloat16 [{count}, 512], got {kv.dtype} "
+            f"{tuple(kv.shape)}")
     kv_all = gather_tokens(kv, total, group)
     if attn is None:
         from .ops import sparse_attn as attn

@@ -35,11 +35,45 @@ def test_bad_rank_and_sizes_are_refused():
         cp.gather_tokens(torch.zeros(9, 3), 10)
 
 
+def test_inputs_are_refused_before_any_gather():
+    # Rows of the wrong size or type are named before the first all-gather
+    # (a rank must not gather rows of another size than its peers').
+    q, k, scale, w = torch.zeros(5, 4, 16), torch.zeros(5, 16), torch.ones(5), torch.ones(5, 4)
+    gathered = []
+
+    def never(*args, **kwargs):
+        gathered.append(args)
+
+    def call(**changes):
+        args = dict(q=q, k=k, k_scale=scale, weights=w)
+        args.update(changes)
+        cp.hisa_indexer_cp(**args, total=5, k_block_size=64, block_topk=4, topk_tokens=8,
+                           indexer=lambda *a, **kw: None)
+
+    original = cp.gather_tokens
+    cp.gather_tokens = never
+    try:
+        with pytest.raises(ValueError, match="k_scale must have 5 elements"):
+            call(k_scale=torch.ones(6))
+        with pytest.raises(ValueError, match="k must be \\[5, D\\] with q's D"):
+            call(k=torch.zeros(5, 32))
+        with pytest.raises(ValueError, match="k must be float8_e4m3fn"):
+            cp.hisa_indexer_cp(q, k, scale, w, total=5, k_block_size=64, block_topk=4,
+                               topk_tokens=8)
+        with pytest.raises(ValueError, match="kv must be bfloat16 \\[5, 512\\]"):
+            cp.sparse_attn_cp(torch.zeros(5, 2, 512), torch.zeros(5, 256), torch.zeros(2),
+                              torch.zeros(5, 3, dtype=torch.int32), 0.1, total=5,
+                              attn=lambda *a: a[0])
+    finally:
+        cp.gather_tokens = original
+    assert not gathered
+
+
 def test_sparse_attn_cp_refuses_kv_that_requires_grad():
     # The all-gather moves kv as bytes, which would drop requires_grad: the
     # check comes first (hisa's operators have no backward).
     q = torch.zeros(4, 2, 8)
-    kv = torch.zeros(4, 8, requires_grad=True)
+    kv = torch.zeros(4, 512, requires_grad=True)
     sink = torch.zeros(2)
     idx = torch.zeros(4, 3, dtype=torch.int32)
     with pytest.raises(ValueError, match="sparse_attn_cp: kv requires grad"):

@@ -98,6 +98,38 @@ TEST(ContextParallel, EveryRankGetsTheSameWorkspaceSize) {
     }
 }
 
+// The common size covers every rank's own use: kv rows, the gather and
+// the attention's split-key workspace for its token count. With few
+// tokens that workspace grows as tokens shrink (more splits per token), so
+// the widest rank's is not always the largest (33 tokens over 2 ranks,
+// 512 indices: 17 tokens in 7 splits, 16 in 8).
+TEST(ContextParallel, TheCommonAttentionWorkspaceCoversEveryRank) {
+  struct Case {
+    int64_t total, world, heads, topk;
+  };
+  for (Case c :
+       {Case{33, 2, 64, 512}, Case{65, 4, 64, 512}, Case{129, 8, 64, 512},
+        Case{17, 2, 128, 640}, Case{4097, 3, 64, 640}, Case{9, 8, 64, 2048}})
+    for (int64_t rank = 0; rank < c.world; ++rank) {
+      uint64_t common = 0, own = 0;
+      ASSERT_EQ(hisa_cp_sparse_attn_workspace_size(c.total, c.world, rank,
+                                                   c.heads, c.topk, &common),
+                HISA_OK)
+          << hisa_last_error();
+      int64_t tokens = hisa::cp::localTokens(c.total, c.world, rank);
+      ASSERT_EQ(
+          hisa_sparse_attn_workspace_size(1, tokens, c.heads, c.topk, &own),
+          HISA_OK)
+          << hisa_last_error();
+      auto align = [](uint64_t bytes) { return (bytes + 255) / 256 * 256; };
+      uint64_t kvAndGather =
+          align(uint64_t(c.total) * 1024) +
+          align(hisa::cp::gatherWorkspaceSize(c.total, c.world, 1024));
+      EXPECT_GE(common, kvAndGather + own)
+          << c.total << " tokens over " << c.world << ", rank " << rank;
+    }
+}
+
 // NCCL missing is the machine's, not the caller's (HISA_ERROR_NO_DEVICE),
 // and said the same way on every call.
 TEST(ContextParallel, AMissingNcclIsNotAnArgumentError) {

@@ -38,7 +38,8 @@ uint64_t gatherWorkspaceSize(int64_t total, int64_t world, uint64_t rowBytes);
 /// Every rank's rows (`local`, rowBytes each, in its zigzag order) at
 /// their global positions in `global` [total rows]; one ncclAllGather on
 /// `stream` through `workspace`, then stream-ordered copies. `comm` is an
-/// ncclComm_t.
+/// ncclComm_t. 0 <= total <= INT32_MAX, 1 <= rowBytes <= 1 MiB; `local`
+/// may be NULL on a rank without tokens, `workspace` where it needs none.
 llvm::Error gatherTokens(const void *local, void *global, int64_t total,
                          uint64_t rowBytes, void *comm, void *workspace,
                          uint64_t workspaceBytes, void *stream);

@@ -318,7 +318,7 @@ HISA_EXPORT void hisa_v4_attention_destroy(hisa_v4_attention *layer);
  * tokens split over the ranks of an NCCL communicator `nccl_comm`, an
  * ncclComm_t; hisa opens libnccl.so.2 at run time, or $HISA_NCCL_LIB).
  * Rank r holds chunks r and 2W - 1 - r of 2W equal position ranges
- * (hisa_cp_local_tokens, hisa_cp_rank_ranges), and passes only its own
+ * (hisa_cp_rank_ranges), and passes only its own
  * tokens' rows; one ncclAllGather per call gathers the keys / kv rows.
  * Outputs are this rank's rows: indices are global positions (-1 padded).
  * Workspaces come from the matching *_workspace_size, which gives every
