@@ -377,3 +377,25 @@ tile.kernel @per_warpgroup_rows(%x: !tile.global<[?], f32>) {
     }
   }
 }
+
+// -----
+
+// A branch on a value defined inside the branch itself (invalid: it does
+// not dominate its use). The launch's verifier runs before dominance is
+// checked, while the use is still the parser's unplaced forward reference:
+// refused, not a crash (fuzz seed 20261220 found a segfault here).
+tile.kernel @use_before_definition(%x: !tile.global<[?], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    tile.parallel (%i, %j) in [4, 32] {
+      %zero = arith.constant 0.0 : f32
+      // expected-note @+1 {{this condition, bound or case differs between the lanes of a warp}}
+      scf.if %p {
+        %v = tile.load %x[%j] : !tile.global<[?], f32>
+        %p = arith.cmpf ogt, %v, %zero : f32
+        // expected-error @+1 {{'tile.vote' op is reached by only some lanes of a warp}}
+        %b = tile.vote ballot %p : i32
+      }
+    }
+  }
+}

@@ -275,7 +275,13 @@ private:
   LaneValue lookup(Value value) {
     if (auto it = values.find(value); it != values.end())
       return it->second;
-    if (!launch.getBody().isAncestor(value.getParentRegion())) {
+    // The launch's verifier runs before dominance is checked: a use ahead
+    // of its definition may still be the parser's unplaced forward
+    // reference (no region). Unknown here; dominance reports it after.
+    Region *region = value.getParentRegion();
+    if (!region)
+      return LaneValue{};
+    if (!launch.getBody().isAncestor(region)) {
       // Computed outside the launch (kernel arguments, host-side sizes):
       // the same in every thread.
       if (std::optional<int64_t> constant = getConstantIntValue(value))
