@@ -291,22 +291,40 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
                                const Deadline &deadline,
                                LocalMemoryUse &localMemory) {
   SmallString<128> ptxPath, cubinPath, logPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("hisa", "ptx", ptxPath))
-    return makeCompileError("cannot create a temporary file: " + ec.message());
-  llvm::sys::fs::createTemporaryFile("hisa", "cubin", cubinPath);
-  llvm::sys::fs::createTemporaryFile("hisa", "log", logPath);
   llvm::scope_exit cleanup([&] {
-    llvm::sys::fs::remove(ptxPath);
-    llvm::sys::fs::remove(cubinPath);
-    llvm::sys::fs::remove(logPath);
+    for (const SmallString<128> &path : {ptxPath, cubinPath, logPath})
+      if (!path.empty())
+        llvm::sys::fs::remove(path);
   });
+  for (auto [path, suffix] :
+       {std::pair{&ptxPath, "ptx"}, std::pair{&cubinPath, "cubin"},
+        std::pair{&logPath, "log"}})
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("hisa", suffix, *path)) {
+      SmallString<128> directory;
+      llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true,
+                                             directory);
+      return makeCompileError(formatv("cannot create a temporary .{0} file in "
+                                      "{1} for ptxas: {2}",
+                                      suffix, directory, ec.message())
+                                  .str());
+    }
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(ptxPath, ec);
     if (ec)
       return makeCompileError("cannot write " + ptxPath + ": " + ec.message());
     os << ptx;
+    // A failed write (a full disk, a quota) must be cleared here: a
+    // raw_fd_ostream destroyed with an error pending reports it as a fatal
+    // error, which exits the whole process.
+    os.close();
+    if (os.has_error()) {
+      std::error_code error = os.error();
+      os.clear_error();
+      return makeCompileError("cannot write " + ptxPath + ": " +
+                              error.message());
+    }
   }
   std::string arch = ("-arch=" + chip).str();
   // -v: the resource report (local memory use is checked below).

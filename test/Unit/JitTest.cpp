@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -348,6 +349,29 @@ TEST_F(JitCacheTest, UnwritableCacheDirectoryServesATemporaryFile) {
     jit.reset();
     EXPECT_FALSE(isRegularFile(path)) << path;
   }
+}
+
+// A write that fails for want of space (here a file size limit, as a full
+// disk or a quota would) is a compile error naming the file: LLVM's
+// raw_fd_ostream reports an unchecked write error as a fatal error, which
+// exited the whole process (the caller's server) from a compile thread.
+TEST_F(JitCacheTest, AFailedWriteOfThePtxIsACompileErrorNotAnExit) {
+  std::optional<std::string> message = runInChild(
+      [&]() -> std::string {
+        ::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit limit = {256, 256};
+        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0)
+          return "setrlimit failed";
+        auto compiled = makeJit()->compile(getBuiltinKernelSource(kPooling),
+                                           kPooling, kSecondParams, "sm_90a");
+        if (compiled)
+          return "compiled";
+        return llvm::toString(compiled.takeError());
+      },
+      /*seconds=*/120);
+  ASSERT_TRUE(message);
+  EXPECT_NE(message->find("cannot write"), std::string::npos) << *message;
+  EXPECT_NE(message->find(".ptx"), std::string::npos) << *message;
 }
 
 TEST_F(JitCacheTest, NoWritablePlaceLeavesNoPath) {
