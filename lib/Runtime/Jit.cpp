@@ -910,7 +910,7 @@ writeTemporaryBinary(const CompiledKernel &kernel) {
 /// at the cached binary; if the cache cannot be written, at a private
 /// temporary file (saying so once, `warned`); if that fails too, nowhere
 /// (binaryPathError says why). Never leaves a path that does not hold the
-/// binary. Called with the state's mutex held.
+/// binary. File I/O: called without the state's mutex.
 static void placeBinary(DiskCache &disk, std::atomic<bool> &warned,
                         CompiledKernel &kernel, const CacheKey &key,
                         const void *owner) {
@@ -934,8 +934,14 @@ static void placeBinary(DiskCache &disk, std::atomic<bool> &warned,
     kernel.binaryPathError = "cannot write the kernel cache (" + cacheError +
                              ") nor a temporary file (" +
                              toString(temporary.takeError()) + ")";
-    reportLine("hisa: kernel '" + kernel.metadata.kernelName +
-               "': " + kernel.binaryPathError);
+    // Said once a process: with a full disk every compile (and every later
+    // request of a kernel without a file) gets here. The kernel's own
+    // binaryPathError tells a caller that asks for its path.
+    static std::atomic<bool> reportedNowhere{false};
+    if (!reportedNowhere.exchange(true))
+      reportLine("hisa: kernel '" + kernel.metadata.kernelName +
+                 "': " + kernel.binaryPathError +
+                 " (kernels still load from memory; not repeated for others)");
     return;
   }
   kernel.binaryPath = std::move(*temporary);
@@ -960,16 +966,23 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
   std::unique_lock<std::mutex> lock(state->mutex);
   auto found = state->compiled.find(key->digest);
   if (found != state->compiled.end()) {
+    std::shared_ptr<CompiledKernel> cached = found->second;
+    lock.unlock();
     // The file handed out before may have been removed or replaced since.
-    // Placed again in a copy: other threads may be reading the old one.
-    std::shared_ptr<CompiledKernel> &cached = found->second;
-    if (!isRegularFileOfSize(cached->binaryPath, cached->binary.size())) {
-      auto replaced = std::make_shared<CompiledKernel>(*cached);
-      placeBinary(state->disk, state->warnedAboutCache, *replaced, *key,
-                  state.get());
-      cached = std::move(replaced);
-    }
-    return cached;
+    // Checked and placed again without the lock (file I/O, which may block
+    // on a slow or full disk, must not stall other kernels' callers), in a
+    // copy: other threads may be reading the old one.
+    if (isRegularFileOfSize(cached->binaryPath, cached->binary.size()))
+      return cached;
+    auto replaced = std::make_shared<CompiledKernel>(*cached);
+    placeBinary(state->disk, state->warnedAboutCache, *replaced, *key,
+                state.get());
+    lock.lock();
+    std::shared_ptr<CompiledKernel> &entry = state->compiled[key->digest];
+    // Another caller may have placed it meanwhile: theirs stays.
+    if (entry == cached)
+      entry = std::move(replaced);
+    return entry;
   }
   auto underWay = state->compiling.find(key->digest);
   if (underWay != state->compiling.end()) {

@@ -214,14 +214,17 @@ struct SideStreams {
   }
 
   /// `stream` continues after the lanes `used`.
+  /// Every lane is tried, also after one failed: a lane left unjoined
+  /// fails a capture and races with the next forward.
   Error joinInto(void *stream, ArrayRef<Lane> used) {
+    Error failed = Error::success();
     for (Lane which : used) {
-      if (Error error = record(done[which], lanes[which]))
-        return error;
-      if (Error error = wait(stream, done[which]))
-        return error;
+      Error error = record(done[which], lanes[which]);
+      if (!error)
+        error = wait(stream, done[which]);
+      failed = joinErrors(std::move(failed), std::move(error));
     }
-    return Error::success();
+    return failed;
   }
 };
 
@@ -687,13 +690,21 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     lanes.push_back(SideStreams::IndexLane);
     lanes.push_back(SideStreams::IndexKeysLane);
   }
+  // A step captured into a CUDA graph runs nothing now: the device
+  // positions move when it is replayed, and the caller brings the host
+  // count along then (set_length), so a capture leaves the count alone.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  bool capturing = driver.streamIsCapturing &&
+                   driver.streamIsCapturing(static_cast<CUstream>(stream),
+                                            &capture) == CUDA_SUCCESS &&
+                   capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (Error error = streams.forkFrom(stream, lanes))
+    return error;
   // A prefill replaces the prompt from its first launch on: if it fails
   // partway, the layer has none (decode refuses until a prefill succeeds)
   // rather than the previous prompt with caches partly overwritten.
-  if (!decode)
+  if (!decode && !capturing)
     length_ = 0;
-  if (Error error = streams.forkFrom(stream, lanes))
-    return error;
   // Once forked, the branches are joined on every exit, errors included:
   // an unjoined branch fails a CUDA graph capture, and outside one the
   // next forward's q branch would race with it.
@@ -726,10 +737,12 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
     CUevent done;
     bool pending = false;
     Error join() {
-      pending = false;
       if (Error error = streams.record(done, lane))
         return error;
-      return streams.wait(stream, done);
+      if (Error error = streams.wait(stream, done))
+        return error;
+      pending = false; // (still joined on exit if this failed)
+      return Error::success();
     }
     ~TailLane() {
       if (pending)
@@ -906,6 +919,7 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   // rewrites the step's ring, compressed and state slots, which the
   // position indexes. Prefill at 0 (length_ is 0 until it succeeds).
   auto rollBack = [&](Error error) -> Error {
+    advanceLane.pending = true; // the advance back is joined on exit too
     return joinErrors(std::move(error),
                       ops::v4Advance(positions, batch_, /*set=*/true,
                                      int32_t(length_), streams.advance));
@@ -940,7 +954,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
       return rollBack(std::move(error));
   if (Error error = advanceLane.join())
     return rollBack(std::move(error));
-  length_ = start + seq;
+  if (!capturing)
+    length_ = start + seq;
   return Error::success();
 }
 

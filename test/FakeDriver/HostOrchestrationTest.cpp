@@ -389,6 +389,21 @@ TEST(V4LayerMemory, AFailedStepPutsThePositionsBack) {
       << hisa_last_error();
   EXPECT_EQ(length(), seq);
   hisa::fake_cuda::failLaunchAfter("");
+  // A step captured into a graph runs nothing: the host count stays (the
+  // caller brings it along after replays), for decode and prefill alike.
+  ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, nullptr), HISA_OK);
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  hisa::fake_cuda::setStreamCapturing(stream, true);
+  ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, stream), HISA_OK)
+      << hisa_last_error();
+  EXPECT_EQ(length(), seq + 1);
+  ASSERT_EQ(hisa_v4_attention_prefill(layer, x, seq, out, stream), HISA_OK)
+      << hisa_last_error();
+  EXPECT_EQ(length(), seq + 1);
+  hisa::fake_cuda::setStreamCapturing(stream, false);
+  ASSERT_EQ(hisa_v4_attention_decode(layer, x, out, stream), HISA_OK);
+  EXPECT_EQ(length(), seq + 2);
   hisa_v4_attention_destroy(layer);
 }
 

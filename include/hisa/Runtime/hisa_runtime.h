@@ -301,7 +301,9 @@ HISA_EXPORT int hisa_v4_attention_index_keys(const hisa_v4_attention *layer,
  * positions (set on `stream`). Decode kernels read the positions from
  * device memory and each step advances them, so a decode step captured in
  * a CUDA graph replays at the next position each time; after replays, this
- * brings the host count along. Benchmarks also use it to time decode at a
+ * brings the host count along. A captured step (prefill or decode) leaves
+ * the host count as it was: nothing ran; after n replays of a decode step,
+ * set the length to the count before the capture plus n. Benchmarks also use it to time decode at a
  * long context without its prefill (the caches keep whatever they hold). */
 HISA_EXPORT int hisa_v4_attention_set_length(hisa_v4_attention *layer,
                                              int64_t length, void *stream);

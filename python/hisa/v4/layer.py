@@ -136,7 +136,8 @@ class Attention:
     def set_length(self, length: int) -> None:
         """The sequences hold `length` tokens (host count and device
         positions, on torch's current stream): after replaying a captured
-        decode step n times, set_length(length + n); benchmarks also use it
+        decode step n times, set_length(length + n) (capturing the step
+        leaves `length` as it was: nothing ran); benchmarks also use it
         to time decode at a long context without its prefill."""
         with torch.cuda.device(self.device):
             status = _lib.lib().hisa_v4_attention_set_length(self._handle, length,
