@@ -19,9 +19,12 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
 #include <future>
 #include <limits>
+#include <link.h>
 #include <map>
 #include <mutex>
 #include <sys/stat.h>
@@ -624,14 +627,67 @@ hisa::runtime::parseParams(StringRef params) {
   return entries;
 }
 
+/// The GNU build ID of the loaded object that holds `address` (a hash of
+/// its contents the linker writes), as hex; empty without one.
+static std::string findBuildId(const void *address) {
+  struct Search {
+    uintptr_t address;
+    std::string buildId;
+  } search{reinterpret_cast<uintptr_t>(address), {}};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info *info, size_t, void *data) -> int {
+        auto &search = *static_cast<Search *>(data);
+        bool holds = false;
+        for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
+          const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+          uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+          holds = segment.p_type == PT_LOAD && search.address >= start &&
+                  search.address < start + segment.p_memsz;
+        }
+        if (!holds)
+          return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_NOTE)
+            continue;
+          auto *at =
+              reinterpret_cast<const char *>(info->dlpi_addr + segment.p_vaddr);
+          const char *end = at + segment.p_filesz;
+          while (at + sizeof(ElfW(Nhdr)) <= end) {
+            auto *note = reinterpret_cast<const ElfW(Nhdr) *>(at);
+            const char *name = at + sizeof(ElfW(Nhdr));
+            const char *desc = name + ((note->n_namesz + 3) & ~3u);
+            const char *next = desc + ((note->n_descsz + 3) & ~3u);
+            if (next > end)
+              break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+                std::memcmp(name, "GNU", 4) == 0) {
+              search.buildId = llvm::toHex(StringRef(desc, note->n_descsz),
+                                           /*LowerCase=*/true);
+              return 1;
+            }
+            at = next;
+          }
+        }
+        return 1; // the object holding the address has no build ID
+      },
+      &search);
+  return search.buildId;
+}
+
 StringRef Jit::getVersion() {
-  // A rebuilt runtime must not reuse binaries of an older compiler: the
-  // library's size and modification time identify the build.
+  // A rebuilt runtime must not reuse binaries of an older compiler. The
+  // linker's build ID (a hash of the library's contents) identifies the
+  // build; without one, the library's size and modification time do
+  // (which a reproducible build with fixed timestamps could repeat).
   static std::string version = [] {
     std::string text = "hisa-0.1 llvm-22";
+    void *self = reinterpret_cast<void *>(&Jit::getVersion);
+    std::string buildId = findBuildId(self);
+    if (!buildId.empty())
+      return text + " build-" + buildId;
     Dl_info info;
-    if (dladdr(reinterpret_cast<void *>(&Jit::getVersion), &info) &&
-        info.dli_fname) {
+    if (dladdr(self, &info) && info.dli_fname) {
       struct stat status;
       if (::stat(info.dli_fname, &status) == 0)
         text += formatv(" {0}-{1}", static_cast<int64_t>(status.st_size),

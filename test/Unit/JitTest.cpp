@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -912,4 +913,29 @@ TEST(Jit, RefusesSourcesWithOtherThanKernelsAndFunctions) {
                          "not 'gpu.module'"),
             std::string::npos)
       << message;
+}
+
+// The compiler's identity in every cache key is the linker's build ID of
+// the library that holds it (what readelf prints), not its size and time:
+// a reproducible build with fixed timestamps could repeat those.
+TEST(Jit, VersionNamesTheLibrarysBuildId) {
+  Dl_info info;
+  ASSERT_TRUE(dladdr(reinterpret_cast<void *>(&hisa_version), &info) &&
+              info.dli_fname);
+  std::string command =
+      "readelf -n '" + std::string(info.dli_fname) + "' 2>/dev/null";
+  FILE *pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string notes;
+  char buffer[512];
+  while (size_t read = ::fread(buffer, 1, sizeof(buffer), pipe))
+    notes.append(buffer, read);
+  ::pclose(pipe);
+  size_t at = notes.find("Build ID: ");
+  if (at == std::string::npos)
+    GTEST_SKIP() << "no readelf, or " << info.dli_fname << " has no build ID";
+  std::string buildId = notes.substr(at + 10, notes.find('\n', at) - at - 10);
+  std::string version = hisa_version();
+  EXPECT_NE(version.find(" build-" + buildId), std::string::npos)
+      << version << " vs " << buildId;
 }
