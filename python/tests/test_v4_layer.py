@@ -262,6 +262,11 @@ def test_errors_name_the_problem():
         config).items() if not k.startswith("i_")}, 1, 64, max_prefill_tokens=16)
     with pytest.raises(hisa.InvalidArgumentError, match="max_prefill_tokens = 16"):
         bounded.forward(torch.randn(1, 17, config.dim, device="cuda").bfloat16(), 0)
+    # The index rows end at the buffer's 16 (a view past them would read
+    # outside the allocation).
+    with pytest.raises(hisa.InvalidArgumentError, match=r"tokens = 17 must be an int in \[0, 16\]"):
+        bounded.last_indices(17)
+    assert bounded.last_indices(16).shape[0] == 16
     csa = small_config(4)
     weights = {k: v.cuda() for k, v in ref.random_weights(csa).items() if k != "i_wq"}
     with pytest.raises(hisa.InvalidArgumentError, match="weight i_wq must not be NULL"):

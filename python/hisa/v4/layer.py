@@ -112,6 +112,10 @@ class Attention:
         _lib.check(status, "hisa_v4_attention_create", f"batch={batch}, max_seq={max_seq}")
         self._handle = handle
         self.batch, self.max_seq = batch, max_seq
+        # Rows of the index buffer (Attention::create's clamp of
+        # max_prefill_tokens): last_indices reads no further.
+        self._index_rows = (batch * max_seq if max_prefill_tokens <= 0
+                            else min(max(max_prefill_tokens, batch), batch * max_seq))
 
     def __del__(self):
         handle = getattr(self, "_handle", None)
@@ -188,7 +192,12 @@ class Attention:
         return codes, scale
 
     def last_indices(self, tokens: int) -> torch.Tensor:
-        """A copy of the last call's index rows [tokens, columns] int32."""
+        """A copy of the last call's index rows [tokens, columns] int32
+        (tokens = batch * seq of that call)."""
+        if not isinstance(tokens, int) or not 0 <= tokens <= self._index_rows:
+            raise InvalidArgumentError(
+                f"last_indices: tokens = {tokens!r} must be an int in [0, "
+                f"{self._index_rows}] (the layer's index rows)")
         _, columns, _, pointer = self._info()
         return _copy_from(pointer, (tokens, columns), torch.int32, self.device)
 
