@@ -376,6 +376,16 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
         "attention's {4} indices (max_seq <= {5})",
         op, maxSeq, kWindow, maxSeq / 128, ops::kMaxSparseAttnTopk,
         (ops::kMaxSparseAttnTopk - kWindow) * 128 + 127));
+  // A prefill moves each sequence's kv rows with 2D copies whose pitch is a
+  // sequence's rows (the prompt's, or the prompt's and its compressed
+  // entries', of 1 KiB each); the driver refuses pitches from 2^31 bytes.
+  int64_t sequenceRows =
+      maxSeq + (c.compressRatio ? maxSeq / c.compressRatio : 0);
+  if (sequenceRows > INT32_MAX / (kHeadDim * 2))
+    return argumentError(formatv(
+        "{0}: max_seq = {1}: a sequence's {2} kv rows of {3} bytes exceed the "
+        "2D copies' 2^31-byte pitch",
+        op, maxSeq, sequenceRows, kHeadDim * 2));
   if (c.compressRatio == 4 && batch > ops::kMaxDecodeQueries)
     return argumentError(
         formatv("{0}: batch = {1}; the CSA indexer's decode scores at most "

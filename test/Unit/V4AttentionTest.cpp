@@ -104,6 +104,12 @@ TEST(V4Attention, RefusesWhatAForwardCouldNotRun) {
   std::string hca = createError(smallConfig(128), allWeights(), 1, 508032);
   EXPECT_NE(hca.find("max_seq = 508032"), std::string::npos) << hca;
   EXPECT_NE(hca.find("max_seq <= 508031"), std::string::npos) << hca;
+  // A window-only layer: a prefill's 2D copies have a sequence's kv rows as
+  // pitch, which the driver limits below 2^31 bytes.
+  std::string pitch = createError(smallConfig(0), allWeights(), 1, 2097152);
+  EXPECT_NE(pitch.find("max_seq = 2097152: a sequence's 2097152 kv rows"),
+            std::string::npos)
+      << pitch;
   // CSA decode scores at most 65535 sequences.
   hisa_v4_weights weights = allWeights();
   weights.i_wq = weights.i_weights = weights.i_wkv = weights.i_wgate =

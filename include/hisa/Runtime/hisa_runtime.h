@@ -240,7 +240,8 @@ HISA_EXPORT int hisa_sparse_attn(const void *q, const void *kv,
  * 16384 columns (dim, q_lora, heads / o_groups * 512, o_groups * o_lora); HCA
  * layers take max_seq <= 508031 (the window and max_seq / 128 entries
  * within sparse attention's 4096 indices), CSA layers batch <= 65535;
- * batch * max_seq < 2^31; the RoPE base in use
+ * batch * max_seq < 2^31, and a sequence's kv rows (max_seq + max_seq /
+ * ratio) below 2^21 (a prefill's 2D copies); the RoPE base in use
  * (compress_rope_theta when compressing, else rope_theta) is finite and
  * > 0. */
 typedef struct hisa_v4_config {
