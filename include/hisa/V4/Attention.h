@@ -80,11 +80,13 @@ public:
   llvm::Error decode(const void *x, void *out, void *stream);
 
   int64_t length() const { return length_; }
-  /// Benchmarks and tests only: pretend the sequences hold `length` tokens
-  /// (the caches keep whatever they hold), e.g. to time decode at a long
-  /// context without its prefill; the device positions are set on
-  /// `stream`. 1 <= length <= maxSeq.
-  llvm::Error setLength(int64_t length, void *stream = nullptr);
+  /// The sequences hold `length` tokens (the caches keep whatever they
+  /// hold): after replays of a captured decode step, or to time decode at a
+  /// long context without its prefill. The device positions are set on
+  /// `stream`, which the next forward's stream must follow (no default: the
+  /// legacy stream would not order against a non-blocking one). 1 <=
+  /// length <= maxSeq.
+  llvm::Error setLength(int64_t length, void *stream);
   int64_t batch() const { return batch_; }
   /// Columns of the index rows (window + compressed slots).
   int64_t indexColumns() const;
