@@ -124,6 +124,9 @@ def check_int(name: str, value, allowed: Optional[Sequence[int]] = None) -> int:
             raise ArgumentTypeError(
                 f"{name} must be an int, got {type(value).__qualname__} {value!r}"
             ) from None
+    # ctypes would wrap a larger value silently (2**64 + 1 arrives as 1).
+    if not -2**63 <= value < 2**63:
+        raise InvalidArgumentError(f"{name}={value} does not fit in a 64-bit integer")
     if allowed is not None and value not in allowed:
         raise InvalidArgumentError(
             f"{name}={value} is not supported (supported: {', '.join(map(str, allowed))})"

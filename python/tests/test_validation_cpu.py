@@ -32,6 +32,18 @@ def test_non_tensor_arguments():
         hisa.clean_and_maintain_logits_(torch.zeros(1, 1), torch.zeros(1, dtype=torch.int32), "x")
 
 
+def test_integers_past_64_bits_are_refused_not_wrapped():
+    # ctypes would pass 2**64 + 1 as 1: the checks refuse it by name.
+    from hisa._torch_util import check_int
+    assert check_int("k", 2**63 - 1) == 2**63 - 1
+    for value in (2**63, 2**64 + 1, -2**63 - 1):
+        with pytest.raises(hisa.InvalidArgumentError, match="k=.*64-bit"):
+            check_int("k", value)
+    with pytest.raises(hisa.InvalidArgumentError, match="max_seq=.*64-bit"):
+        from hisa.v4.reference import Config
+        hisa.v4.Attention(Config(), {}, 1, 2**64 + 64)
+
+
 def test_errors_are_hisa_errors():
     with pytest.raises(hisa.InvalidArgumentError) as info:
         hisa.fp8_block_mean_pooling(None, None)

@@ -23,7 +23,7 @@ import torch
 from . import reference
 from .. import _lib
 from .._lib import InvalidArgumentError
-from .._torch_util import check_no_grad, ensure_context, stream_handle
+from .._torch_util import check_int, check_no_grad, ensure_context, stream_handle
 
 _MATRICES = ("wq_a", "wq_b", "wkv", "wo_a", "wo_b", "c_wkv", "c_wgate", "i_wq", "i_weights",
              "i_wkv", "i_wgate")
@@ -76,6 +76,8 @@ class Attention:
     def __init__(self, config, weights: Dict[str, torch.Tensor], batch: int, max_seq: int,
                  max_prefill_tokens: int = 0):
         check_config_and_weights(config, weights)
+        batch, max_seq = check_int("batch", batch), check_int("max_seq", max_seq)
+        max_prefill_tokens = check_int("max_prefill_tokens", max_prefill_tokens)
         self.config = config
         device = weights["wq_a"].device
         if device.type != "cuda":
@@ -143,6 +145,7 @@ class Attention:
         decode step n times, set_length(length + n) (capturing the step
         leaves `length` as it was: nothing ran); benchmarks also use it
         to time decode at a long context without its prefill."""
+        length = check_int("length", length)
         with torch.cuda.device(self.device):
             status = _lib.lib().hisa_v4_attention_set_length(self._handle, length,
                                                              stream_handle(self.device))
