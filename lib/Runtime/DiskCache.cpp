@@ -6,6 +6,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -21,6 +22,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace hisa::runtime;
 namespace endian = llvm::support::endian;
@@ -46,14 +48,25 @@ static constexpr uint64_t kMaxMetaFileSize = 64 << 20;
 // formed cannot collide with keys of the old scheme.
 static constexpr llvm::StringLiteral kKeyDomain = "hisa-disk-cache-key-v1";
 
-DiskCache::DiskCache() : directory(getDefaultDirectory()) {}
+DiskCache::DiskCache()
+    : directory(getDefaultDirectory()), maxBytes(getDefaultMaxBytes()) {}
 
-DiskCache::DiskCache(std::string directory) : directory(std::move(directory)) {}
+DiskCache::DiskCache(std::string directory)
+    : directory(std::move(directory)), maxBytes(getDefaultMaxBytes()) {}
 
 /// The value of environment variable `name`, empty if unset.
 static llvm::StringRef getEnvironment(const char *name) {
   const char *value = std::getenv(name);
   return value ? llvm::StringRef(value) : llvm::StringRef();
+}
+
+uint64_t DiskCache::getDefaultMaxBytes() {
+  constexpr uint64_t kDefault = uint64_t(4) << 30;
+  llvm::StringRef text = getEnvironment("HISA_CACHE_MAX_BYTES").trim();
+  uint64_t bytes = 0;
+  if (text.empty() || text.getAsInteger(10, bytes))
+    return kDefault;
+  return bytes;
 }
 
 std::string DiskCache::getDefaultDirectory() {
@@ -291,6 +304,9 @@ DiskCache::Lookup DiskCache::find(llvm::StringRef key,
     return reject("'" + getBinaryPath(key) +
                   "' does not match the hash in its .meta file");
 
+  // The entry's last use, for the size bound's eviction (best effort: a
+  // read-only directory keeps the store time).
+  ::utimensat(AT_FDCWD, metaPath.c_str(), nullptr, 0);
   result.outcome = Lookup::Hit;
   result.entry.emplace();
   result.entry->binary = std::move(binary.data);
@@ -361,31 +377,76 @@ static llvm::Error writeFileAtomically(const std::string &path,
   return llvm::Error::success();
 }
 
-/// Removes the temporary files of writers that died mid-write
-/// ("<entry>.tmp.<pid>.XXXXXX" whose process does not exist here and that
-/// is over an hour old): nothing else would ever remove them. (The age
-/// keeps a live writer's file in another PID namespace, a container
-/// sharing the directory, whose pid means nothing here.)
-static void removeDeadWritersFiles(const std::string &directory) {
+/// One pass over the directory after a store: removes the temporary files
+/// of writers that died mid-write ("<entry>.tmp.<pid>.XXXXXX" whose process
+/// does not exist here and that is over an hour old: nothing else would
+/// ever remove them; the age keeps a live writer's file in another PID
+/// namespace, a container sharing the directory, whose pid means nothing
+/// here), and, when the entries hold more than `maxBytes` (0: no bound),
+/// removes the least recently used ones (by the .meta file's modification
+/// time; never `kept`, the entry just stored) until three quarters are
+/// left. The .meta goes first, so a reader sees a miss, never a binary
+/// without its .meta's checks.
+static void sweepDirectory(const std::string &directory, uint64_t maxBytes,
+                           llvm::StringRef kept) {
+  struct Use {
+    uint64_t bytes = 0;
+    llvm::sys::TimePoint<> lastUse;
+    bool hasMeta = false;
+  };
+  llvm::StringMap<Use> entries;
+  uint64_t total = 0;
   std::error_code error;
   auto hourAgo = std::chrono::system_clock::now() - std::chrono::hours(1);
   for (llvm::sys::fs::directory_iterator it(directory, error), end;
        !error && it != end; it.increment(error)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    size_t at = name.find(".tmp.");
-    if (at == llvm::StringRef::npos)
-      continue;
-    llvm::StringRef rest = name.drop_front(at + 5);
-    unsigned long long pid = 0;
-    if (rest.consumeInteger(10, pid) || !rest.starts_with(".") || pid == 0 ||
-        pid > 0x7fffffffULL)
-      continue;
     llvm::sys::fs::file_status status;
-    if (llvm::sys::fs::status(it->path(), status) ||
-        status.getLastModificationTime() > hourAgo)
+    if (llvm::sys::fs::status(it->path(), status, /*Follow=*/false) ||
+        status.type() != llvm::sys::fs::file_type::regular_file)
       continue;
-    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      ::unlink(it->path().c_str());
+    size_t at = name.find(".tmp.");
+    if (at != llvm::StringRef::npos) {
+      llvm::StringRef rest = name.drop_front(at + 5);
+      unsigned long long pid = 0;
+      if (rest.consumeInteger(10, pid) || !rest.starts_with(".") || pid == 0 ||
+          pid > 0x7fffffffULL || status.getLastModificationTime() > hourAgo)
+        continue;
+      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        ::unlink(it->path().c_str());
+      continue;
+    }
+    bool meta = name.ends_with(".meta");
+    if (!meta && !name.ends_with(".bin"))
+      continue;
+    llvm::StringRef key = name.drop_back(meta ? 5 : 4);
+    if (!DiskCache::isValidKey(key))
+      continue;
+    Use &use = entries[key];
+    use.bytes += status.getSize();
+    total += status.getSize();
+    // A binary without its .meta (a store cut short) ages from its own time.
+    if (meta || !use.hasMeta)
+      use.lastUse = status.getLastModificationTime();
+    use.hasMeta |= meta;
+  }
+  if (maxBytes == 0 || total <= maxBytes)
+    return;
+  std::vector<std::pair<llvm::sys::TimePoint<>, llvm::StringRef>> byAge;
+  for (const auto &entry : entries)
+    if (entry.getKey() != kept)
+      byAge.push_back({entry.getValue().lastUse, entry.getKey()});
+  llvm::sort(byAge);
+  uint64_t target = maxBytes / 4 * 3;
+  for (const auto &[lastUse, key] : byAge) {
+    if (total <= target)
+      break;
+    for (const char *suffix : {".meta", ".bin"}) {
+      llvm::SmallString<256> path(directory);
+      llvm::sys::path::append(path, key + suffix);
+      ::unlink(path.c_str());
+    }
+    total -= entries[key].bytes;
   }
 }
 
@@ -415,7 +476,6 @@ llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry,
         "directory is in the way",
         directory.c_str());
 
-  removeDeadWritersFiles(directory);
   // The binary first: a .meta file must never be visible before some
   // complete binary is.
   if (llvm::Error error = writeFileAtomically(getBinaryPath(key),
@@ -436,7 +496,10 @@ llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry,
   std::array<uint8_t, 32> checksum =
       computeChecksum(llvm::StringRef(header, kHeaderSize), body);
   std::memcpy(header + kChecksumOffset, checksum.data(), kHashSize);
-  return writeFileAtomically(
-      getMetadataPath(key),
-      {llvm::StringRef(header, kHeaderSize), llvm::StringRef(body)});
+  if (llvm::Error error = writeFileAtomically(
+          getMetadataPath(key),
+          {llvm::StringRef(header, kHeaderSize), llvm::StringRef(body)}))
+    return error;
+  sweepDirectory(directory, maxBytes, key);
+  return llvm::Error::success();
 }

@@ -215,6 +215,73 @@ TEST_F(DiskCacheTest, RemovesTheFilesOfWritersThatDied) {
   EXPECT_TRUE(llvm::sys::fs::exists(young));
 }
 
+// The directory is bounded: past getMaxBytes() the least recently used
+// entries go (a hit counts as a use), down to three quarters; the entry
+// just stored stays even when it alone is over the bound.
+TEST_F(DiskCacheTest, EvictsTheLeastRecentlyUsedEntriesPastItsBound) {
+  DiskCache cache(directory);
+  cache.setMaxBytes(0); // filled without a bound first
+  std::vector<std::string> keys;
+  for (char c : std::string("abcdef")) {
+    keys.push_back(DiskCache::computeKey({std::string(1, c)}));
+    ASSERT_FALSE(
+        llvm::errorToBool(cache.store(keys.back(), makeEntry(c, 1000))));
+    // Distinct, increasing last uses: a, b, c, ... hours ago, oldest first.
+    struct timeval times[2] = {
+        {::time(nullptr) - 3600 * (10 - long(keys.size())), 0},
+        {::time(nullptr) - 3600 * (10 - long(keys.size())), 0}};
+    ASSERT_EQ(::utimes(cache.getMetadataPath(keys.back()).c_str(), times), 0);
+    ASSERT_EQ(::utimes(cache.getBinaryPath(keys.back()).c_str(), times), 0);
+  }
+  uint64_t entryBytes = 0;
+  for (const std::string &path :
+       {cache.getBinaryPath(keys[0]), cache.getMetadataPath(keys[0])}) {
+    uint64_t size = 0;
+    ASSERT_FALSE(llvm::sys::fs::file_size(path, size));
+    entryBytes += size;
+  }
+  // A hit on the oldest makes it the most recently used.
+  ASSERT_TRUE(cache.lookup(keys[0]));
+  // A seventh entry over a bound of five: down to three quarters (3.75
+  // entries, so three are left: the new one and the two used last).
+  cache.setMaxBytes(entryBytes * 5);
+  std::string seventh = DiskCache::computeKey({"g"});
+  ASSERT_FALSE(llvm::errorToBool(cache.store(seventh, makeEntry('g', 1000))));
+  EXPECT_TRUE(cache.lookup(seventh));
+  EXPECT_TRUE(cache.lookup(keys[0])) << "used last before the store";
+  EXPECT_TRUE(cache.lookup(keys[5]));
+  for (int i = 1; i < 5; ++i) {
+    EXPECT_FALSE(cache.lookup(keys[i])) << i;
+    EXPECT_FALSE(llvm::sys::fs::exists(cache.getBinaryPath(keys[i]))) << i;
+  }
+  // An entry larger than the whole bound is still stored (and served).
+  cache.setMaxBytes(10);
+  std::string large = DiskCache::computeKey({"large"});
+  ASSERT_FALSE(llvm::errorToBool(cache.store(large, makeEntry('L', 5000))));
+  EXPECT_TRUE(cache.lookup(large));
+  EXPECT_EQ(listDirectory(),
+            (std::vector<std::string>{large + ".bin", large + ".meta"}));
+}
+
+TEST(DiskCacheBound, FollowsTheEnvironment) {
+  {
+    ScopedEnvironment unset("HISA_CACHE_MAX_BYTES", nullptr);
+    EXPECT_EQ(DiskCache::getDefaultMaxBytes(), uint64_t(4) << 30);
+  }
+  {
+    ScopedEnvironment none("HISA_CACHE_MAX_BYTES", "0");
+    EXPECT_EQ(DiskCache("/nonexistent").getMaxBytes(), 0u);
+  }
+  {
+    ScopedEnvironment some("HISA_CACHE_MAX_BYTES", "123456");
+    EXPECT_EQ(DiskCache::getDefaultMaxBytes(), 123456u);
+  }
+  {
+    ScopedEnvironment garbage("HISA_CACHE_MAX_BYTES", "lots");
+    EXPECT_EQ(DiskCache::getDefaultMaxBytes(), uint64_t(4) << 30);
+  }
+}
+
 TEST_F(DiskCacheTest, ReportsDirectoryThatCannotBeCreated) {
   // A regular file where a parent directory should be: fails even for root.
   writeFile(root + "/file", "x");

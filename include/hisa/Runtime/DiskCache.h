@@ -40,6 +40,13 @@
 // concurrently with different contents under the same key can therefore
 // never be returned mixed: lookup() sees one writer's entry or a miss.
 //
+// The directory is bounded: after each store() its entries hold at most
+// getMaxBytes() ($HISA_CACHE_MAX_BYTES, default 4 GiB, 0 for no limit); past
+// it the least recently used entries (a hit refreshes the .meta file's
+// modification time) are removed until three quarters are left. Keys change
+// with every compiler build, so without a bound a server's cache would grow
+// with each upgrade. An entry removed under a reader is a miss, recompiled.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef HISA_RUNTIME_DISKCACHE_H
@@ -79,6 +86,12 @@ public:
   DiskCache();
   /// A cache in `directory`, created on the first store().
   explicit DiskCache(std::string directory);
+
+  /// $HISA_CACHE_MAX_BYTES (a byte count; 0: no limit), else 4 GiB. A value
+  /// that is not a number is ignored (the default holds).
+  static uint64_t getDefaultMaxBytes();
+  uint64_t getMaxBytes() const { return maxBytes; }
+  void setMaxBytes(uint64_t bytes) { maxBytes = bytes; }
 
   /// $HISA_CACHE_DIR, else $XDG_CACHE_HOME/hisa, else $HOME/.cache/hisa
   /// (empty variables count as unset; without HOME, the home directory of
@@ -121,6 +134,7 @@ public:
 
 private:
   std::string directory;
+  uint64_t maxBytes;
 };
 
 } // namespace hisa::runtime
