@@ -12,6 +12,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -20,7 +21,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -416,6 +419,13 @@ static void sweepDirectory(const std::string &directory, uint64_t maxBytes,
         ::unlink(it->path().c_str());
       continue;
     }
+    // Compile claims' lock files: an hour unused means no compile holds
+    // one (removing a held one would at worst let a second compile run).
+    if (name.ends_with(".lock")) {
+      if (status.getLastModificationTime() < hourAgo)
+        ::unlink(it->path().c_str());
+      continue;
+    }
     bool meta = name.ends_with(".meta");
     if (!meta && !name.ends_with(".bin"))
       continue;
@@ -448,6 +458,60 @@ static void sweepDirectory(const std::string &directory, uint64_t maxBytes,
     }
     total -= entries[key].bytes;
   }
+}
+
+DiskCache::CompileClaim &
+DiskCache::CompileClaim::operator=(CompileClaim &&other) noexcept {
+  if (this != &other) {
+    if (fd >= 0)
+      ::close(fd);
+    fd = std::exchange(other.fd, -1);
+    waitedFlag = other.waitedFlag;
+  }
+  return *this;
+}
+
+DiskCache::CompileClaim::~CompileClaim() {
+  if (fd >= 0)
+    ::close(fd); // releases the flock
+}
+
+DiskCache::CompileClaim DiskCache::claimCompile(llvm::StringRef key,
+                                                double seconds) const {
+  CompileClaim claim;
+  if (directory.empty() || !isValidKey(key) ||
+      llvm::sys::fs::create_directories(directory))
+    return claim;
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, key + ".lock");
+  // O_NONBLOCK: a FIFO planted at the name must not block the open.
+  int fd = ::open(path.c_str(),
+                  O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd < 0)
+    return claim;
+  struct stat status;
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    ::close(fd);
+    return claim;
+  }
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(std::max(seconds, 0.0)));
+  bool waited = false;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) ||
+        std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd);
+      return claim;
+    }
+    waited = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::futimens(fd, nullptr); // in use: the sweep leaves it
+  claim.fd = fd;
+  claim.waitedFlag = waited;
+  return claim;
 }
 
 llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry,

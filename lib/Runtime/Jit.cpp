@@ -768,8 +768,9 @@ struct Jit::State {
   CacheStatistics statistics;
   std::atomic<bool> warnedAboutCache{false};
 
-  /// The kernel from the disk cache (binaryPath set) or freshly compiled
-  /// (binaryPath empty); called without the mutex.
+  /// The kernel from the disk cache or freshly compiled and stored there
+  /// (binaryPath set, or binaryPathError saying why not); called without
+  /// the mutex.
   Expected<std::shared_ptr<CompiledKernel>> findOrCompile(const CacheKey &key,
                                                           StringRef source,
                                                           StringRef kernelName,
@@ -780,6 +781,10 @@ struct Jit::State {
                                          : getCompileTimeoutFromEnvironment();
   }
 };
+
+static void placeBinary(DiskCache &disk, std::atomic<bool> &warned,
+                        CompiledKernel &kernel, const CacheKey &key,
+                        const void *owner);
 
 Expected<std::shared_ptr<CompiledKernel>>
 Jit::State::findOrCompile(const CacheKey &key, StringRef source,
@@ -802,6 +807,26 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
                    "' holds unreadable metadata (" +
                    toString(metadata.takeError()) + ")";
   }
+  // Other processes (a server's ranks starting together) may be compiling
+  // the same kernel: one compiles while the others wait for its entry.
+  DiskCache::CompileClaim claim =
+      disk.claimCompile(key.digest, getCompileTimeout());
+  if (claim.waited()) {
+    DiskCache::Lookup stored = disk.find(key.digest, key.description);
+    if (stored) {
+      if (Expected<KernelMetadata> metadata =
+              KernelMetadata::parse(stored.entry->metadata)) {
+        kernel->metadata = std::move(*metadata);
+        kernel->binary = std::move(stored.entry->binary);
+        kernel->binaryPath = disk.getBinaryPath(key.digest);
+        std::lock_guard<std::mutex> lock(mutex);
+        ++statistics.diskHits;
+        return kernel;
+      } else {
+        consumeError(metadata.takeError()); // recompiled and replaced below
+      }
+    }
+  }
   if (entry.outcome == DiskCache::Lookup::Rejected) {
     // Rare (damage, tampering, a copied entry): worth a line on stderr.
     {
@@ -817,8 +842,14 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
   if (!fresh)
     return fresh.takeError();
   *kernel = std::move(*fresh);
-  std::lock_guard<std::mutex> lock(mutex);
-  ++statistics.compiles;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++statistics.compiles;
+  }
+  // Stored while the claim is held, so that the processes waiting for it
+  // find the entry. (File I/O: without the mutex; the kernel is not
+  // published yet.)
+  placeBinary(disk, warnedAboutCache, *kernel, key, this);
   return kernel;
 }
 
@@ -1064,11 +1095,6 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
   CompileOutcome outcome = kernel
                                ? CompileOutcome{*kernel}
                                : CompileOutcome::fromError(kernel.takeError());
-  // A fresh binary goes to the disk cache (file I/O, without the lock: the
-  // kernel is not published yet); a disk hit is served from there.
-  if (outcome.kernel && outcome.kernel->binaryPath.empty())
-    placeBinary(state->disk, state->warnedAboutCache, *outcome.kernel, *key,
-                state.get());
   lock.lock();
   if (outcome.kernel)
     state->compiled[key->digest] = outcome.kernel;

@@ -263,6 +263,41 @@ TEST_F(DiskCacheTest, EvictsTheLeastRecentlyUsedEntriesPastItsBound) {
             (std::vector<std::string>{large + ".bin", large + ".meta"}));
 }
 
+// A compile claim is exclusive across processes (flock): another process
+// waits for it up to its limit, gets nothing past it, and gets it (marked
+// as waited for) once the holder lets go, here by exiting. (The holders
+// are children: a forked child inherits its parent's lock.)
+TEST_F(DiskCacheTest, CompileClaimsAreExclusiveAcrossProcesses) {
+  std::string key = DiskCache::computeKey({"claimed"});
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t holder = ::fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    DiskCache::CompileClaim claim = DiskCache(directory).claimCompile(key, 0);
+    char byte = claim && !claim.waited() ? 'y' : 'n';
+    (void)!::write(ready[1], &byte, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(byte, 'y');
+  EXPECT_FALSE(DiskCache(directory).claimCompile(key, 0.1)) << "held";
+  DiskCache::CompileClaim after = DiskCache(directory).claimCompile(key, 30);
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after.waited());
+  int status = 0;
+  ASSERT_EQ(::waitpid(holder, &status, 0), holder);
+  after = DiskCache::CompileClaim();
+  EXPECT_TRUE(DiskCache(directory).claimCompile(key, 0));
+  // A directory that cannot hold the lock file gives no claim, not an error.
+  writeFile(root + "/file", "x");
+  EXPECT_FALSE(DiskCache(root + "/file").claimCompile(key, 0));
+}
+
 TEST(DiskCacheBound, FollowsTheEnvironment) {
   {
     ScopedEnvironment unset("HISA_CACHE_MAX_BYTES", nullptr);

@@ -471,6 +471,45 @@ TEST_F(JitCacheTest, ConcurrentJitsShareOneDirectory) {
   EXPECT_EQ(after->getStatistics().diskHits, 1);
 }
 
+// Processes that start together (a server's ranks) compile each kernel
+// once: the first claims it, the others wait and find its entry.
+TEST_F(JitCacheTest, ProcessesStartingTogetherCompileAKernelOnce) {
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(gate[1]);
+      char byte;
+      (void)!::read(gate[0], &byte, 1); // released together (EOF)
+      auto jit = makeJit();
+      auto compiled = jit->compile(getBuiltinKernelSource(kPooling), kPooling,
+                                   kSecondParams, "sm_90a");
+      CacheStatistics stats = jit->getStatistics();
+      ::_exit(!compiled                                    ? 3
+              : stats.compiles == 1 && stats.diskHits == 0 ? 0
+              : stats.compiles == 0 && stats.diskHits == 1 ? 1
+                                                           : 2);
+    }
+    children.push_back(pid);
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);
+  int compiled = 0, found = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    int outcome = WEXITSTATUS(status);
+    ASSERT_LE(outcome, 1) << "child outcome " << outcome;
+    (outcome == 0 ? compiled : found) += 1;
+  }
+  EXPECT_EQ(compiled, 1);
+  EXPECT_EQ(found, 2);
+}
+
 //===----------------------------------------------------------------------===//
 // The compile time limit
 //===----------------------------------------------------------------------===//

@@ -58,6 +58,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace hisa::runtime {
 
@@ -126,6 +127,37 @@ public:
   /// threads and processes at once.
   llvm::Error store(llvm::StringRef key, const Entry &entry,
                     llvm::StringRef description = {}) const;
+
+  /// An exclusive claim on compiling the entry of one key, held by one
+  /// thread of one process at a time among all that use the directory
+  /// (flock on "<key>.lock"; released when the claim is destroyed, and by
+  /// the kernel when its process dies). Several processes starting at once
+  /// (a server's ranks) then compile each kernel once: the others wait and
+  /// find the entry.
+  class CompileClaim {
+  public:
+    CompileClaim() = default;
+    CompileClaim(CompileClaim &&other) noexcept
+        : fd(std::exchange(other.fd, -1)), waitedFlag(other.waitedFlag) {}
+    CompileClaim &operator=(CompileClaim &&other) noexcept;
+    CompileClaim(const CompileClaim &) = delete;
+    CompileClaim &operator=(const CompileClaim &) = delete;
+    ~CompileClaim();
+    /// Whether another holder had it first (the entry may be there now).
+    bool waited() const { return waitedFlag; }
+    explicit operator bool() const { return fd >= 0; }
+
+  private:
+    friend class DiskCache;
+    int fd = -1;
+    bool waitedFlag = false;
+  };
+
+  /// Claims the compilation of `key`, waiting at most `seconds` for another
+  /// holder. An empty claim when the directory cannot hold the lock file or
+  /// the wait ran out: the caller compiles anyway (a duplicate compile, not
+  /// an error).
+  CompileClaim claimCompile(llvm::StringRef key, double seconds) const;
 
   /// Where the binary of `key` lives (it may not exist).
   std::string getBinaryPath(llvm::StringRef key) const;
