@@ -395,7 +395,7 @@ int hisa_v4_attention_create(const hisa_v4_config *config,
   if (!created)
     return statusOf(created.takeError());
   *layer = new hisa_v4_attention{std::move(*created)};
-  return HISA_OK;
+  return succeed();
 }
 
 static Error checkLayer(const hisa_v4_attention *layer, const char *op) {
@@ -432,7 +432,7 @@ int hisa_v4_attention_info(const hisa_v4_attention *layer, int64_t *length,
     *kv_cache = layer->layer->kvCache();
   if (last_indices)
     *last_indices = layer->layer->lastIndices();
-  return HISA_OK;
+  return succeed();
 }
 
 int hisa_v4_attention_index_keys(const hisa_v4_attention *layer, void **keys,
@@ -446,7 +446,7 @@ int hisa_v4_attention_index_keys(const hisa_v4_attention *layer, void **keys,
     *scales = cache.scales;
   if (rows_per_sequence)
     *rows_per_sequence = cache.rowsPerSequence;
-  return HISA_OK;
+  return succeed();
 }
 
 int hisa_v4_attention_set_length(hisa_v4_attention *layer, int64_t length,
@@ -481,7 +481,7 @@ int hisa_cp_rank_ranges(int64_t total, int64_t world, int64_t rank,
   ranges[1] = pairs[0].second;
   ranges[2] = pairs[1].first;
   ranges[3] = pairs[1].second;
-  return HISA_OK;
+  return succeed();
 }
 
 int hisa_cp_hisa_indexer_workspace_size(int64_t total, int64_t world,
@@ -499,7 +499,7 @@ int hisa_cp_hisa_indexer_workspace_size(int64_t total, int64_t world,
   if (!size)
     return statusOf(size.takeError());
   *bytes = *size;
-  return HISA_OK;
+  return succeed();
 }
 
 int hisa_cp_hisa_indexer(const void *q, const void *k, const float *k_scale,
@@ -527,7 +527,7 @@ int hisa_cp_sparse_attn_workspace_size(int64_t total, int64_t world,
   if (!size)
     return statusOf(size.takeError());
   *bytes = *size;
-  return HISA_OK;
+  return succeed();
 }
 
 int hisa_cp_sparse_attn(const void *q, const void *kv, const float *attn_sink,

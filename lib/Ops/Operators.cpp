@@ -197,13 +197,15 @@ Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
   if (rowLength % 4 != 0)
     return argumentError(
         formatv("{0}: row_length = {1} is not a multiple of 4", op, rowLength));
-  if (Error error = checkIndexRange(op, "m * row_length", m * rowLength))
-    return error;
-  // One grid row per query.
+  // One grid row per query. (Each factor bounded before the product.)
   if (m > kMaxDecodeQueries)
     return argumentError(
         formatv("{0}: m = {1} exceeds {2} (the grid's second dimension)", op, m,
                 kMaxDecodeQueries));
+  if (Error error = checkIndexRange(op, "row_length", rowLength))
+    return error;
+  if (Error error = checkIndexRange(op, "m * row_length", m * rowLength))
+    return error;
   if (m == 0 || rowLength == 0)
     return Error::success();
   LaunchArgument arguments[] = {tensor(q, {m * heads, dim}),
@@ -247,6 +249,13 @@ Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
     return error;
   if (Error error = checkIndexRange(op, "topk * kb", topk * kb))
     return error;
+  // The block indices stay in shared memory ([topk] int32) and topk is a
+  // specialization parameter: past this the kernel cannot be planned.
+  if (topk > kMaxBlockSparseTopk)
+    return argumentError(
+        formatv("{0}: topk = {1} exceeds {2} (the kernel keeps a query's block "
+                "indices in shared memory)",
+                op, topk, kMaxBlockSparseTopk));
   if (Error error =
           checkTensorBytes(op, "out [m, topk * kb]", {m, topk, kb}, 4))
     return error;

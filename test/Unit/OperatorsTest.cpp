@@ -296,6 +296,19 @@ TEST(ArgumentBounds, TopkRefusesSizesPastTheKernelsInt32) {
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("n = 2147483648"), std::string::npos)
       << lastError();
+  // The block indices stay in shared memory: topk past 32768 is refused by
+  // name (it was a compile error at ~57000, and each value a new kernel).
+  EXPECT_EQ(hisa_block_sparse_mqa_logits(
+                fake(), fake(), fake<float>(), fake<int32_t>(), fake<float>(),
+                fake<int32_t>(), fake<int32_t>(), fake<float>(), 1, 64, 32769,
+                64, 64, 128, nullptr),
+            HISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("topk = 32769 exceeds 32768"), std::string::npos)
+      << lastError();
+  // Entry points that succeed clear the previous call's message.
+  int64_t ranges[4];
+  EXPECT_EQ(hisa_cp_rank_ranges(10, 2, 0, ranges), HISA_OK);
+  EXPECT_EQ(lastError(), "");
   EXPECT_EQ(hisa_l2_prefetch(fake(), (uint64_t(1) << 48) + 16, nullptr),
             HISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("bytes = 281474976710672"), std::string::npos)

@@ -265,8 +265,15 @@ TEST(V4Operators, DecodeLogitsCheckTheirShape) {
   EXPECT_NE(
       messageOf(mqaLogitsDecode(fake(), fake(), fake<float>(), fake<float>(),
                                 fake<int32_t>(), fake<int32_t>(), fake<float>(),
-                                1 << 20, 1 << 12, 64, 128, nullptr))
-          .find("exceeds the int32 indices"),
+                                1 << 15, 1 << 16, 64, 128, nullptr))
+          .find("m * row_length = 2147483648 exceeds the int32 indices"),
+      std::string::npos);
+  // Each factor is bounded before the product (which wrapped to -8 here).
+  EXPECT_NE(
+      messageOf(mqaLogitsDecode(fake(), fake(), fake<float>(), fake<float>(),
+                                fake<int32_t>(), fake<int32_t>(), fake<float>(),
+                                2, 0x7FFFFFFFFFFFFFFC, 64, 128, nullptr))
+          .find("row_length = 9223372036854775804 exceeds"),
       std::string::npos);
   EXPECT_EQ(
       messageOf(mqaLogitsDecode(nullptr, nullptr, nullptr, nullptr, nullptr,

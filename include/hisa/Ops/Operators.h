@@ -48,6 +48,10 @@ llvm::Error poolMqaLogits(const void *q, const void *blockedK,
                           int64_t m, int64_t nb, int64_t heads, int64_t dim,
                           void *stream);
 
+/// The most block indices a query of blockSparseMqaLogits takes (they stay
+/// in shared memory).
+constexpr int64_t kMaxBlockSparseTopk = 32768;
+
 /// The most queries mqaLogitsDecode takes (one grid row each).
 constexpr int64_t kMaxDecodeQueries = 65535;
 

@@ -132,8 +132,12 @@ HISA_EXPORT void hisa_cache_stats2(int64_t *compiles, int64_t *disk_hits,
 
 /* Sizes (rows, columns, queries, keys, k...) are at most 2^31 - 1, the
  * kernels' int32 indices, and every tensor at most 2^48 bytes
- * (docs/design.md, "Limits"); larger ones, like other bad arguments, are
- * HISA_ERROR_INVALID_ARGUMENT with a message naming the argument. */
+ * (docs/design.md, "Limits"), unless an operator says less; larger ones,
+ * like other bad arguments, are HISA_ERROR_INVALID_ARGUMENT with a message
+ * naming the argument. Device pointers of fp8/bf16 rows (q, k, kv, o,
+ * blocked_k) and of the f32 per-row vectors the kernels read in 16-byte
+ * pieces (k_scale, weights, blocked_k_scale, topk_block_index) must be
+ * 16-byte aligned; others 4-byte (their element size). */
 
 /* KERNELS.md 1.1. k: [n, dim] fp8 e4m3; k_scale: [n] f32; blocked_k:
  * [ceil(n/kb), dim] fp8; blocked_scale: [ceil(n/kb)] f32. */
@@ -164,7 +168,8 @@ HISA_EXPORT int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
  * topk_block_index: [m, topk] int32 (-1 = none); weights: [m, heads] f32;
  * ks, ke: [m] int32; out: [m, topk * kb] f32 (-inf outside the window, past
  * n or for -1). heads in {16, 32, 64, 128}, dim in {64, 128}, kb in {64, 128,
- * 256}. */
+ * 256}, topk <= 32768 (the block indices stay in shared memory; each topk
+ * is its own kernel specialization, compiled once). */
 HISA_EXPORT int hisa_block_sparse_mqa_logits(
     const void *q, const void *k, const float *k_scale,
     const int32_t *topk_block_index, const float *weights, const int32_t *ks,
@@ -176,7 +181,8 @@ HISA_EXPORT int hisa_block_sparse_mqa_logits(
  * both NULL: whole rows). out: [rows, k] int32 columns (relative != 0 and
  * windows: offsets from starts[r], which must then be >= 0 so that every
  * offset fits in int32), in no order; ties to the lower column;
- * -inf/NaN never selected; -1 padded (k > columns allowed). */
+ * -inf/NaN never selected; -1 padded (k > columns allowed). columns <=
+ * 2^30. */
 HISA_EXPORT int hisa_topk(const float *x, const int32_t *starts,
                           const int32_t *ends, int32_t *out, int64_t rows,
                           int64_t columns, int64_t k, int32_t relative,
@@ -201,7 +207,7 @@ HISA_EXPORT int hisa_topk_bf16(const void *x, const int32_t *starts,
  * seq_len, topk] int32 (-1, and any index outside [0, nkv), contributes
  * nothing) -> o [batch, seq_len, heads, 512] bf16; lse (NULL: not written)
  * [batch, seq_len, heads] f32, the natural log of each softmax denominator
- * with the sink. A token without a valid index gets o = 0. heads >= 1,
+ * with the sink. A token without a valid index gets o = 0. 1 <= heads <= 1024,
  * 1 <= topk <= 4096, batch * nkv < 2^31; kv may be NULL when nkv = 0. With few
  * tokens (decode) each token's indices are split over several blocks merged by
  * a second kernel through `workspace` (256-byte aligned, at least
@@ -398,7 +404,8 @@ HISA_EXPORT int hisa_block_sparse_topk_tokens(
  * dim] fp8; k: [n, dim] fp8; k_scale: [n] f32; weights: [m, heads] f32; ks,
  * ke: [m] int32 token windows in [0, n]; out: [m, topk_tokens] int32
  * offsets from ks, -1 padded. kb in {64, 128, 256}; block_topk * kb <=
- * 32768; n >= 1. */
+ * 32768; n >= 1 and ceil(n / kb) <= 32768 (stage 1 keeps a row of block
+ * logits on chip). */
 HISA_EXPORT int hisa_hisa_indexer_workspace_size(int64_t m, int64_t n,
                                                  int64_t heads, int64_t dim,
                                                  int64_t kb, int64_t block_topk,
@@ -415,7 +422,7 @@ HISA_EXPORT int hisa_hisa_indexer(const void *q, const void *k,
 
 /* The flat V3.2 indexer: MQA logits of every token of each window (in the
  * workspace: m * n * 4 bytes), then the exact top topk_tokens as offsets
- * from ks, -1 padded. */
+ * from ks, -1 padded. n <= 2^30 (the top-k's columns). */
 HISA_EXPORT int hisa_flat_indexer_workspace_size(int64_t m, int64_t n,
                                                  int64_t heads, int64_t dim,
                                                  int64_t topk_tokens,
