@@ -51,12 +51,14 @@ def _op(mutates_args=()):
     return define
 
 
-def _fake(name):
+def _fake(name, refuses_grad=True):
     """Registers the decorated function as hisa::<name>'s fake (meta)
-    implementation: output shapes and dtypes only. It also refuses inputs
-    that require grad with grad mode on, as the eager functions do: a
-    compiled graph runs the real kernel with grad mode off, where the eager
-    check would pass and the gradient be lost without a word."""
+    implementation: output shapes and dtypes only. With `refuses_grad` it
+    also refuses inputs that require grad with grad mode on, as the eager
+    function does: a compiled graph runs the real kernel with grad mode
+    off, where the eager check would pass and the gradient be lost without
+    a word. The ops that return indices accept them, eagerly and traced
+    (no gradient flows through a selection)."""
 
     def register(fn):
         parameters = list(inspect.signature(fn).parameters)
@@ -66,7 +68,8 @@ def _fake(name):
             check_no_grad(name, list(zip(parameters, args)) + list(kwargs.items()))
             return fn(*args, **kwargs)
 
-        torch.library.register_fake("hisa::" + name, checked, lib=_LIBRARY)
+        torch.library.register_fake("hisa::" + name, checked if refuses_grad else fn,
+                                    lib=_LIBRARY)
         return fn
 
     return register
@@ -133,7 +136,7 @@ def topk(x: Tensor, k: int, starts: Optional[Tensor] = None, ends: Optional[Tens
     return _eager("topk")(x, k, starts, ends)
 
 
-@_fake("topk")
+@_fake("topk", refuses_grad=False)
 def _(x, k, starts=None, ends=None):
     return x.new_empty((x.shape[0], k), dtype=torch.int32)
 
@@ -144,7 +147,7 @@ def pool_topk_blocks(q: Tensor, blocked_k: Tensor, blocked_k_scale: Tensor, weig
     return _eager("pool_topk_blocks")(q, blocked_k, blocked_k_scale, weights, bks, bke, block_topk)
 
 
-@_fake("pool_topk_blocks")
+@_fake("pool_topk_blocks", refuses_grad=False)
 def _(q, blocked_k, blocked_k_scale, weights, bks, bke, block_topk):
     return q.new_empty((q.shape[0], min(block_topk, blocked_k.shape[0])), dtype=torch.int32)
 
@@ -157,7 +160,7 @@ def block_sparse_topk_tokens(q: Tensor, k: Tensor, k_scale: Tensor, topk_block_i
                                               weights, ks, ke, topk_tokens)
 
 
-@_fake("block_sparse_topk_tokens")
+@_fake("block_sparse_topk_tokens", refuses_grad=False)
 def _(q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke, topk_tokens):
     return q.new_empty((q.shape[0], topk_tokens), dtype=torch.int32)
 
@@ -171,7 +174,7 @@ def hisa_indexer(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seql
                                   topk_tokens=topk_tokens)
 
 
-@_fake("hisa_indexer")
+@_fake("hisa_indexer", refuses_grad=False)
 def _(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, k_block_size, block_topk, topk_tokens):
     return q.new_empty((q.shape[0], topk_tokens), dtype=torch.int32)
 
@@ -182,7 +185,7 @@ def flat_indexer(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seql
     return _eager("flat_indexer")(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, topk_tokens)
 
 
-@_fake("flat_indexer")
+@_fake("flat_indexer", refuses_grad=False)
 def _(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, topk_tokens):
     return q.new_empty((q.shape[0], topk_tokens), dtype=torch.int32)
 

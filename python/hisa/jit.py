@@ -92,6 +92,25 @@ def _encode(name: str, value: Optional[str]) -> Optional[bytes]:
     return value.encode("utf-8")
 
 
+def _dtypes_of(element_type: str):
+    """The torch dtypes a tensor argument of DSL element type
+    `element_type` may have (None: not known here, the size check alone
+    applies). Integers of either signedness (the DSL's are signless); fp8
+    also as raw bytes (uint8)."""
+    torch = _torch()
+    table = {
+        "f32": (torch.float32,), "f64": (torch.float64,), "f16": (torch.float16,),
+        "bf16": (torch.bfloat16,),
+        "f8E4M3FN": (torch.float8_e4m3fn, torch.uint8),
+        "f8E5M2": (torch.float8_e5m2, torch.uint8),
+        "i64": (torch.int64, getattr(torch, "uint64", torch.int64)),
+        "i32": (torch.int32, getattr(torch, "uint32", torch.int32)),
+        "i16": (torch.int16, getattr(torch, "uint16", torch.int16)),
+        "i8": (torch.int8, torch.uint8), "i1": (torch.bool,),
+    }
+    return table.get(element_type)
+
+
 def _torch():
     """torch if the caller has imported it (this module never imports it itself)."""
     return sys.modules.get("torch")
@@ -179,6 +198,13 @@ class Kernel:
                     raise InvalidArgumentError(
                         f"{what} is {value.dtype} ({value.element_size()} bytes an element), "
                         f"but the kernel takes {types[i][0]} ({types[i][1]} bytes)")
+                # Of the same size, a tensor of another type would be read
+                # as the kernel's type (int32 bits as f32, f16 as bf16).
+                allowed = _dtypes_of(types[i][0]) if i < len(types) else None
+                if allowed is not None and value.dtype not in allowed:
+                    raise InvalidArgumentError(
+                        f"{what} is {value.dtype}, but the kernel takes {types[i][0]} "
+                        f"({' or '.join(str(d) for d in allowed)})")
                 arg.kind = ARG_TENSOR
                 arg.rank = value.dim()
                 arg.data = value.data_ptr()
@@ -187,6 +213,9 @@ class Kernel:
             elif isinstance(value, bool):
                 raise ArgumentTypeError(f"{what} is a bool; pass an int")
             elif isinstance(value, int):
+                # ctypes would wrap a larger value silently.
+                if not -2**63 <= value < 2**63:
+                    raise InvalidArgumentError(f"{what} = {value} does not fit in 64 bits")
                 arg.kind = ARG_INT
                 arg.int_value = value
             elif isinstance(value, float):

@@ -73,6 +73,7 @@ __all__ = [
     "flat_indexer",
     "sparse_attn",
     "flash_attn",
+    "l2_prefetch",
 ]
 
 FP8 = torch.float8_e4m3fn
@@ -289,6 +290,16 @@ def _run(function: str, device: torch.device, *args, context: str = "") -> None:
     entry = _C_FUNCTIONS.get(function)
     if entry is None:
         entry = _load_function(function)
+    for arg in args:
+        # A tensor subclass may hold no memory (FakeTensorMode, make_fx
+        # outside torch.compile): its data_ptr() is made up, and a kernel
+        # writing there would fault the context. Plain tensors skip this.
+        if type(arg) is not torch.Tensor and isinstance(arg, torch.Tensor) \
+                and _holds_no_memory(arg):
+            raise InvalidArgumentError(
+                f"{function}: a fake or meta tensor reached the eager call (no memory to "
+                f"launch on); trace through torch.compile or call torch.ops.hisa.* "
+                f"(which have fake implementations)")
     pointers = [arg.data_ptr() if type(arg) is torch.Tensor or isinstance(arg, torch.Tensor)
                 else arg for arg in args]
     index = device.index
@@ -303,6 +314,15 @@ def _run(function: str, device: torch.device, *args, context: str = "") -> None:
             status = entry(*pointers, stream_handle_of(index))
     if status:
         _lib.check(status, function, context)
+
+
+def _holds_no_memory(t: torch.Tensor) -> bool:
+    """Whether `t` is a fake tensor (FakeTensorMode, functional wrappers of
+    one) or a meta tensor."""
+    if t.device.type == "meta":
+        return True
+    from torch._subclasses.fake_tensor import is_fake
+    return bool(is_fake(t))
 
 
 def _check_index_dtype(name: str, t: torch.Tensor) -> None:

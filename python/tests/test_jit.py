@@ -131,6 +131,11 @@ def test_launch_checks_signature():
     # Elements smaller than the kernel reads: refused, not read past the end.
     with pytest.raises(hisa.InvalidArgumentError, match="float16 .2 bytes.*f32 .4 bytes"):
         kernel.launch(logits.half(), s, s)
+    # Of the same size but another type: refused, not reinterpreted.
+    with pytest.raises(hisa.InvalidArgumentError, match="torch.int32, but the kernel takes f32"):
+        kernel.launch(logits.view(torch.int32), s, s)
+    with pytest.raises(hisa.InvalidArgumentError, match="torch.float32, but the kernel takes i32"):
+        kernel.launch(logits, s.view(torch.float32), s)
     assert kernel.argument_types() == [("f32", 4), ("i32", 4), ("i32", 4)]
 
 

@@ -89,6 +89,15 @@ def test_fake_implementations_refuse_inputs_that_require_grad():
             o, _ = torch.ops.hisa.sparse_attn(q, *args)
         assert o.shape == (2, 3, 16, 512)
         assert torch.ops.hisa.sparse_attn(q.detach(), *args)[0].shape == (2, 3, 16, 512)
+        # The ops that return indices accept them, as their eager functions
+        # do (weights from a trainable projection; no gradient flows
+        # through a selection).
+        x = torch.empty(4, 10, requires_grad=True)
+        assert torch.ops.hisa.topk(x, 3).shape == (4, 3)
+        q8, k, k_scale, weights, ks, ke = indexer_inputs(m=70, n=300)
+        weights.requires_grad_(True)
+        assert torch.ops.hisa.hisa_indexer(q8, k, k_scale, weights, ks, ke, 128, 8,
+                                           64).shape == (70, 64)
 
 
 def test_compiled_out_arguments_are_checked_like_eager_ones():
@@ -160,3 +169,22 @@ def test_v4_layer_checks_its_config_and_weight_shapes():
     check_config_and_weights(config, flat)
     window_only = ref.Config(**{**config.__dict__, "compress_ratio": 0})
     check_config_and_weights(window_only, weights)
+
+
+def test_eager_calls_refuse_fake_tensors_outside_compile(monkeypatch):
+    """Under FakeTensorMode outside torch.compile the public functions take
+    their eager path; a fake tensor's data_ptr() is made up, so the call
+    is refused by name before any pointer reaches the C ABI (a kernel
+    writing at such an address would fault the CUDA context)."""
+    import pytest
+    from hisa import ops
+    reached = []
+    monkeypatch.setitem(ops._C_FUNCTIONS, "hisa_topk", lambda *args: reached.append(args) or 0)
+    monkeypatch.setattr(ops, "current_device_index", lambda: 0)
+    monkeypatch.setattr(ops, "context_ready", lambda index: True)
+    monkeypatch.setattr(ops, "stream_handle_of", lambda index: 0)
+    with FakeTensorMode():
+        x = torch.empty(44, device="cuda")[4:].view(4, 10)
+        with pytest.raises(hisa.InvalidArgumentError, match="fake or meta tensor"):
+            hisa.topk(x, 3)
+    assert not reached
