@@ -611,14 +611,16 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   if (tokens == 0)
     return Error::success();
   // An empty cache (nkv = 0; torch's empty tensors have no address) has no
-  // row to read: every index is invalid. The kernel gets valid memory.
+  // row to read: every index is invalid. The kernel gets valid memory (o's,
+  // checked as o: an error names the pointer the caller passed).
+  if (Error error = checkPointers(op, {{"q", q, 16},
+                                       {"o", o, 16},
+                                       {"attn_sink", attnSink, 4},
+                                       {"topk_idxs", topkIdxs, 4}}))
+    return error;
   if (nkv == 0)
     kv = o;
-  if (Error error = checkPointers(op, {{"q", q, 16},
-                                       {"kv", kv, 16},
-                                       {"attn_sink", attnSink, 4},
-                                       {"topk_idxs", topkIdxs, 4},
-                                       {"o", o, 16}}))
+  else if (Error error = checkPointer(op, "kv", kv, 16))
     return error;
   if (lse)
     if (Error error = checkPointer(op, "lse", lse, 4))

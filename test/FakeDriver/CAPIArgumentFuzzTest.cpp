@@ -1166,6 +1166,9 @@ std::vector<Entry> operatorEntries() {
       return d.size("batch") > 0 && d.size("seq_len") > 0;
     };
     e.ignores = [](const Draw &d, const std::string &name) {
+      // The header allows kv = NULL for an empty cache (nkv = 0).
+      if (name == "kv" && d.size("nkv") == 0)
+        return true;
       uint64_t needed = 0;
       return name == "workspace" &&
              hisa_sparse_attn_workspace_size(d.size("batch"), d.size("seq_len"),
