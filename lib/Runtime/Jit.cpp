@@ -790,22 +790,29 @@ Expected<std::shared_ptr<CompiledKernel>>
 Jit::State::findOrCompile(const CacheKey &key, StringRef source,
                           StringRef kernelName, StringRef target) {
   auto kernel = std::make_shared<CompiledKernel>();
+  // A disk entry becomes the kernel (a disk hit), unless its metadata does
+  // not parse.
+  auto serve = [&](DiskCache::Lookup &found) -> Error {
+    Expected<KernelMetadata> metadata =
+        KernelMetadata::parse(found.entry->metadata);
+    if (!metadata)
+      return metadata.takeError();
+    kernel->metadata = std::move(*metadata);
+    kernel->binary = std::move(found.entry->binary);
+    kernel->binaryPath = disk.getBinaryPath(key.digest);
+    std::lock_guard<std::mutex> lock(mutex);
+    ++statistics.diskHits;
+    return Error::success();
+  };
   DiskCache::Lookup entry = disk.find(key.digest, key.description);
   if (entry) {
-    Expected<KernelMetadata> metadata =
-        KernelMetadata::parse(entry.entry->metadata);
-    if (metadata) {
-      kernel->metadata = std::move(*metadata);
-      kernel->binary = std::move(entry.entry->binary);
-      kernel->binaryPath = disk.getBinaryPath(key.digest);
-      std::lock_guard<std::mutex> lock(mutex);
-      ++statistics.diskHits;
+    Error unreadable = serve(entry);
+    if (!unreadable)
       return kernel;
-    }
     entry.outcome = DiskCache::Lookup::Rejected;
     entry.reason = "'" + disk.getMetadataPath(key.digest) +
                    "' holds unreadable metadata (" +
-                   toString(metadata.takeError()) + ")";
+                   toString(std::move(unreadable)) + ")";
   }
   // Other processes (a server's ranks starting together) may be compiling
   // the same kernel: one compiles while the others wait for its entry.
@@ -814,17 +821,10 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
   if (claim.waited()) {
     DiskCache::Lookup stored = disk.find(key.digest, key.description);
     if (stored) {
-      if (Expected<KernelMetadata> metadata =
-              KernelMetadata::parse(stored.entry->metadata)) {
-        kernel->metadata = std::move(*metadata);
-        kernel->binary = std::move(stored.entry->binary);
-        kernel->binaryPath = disk.getBinaryPath(key.digest);
-        std::lock_guard<std::mutex> lock(mutex);
-        ++statistics.diskHits;
+      Error unreadable = serve(stored);
+      if (!unreadable)
         return kernel;
-      } else {
-        consumeError(metadata.takeError()); // recompiled and replaced below
-      }
+      consumeError(std::move(unreadable)); // recompiled and replaced below
     }
   }
   if (entry.outcome == DiskCache::Lookup::Rejected) {
