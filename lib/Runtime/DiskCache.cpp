@@ -297,8 +297,10 @@ DiskCache::Lookup DiskCache::find(llvm::StringRef key,
 
   FileContents binary = readRegularFile(getBinaryPath(key), binarySize,
                                         /*expectedSize=*/binarySize);
+  // Eviction removes the .meta, then the binary: a reader between the two
+  // sees this, an entry removed under it, which is a miss.
   if (binary.status == FileContents::Absent)
-    return reject("'" + getBinaryPath(key) + "' is missing");
+    return result; // Absent
   if (binary.status == FileContents::Unusable)
     return reject(binary.reason);
   // The binary may come from another store() than the .meta, or be damaged.
@@ -451,6 +453,13 @@ static void sweepDirectory(const std::string &directory, uint64_t maxBytes,
   for (const auto &[lastUse, key] : byAge) {
     if (total <= target)
       break;
+    // Stored or used again since the listing (by another process): kept.
+    llvm::SmallString<256> metaPath(directory);
+    llvm::sys::path::append(metaPath, key + ".meta");
+    llvm::sys::fs::file_status now;
+    if (!llvm::sys::fs::status(metaPath, now) &&
+        now.getLastModificationTime() != lastUse)
+      continue;
     for (const char *suffix : {".meta", ".bin"}) {
       llvm::SmallString<256> path(directory);
       llvm::sys::path::append(path, key + suffix);
@@ -467,6 +476,7 @@ DiskCache::CompileClaim::operator=(CompileClaim &&other) noexcept {
       ::close(fd);
     fd = std::exchange(other.fd, -1);
     waitedFlag = other.waitedFlag;
+    waitedTime = other.waitedTime;
   }
   return *this;
 }
@@ -494,24 +504,48 @@ DiskCache::CompileClaim DiskCache::claimCompile(llvm::StringRef key,
     ::close(fd);
     return claim;
   }
+  // (Capped as the compile limit is: a year is no limit, and a larger count
+  // of nanoseconds would overflow.)
+  constexpr double kYear = 365.0 * 24 * 3600;
+  auto start = std::chrono::steady_clock::now();
   auto deadline =
-      std::chrono::steady_clock::now() +
+      start +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(std::max(seconds, 0.0)));
+          std::chrono::duration<double>(std::clamp(seconds, 0.0, kYear)));
+  // The entry as it was: a holder that stores it changes the .meta file.
+  std::string metaPath = getMetadataPath(key);
+  auto metaState = [&] {
+    struct stat meta;
+    if (::stat(metaPath.c_str(), &meta) != 0)
+      return std::make_pair(int64_t(-1), int64_t(0));
+    return std::make_pair(int64_t(meta.st_mtim.tv_sec),
+                          int64_t(meta.st_mtim.tv_nsec) ^ int64_t(meta.st_ino));
+  };
+  auto metaBefore = metaState();
+  auto finish = [&](bool waited) {
+    claim.waitedFlag = waited;
+    claim.waitedTime =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    return std::move(claim);
+  };
   bool waited = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if ((errno != EWOULDBLOCK && errno != EINTR) ||
         std::chrono::steady_clock::now() >= deadline) {
       ::close(fd);
-      return claim;
+      return finish(waited);
     }
     waited = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (metaState() != metaBefore) {
+      ::close(fd);
+      return finish(true);
+    }
   }
   ::futimens(fd, nullptr); // in use: the sweep leaves it
   claim.fd = fd;
-  claim.waitedFlag = waited;
-  return claim;
+  return finish(waited);
 }
 
 llvm::Error DiskCache::store(llvm::StringRef key, const Entry &entry,

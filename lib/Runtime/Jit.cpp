@@ -655,11 +655,16 @@ static std::string findBuildId(const void *address) {
           const char *end = at + segment.p_filesz;
           while (at + sizeof(ElfW(Nhdr)) <= end) {
             auto *note = reinterpret_cast<const ElfW(Nhdr) *>(at);
+            // Sizes rounded up in 64 bits and compared with what is left
+            // (a damaged note must not wrap them to 0).
+            uint64_t nameBytes = (uint64_t(note->n_namesz) + 3) & ~uint64_t(3);
+            uint64_t descBytes = (uint64_t(note->n_descsz) + 3) & ~uint64_t(3);
             const char *name = at + sizeof(ElfW(Nhdr));
-            const char *desc = name + ((note->n_namesz + 3) & ~3u);
-            const char *next = desc + ((note->n_descsz + 3) & ~3u);
-            if (next > end)
+            if (nameBytes > uint64_t(end - name) ||
+                descBytes > uint64_t(end - name) - nameBytes)
               break;
+            const char *desc = name + nameBytes;
+            const char *next = desc + descBytes;
             if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
                 std::memcmp(name, "GNU", 4) == 0) {
               search.buildId = llvm::toHex(StringRef(desc, note->n_descsz),
@@ -816,9 +821,11 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
   }
   // Other processes (a server's ranks starting together) may be compiling
   // the same kernel: one compiles while the others wait for its entry.
-  DiskCache::CompileClaim claim =
-      disk.claimCompile(key.digest, getCompileTimeout());
-  if (claim.waited()) {
+  double limit = getCompileTimeout();
+  DiskCache::CompileClaim claim = disk.claimCompile(key.digest, limit);
+  // Looked up again also when the claim came at once: its holder may have
+  // finished between the miss above and the claim.
+  if (claim || claim.waited()) {
     DiskCache::Lookup stored = disk.find(key.digest, key.description);
     if (stored) {
       Error unreadable = serve(stored);
@@ -827,6 +834,15 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
       consumeError(std::move(unreadable)); // recompiled and replaced below
     }
   }
+  // The time spent waiting for another process's compile counts against
+  // this call's limit: a kernel that fails there fails here within it.
+  double remaining = limit - claim.waitedSeconds();
+  if (claim.waited() && remaining <= 0)
+    return make_error<CompileError>(formatv(
+        "kernel '{0}': waited the compile time limit ({1} s; "
+        "HISA_COMPILE_TIMEOUT_S) for another process compiling it, which "
+        "stored no entry",
+        kernelName, limit));
   if (entry.outcome == DiskCache::Lookup::Rejected) {
     // Rare (damage, tampering, a copied entry): worth a line on stderr.
     {
@@ -837,8 +853,9 @@ Jit::State::findOrCompile(const CacheKey &key, StringRef source,
                "': rejected the cached entry: " + entry.reason +
                "; recompiling");
   }
-  Expected<CompiledKernel> fresh = compileKernel(source, kernelName, key.params,
-                                                 target, getCompileTimeout());
+  Expected<CompiledKernel> fresh =
+      compileKernel(source, kernelName, key.params, target,
+                    claim.waited() ? remaining : limit);
   if (!fresh)
     return fresh.takeError();
   *kernel = std::move(*fresh);

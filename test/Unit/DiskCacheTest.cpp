@@ -298,6 +298,66 @@ TEST_F(DiskCacheTest, CompileClaimsAreExclusiveAcrossProcesses) {
   EXPECT_FALSE(DiskCache(root + "/file").claimCompile(key, 0));
 }
 
+// A holder in another process, for `holdMs` milliseconds from its signal.
+static pid_t holdClaimInChild(const std::string &directory,
+                              const std::string &key, int holdMs) {
+  int ready[2];
+  if (::pipe(ready) != 0)
+    return -1;
+  pid_t holder = ::fork();
+  if (holder == 0) {
+    DiskCache::CompileClaim claim = DiskCache(directory).claimCompile(key, 0);
+    char byte = claim ? 'y' : 'n';
+    (void)!::write(ready[1], &byte, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(holdMs));
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  bool held = ::read(ready[0], &byte, 1) == 1 && byte == 'y';
+  ::close(ready[0]);
+  return held ? holder : -1;
+}
+
+// A limit too large to count in nanoseconds (HISA_COMPILE_TIMEOUT_S=1e10)
+// still waits, capped at a year (it gave up at once: the deadline
+// overflowed into the past).
+TEST_F(DiskCacheTest, ACompileClaimWaitsUnderAHugeLimit) {
+  std::string key = DiskCache::computeKey({"huge limit"});
+  pid_t holder = holdClaimInChild(directory, key, 800);
+  ASSERT_GT(holder, 0);
+  DiskCache::CompileClaim claim = DiskCache(directory).claimCompile(key, 1e10);
+  EXPECT_TRUE(claim);
+  EXPECT_TRUE(claim.waited());
+  EXPECT_GT(claim.waitedSeconds(), 0.1);
+  ::waitpid(holder, nullptr, 0);
+}
+
+// A waiter returns as soon as the entry is stored, even while the lock
+// stays held (a forked child of the holder keeps it).
+TEST_F(DiskCacheTest, ACompileClaimEndsWhenTheEntryAppears) {
+  DiskCache cache(directory);
+  std::string key = DiskCache::computeKey({"appears"});
+  pid_t holder = holdClaimInChild(directory, key, 20000);
+  ASSERT_GT(holder, 0);
+  std::thread store([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_FALSE(llvm::errorToBool(cache.store(key, makeEntry('s', 100))));
+  });
+  auto start = std::chrono::steady_clock::now();
+  DiskCache::CompileClaim claim = cache.claimCompile(key, 30);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  store.join();
+  EXPECT_FALSE(claim);
+  EXPECT_TRUE(claim.waited());
+  EXPECT_LT(seconds, 10);
+  EXPECT_TRUE(cache.lookup(key));
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+}
+
 TEST(DiskCacheBound, FollowsTheEnvironment) {
   {
     ScopedEnvironment unset("HISA_CACHE_MAX_BYTES", nullptr);
@@ -488,8 +548,11 @@ TEST_F(DiskCacheTest, DamagedEntriesAreMisses) {
     DiskCache::Lookup found = cache.find(key);
     EXPECT_FALSE(found);
     EXPECT_FALSE(found.entry);
-    // Anything present but unusable is rejected (and named), not absent.
-    if (std::string(what) == "missing meta") {
+    // Anything present but unusable is rejected (and named), not absent;
+    // a missing file is a miss (eviction removes the .meta, then the
+    // binary: a reader between the two sees a missing binary).
+    if (std::string(what) == "missing meta" ||
+        std::string(what) == "missing binary") {
       EXPECT_EQ(found.outcome, DiskCache::Lookup::Absent);
     } else {
       EXPECT_EQ(found.outcome, DiskCache::Lookup::Rejected)

@@ -138,25 +138,32 @@ public:
   public:
     CompileClaim() = default;
     CompileClaim(CompileClaim &&other) noexcept
-        : fd(std::exchange(other.fd, -1)), waitedFlag(other.waitedFlag) {}
+        : fd(std::exchange(other.fd, -1)), waitedFlag(other.waitedFlag),
+          waitedTime(other.waitedTime) {}
     CompileClaim &operator=(CompileClaim &&other) noexcept;
     CompileClaim(const CompileClaim &) = delete;
     CompileClaim &operator=(const CompileClaim &) = delete;
     ~CompileClaim();
     /// Whether another holder had it first (the entry may be there now).
     bool waited() const { return waitedFlag; }
+    /// How long the claim waited for another holder, in seconds.
+    double waitedSeconds() const { return waitedTime; }
     explicit operator bool() const { return fd >= 0; }
 
   private:
     friend class DiskCache;
     int fd = -1;
     bool waitedFlag = false;
+    double waitedTime = 0;
   };
 
-  /// Claims the compilation of `key`, waiting at most `seconds` for another
-  /// holder. An empty claim when the directory cannot hold the lock file or
-  /// the wait ran out: the caller compiles anyway (a duplicate compile, not
-  /// an error).
+  /// Claims the compilation of `key`, waiting at most `seconds` (capped at
+  /// a year) for another holder. Returns without the claim, marked as
+  /// waited, as soon as the entry's .meta file appears or changes (the
+  /// holder stored it, even if a forked child still holds the lock). An
+  /// empty claim when the directory cannot hold the lock file or the wait
+  /// ran out: the caller compiles anyway (a duplicate compile, not an
+  /// error).
   CompileClaim claimCompile(llvm::StringRef key, double seconds) const;
 
   /// Where the binary of `key` lives (it may not exist).
