@@ -24,6 +24,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -116,16 +117,20 @@ bool DiskCache::isValidKey(llvm::StringRef key) {
       key, [](char c) { return llvm::isAlnum(c) || c == '_' || c == '-'; });
 }
 
-std::string DiskCache::getBinaryPath(llvm::StringRef key) const {
+/// The file of `key`'s entry with `suffix` (".bin", ".meta", ".lock").
+static std::string entryPath(llvm::StringRef directory, llvm::StringRef key,
+                             llvm::StringRef suffix) {
   llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, key + ".bin");
+  llvm::sys::path::append(path, key + suffix);
   return std::string(path);
 }
 
+std::string DiskCache::getBinaryPath(llvm::StringRef key) const {
+  return entryPath(directory, key, ".bin");
+}
+
 std::string DiskCache::getMetadataPath(llvm::StringRef key) const {
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, key + ".meta");
-  return std::string(path);
+  return entryPath(directory, key, ".meta");
 }
 
 //===----------------------------------------------------------------------===//
@@ -454,17 +459,13 @@ static void sweepDirectory(const std::string &directory, uint64_t maxBytes,
     if (total <= target)
       break;
     // Stored or used again since the listing (by another process): kept.
-    llvm::SmallString<256> metaPath(directory);
-    llvm::sys::path::append(metaPath, key + ".meta");
+    std::string metaPath = entryPath(directory, key, ".meta");
     llvm::sys::fs::file_status now;
     if (!llvm::sys::fs::status(metaPath, now) &&
         now.getLastModificationTime() != lastUse)
       continue;
-    for (const char *suffix : {".meta", ".bin"}) {
-      llvm::SmallString<256> path(directory);
-      llvm::sys::path::append(path, key + suffix);
-      ::unlink(path.c_str());
-    }
+    ::unlink(metaPath.c_str());
+    ::unlink(entryPath(directory, key, ".bin").c_str());
     total -= entries[key].bytes;
   }
 }
@@ -492,8 +493,7 @@ DiskCache::CompileClaim DiskCache::claimCompile(llvm::StringRef key,
   if (directory.empty() || !isValidKey(key) ||
       llvm::sys::fs::create_directories(directory))
     return claim;
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, key + ".lock");
+  std::string path = entryPath(directory, key, ".lock");
   // O_NONBLOCK: a FIFO planted at the name must not block the open.
   int fd = ::open(path.c_str(),
                   O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
@@ -517,9 +517,10 @@ DiskCache::CompileClaim DiskCache::claimCompile(llvm::StringRef key,
   auto metaState = [&] {
     struct stat meta;
     if (::stat(metaPath.c_str(), &meta) != 0)
-      return std::make_pair(int64_t(-1), int64_t(0));
-    return std::make_pair(int64_t(meta.st_mtim.tv_sec),
-                          int64_t(meta.st_mtim.tv_nsec) ^ int64_t(meta.st_ino));
+      return std::make_tuple(int64_t(-1), int64_t(0), uint64_t(0));
+    return std::make_tuple(int64_t(meta.st_mtim.tv_sec),
+                           int64_t(meta.st_mtim.tv_nsec),
+                           uint64_t(meta.st_ino));
   };
   auto metaBefore = metaState();
   auto finish = [&](bool waited) {

@@ -61,6 +61,9 @@ def _fake(name, refuses_grad=True):
     (no gradient flows through a selection)."""
 
     def register(fn):
+        if not refuses_grad:
+            torch.library.register_fake("hisa::" + name, fn, lib=_LIBRARY)
+            return fn
         parameters = list(inspect.signature(fn).parameters)
 
         @functools.wraps(fn)
@@ -68,8 +71,7 @@ def _fake(name, refuses_grad=True):
             check_no_grad(name, list(zip(parameters, args)) + list(kwargs.items()))
             return fn(*args, **kwargs)
 
-        torch.library.register_fake("hisa::" + name, checked if refuses_grad else fn,
-                                    lib=_LIBRARY)
+        torch.library.register_fake("hisa::" + name, checked, lib=_LIBRARY)
         return fn
 
     return register

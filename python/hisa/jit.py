@@ -92,23 +92,29 @@ def _encode(name: str, value: Optional[str]) -> Optional[bytes]:
     return value.encode("utf-8")
 
 
+_DTYPES_OF = None
+
+
 def _dtypes_of(element_type: str):
     """The torch dtypes a tensor argument of DSL element type
     `element_type` may have (None: not known here, the size check alone
     applies). Integers of either signedness (the DSL's are signless); fp8
-    also as raw bytes (uint8)."""
-    torch = _torch()
-    table = {
-        "f32": (torch.float32,), "f64": (torch.float64,), "f16": (torch.float16,),
-        "bf16": (torch.bfloat16,),
-        "f8E4M3FN": (torch.float8_e4m3fn, torch.uint8),
-        "f8E5M2": (torch.float8_e5m2, torch.uint8),
-        "i64": (torch.int64, getattr(torch, "uint64", torch.int64)),
-        "i32": (torch.int32, getattr(torch, "uint32", torch.int32)),
-        "i16": (torch.int16, getattr(torch, "uint16", torch.int16)),
-        "i8": (torch.int8, torch.uint8), "i1": (torch.bool,),
-    }
-    return table.get(element_type)
+    also as raw bytes (uint8). The table is built once (launches are on the
+    host's critical path)."""
+    global _DTYPES_OF
+    if _DTYPES_OF is None:
+        torch = _torch()
+        _DTYPES_OF = {
+            "f32": (torch.float32,), "f64": (torch.float64,), "f16": (torch.float16,),
+            "bf16": (torch.bfloat16,),
+            "f8E4M3FN": (torch.float8_e4m3fn, torch.uint8),
+            "f8E5M2": (torch.float8_e5m2, torch.uint8),
+            "i64": (torch.int64, getattr(torch, "uint64", torch.int64)),
+            "i32": (torch.int32, getattr(torch, "uint32", torch.int32)),
+            "i16": (torch.int16, getattr(torch, "uint16", torch.int16)),
+            "i8": (torch.int8, torch.uint8), "i1": (torch.bool,),
+        }
+    return _DTYPES_OF.get(element_type)
 
 
 def _torch():

@@ -290,18 +290,8 @@ def _run(function: str, device: torch.device, *args, context: str = "") -> None:
     entry = _C_FUNCTIONS.get(function)
     if entry is None:
         entry = _load_function(function)
-    for arg in args:
-        # A tensor subclass may hold no memory (FakeTensorMode, make_fx
-        # outside torch.compile): its data_ptr() is made up, and a kernel
-        # writing there would fault the context. Plain tensors skip this.
-        if type(arg) is not torch.Tensor and isinstance(arg, torch.Tensor) \
-                and _holds_no_memory(arg):
-            raise InvalidArgumentError(
-                f"{function}: a fake or meta tensor reached the eager call (no memory to "
-                f"launch on); trace through torch.compile or call torch.ops.hisa.* "
-                f"(which have fake implementations)")
-    pointers = [arg.data_ptr() if type(arg) is torch.Tensor or isinstance(arg, torch.Tensor)
-                else arg for arg in args]
+    pointers = [arg.data_ptr() if type(arg) is torch.Tensor else _pointer_of(function, arg)
+                for arg in args]
     index = device.index
     current = current_device_index()
     if index is None or index == current:
@@ -316,13 +306,21 @@ def _run(function: str, device: torch.device, *args, context: str = "") -> None:
         _lib.check(status, function, context)
 
 
-def _holds_no_memory(t: torch.Tensor) -> bool:
-    """Whether `t` is a fake tensor (FakeTensorMode, functional wrappers of
-    one) or a meta tensor."""
-    if t.device.type == "meta":
-        return True
+def _pointer_of(function: str, arg):
+    """What _run passes for an argument that is not a plain tensor: a tensor
+    subclass's data pointer, unless it holds no memory (a fake tensor of
+    FakeTensorMode or make_fx outside torch.compile, or a meta tensor: its
+    data_ptr() is made up, and a kernel writing there would fault the
+    context); any other value as is."""
+    if not isinstance(arg, torch.Tensor):
+        return arg
     from torch._subclasses.fake_tensor import is_fake
-    return bool(is_fake(t))
+    if arg.device.type == "meta" or is_fake(arg):
+        raise InvalidArgumentError(
+            f"{function}: a fake or meta tensor reached the eager call (no memory to "
+            f"launch on); trace through torch.compile or call torch.ops.hisa.* "
+            f"(which have fake implementations)")
+    return arg.data_ptr()
 
 
 def _check_index_dtype(name: str, t: torch.Tensor) -> None:
