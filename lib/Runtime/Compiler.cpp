@@ -72,6 +72,11 @@ llvm::Error makeCompileError(const llvm::Twine &message) {
   return llvm::make_error<CompileError>(message.str());
 }
 
+/// A failure the request decides (see CompileError): remembered by the Jit.
+llvm::Error makeReproducibleCompileError(const llvm::Twine &message) {
+  return llvm::make_error<CompileError>(message.str(), /*reproducible=*/true);
+}
+
 llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -119,7 +124,7 @@ llvm::Error recordGridProgram(tile::KernelOp kernel, KernelMetadata &metadata) {
       inst.a = ids.lookup(op.getOperand(0));
       inst.b = ids.lookup(op.getOperand(1));
     } else {
-      return makeCompileError(
+      return makeReproducibleCompileError(
           "kernel '" + metadata.kernelName + "': the JIT cannot evaluate '" +
           op.getName().getStringRef() + "' in the grid arithmetic");
     }
@@ -377,13 +382,17 @@ Expected<std::string> runPtxas(StringRef ptxas, StringRef ptx, StringRef chip,
     if (log && (*log)->getBufferSize() > 4096)
       text += "\n[... " + std::to_string((*log)->getBufferSize() - 4096) +
               " more bytes of ptxas output]";
-    return makeCompileError(
+    // ptxas exiting with an error rejected the PTX (reproducible); killed
+    // by a signal, it may not have (memory, an operator).
+    return llvm::make_error<CompileError>(
         "ptxas failed (" +
-        (WIFEXITED(status)
-             ? "exit " + std::to_string(WEXITSTATUS(status))
-             : "signal " +
-                   std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0)) +
-        "): " + text);
+            (WIFEXITED(status)
+                 ? "exit " + std::to_string(WEXITSTATUS(status))
+                 : "signal " + std::to_string(WIFSIGNALED(status)
+                                                  ? WTERMSIG(status)
+                                                  : 0)) +
+            "): " + text,
+        /*reproducible=*/WIFEXITED(status));
   }
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
@@ -493,8 +502,8 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
       return makeCompileError("kernel '" + kernelName + "': " +
                               deadline.describe() + "; stopped before pass '" +
                               deadline.stoppedBefore + "'\n" + diagnostics);
-    return makeCompileError("kernel '" + kernelName + "': " + what + "\n" +
-                            diagnostics);
+    return makeReproducibleCompileError("kernel '" + kernelName + "': " + what +
+                                        "\n" + diagnostics);
   };
   // Every pass manager checks the deadline before each pass it runs.
   auto makePassManager = [&] {
@@ -702,7 +711,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
     int64_t wanted =
         consumers * split->first + tile::kProducerThreads * split->second;
     if (wanted > blockThreads * localMemory.registers)
-      return makeCompileError(formatv(
+      return makeReproducibleCompileError(formatv(
           "kernel '{0}': its warp-specialized roles ask for {1} consumer and "
           "{2} producer registers a thread, {3} in all, but ptxas gave the "
           "block {4} threads x {5} = {6}; setmaxnreg.inc would never "
@@ -717,8 +726,8 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   auto reportOrRefuse = [&](const std::string &message,
                             const char *strictVariable) -> llvm::Error {
     if (isStrict(strictVariable))
-      return makeCompileError(message + " (refused: " + strictVariable +
-                              " is set)");
+      return makeReproducibleCompileError(
+          message + " (refused: " + strictVariable + " is set)");
     reportLine("hisa: warning: " + message);
     return llvm::Error::success();
   };

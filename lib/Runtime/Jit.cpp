@@ -723,6 +723,9 @@ struct CompileOutcome {
   std::shared_ptr<CompiledKernel> kernel;
   enum Kind { Other, Compile, Parameters } errorKind = Other;
   std::string message;
+  /// The request decided the error (CompileError::isReproducible, every
+  /// ParameterError): asked again, it fails again.
+  bool reproducible = false;
 
   static CompileOutcome fromError(Error error) {
     CompileOutcome outcome;
@@ -731,10 +734,12 @@ struct CompileOutcome {
         [&](const CompileError &compile) {
           outcome.errorKind = Compile;
           outcome.message = compile.getMessage();
+          outcome.reproducible = compile.isReproducible();
         },
         [&](const ParameterError &parameters) {
           outcome.errorKind = Parameters;
           outcome.message = parameters.getMessage();
+          outcome.reproducible = true;
         },
         [&](const ErrorInfoBase &other) { outcome.message = other.message(); });
     return outcome;
@@ -745,7 +750,7 @@ struct CompileOutcome {
       return kernel;
     switch (errorKind) {
     case Compile:
-      return make_error<CompileError>(message);
+      return make_error<CompileError>(message, reproducible);
     case Parameters:
       return make_error<ParameterError>(message);
     case Other:
@@ -770,6 +775,12 @@ struct Jit::State {
   /// Compilations under way, by key: a second caller of the same kernel
   /// waits for the first one's result; other kernels compile meanwhile.
   StringMap<std::shared_future<CompileOutcome>> compiling;
+  /// Reproducible failures, by key: asked again, the request gets the same
+  /// error at once instead of a compilation of seconds that fails again (a
+  /// server retrying a call). Bounded: past kMaxRememberedFailures distinct
+  /// failing requests, later ones are compiled again each time.
+  StringMap<CompileOutcome> failed;
+  static constexpr size_t kMaxRememberedFailures = 256;
   CacheStatistics statistics;
   std::atomic<bool> warnedAboutCache{false};
 
@@ -1088,6 +1099,11 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
       entry = std::move(replaced);
     return entry;
   }
+  auto remembered = state->failed.find(key->digest);
+  if (remembered != state->failed.end()) {
+    ++state->statistics.rememberedFailures;
+    return remembered->second.get();
+  }
   auto underWay = state->compiling.find(key->digest);
   if (underWay != state->compiling.end()) {
     std::shared_future<CompileOutcome> result = underWay->second;
@@ -1113,8 +1129,14 @@ Expected<std::shared_ptr<CompiledKernel>> Jit::compile(StringRef source,
                                ? CompileOutcome{*kernel}
                                : CompileOutcome::fromError(kernel.takeError());
   lock.lock();
-  if (outcome.kernel)
+  if (outcome.kernel) {
     state->compiled[key->digest] = outcome.kernel;
+  } else {
+    ++state->statistics.failedCompiles;
+    if (outcome.reproducible &&
+        state->failed.size() < State::kMaxRememberedFailures)
+      state->failed[key->digest] = outcome;
+  }
   state->compiling.erase(key->digest);
   lock.unlock();
   promise.set_value(outcome);

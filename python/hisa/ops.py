@@ -1059,8 +1059,14 @@ def flash_attn(
       o [B, H, S, D] bfloat16.
     """
     scale = softmax_scale
+    # A bool only (as SDPA's is_causal): a tensor or a string would be read
+    # by truthiness, "no" as causal.
+    if not isinstance(causal, bool):
+        raise _lib.ArgumentTypeError(
+            f"causal must be a bool, got {type(causal).__qualname__}"
+        )
     if torch.compiler.is_compiling():
-        return torch.ops.hisa.flash_attn(q, k, v, bool(causal),
+        return torch.ops.hisa.flash_attn(q, k, v, causal,
                                          float(q.shape[-1] ** -0.5 if scale is None else scale))
     check_no_grad("flash_attn", (("q", q), ("k", k), ("v", v)))
     q = check_tensor("q", q)

@@ -97,3 +97,11 @@ def test_inputs_that_require_grad_are_refused(op, call, first):
     with pytest.raises(ValueError) as info:
         call(x.detach())
     assert "requires grad" not in str(info.value)
+
+
+def test_flash_attn_causal_must_be_a_bool():
+    # Read by truthiness, "no" or a one-element tensor would mean causal.
+    q = torch.zeros(1, 1, 1, 64, dtype=torch.bfloat16)
+    for causal in ("no", 1, torch.tensor(False), None):
+        with pytest.raises(hisa.ArgumentTypeError, match="causal must be a bool"):
+            hisa.flash_attn(q, q, q, causal=causal)

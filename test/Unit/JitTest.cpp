@@ -681,6 +681,69 @@ TEST_F(JitCacheTest, AnEmptyCubinIsRefusedAndNotCached) {
   }
 }
 
+TEST_F(JitCacheTest, AFailureTheRequestDecidesIsRememberedForTheProcess) {
+  // Parameters the kernel refuses, a source that does not parse and a PTX
+  // that ptxas rejects (exit status 1) fail the same way every time: the
+  // second request gets the first one's error without compiling again.
+  std::string script = root + "/rejecting-ptxas";
+  writeFile(script, "#!/bin/sh\necho 'ptxas fatal: rejected' >&2\nexit 1\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  struct Request {
+    std::string source, kernel, params;
+    bool stubPtxas;
+  };
+  std::vector<Request> requests = {
+      {getBuiltinKernelSource(kPooling).str(), kPooling, "dim=64,hedas=3",
+       false},
+      {"tile.kernel @broken(", "broken", "", false},
+      {getBuiltinKernelSource(kPooling).str(), kPooling, kFirstParams, true}};
+  for (const Request &request : requests) {
+    std::optional<ScopedEnvironment> ptxas;
+    if (request.stubPtxas)
+      ptxas.emplace("HISA_PTXAS", script.c_str());
+    auto jit = makeJit();
+    std::string messages[2];
+    for (std::string &message : messages) {
+      auto compiled = jit->compile(request.source, request.kernel,
+                                   request.params, "sm_90a");
+      ASSERT_FALSE(compiled) << request.kernel;
+      message = llvm::toString(compiled.takeError());
+    }
+    EXPECT_EQ(messages[0], messages[1]);
+    CacheStatistics stats = jit->getStatistics();
+    EXPECT_EQ(stats.failedCompiles, 1) << messages[0];
+    EXPECT_EQ(stats.rememberedFailures, 1) << messages[0];
+    EXPECT_EQ(stats.compiles, 0);
+  }
+}
+
+TEST_F(JitCacheTest, AFailureTheMachineDecidesIsTriedAgain) {
+  // A time limit, or a ptxas killed by a signal, says nothing about the
+  // next attempt: each request compiles again.
+  std::string script = root + "/killed-ptxas";
+  writeFile(script, "#!/bin/sh\nkill -9 $$\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  {
+    ScopedEnvironment ptxas("HISA_PTXAS", script.c_str());
+    auto jit = makeJit();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto compiled = jit->compile(getBuiltinKernelSource(kPooling), kPooling,
+                                   kFirstParams, "sm_90a");
+      ASSERT_FALSE(compiled);
+      std::string message = llvm::toString(compiled.takeError());
+      EXPECT_NE(message.find("signal 9"), std::string::npos) << message;
+    }
+    EXPECT_EQ(jit->getStatistics().failedCompiles, 2);
+    EXPECT_EQ(jit->getStatistics().rememberedFailures, 0);
+  }
+  auto jit = makeJit({}, /*timeout=*/0.0);
+  for (int attempt = 0; attempt < 2; ++attempt)
+    EXPECT_FALSE(static_cast<bool>(jit->compile(
+        getBuiltinKernelSource(kPooling), kPooling, kFirstParams, "sm_90a")));
+  EXPECT_EQ(jit->getStatistics().failedCompiles, 2);
+  EXPECT_EQ(jit->getStatistics().rememberedFailures, 0);
+}
+
 //===----------------------------------------------------------------------===//
 // Parameters the kernel refuses, through the C ABI
 //===----------------------------------------------------------------------===//

@@ -25,11 +25,17 @@ namespace hisa::runtime {
 
 /// A kernel that failed to compile (the message carries the diagnostics),
 /// as opposed to a bad request (unknown kernel, malformed parameters).
+/// Reproducible: the request itself decides the failure (the compiler or
+/// ptxas rejected the kernel with these parameters, target and strictness),
+/// so the same request fails the same way again; not: the machine's state
+/// did (a time limit, a temporary file, a ptxas that could not run).
 class CompileError : public llvm::ErrorInfo<CompileError> {
 public:
   static char ID;
-  explicit CompileError(std::string message) : message(std::move(message)) {}
+  explicit CompileError(std::string message, bool reproducible = false)
+      : message(std::move(message)), reproducible(reproducible) {}
   const std::string &getMessage() const { return message; }
+  bool isReproducible() const { return reproducible; }
   void log(llvm::raw_ostream &os) const override { os << message; }
   std::error_code convertToErrorCode() const override {
     return llvm::inconvertibleErrorCode();
@@ -37,6 +43,7 @@ public:
 
 private:
   std::string message;
+  bool reproducible;
 };
 
 /// A request whose specialization parameters the kernel refuses (a value
@@ -168,6 +175,10 @@ struct CacheStatistics {
   /// Disk cache entries found but not served (modified, damaged, stored for
   /// another key, not regular files...) and rebuilt.
   int64_t rejectedEntries = 0;
+  /// Compilations that failed, and requests answered with the error of an
+  /// earlier one without compiling again (a reproducible CompileError or a
+  /// ParameterError of the same request, remembered for the process).
+  int64_t failedCompiles = 0, rememberedFailures = 0;
 };
 
 /// The JIT's limit on one compilation when HISA_COMPILE_TIMEOUT_S is not set.
