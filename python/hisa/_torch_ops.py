@@ -194,13 +194,20 @@ def _(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, topk_tokens):
 
 @_op()
 def sparse_attn(q: Tensor, kv: Tensor, attn_sink: Tensor, topk_idxs: Tensor,
-                softmax_scale: float) -> Tuple[Tensor, Tensor]:
-    return _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse=True)
+                softmax_scale: float, return_lse: bool = False) -> Tuple[Tensor, Tensor]:
+    # Without return_lse the kernel computes no lse (the eager call's
+    # specialization) and the second output is empty: an op's outputs are
+    # fixed by its schema.
+    if return_lse:
+        return _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse=True)
+    o = _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale)
+    return o, q.new_empty((0,), dtype=torch.float32)
 
 
 @_fake("sparse_attn")
-def _(q, kv, attn_sink, topk_idxs, softmax_scale):
-    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
+def _(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse=False):
+    lse_shape = q.shape[:3] if return_lse else (0,)
+    return q.new_empty(q.shape), q.new_empty(lse_shape, dtype=torch.float32)
 
 
 @_op()

@@ -988,8 +988,13 @@ def sparse_attn(
     Returns:
       o [B, S, H, 512] bfloat16, or (o, lse).
     """
+    if not isinstance(return_lse, bool):
+        raise _lib.ArgumentTypeError(
+            f"return_lse must be a bool, got {type(return_lse).__qualname__}"
+        )
     if torch.compiler.is_compiling():
-        o, lse = torch.ops.hisa.sparse_attn(q, kv, attn_sink, topk_idxs, float(softmax_scale))
+        o, lse = torch.ops.hisa.sparse_attn(q, kv, attn_sink, topk_idxs, float(softmax_scale),
+                                            return_lse)
         return (o, lse) if return_lse else o
     check_no_grad("sparse_attn", (("q", q), ("kv", kv), ("attn_sink", attn_sink)))
     q = check_tensor("q", q)

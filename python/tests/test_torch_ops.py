@@ -80,6 +80,26 @@ def test_torch_compile_fullgraph():
     assert torch.equal(got[4], want[4])
 
 
+def test_torch_compile_sparse_attn_with_and_without_lse():
+    # The compiled op asks for lse only when the caller does (the eager
+    # call's kernel otherwise) and gives the eager results either way.
+    fresh_seed(torch)
+    q = torch.randn(2, 3, 16, 512, device="cuda").bfloat16()
+    kv = torch.randn(2, 40, 512, device="cuda").bfloat16()
+    sink = torch.randn(16, device="cuda")
+    idx = torch.randint(-1, 40, (2, 3, 70), device="cuda", dtype=torch.int32)
+
+    def attend(q, kv, sink, idx):
+        o_only = hisa.sparse_attn(q, kv, sink, idx, 0.05)
+        o, lse = hisa.sparse_attn(q, kv, sink, idx, 0.05, return_lse=True)
+        return o_only, o, lse
+
+    got = torch.compile(attend, fullgraph=True)(q, kv, sink, idx)
+    want = attend(q, kv, sink, idx)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+
+
 def test_cuda_graph_capture():
     fresh_seed(torch)
     q, k, k_scale, weights, ks, ke = inputs()

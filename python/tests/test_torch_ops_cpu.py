@@ -21,7 +21,7 @@ SCHEMAS = {
                     "Tensor cu_seqlen_ks, Tensor cu_seqlen_ke, SymInt k_block_size, "
                     "SymInt block_topk, SymInt topk_tokens) -> Tensor",
     "sparse_attn": "hisa::sparse_attn(Tensor q, Tensor kv, Tensor attn_sink, Tensor topk_idxs, "
-                   "float softmax_scale) -> (Tensor, Tensor)",
+                   "float softmax_scale, bool return_lse=False) -> (Tensor, Tensor)",
     "flash_attn": "hisa::flash_attn(Tensor q, Tensor k, Tensor v, bool causal, "
                   "float softmax_scale) -> Tensor",
 }
@@ -53,9 +53,16 @@ def test_fake_shapes():
         o, lse = torch.ops.hisa.sparse_attn(torch.empty(2, 3, 16, 512, dtype=torch.bfloat16),
                                             torch.empty(2, 40, 512, dtype=torch.bfloat16),
                                             torch.empty(16),
-                                            torch.empty(2, 3, 70, dtype=torch.int32), 0.05)
+                                            torch.empty(2, 3, 70, dtype=torch.int32), 0.05,
+                                            True)
         assert o.shape == (2, 3, 16, 512) and lse.shape == (2, 3, 16)
         assert lse.dtype == torch.float32
+        # Without return_lse (the default) no lse is computed: empty.
+        o, lse = torch.ops.hisa.sparse_attn(torch.empty(2, 3, 16, 512, dtype=torch.bfloat16),
+                                            torch.empty(2, 40, 512, dtype=torch.bfloat16),
+                                            torch.empty(16),
+                                            torch.empty(2, 3, 70, dtype=torch.int32), 0.05)
+        assert o.shape == (2, 3, 16, 512) and lse.shape == (0,)
 
 
 def test_export_traces_through_the_ops():

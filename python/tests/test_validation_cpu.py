@@ -105,3 +105,11 @@ def test_flash_attn_causal_must_be_a_bool():
     for causal in ("no", 1, torch.tensor(False), None):
         with pytest.raises(hisa.ArgumentTypeError, match="causal must be a bool"):
             hisa.flash_attn(q, q, q, causal=causal)
+
+
+def test_sparse_attn_return_lse_must_be_a_bool():
+    q = torch.zeros(1, 1, 1, 512, dtype=torch.bfloat16)
+    for flag in ("no", 1, torch.tensor(True)):
+        with pytest.raises(hisa.ArgumentTypeError, match="return_lse must be a bool"):
+            hisa.sparse_attn(q, q[0], torch.zeros(1), torch.zeros(1, 1, 1, dtype=torch.int32),
+                             0.1, return_lse=flag)
