@@ -63,12 +63,15 @@ tile.kernel @pool_mqa_logits(
     tile.copy %weights[%q0, %c0] to %weight_tile
         : !tile.global<[?, heads], f32> to !tile.shared<[block_q, heads], f32>
     %max_i32 = arith.constant 2147483647 : i32
-    %min_i32 = arith.constant 0 : i32
+    %zero_i32 = arith.constant 0 : i32
     %lo, %hi = scf.for %i = %c0 to %block_q step %c1
-        iter_args(%lo_acc = %max_i32, %hi_acc = %min_i32) -> (i32, i32) {
+        iter_args(%lo_acc = %max_i32, %hi_acc = %zero_i32) -> (i32, i32) {
       %query = arith.addi %q0, %i : index
       %valid = arith.cmpi ult, %query, %m : index
-      %s = tile.load %starts[%i] : !tile.local<[block_q], i32>
+      // A negative start counts as 0: the walk would otherwise begin up to
+      // 2^31 rows before the keys (a launch that never ends).
+      %s_given = tile.load %starts[%i] : !tile.local<[block_q], i32>
+      %s = arith.maxsi %s_given, %zero_i32 : i32
       %e = tile.load %ends[%i] : !tile.local<[block_q], i32>
       %lo_min = arith.minsi %lo_acc, %s : i32
       %hi_max = arith.maxsi %hi_acc, %e : i32

@@ -431,8 +431,8 @@ def _pool_mqa_logits(q, keys, scales, weights, starts, ends, names, rows_sym):
         return logits
 
     # int64 windows are clamped to [0, rows], which leaves every window's
-    # part inside [0, rows) as it was (the kernel walks a tile's union
-    # window from min(starts): a saturated -2**31 would cost ~2**31 columns).
+    # part inside [0, rows) as it was (the kernel also counts a negative
+    # start as 0).
     # (Held in locals: a temporary's memory could be reused before the launch.)
     starts32 = _as_int32(starts, 0, rows)
     ends32 = _as_int32(ends, 0, rows)
@@ -463,9 +463,8 @@ def pool_mqa_logits(
     elsewhere): mask them, as HISA step 1.3 does with
     ``clean_and_maintain_logits_(logits, bks, bke)``. Windows should lie in
     ``[0, Nb]`` (as ``ks // kb`` and ``ceil(ke / kb)`` do): bke > Nb is
-    clipped to Nb and int64 windows are clamped to [0, Nb], but an int32
-    bks < 0 is not supported (a tile of queries walks its union window from
-    min(bks)). An empty window (bks >= bke) computes nothing.
+    clipped to Nb, a negative bks counts as 0 and int64 windows are clamped
+    to [0, Nb]. An empty window (bks >= bke) computes nothing.
 
     Args:
       q: [M, H, D] torch.float8_e4m3fn, CUDA, contiguous, 16-byte aligned.

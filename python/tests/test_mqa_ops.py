@@ -228,6 +228,26 @@ def test_mqa_logits(heads, dim, n, num_seqs, m, int64, empty):
     check_inside_windows(logits, expected, tolerance, ks, ke, seed)
 
 
+def test_mqa_logits_negative_int32_starts_count_as_zero():
+    # int32 windows reach the kernel as given: a start of -2**31 used to
+    # make a tile of queries walk 2**31 keys before its window (a launch
+    # that never ended). It counts as 0, as an int64 one is clamped.
+    seed = fresh_seed(torch)
+    m, n, heads, dim = 300, 1000, 64, 128
+    q = random_q(m, heads, dim)
+    k = random_fp8(torch, n, dim)
+    k_scale = random_k_scale(torch, n)
+    weights = random_weights(m, heads)
+    ke = torch.randint(1, n + 1, (m,), device="cuda", dtype=torch.int32)
+    ks = torch.zeros(m, dtype=torch.int32, device="cuda")
+    ks[::3] = -2**31
+    ks[1::3] = -7
+    logits = hisa.mqa_logits(q, k, k_scale, weights, ks, ke)
+    torch.cuda.synchronize()
+    expected, tolerance = ref_dense(q, k, k_scale, weights)
+    check_inside_windows(logits, expected, tolerance, ks.clamp(min=0), ke, seed)
+
+
 # ---- block_sparse_mqa_logits -------------------------------------------------------------
 
 

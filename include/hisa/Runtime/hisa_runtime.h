@@ -154,9 +154,10 @@ HISA_EXPORT int hisa_clean_and_maintain_logits(float *logits, const int32_t *s,
 
 /* KERNELS.md 1.2 (and, with raw keys, the flat V3.2 indexer). q: [m, heads,
  * dim] fp8; blocked_k: [nb, dim] fp8; blocked_k_scale: [nb] f32; weights:
- * [m, heads] f32; bks, bke: [m] int32 block windows; logits: [m, nb] f32
- * (values outside a query's window are unspecified). heads in {16, 32,
- * 64, 128}, dim in {64, 128}. */
+ * [m, heads] f32; bks, bke: [m] int32 block windows (a negative bks counts
+ * as 0, bke is clipped to nb); logits: [m, nb] f32 (values outside a
+ * query's window are unspecified). heads in {16, 32, 64, 128}, dim in {64,
+ * 128}. */
 HISA_EXPORT int hisa_pool_mqa_logits(const void *q, const void *blocked_k,
                                      const float *blocked_k_scale,
                                      const float *weights, const int32_t *bks,
