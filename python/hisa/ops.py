@@ -854,8 +854,10 @@ def block_sparse_topk_tokens(
 
     Equals converting ``topk(block_sparse_mqa_logits(...), topk_tokens)``
     (slot ``t*kb + i`` -> ``topk_block_index[m, t]*kb + i - ks[m]``) up to the
-    order inside a row: ties go to the lower slot, slots outside
-    ``[ks, ke)`` (or of -1 blocks) are never selected, -1 fills the rest.
+    order inside a row, with the blocks of each row taken in ascending order:
+    ties go to the lower token whatever order the blocks are given in (so
+    two calls select the same set), slots outside ``[ks, ke)`` (or of -1
+    blocks) are never selected, -1 fills the rest.
 
     Args:
       q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke: as

@@ -345,6 +345,13 @@ def distinct_block_index(ks, ke, kb, n, t):
     return cols[pick].int()
 
 
+def sorted_blocks(index):
+    """index's rows in the order stage 2 takes its blocks: ascending, -1
+    last (stable). Stage 2's slot s is block sorted_blocks(index)[s // kb]."""
+    key = torch.where(index < 0, torch.full_like(index, 2**31 - 1), index)
+    return index.gather(1, key.argsort(1, stable=True))
+
+
 # (n, sequences, heads, dim, kb, T, topk_tokens, m)
 STAGE2_CASES = [
     (1024, 1, 64, 128, 128, 8, 256, None),
@@ -373,14 +380,16 @@ def test_block_sparse_topk_tokens(n, num_seqs, heads, dim, kb, t, topk_tokens, m
 
 
 def test_block_sparse_topk_tokens_all_equal():
-    """Every logit 0 (weights 0): ties go to the lowest slots, in block order."""
+    """Every logit 0 (weights 0): ties go to the lowest tokens (the lowest
+    slots of the blocks in ascending order), whatever order they came in."""
     seed = fresh_seed(torch)
     q, k, k_scale, weights, ks, ke = make_inputs(4096, 1, 64, 128, None, seed)
     weights.zero_()
     kb, t, topk_tokens = 128, 8, 300
-    index = distinct_block_index(ks, ke, kb, 4096, t)
+    given = distinct_block_index(ks, ke, kb, 4096, t)
+    index = sorted_blocks(given)
     logits = hisa.block_sparse_mqa_logits(q, k, k_scale, index, kb, weights, ks, ke)
-    out = hisa.block_sparse_topk_tokens(q, k, k_scale, index, kb, weights, ks, ke, topk_tokens)
+    out = hisa.block_sparse_topk_tokens(q, k, k_scale, given, kb, weights, ks, ke, topk_tokens)
     slots = slots_of_offsets(out, index, kb, ks)
     check_selection(logits, slots, topk_tokens, "all equal", seed)
     finite = torch.isfinite(logits)
@@ -389,7 +398,7 @@ def test_block_sparse_topk_tokens_all_equal():
     hits = torch.zeros(finite.shape, dtype=torch.int32, device="cuda")
     hits.scatter_add_(1, slots.long().clamp(min=0), (slots >= 0).int())
     chosen = hits > 0
-    assert bool((chosen == expected).all()), f"ties not to the lowest slots (seed {seed})"
+    assert bool((chosen == expected).all()), f"ties not to the lowest tokens (seed {seed})"
 
 
 def test_block_sparse_topk_tokens_signed_and_nonfinite_scales():
@@ -446,7 +455,7 @@ def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
     follows its k_scale): some ties at the threshold, few (the candidate
     list after the second radix pass) or many (past it). Every slot above
     the threshold is taken, and the ties that are needed go to the lowest
-    slots."""
+    slots of the blocks in ascending order (the lowest tokens)."""
     seed = fresh_seed(torch)
     n, heads, dim, kb, t, topk_tokens = 4096, 64, 128, 128, 16, 700
     q, k, k_scale, weights, ks, ke = make_inputs(n, 1, heads, dim, 512, seed)
@@ -455,11 +464,18 @@ def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     k_scale = torch.randint(1, levels + 1, (n,), device="cuda", generator=gen).float() / levels
     weights = torch.full(weights.shape, 1.0 / heads, device="cuda")
-    index = distinct_block_index(ks, ke, kb, n, t)
+    given = distinct_block_index(ks, ke, kb, n, t)
+    index = sorted_blocks(given)
     logits = hisa.block_sparse_mqa_logits(q, k, k_scale, index, kb, weights, ks, ke)
-    out = hisa.block_sparse_topk_tokens(q, k, k_scale, index, kb, weights, ks, ke, topk_tokens)
+    out = hisa.block_sparse_topk_tokens(q, k, k_scale, given, kb, weights, ks, ke, topk_tokens)
     slots = slots_of_offsets(out, index, kb, ks)
     check_selection(logits, slots, topk_tokens, f"{levels} levels", seed)
+    # The same blocks in another order select the same tokens.
+    shuffled = given.gather(1, torch.rand(given.shape, device="cuda").argsort(1))
+    again = hisa.block_sparse_topk_tokens(q, k, k_scale, shuffled, kb, weights, ks, ke,
+                                          topk_tokens)
+    assert torch.equal(out.sort(1).values, again.sort(1).values), (
+        f"{levels} levels: the selection depends on the blocks' order (seed {seed})")
     selectable = ~torch.isneginf(logits) & ~torch.isnan(logits)
     kk = min(topk_tokens, logits.shape[1])
     threshold = torch.topk(torch.nan_to_num(logits, nan=float("-inf")), kk, dim=1).values[:, -1:]

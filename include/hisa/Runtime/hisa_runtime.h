@@ -389,7 +389,8 @@ hisa_pool_topk_blocks(const void *q, const void *blocked_k,
  * int32 offsets from ks (ks >= 0: a row minus ks must fit in int32), -1
  * padded. topk * kb <= 32768, n >= 1. A row of topk_block_index names
  * distinct blocks (as stage 1 writes them; a block named twice gives its
- * offsets twice). */
+ * offsets twice), in any order: ties at the threshold go to the lower token,
+ * so the selection does not depend on that order. */
 HISA_EXPORT int hisa_block_sparse_topk_tokens(
     const void *q, const void *k, const float *k_scale,
     const int32_t *topk_block_index, const float *weights, const int32_t *ks,
