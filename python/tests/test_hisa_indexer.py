@@ -494,6 +494,33 @@ def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
 
 # ---- hisa_indexer --------------------------------------------------------------------
 
+
+def test_hisa_indexer_selects_the_same_set_every_call():
+    """Keys repeated every 512 rows give exact ties everywhere (in stage 1's
+    block logits and at stage 2's threshold): calls with and without
+    programmatic launch select the same sets. Stage 1 writes each row's
+    blocks in the order its slot atomics ran; stage 2 used to break ties by
+    that order, so two calls could differ (seen at M = N = 32768)."""
+    seed = fresh_seed(torch)
+    n, heads, dim = 8192, 64, 128
+    q, k, k_scale, weights, ks, ke = make_inputs(n, 1, heads, dim, 1024, seed)
+    k = k[:512].repeat(n // 512, 1).contiguous()
+    k_scale = k_scale[:512].repeat(n // 512).contiguous()
+    call = lambda: hisa.hisa_indexer(q, k, k_scale, weights, ks, ke, k_block_size=128,
+                                     block_topk=16, topk_tokens=512)
+    first = call().sort(1).values
+    previous = hisa.set_programmatic_launch(False)
+    try:
+        results = [call() for _ in range(3)]
+    finally:
+        hisa.set_programmatic_launch(previous)
+    results += [call() for _ in range(3)]
+    for i, got in enumerate(results):
+        differ = (got.sort(1).values != first).any(1)
+        assert not bool(differ.any()), (
+            f"call {i + 1} selects another set than the first in rows "
+            f"{differ.nonzero().flatten()[:4].tolist()} (seed {seed})")
+
 # (n, sequences, heads, dim, kb, block_topk, topk_tokens, m): the anchor's
 # reference configurations (1, 4, 8 sequences), and odd shapes.
 INDEXER_CASES = [
