@@ -100,34 +100,39 @@ tile.kernel @block_sparse_topk_tokens(
         : !tile.global<[?, heads, dim], f8E4M3FN> to !tile.shared<[heads, dim], f8E4M3FN>
     tile.copy %weights[%bx, %c0] to %weight_tile
         : !tile.global<[?, heads], f32> to !tile.shared<[heads], f32>
-    // The blocks in ascending order (-1 last; a stable rank sort, 64 x 64
-    // compares at T = 64): slot order is then column order, so ties at the
-    // threshold go to the lower token whatever order the blocks came in.
-    // Stage 1 writes them in the order its slot atomics ran, which differs
-    // from run to run: without the sort two calls of hisa_indexer could
-    // select different sets (a tie across the cut, ~2 rows per call at M =
-    // 32768).
+    // The blocks in ascending order (-1 last; a stable rank sort, T x T
+    // compares, one element a thread: a [topk] parallel would share the
+    // [kt] fragments' layout at T = kt and repeat each element in 4
+    // threads): slot order is then column order, so ties at the threshold
+    // go to the lower token whatever order the blocks came in. Stage 1
+    // writes them in the order its slot atomics ran, which differs from run
+    // to run: without the sort two calls of hisa_indexer could select
+    // different sets (a tie across the cut, ~2 rows per call at M = 32768).
     tile.copy %topk_block_index[%bx, %c0] to %given_index
         : !tile.global<[?, topk], i32> to !tile.shared<[topk], i32>
     %last_key = arith.constant 2147483647 : i32
-    tile.parallel (%i) in [topk] {
-      %b = tile.load %given_index[%i] : !tile.shared<[topk], i32>
-      %b_missing = arith.cmpi slt, %b, %zero : i32
-      %b_key = arith.select %b_missing, %last_key, %b : i32
-      %rank = scf.for %j = %c0 to %num_slots step %c1 iter_args(%r = %c0) -> (index) {
-        %u = tile.load %given_index[%j] : !tile.shared<[topk], i32>
-        %u_missing = arith.cmpi slt, %u, %zero : i32
-        %u_key = arith.select %u_missing, %last_key, %u : i32
-        %less = arith.cmpi slt, %u_key, %b_key : i32
-        %same = arith.cmpi eq, %u_key, %b_key : i32
-        %earlier = arith.cmpi ult, %j, %i : index
-        %same_earlier = arith.andi %same, %earlier : i1
-        %before = arith.ori %less, %same_earlier : i1
-        %step = arith.select %before, %c1, %c0 : index
-        %next = arith.addi %r, %step : index
-        scf.yield %next : index
+    tile.parallel (%warp, %lane) in [4, 32] {
+      %warp_first = arith.muli %warp, %c32 : index
+      %t = arith.addi %warp_first, %lane : index
+      scf.for %i = %t to %num_slots step %c128 {
+        %b = tile.load %given_index[%i] : !tile.shared<[topk], i32>
+        %b_missing = arith.cmpi slt, %b, %zero : i32
+        %b_key = arith.select %b_missing, %last_key, %b : i32
+        %rank = scf.for %j = %c0 to %num_slots step %c1 iter_args(%r = %c0) -> (index) {
+          %u = tile.load %given_index[%j] : !tile.shared<[topk], i32>
+          %u_missing = arith.cmpi slt, %u, %zero : i32
+          %u_key = arith.select %u_missing, %last_key, %u : i32
+          %less = arith.cmpi slt, %u_key, %b_key : i32
+          %same = arith.cmpi eq, %u_key, %b_key : i32
+          %earlier = arith.cmpi ult, %j, %i : index
+          %same_earlier = arith.andi %same, %earlier : i1
+          %before = arith.ori %less, %same_earlier : i1
+          %step = arith.select %before, %c1, %c0 : index
+          %next = arith.addi %r, %step : index
+          scf.yield %next : index
+        }
+        tile.store %b, %index_tile[%rank] : !tile.shared<[topk], i32>
       }
-      tile.store %b, %index_tile[%rank] : !tile.shared<[topk], i32>
     }
     %start_i32 = tile.load %ks[%bx] : !tile.global<[?], i32>
     %end_i32 = tile.load %ke[%bx] : !tile.global<[?], i32>
