@@ -198,10 +198,9 @@ def sparse_attn(q: Tensor, kv: Tensor, attn_sink: Tensor, topk_idxs: Tensor,
     # Without return_lse the kernel computes no lse (the eager call's
     # specialization) and the second output is empty: an op's outputs are
     # fixed by its schema.
-    if return_lse:
-        return _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse=True)
-    o = _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale)
-    return o, q.new_empty((0,), dtype=torch.float32)
+    result = _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale,
+                                   return_lse=return_lse)
+    return result if return_lse else (result, q.new_empty((0,), dtype=torch.float32))
 
 
 @_fake("sparse_attn")

@@ -110,6 +110,14 @@ def check_aligned(name: str, t: torch.Tensor, alignment: int) -> None:
         )
 
 
+def check_bool(name: str, value) -> bool:
+    """A flag must be a bool: read by truthiness, "no" or a one-element
+    tensor would count as true."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be a bool, got {type(value).__qualname__}")
+    return value
+
+
 def check_int(name: str, value, allowed: Optional[Sequence[int]] = None) -> int:
     if isinstance(value, bool):
         raise ArgumentTypeError(f"{name} must be an int, got bool {value!r}")

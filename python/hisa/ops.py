@@ -41,6 +41,7 @@ import torch
 from . import _lib
 from ._torch_util import (
     check_aligned,
+    check_bool,
     check_contiguous,
     check_cuda,
     check_dtype,
@@ -989,10 +990,7 @@ def sparse_attn(
     Returns:
       o [B, S, H, 512] bfloat16, or (o, lse).
     """
-    if not isinstance(return_lse, bool):
-        raise _lib.ArgumentTypeError(
-            f"return_lse must be a bool, got {type(return_lse).__qualname__}"
-        )
+    check_bool("return_lse", return_lse)
     if torch.compiler.is_compiling():
         o, lse = torch.ops.hisa.sparse_attn(q, kv, attn_sink, topk_idxs, float(softmax_scale),
                                             return_lse)
@@ -1065,12 +1063,7 @@ def flash_attn(
       o [B, H, S, D] bfloat16.
     """
     scale = softmax_scale
-    # A bool only (as SDPA's is_causal): a tensor or a string would be read
-    # by truthiness, "no" as causal.
-    if not isinstance(causal, bool):
-        raise _lib.ArgumentTypeError(
-            f"causal must be a bool, got {type(causal).__qualname__}"
-        )
+    check_bool("causal", causal)  # as SDPA's is_causal
     if torch.compiler.is_compiling():
         return torch.ops.hisa.flash_attn(q, k, v, causal,
                                          float(q.shape[-1] ** -0.5 if scale is None else scale))
