@@ -349,7 +349,7 @@ def sorted_blocks(index):
     """index's rows in the order stage 2 takes its blocks: ascending, -1
     last (stable). Stage 2's slot s is block sorted_blocks(index)[s // kb]."""
     key = torch.where(index < 0, torch.full_like(index, 2**31 - 1), index)
-    return index.gather(1, key.argsort(1, stable=True))
+    return index.gather(1, torch.sort(key, dim=1, stable=True).indices)
 
 
 # (n, sequences, heads, dim, kb, T, topk_tokens, m)
