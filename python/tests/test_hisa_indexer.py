@@ -379,6 +379,34 @@ def test_block_sparse_topk_tokens(n, num_seqs, heads, dim, kb, t, topk_tokens, m
     check_selection(logits, slots, kk, "block_sparse_topk_tokens", seed)
 
 
+def test_block_sparse_topk_tokens_missing_blocks():
+    """Rows with many -1 blocks anywhere in the row (stage 2 sorts them last
+    and runs its gemms and select over the present blocks only): a
+    different number per row, from none to every block, and also other
+    negative indices. The selection is exact against the logits of the same
+    blocks, and a row without blocks is all -1."""
+    seed = fresh_seed(torch)
+    n, heads, dim, kb, t, topk_tokens = 6000, 64, 128, 128, 24, 900
+    q, k, k_scale, weights, ks, ke = make_inputs(n, 3, heads, dim, 701, seed)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    index = distinct_block_index(ks, ke, kb, n, t)
+    m = index.shape[0]
+    # Row r misses about r / m of its blocks; every 7th row misses them all.
+    missing = torch.rand(index.shape, device="cuda", generator=gen) < (
+        torch.arange(m, device="cuda")[:, None].float() / m)
+    missing[::7] = True
+    other_negative = torch.rand(index.shape, device="cuda", generator=gen) < 0.1
+    gone = torch.where(other_negative, torch.full_like(index, -(2**31)), torch.full_like(index, -1))
+    index = torch.where(missing, gone, index)
+    logits = hisa.block_sparse_mqa_logits(q, k, k_scale, index, kb, weights, ks, ke)
+    out = hisa.block_sparse_topk_tokens(q, k, k_scale, index, kb, weights, ks, ke, topk_tokens)
+    torch.cuda.synchronize()
+    check_offsets(out, ks, ke, "missing blocks", seed)
+    assert bool((out[::7] == -1).all()), f"a row without blocks selected a token (seed {seed})"
+    slots = slots_of_offsets(out, index, kb, ks)
+    check_selection(logits, slots, topk_tokens, "missing blocks", seed)
+
+
 def test_block_sparse_topk_tokens_all_equal():
     """Every logit 0 (weights 0): ties go to the lowest tokens (the lowest
     slots of the blocks in ascending order), whatever order they came in."""
