@@ -54,7 +54,12 @@ tile.kernel @block_sparse_topk_tokens(
     %out: !tile.global<[?, ?], i32>)
     params {heads = 64, dim = 128, kb = 128, kt = 64, topk = 64, min_blocks = 3} {
   %m = tile.dim %q, 0 : !tile.global<[?, heads, dim], f8E4M3FN>
-  tile.launch (%bx) in (%m) threads 128 blocks_per_sm "min_blocks" {
+  tile.launch (%launch_index) in (%m) threads 128 blocks_per_sm "min_blocks" {
+    // The last queries first: with causal windows they have the most
+    // blocks, and ending on the shortest keeps the last wave short.
+    %c1_launch = arith.constant 1 : index
+    %last_query = arith.subi %m, %c1_launch : index
+    %bx = arith.subi %last_query, %launch_index : index
     %q_tile = tile.alloc : !tile.shared<[heads, dim], f8E4M3FN>
     %weight_tile = tile.alloc : !tile.shared<[heads], f32>
     %index_tile = tile.alloc : !tile.shared<[topk], i32>
