@@ -99,12 +99,14 @@ Error runOperator(const char *kernelName, const std::string &params,
   return kernel->launch(arguments, stream);
 }
 
-int64_t getPlanningMultiprocessors(PlanFor purpose) {
+Expected<int64_t> getPlanningMultiprocessors(PlanFor purpose) {
   CudaDriver *driver = CudaDriver::getIfLoaded();
   if (!driver && purpose == PlanFor::Launch) {
     Expected<CudaDriver &> loaded = CudaDriver::get();
     if (!loaded) {
-      consumeError(loaded.takeError()); // the launch will say so
+      // Nothing will run: the launch reports this after the argument
+      // checks, which must not depend on a device.
+      consumeError(loaded.takeError());
       return kMeasuredMultiprocessors;
     }
     driver = &*loaded;
@@ -131,18 +133,14 @@ int64_t getPlanningMultiprocessors(PlanFor purpose) {
   if (context == lastContext)
     return lastCount;
   Expected<CUdevice> device = driver->getCurrentDevice();
-  if (!device) {
-    consumeError(device.takeError());
-    return kMeasuredMultiprocessors;
-  }
+  if (!device)
+    return device.takeError();
   Expected<int> count = driver->getMultiprocessorCount(*device);
-  if (!count) {
-    consumeError(count.takeError());
-    return kMeasuredMultiprocessors;
-  }
+  if (!count)
+    return count.takeError();
   lastContext = context;
   lastCount = *count;
-  return *count;
+  return int64_t(*count);
 }
 
 Error checkNonNegative(const char *op, const char *name, int64_t value) {

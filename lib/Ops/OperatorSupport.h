@@ -84,10 +84,14 @@ enum class PlanFor { Launch, SizeQuery };
 /// The SMs of the device a plan is for: the operators' plans (splits that
 /// fill the GPU, rows per block...) scale their thresholds with it, so that
 /// a Hopper with fewer SMs (H20: 78, H100 PCIe: 114) gets the same shape of
-/// plan. kMeasuredMultiprocessors when nothing answers (a size query before
-/// CUDA is used, or without a GPU); the plans never need more workspace
-/// with fewer SMs, so such an answer covers any Hopper.
-int64_t getPlanningMultiprocessors(PlanFor purpose);
+/// plan. kMeasuredMultiprocessors where there is no device to ask: a size
+/// query before CUDA is in use (no driver loaded, no current context; the
+/// plans never need more workspace with fewer SMs, so that answer covers
+/// any Hopper), or a launch without a driver or context (nothing will run:
+/// the launch reports that after the argument checks, which must not
+/// depend on a device). An error when a device is there but its SM count
+/// cannot be read: planning for a guess would hide a failing driver.
+llvm::Expected<int64_t> getPlanningMultiprocessors(PlanFor purpose);
 
 /// Compiles (once per process and specialization) and launches a builtin
 /// kernel of kernels-dsl/.

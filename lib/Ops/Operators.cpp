@@ -49,19 +49,25 @@ int64_t blockSparseMinBlocks(int64_t heads) { return heads <= 64 ? 5 : 3; }
 /// rows of 32768 columns 6.35 -> 2.99 ms, unless there are too few rows to
 /// fill the GPU twice over: then each block keeps its row (decode's 64 rows
 /// of 16388 columns: 26.5 -> 22.3 us).
-std::string topkParams(int64_t rows, int64_t columns, bool windowed,
-                       bool relative) {
+Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
+                                 bool relative) {
   constexpr int64_t kLargestCache = 49152; // 192 KiB of keys
   int64_t cache, candidates, compact, minBlocks;
+  // Two blocks per SM; measured at decode's 64 rows only.
+  bool fewRows = false;
+  if (columns > 8192 && columns <= kLargestCache) {
+    Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::Launch);
+    if (!sms)
+      return sms.takeError();
+    fewRows = rows <= 2 * *sms;
+  }
   if (columns <= 2048) {
     // Short rows: four passes over 8 KiB of keys cost less than the
     // compaction's code, which would cost them a block per SM.
     cache = 2048, candidates = 32, compact = 0, minBlocks = 6;
   } else if (columns <= 8192) {
     cache = 8192, candidates = 128, compact = 1, minBlocks = 5;
-  } else if (columns <= kLargestCache &&
-             // Two blocks per SM; measured at decode's 64 rows only.
-             rows <= 2 * getPlanningMultiprocessors(PlanFor::Launch)) {
+  } else if (fewRows) {
     cache = columns <= 16384 ? 16384 : columns <= 32768 ? 32768 : kLargestCache;
     candidates = 128, compact = 1, minBlocks = 1;
   } else {
@@ -69,10 +75,10 @@ std::string topkParams(int64_t rows, int64_t columns, bool windowed,
     // its place (compacted ties are ranked pairwise, so it stays short).
     cache = 256, candidates = 1024, compact = 1, minBlocks = 5;
   }
-  return formatv("cache={0},candidates={1},compact={2},min_blocks={3},"
-                 "relative={4},windowed={5}",
-                 cache, candidates, compact, minBlocks, relative ? 1 : 0,
-                 windowed ? 1 : 0);
+  return std::string(formatv("cache={0},candidates={1},compact={2},"
+                             "min_blocks={3},relative={4},windowed={5}",
+                             cache, candidates, compact, minBlocks,
+                             relative ? 1 : 0, windowed ? 1 : 0));
 }
 
 /// Shared memory a block of the fused stages may take (the H200 allows
@@ -322,8 +328,10 @@ static Error runTopk(const char *op, const char *kernel, const void *x,
   LaunchArgument arguments[] = {
       tensor(x, {rows, columns}), tensor(windowStarts, {windowed ? rows : 1}),
       tensor(windowEnds, {windowed ? rows : 1}), tensor(out, {rows, k})};
-  return runOperator(kernel, topkParams(rows, columns, windowed, relative),
-                     arguments, stream);
+  Expected<std::string> params = topkParams(rows, columns, windowed, relative);
+  if (!params)
+    return params.takeError();
+  return runOperator(kernel, *params, arguments, stream);
 }
 
 Error topk(const float *x, const int32_t *starts, const int32_t *ends,
@@ -589,9 +597,10 @@ Error sparseAttnWorkspaceSize(int64_t batch, int64_t seqLen, int64_t heads,
   if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, 0, topk))
     return error;
   int64_t tokens = batch * seqLen;
-  int64_t splits = sparseAttnSplits(
-      tokens, heads, topk,
-      SparseAttnWave(getPlanningMultiprocessors(PlanFor::SizeQuery)));
+  Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::SizeQuery);
+  if (!sms)
+    return sms.takeError();
+  int64_t splits = sparseAttnSplits(tokens, heads, topk, SparseAttnWave(*sms));
   *bytes = splits > 1 ? sparseAttnPartialBytes(tokens, heads, splits) : 0;
   return Error::success();
 }
@@ -641,7 +650,10 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                   layerRope->queryEps));
   }
   bool normalizeQuery = layerRope && layerRope->normalizeQuery;
-  SparseAttnWave wave(getPlanningMultiprocessors(PlanFor::Launch));
+  Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::Launch);
+  if (!sms)
+    return sms.takeError();
+  SparseAttnWave wave(*sms);
   bool pair = sparseAttnClusterPair(tokens, heads, topk, wave);
   int64_t splits = sparseAttnSplits(tokens, heads, topk, wave);
   void *partialOut = o;

@@ -116,12 +116,19 @@ namespace {
 struct LinearTile {
   int64_t blockM, blockN, blockK;
 };
-LinearTile linearTile(int64_t m, int64_t n, int64_t k, int64_t groups) {
+Expected<LinearTile> linearTile(int64_t m, int64_t n, int64_t k,
+                                int64_t groups) {
   if (m > 64)
-    return {128, kLinearBlockN, kLinearBlockK};
-  bool wide =
-      groups == 1 && ((n >= 1024 && k >= 4096) ||
-                      n > 64 * getPlanningMultiprocessors(PlanFor::Launch));
+    return LinearTile{128, kLinearBlockN, kLinearBlockK};
+  bool wide = false;
+  if (groups == 1 && n >= 1024 && k >= 4096) {
+    wide = true;
+  } else if (groups == 1) {
+    Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::Launch);
+    if (!sms)
+      return sms.takeError();
+    wide = n > 64 * *sms;
+  }
   LinearTile tile{64, wide ? 128 : 64, wide ? 64 : 128};
   if (k % tile.blockK)
     tile.blockK = kLinearBlockK;
@@ -180,9 +187,11 @@ Error linear(const void *x, const void *w, void *y, int64_t m, int64_t n,
   // 65536: 89-93% -> 95-97% of cuBLAS, wq_b's 4.3 GB output 61% -> 70%).
   // Decode-sized 64 x 64 tiles keep the direct stores (not measured there).
   const char *kernel = staged ? "linear_staged" : "linear";
-  return runOperator(kernel,
-                     linearParams(linearTile(m, n, k, groups), n, k, groups, 1),
-                     arguments, stream);
+  Expected<LinearTile> tile = linearTile(m, n, k, groups);
+  if (!tile)
+    return tile.takeError();
+  return runOperator(kernel, linearParams(*tile, n, k, groups, 1), arguments,
+                     stream);
 }
 
 /// A split-k product's split count (it divides tile's k steps), m (the
@@ -211,7 +220,10 @@ Error linearSplitK(const void *x, const void *w, void *y, int64_t m, int64_t n,
   const char *op = "linear_split_k";
   if (Error error = checkLinear(op, m, n, k, groups))
     return error;
-  LinearTile tile = linearTile(m, n, k, groups);
+  Expected<LinearTile> planned = linearTile(m, n, k, groups);
+  if (!planned)
+    return planned.takeError();
+  const LinearTile &tile = *planned;
   if (Error error = checkSplitK(op, tile, m, n, k, groups, splits, workspace,
                                 workspaceBytes))
     return error;
@@ -265,7 +277,10 @@ Error linearSplitKRmsnorm(const void *x, const void *w, void *y, int64_t m,
     return error;
   if (Error error = checkEps(op, eps))
     return error;
-  LinearTile tile = linearTile(m, n, k, 1);
+  Expected<LinearTile> planned = linearTile(m, n, k, 1);
+  if (!planned)
+    return planned.takeError();
+  const LinearTile &tile = *planned;
   if (Error error =
           checkSplitK(op, tile, m, n, k, 1, splits, workspace, workspaceBytes))
     return error;
@@ -290,21 +305,26 @@ Error linearSplitKRmsnorm(const void *x, const void *w, void *y, int64_t m,
                      stream);
 }
 
-int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups) {
+Expected<int64_t> linearSplits(int64_t m, int64_t n, int64_t k,
+                               int64_t groups) {
+  if (m < 1 || m > 64 || groups != 1 || n < 1 || k < kLinearBlockK ||
+      k % kLinearBlockK)
+    return 1;
   // Split k until the tiles fill about one wave of 128 blocks, or until the
   // f32 partial sums (written, then read by linear_reduce) reach a quarter
   // of the weight bytes: beyond that their traffic costs more than the
   // parallelism gains (H200, m = 64: splitting wq_a 16 ways took 14.0 us,
   // 8 ways 7.5; wo_b 8 ways 35.5 us, 4 ways 25.5).
   // (128 blocks on the H200's 132 SMs, where it was measured.)
-  const int64_t wave = getPlanningMultiprocessors(PlanFor::Launch) * 128 /
-                       kMeasuredMultiprocessors;
-  if (m < 1 || m > 64 || groups != 1 || n < 1 || k < kLinearBlockK ||
-      k % kLinearBlockK)
-    return 1;
-  LinearTile tile = linearTile(m, n, k, groups);
-  int64_t tiles = (n + tile.blockN - 1) / tile.blockN;
-  int64_t steps = k / tile.blockK;
+  Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::Launch);
+  if (!sms)
+    return sms.takeError();
+  const int64_t wave = *sms * 128 / kMeasuredMultiprocessors;
+  Expected<LinearTile> tile = linearTile(m, n, k, groups);
+  if (!tile)
+    return tile.takeError();
+  int64_t tiles = (n + tile->blockN - 1) / tile->blockN;
+  int64_t steps = k / tile->blockK;
   int64_t weightBytes = n * k * 2;
   int64_t splits = 1;
   for (int64_t next : {2, 4, 8, 16}) {

@@ -497,9 +497,13 @@ Attention::create(const Config &config, const Weights &weights, int64_t batch,
         {2 * kIndexDim, c.dim}, {c.indexHeads * kIndexDim, c.qLora},
         {c.indexHeads, c.dim},  {c.dim, c.oGroups * c.oLora}};
     for (auto [n, k] : shapes) {
-      int64_t splits = n > 0 ? ops::linearSplits(batch, n, k, 1) : 1;
-      if (splits > 1)
-        splitBytes = std::max(splitBytes, uint64_t(splits) * batch * n * 4);
+      if (n <= 0)
+        continue;
+      Expected<int64_t> splits = ops::linearSplits(batch, n, k, 1);
+      if (!splits)
+        return splits.takeError();
+      if (*splits > 1)
+        splitBytes = std::max(splitBytes, uint64_t(*splits) * batch * n * 4);
     }
   }
   struct Piece {
@@ -1015,7 +1019,10 @@ Error Attention::projectNormed(const void *x, const void *w, void *y, int64_t m,
                                void *stream) {
   Buffers &b = *buffers_;
   DeviceBuffer &workspace = splitKWorkspace(b.streams, b.splitK, stream);
-  int64_t splits = ops::linearSplits(m, n, k, 1);
+  Expected<int64_t> planned = ops::linearSplits(m, n, k, 1);
+  if (!planned)
+    return planned.takeError();
+  int64_t splits = *planned;
   // Split over k, the reduction and the norm are one launch.
   if (splits > 1 && uint64_t(splits) * m * n * 4 <= workspace.bytes())
     return ops::linearSplitKRmsnorm(x, w, y, m, n, k, splits,
@@ -1030,7 +1037,10 @@ Error Attention::project(const void *x, const void *w, void *y, int64_t m,
                          int64_t n, int64_t k, int64_t groups, void *stream) {
   Buffers &b = *buffers_;
   DeviceBuffer *workspace = &splitKWorkspace(b.streams, b.splitK, stream);
-  int64_t splits = ops::linearSplits(m, n, k, groups);
+  Expected<int64_t> planned = ops::linearSplits(m, n, k, groups);
+  if (!planned)
+    return planned.takeError();
+  int64_t splits = *planned;
   uint64_t bytes = uint64_t(splits) * m * groups * n * 4;
   // Whole-k where splitting does not pay (and for prefills of few tokens
   // whose partial sums the decode-sized workspace does not hold).

@@ -10,6 +10,7 @@
 #include "FakeCuda.h"
 
 #include "hisa/Ops/Operators.h"
+#include "hisa/Ops/V4Operators.h"
 #include "hisa/Runtime/hisa_runtime.h"
 
 #include "gtest/gtest.h"
@@ -221,6 +222,76 @@ struct ScopedSmCount {
   }
   ~ScopedSmCount() { hisa::fake_cuda::setMultiprocessorCount(device, 132); }
 };
+
+/// linearSplits' answer, or -1 with the error printed.
+int64_t splitsOf(int64_t m, int64_t n, int64_t k, int64_t groups) {
+  llvm::Expected<int64_t> splits = hisa::ops::linearSplits(m, n, k, groups);
+  if (!splits) {
+    ADD_FAILURE() << llvm::toString(splits.takeError());
+    return -1;
+  }
+  return *splits;
+}
+
+TEST(OperatorPlans, SplitKWhereWholeKTilesLeaveTheGpuIdle) {
+  // Decode-sized m, few output tiles: split until about 128 blocks (of 132
+  // SMs), or until the f32 partial sums reach a quarter of the weight
+  // bytes, with splits that divide the k steps.
+  EXPECT_EQ(splitsOf(64, 1024, 4096, 1), 8); // wq_a: 8 x 8, 2 of 8 MB
+  EXPECT_EQ(splitsOf(64, 4096, 8192, 1), 4); // wo_b: 32 tiles x 4
+  EXPECT_EQ(splitsOf(64, 512, 4096, 1), 8);  // wkv: 8 x 8, 1 of 4 MB
+  EXPECT_EQ(splitsOf(2, 512, 256, 1), 2);    // 2 k steps
+  EXPECT_EQ(splitsOf(64, 8192, 1024, 1), 1); // i_wq: 128 tiles
+  // Whole k: many tiles, groups, prefill-sized m, one k step.
+  EXPECT_EQ(splitsOf(64, 32768, 1024, 1), 1); // wq_b
+  EXPECT_EQ(splitsOf(64, 1024, 4096, 8), 1);  // the grouped wo_a
+  EXPECT_EQ(splitsOf(65, 1024, 4096, 1), 1);
+  EXPECT_EQ(splitsOf(64, 1024, 128, 1), 1);
+  EXPECT_EQ(splitsOf(0, 1024, 4096, 1), 1);
+}
+
+TEST(OperatorPlans, AnSmCountTheDriverCannotGiveIsAnErrorNotAGuess) {
+  // Device 0 reports 0 SMs (a failed attribute query): every plan that
+  // scales with the SM count refuses with the driver's answer instead of
+  // planning for 132. In a new thread: the answers are remembered per
+  // thread and context.
+  ScopedSmCount broken(0, 0);
+  std::thread([] {
+    auto refusedWithTheCount = [](int status, const char *what) {
+      EXPECT_NE(status, HISA_OK) << what;
+      EXPECT_NE(std::string(hisa_last_error()).find("reports 0 SMs"),
+                std::string::npos)
+          << what << ": " << hisa_last_error();
+    };
+    uint64_t bytes = 0;
+    refusedWithTheCount(hisa_sparse_attn_workspace_size(1, 1, 64, 640, &bytes),
+                        "sparse_attn_workspace_size");
+    CUstream stream = someStream();
+    void *q = deviceBuffer(64 * 512 * 2), *kv = deviceBuffer(4096 * 512 * 2);
+    auto *sink = static_cast<float *>(deviceBuffer(64 * 4));
+    auto *idx = static_cast<int32_t *>(deviceBuffer(640 * 4));
+    void *o = deviceBuffer(64 * 512 * 2);
+    hisa::fake_cuda::resetCalls();
+    refusedWithTheCount(hisa_sparse_attn(q, kv, sink, idx, o, nullptr, 1, 1, 64,
+                                         4096, 640, 0.044f, nullptr, 0, stream),
+                        "sparse_attn");
+    // Top-k of few long rows (the plan caches a row per block when the
+    // rows fill at most two blocks per SM).
+    auto *x = static_cast<float *>(deviceBuffer(64 * 16384 * 4));
+    auto *out = static_cast<int32_t *>(deviceBuffer(64 * 64 * 4));
+    refusedWithTheCount(
+        hisa_topk(x, nullptr, nullptr, out, 64, 16384, 64, 0, stream), "topk");
+    EXPECT_TRUE(launchesOn(stream).empty());
+    llvm::Expected<int64_t> splits = hisa::ops::linearSplits(64, 1024, 4096, 1);
+    ASSERT_FALSE(bool(splits));
+    EXPECT_NE(llvm::toString(splits.takeError()).find("reports 0 SMs"),
+              std::string::npos);
+    // Plans that do not depend on the SM count still go ahead.
+    EXPECT_EQ(hisa_topk(x, nullptr, nullptr, out, 64, 8192, 64, 0, stream),
+              HISA_OK)
+        << hisa_last_error();
+  }).join();
+}
 
 TEST(OperatorPlans, SparseAttnPlansForTheCurrentDevicesSms) {
   // An H20 (78 SMs) as device 1 beside an H200: the same call plans for

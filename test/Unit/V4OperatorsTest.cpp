@@ -62,23 +62,6 @@ TEST(V4Operators, SplitKLinearChecksItsSplitsAndWorkspace) {
             std::string::npos);
 }
 
-TEST(V4Operators, SplitKWhereWholeKTilesLeaveTheGpuIdle) {
-  // Decode-sized m, few output tiles: split until about 128 blocks, or
-  // until the f32 partial sums reach a quarter of the weight bytes, with
-  // splits that divide the k steps.
-  EXPECT_EQ(linearSplits(64, 1024, 4096, 1), 8); // wq_a: 8 x 8, 2 of 8 MB
-  EXPECT_EQ(linearSplits(64, 4096, 8192, 1), 4); // wo_b: 32 tiles x 4
-  EXPECT_EQ(linearSplits(64, 512, 4096, 1), 8);  // wkv: 8 x 8, 1 of 4 MB
-  EXPECT_EQ(linearSplits(2, 512, 256, 1), 2);    // 2 k steps
-  EXPECT_EQ(linearSplits(64, 8192, 1024, 1), 1); // i_wq: 128 tiles
-  // Whole k: many tiles, groups, prefill-sized m, one k step.
-  EXPECT_EQ(linearSplits(64, 32768, 1024, 1), 1); // wq_b
-  EXPECT_EQ(linearSplits(64, 1024, 4096, 8), 1);  // the grouped wo_a
-  EXPECT_EQ(linearSplits(65, 1024, 4096, 1), 1);
-  EXPECT_EQ(linearSplits(64, 1024, 128, 1), 1);
-  EXPECT_EQ(linearSplits(0, 1024, 4096, 1), 1);
-}
-
 TEST(V4Operators, NormRopeAndQuantizeCheckTheirSizes) {
   EXPECT_NE(messageOf(v4Rmsnorm(fake(), fake<float>(), fake(), 3, 300, 1e-6f,
                                 nullptr))

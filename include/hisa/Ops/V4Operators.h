@@ -59,8 +59,10 @@ llvm::Error linearSplitKRmsnorm(const void *x, const void *w, void *y,
 /// of 64 x 64 (measured on the H200 at m = 64: wq_a 20.2 -> 12.4 us, wkv
 /// 20.1 -> 8.4, wo_b 40.6 -> 35.4; the grouped wo_a, 128 tiles, got
 /// slower); the most splits of {16, 8, 4, 2} that divide the k steps with
-/// at most 4 blocks per SM of 132.
-int64_t linearSplits(int64_t m, int64_t n, int64_t k, int64_t groups);
+/// at most 4 blocks per SM of 132. An error when the device's SM count
+/// cannot be asked (the plan scales with it).
+llvm::Expected<int64_t> linearSplits(int64_t m, int64_t n, int64_t k,
+                                     int64_t groups);
 
 /// out [rows, dim] = x * rsqrt(mean(x^2) + eps) * weight (bf16 rows, f32
 /// weight [dim]); dim in {128, 256, 512, 1024, 2048, 4096}; out may be x.
