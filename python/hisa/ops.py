@@ -858,8 +858,9 @@ def block_sparse_topk_tokens(
     order inside a row, with the blocks of each row taken in ascending order:
     ties go to the lower token whatever order the blocks are given in (so
     two calls select the same set), slots outside ``[ks, ke)`` (or of -1
-    blocks) are never selected, -1 fills the rest. Negative blocks cost
-    nothing: the kernel computes the logits of the blocks present only.
+    blocks: any negative index) are never selected, -1 fills the rest.
+    Missing blocks cost only their place in the kernel's sort of the row's
+    blocks: it computes the logits of the blocks present only.
 
     Args:
       q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke: as

@@ -379,17 +379,19 @@ def test_block_sparse_topk_tokens(n, num_seqs, heads, dim, kb, t, topk_tokens, m
     check_selection(logits, slots, kk, "block_sparse_topk_tokens", seed)
 
 
-def test_block_sparse_topk_tokens_missing_blocks():
+@pytest.mark.parametrize("n,t", [(6000, 24), (9000, 64)])  # T = 64: the _ws kernel
+def test_block_sparse_topk_tokens_missing_blocks(n, t):
     """Rows with many -1 blocks anywhere in the row (stage 2 sorts them last
     and runs its gemms and select over the present blocks only): a
     different number per row, from none to every block, and also other
     negative indices. The selection is exact against the logits of the same
     blocks, and a row without blocks is all -1."""
     seed = fresh_seed(torch)
-    n, heads, dim, kb, t, topk_tokens = 6000, 64, 128, 128, 24, 900
+    heads, dim, kb, topk_tokens = 64, 128, 128, 900
     q, k, k_scale, weights, ks, ke = make_inputs(n, 3, heads, dim, 701, seed)
     gen = torch.Generator(device="cuda").manual_seed(seed)
     index = distinct_block_index(ks, ke, kb, n, t)
+    assert index.shape[1] == t
     m = index.shape[0]
     # Row r misses about r / m of its blocks; every 7th row misses them all.
     missing = torch.rand(index.shape, device="cuda", generator=gen) < (
