@@ -120,10 +120,8 @@ Expected<LinearTile> linearTile(int64_t m, int64_t n, int64_t k,
                                 int64_t groups) {
   if (m > 64)
     return LinearTile{128, kLinearBlockN, kLinearBlockK};
-  bool wide = false;
-  if (groups == 1 && n >= 1024 && k >= 4096) {
-    wide = true;
-  } else if (groups == 1) {
+  bool wide = groups == 1 && n >= 1024 && k >= 4096;
+  if (groups == 1 && !wide) {
     Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::Launch);
     if (!sms)
       return sms.takeError();
