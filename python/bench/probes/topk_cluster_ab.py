@@ -11,7 +11,7 @@ distinct values, all-equal rows, rows mostly -inf, NaN and +inf, k = C and
 parts of a row smaller than a block's 256 threads; then the shapes of the
 table are timed.
 
-    PYTHONPATH=python python3 python/bench/probes/topk_cluster_ab.py [--splits 2,4,8]
+    PYTHONPATH=python python3 python/bench/probes/topk_cluster_ab.py [--splits 2,4,8] [--check-only]
 """
 
 from __future__ import annotations
@@ -56,7 +56,17 @@ def check(out, x, k, what):
     bad = (got != want).any(1)
     if bool(bad.any()):
         row = int(bad.nonzero()[0])
-        raise AssertionError(f"{what}: row {row} differs from the exact selection")
+        # What differs, so a failure on the GPU can be read without a rerun.
+        g, w = got[row], want[row]
+        g_set, w_set = set(g[g >= 0].tolist()), set(w[w >= 0].tolist())
+        extra, missing = sorted(g_set - w_set)[:8], sorted(w_set - g_set)[:8]
+        values = x[row].tolist()
+        raise AssertionError(
+            f"{what}: row {row} differs from the exact selection: "
+            f"{len(g_set)} selected ({int((out[row] == -1).sum())} slots -1), want "
+            f"{len(w_set)}; extra {[(c, values[c]) for c in extra]}, "
+            f"missing {[(c, values[c]) for c in missing]}; raw slots "
+            f"{out[row][:12].tolist()}")
     # -1 only after the selections.
     assert bool((valid[:, :-1] | ~valid[:, 1:]).all()), f"{what}: -1 before a selection"
 
@@ -93,9 +103,13 @@ def main():
         print("topk_cluster_ab: no CUDA GPU", file=sys.stderr)
         return 2
     splits = [2, 4, 8]
+    check_only = small_only = False
     for a in sys.argv[1:]:
         if a.startswith("--splits"):
             splits = [int(s) for s in a.split("=", 1)[1].split(",")]
+        # For compute-sanitizer: the small checks only, no timing.
+        check_only = check_only or a == "--check-only"
+        small_only = small_only or a == "--check-only"
     text = open(SOURCE).read()
     kernels = {s: jit.get_kernel("topk_cluster", dict(splits=s), source=text) for s in splits}
 
@@ -110,6 +124,8 @@ def main():
     failures = 0
     cases = [(64, 16384, 512), (7, 100003, 1000), (3, 5000, 5000), (5, 300, 1),
              (4, 1000, 999), (3, 100, 150), (2, 5, 3), (64, 1 << 20, 4096)]
+    if small_only:
+        cases = [c for c in cases if c[0] * c[1] <= 1 << 20]
     for rows, cols, k in cases:
         for kind in ["random", "few values", "all equal", "mostly -inf", "signed zeros",
                      "nan and inf"]:
@@ -122,6 +138,8 @@ def main():
                     failures += 1
                     print(f"FAILED {error}")
     print(f"checks: {failures} failed")
+    if check_only:
+        return 1 if failures else 0
 
     print("| [R, C], k | torch.topk (us) | hisa.topk (us) | " +
           " | ".join(f"cluster {s} (us)" for s in splits) + " |")
