@@ -131,7 +131,8 @@ def check_selection(values, selected, k, what, seed, relative_tolerance=1e-4):
     lowest = torch.where(valid, chosen, torch.full_like(chosen, float("inf"))).amin(1)
     hits = torch.zeros(values.shape, dtype=torch.int32, device=values.device)
     hits.scatter_add_(1, safe, valid.int())
-    rest = torch.nan_to_num(values.masked_fill(hits > 0, float("-inf")), nan=float("-inf"))
+    rest = torch.nan_to_num(values.masked_fill(hits > 0, float("-inf")), nan=float("-inf"),
+                           posinf=float("inf"), neginf=float("-inf"))
     highest_left = rest.amax(1)
     finite = values[torch.isfinite(values)]
     scale = float(finite.abs().max()) if finite.numel() else 1.0
@@ -508,7 +509,9 @@ def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
         f"{levels} levels: the selection depends on the blocks' order (seed {seed})")
     selectable = ~torch.isneginf(logits) & ~torch.isnan(logits)
     kk = min(topk_tokens, logits.shape[1])
-    threshold = torch.topk(torch.nan_to_num(logits, nan=float("-inf")), kk, dim=1).values[:, -1:]
+    # nan_to_num alone would also turn +-inf into the largest finite floats.
+    keys = torch.nan_to_num(logits, nan=float("-inf"), posinf=float("inf"), neginf=float("-inf"))
+    threshold = torch.topk(keys, kk, dim=1).values[:, -1:]
     above = selectable & (logits > threshold)
     tie = selectable & (logits == threshold)
     need = kk - above.sum(1, keepdim=True)
