@@ -163,7 +163,7 @@ func.func private @topk_count_digit(%key: i32, %shift: i32, %above: i32,
 // the base it got. Every lane of the warp must call it (the walks that do
 // step over a warp's columns together).
 func.func private @topk_claim4(%t0: i1, %t1: i1, %t2: i1, %t3: i1, %lane: i32,
-                               %state: !tile.shared<[2, 5], i32>)
+                               %state: !tile.shared<[2, 7], i32>)
     -> (i32, i32, i32, i32) {
   %zero = arith.constant 0 : i32
   %one = arith.constant 1 : i32
@@ -194,7 +194,7 @@ func.func private @topk_claim4(%t0: i1, %t1: i1, %t2: i1, %t3: i1, %lane: i32,
   %some = arith.cmpi ne, %total, %zero : i32
   %claim = arith.andi %first_lane, %some : i1
   %claimed = scf.if %claim -> (i32) {
-    %old = tile.atomic add %total, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+    %old = tile.atomic add %total, %state[%c0, %c3] : !tile.shared<[2, 7], i32>
     scf.yield %old : i32
   } else {
     scf.yield %zero : i32
@@ -237,14 +237,14 @@ func.func private @topk_compact_test(%key: i32, %prefix16: i32) -> (i1, i1) {
 }
 
 func.func private @topk_add_candidate(%candidate: i1, %key: i32, %column: i32,
-                                      %state: !tile.shared<[2, 5], i32>,
+                                      %state: !tile.shared<[2, 7], i32>,
                                       %candidate_keys: !tile.shared<[candidates], i32>,
                                       %candidate_columns: !tile.shared<[candidates], i32>) {
   scf.if %candidate {
     %one = arith.constant 1 : i32
     %c1 = arith.constant 1 : index
     %c3 = arith.constant 3 : index
-    %at_i32 = tile.atomic add %one, %state[%c1, %c3] : !tile.shared<[2, 5], i32>
+    %at_i32 = tile.atomic add %one, %state[%c1, %c3] : !tile.shared<[2, 7], i32>
     %at = arith.index_castui %at_i32 : i32 to index
     tile.store %key, %candidate_keys[%at] : !tile.shared<[candidates], i32>
     tile.store %column, %candidate_columns[%at] : !tile.shared<[candidates], i32>
@@ -268,9 +268,26 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                       %ends: !tile.global<[?], i32>,
                       %out: !tile.global<[?, ?], i32>)
     params {cache = 8192, compact = 0, candidates = 32, windowed = 0, relative = 0,
-            min_blocks = 1} {
+            min_blocks = 1, splits = 1} {
   %rows = tile.dim %x, 0 : !tile.global<[?, ?], f32>
-  tile.launch (%row) in (%rows) threads 256 blocks_per_sm "min_blocks" {
+  %splits = tile.param "splits" : index
+  %num_blocks = arith.muli %rows, %splits : index
+  tile.launch (%block) in (%num_blocks) threads 256 blocks_per_sm "min_blocks" cluster "splits" {
+    // `splits` blocks per row (a cluster; 1: a block per row): block r of
+    // the cluster walks the r-th contiguous part of the row's window, so
+    // block order is column order. Every pass sums the blocks' histograms
+    // through distributed shared memory (each block reads the others'
+    // published counts: no peer atomics) and every block picks the same
+    // threshold; a block's slots and tie ranks start after the keys of the
+    // blocks below it, counted from its own histograms. For rows too few to
+    // fill the GPU (decode's [64, 131072]: 64 blocks on 132 SMs).
+    %row = arith.divui %block, %splits : index
+    %c1_splits = arith.constant 1 : index
+    %clustered = arith.cmpi ne, %splits, %c1_splits : index
+    // 0 without splits, folded: the code below then is today's kernel.
+    %rank_in_cluster = tile.cluster_rank : index
+    %c0_rank = arith.constant 0 : index
+    %cluster_rank = arith.select %clustered, %rank_in_cluster, %c0_rank : index
     %keys = tile.alloc : !tile.shared<[cache], i32>
     // One histogram per warp (8 x 256 bins): the top bits of real data fall
     // in a few bins, and a block-wide histogram would serialize the atomics
@@ -280,12 +297,20 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %at_least = tile.alloc : !tile.shared<[256], i32>
     %warp_ties = tile.alloc : !tile.shared<[8], i32>
     %warp_offsets = tile.alloc : !tile.shared<[8], i32>
+    // With splits: this block's histogram of the pass (by pass parity: a
+    // peer may still read the previous pass's while this block writes the
+    // next), its suffix sums, and [taken below, taken in all, ties below].
+    %published = tile.alloc : !tile.shared<[2, 256], i32>
+    %own_at_least = tile.alloc : !tile.shared<[256], i32>
+    %bases = tile.alloc : !tile.shared<[4], i32>
     // [p, 0] threshold prefix, [p, 1] keys still needed at the threshold,
     // [p, 2] done (the whole threshold bin is needed), [p, 4] keys in the
-    // threshold bin; [0, 3] slot counter, [1, 3] candidate counter.
+    // threshold bin; [0, 3] slot counter, [1, 3] candidate counter. With
+    // splits, this block's own keys: [p, 5] above the threshold bins so far,
+    // [p, 6] in the threshold bin (peers read both at the end).
     // A pass reads the p of its parity and writes the other: the threads
     // still reading one never race with the writer of the next.
-    %state = tile.alloc : !tile.shared<[2, 5], i32>
+    %state = tile.alloc : !tile.shared<[2, 7], i32>
     // The keys (and columns) that share the threshold's top 16 bits, once
     // they are few enough, so that the last two passes and the selection
     // read these instead of the row (x or the cache). Exact: they are
@@ -300,6 +325,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %c256 = arith.constant 256 : index
     %zero = arith.constant 0 : i32
     %one = arith.constant 1 : i32
+    %true_flag = arith.constant true
     %n = tile.dim %x, 1 : !tile.global<[?, ?], f32>
     %k = tile.dim %out, 1 : !tile.global<[?, ?], i32>
     %k_i32 = arith.index_cast %k : index to i32
@@ -308,7 +334,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
 
     // The row's window, clamped to [0, n]; empty when ends <= starts.
     %is_windowed = arith.cmpi ne, %windowed, %c0 : index
-    %start, %end = scf.if %is_windowed -> (index, index) {
+    %window_start, %window_end = scf.if %is_windowed -> (index, index) {
       %s_i32 = tile.load %starts[%row] : !tile.global<[?], i32>
       %e_i32 = tile.load %ends[%row] : !tile.global<[?], i32>
       %s_raw = arith.index_cast %s_i32 : i32 to index
@@ -321,6 +347,21 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     } else {
       scf.yield %c0, %n : index, index
     }
+    %window_length = arith.subi %window_end, %window_start : index
+    // This block's part of the window (all of it without splits), a
+    // multiple of 256 columns but the last.
+    %c255_part = arith.constant 255 : index
+    %per_block = arith.ceildivui %window_length, %splits : index
+    %per_block_up = arith.addi %per_block, %c255_part : index
+    %part_chunks = arith.divui %per_block_up, %c256 : index
+    %block_part = arith.muli %part_chunks, %c256 : index
+    %part_offset = arith.muli %cluster_rank, %block_part : index
+    %start_raw = arith.addi %window_start, %part_offset : index
+    %part_start = arith.minui %start_raw, %window_end : index
+    %end_raw = arith.addi %part_start, %block_part : index
+    %part_end = arith.minui %end_raw, %window_end : index
+    %start = arith.select %clustered, %part_start, %window_start : index
+    %end = arith.select %clustered, %part_end, %window_end : index
     %length = arith.subi %end, %start : index
     // relative: columns are written as offsets from the window's start
     // (the flat indexer's output); the unclamped start, as given.
@@ -341,7 +382,11 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %column_base_i32 = arith.index_cast %column_base : index to i32
     // Whether this specialization compacts rows past the cache at all.
     %compact_param = tile.param "compact" : index
-    %compaction = arith.cmpi ne, %compact_param, %c0 : index
+    %compact_set = arith.cmpi ne, %compact_param, %c0 : index
+    // Not with splits: a compacting block writes keys before the blocks
+    // below it have counted theirs.
+    %single = arith.xori %clustered, %true_flag : i1
+    %compaction = arith.andi %compact_set, %single : i1
 
     // 1. Keys and the histogram of their top 8 bits.
     tile.fill %hist, %zero : !tile.shared<[8, 256], i32>, i32
@@ -378,14 +423,41 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       }
       tile.store %total, %counts[%b] : !tile.shared<[256], i32>
     }
+    // With splits: this block's suffix sums, then %counts becomes the
+    // cluster's histogram.
+    %own_selectable = scf.if %clustered -> (i32) {
+      %own_total = tile.scan sum %counts to %own_at_least reverse
+          : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+      tile.parallel (%b) in [256] {
+        %mine = tile.load %counts[%b] : !tile.shared<[256], i32>
+        tile.store %mine, %published[%c0, %b] : !tile.shared<[2, 256], i32>
+      }
+      tile.cluster_barrier
+      tile.parallel (%b) in [256] {
+        %total = scf.for %p = %c0 to %splits step %c1 iter_args(%sum = %zero) -> (i32) {
+          %peer_count = tile.load %published[%c0, %b] peer %p : !tile.shared<[2, 256], i32>
+          %more = arith.addi %sum, %peer_count : i32
+          scf.yield %more : i32
+        }
+        tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+      }
+      scf.yield %own_total : i32
+    } else {
+      scf.yield %zero : i32
+    }
     %selectable_count = tile.scan sum %counts to %at_least reverse
         : !tile.shared<[256], i32> to !tile.shared<[256], i32>
     %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
-    tile.parallel (%p, %i) in [2, 5] {
-      // prefix 0, k needed, not done, no slot taken.
+    tile.parallel (%p, %i) in [2, 7] {
+      // prefix 0, k needed, not done, no slot taken; with splits, no own
+      // key above the threshold yet and all of them in its bin (what a
+      // row whose every key is taken keeps).
       %is_needed = arith.cmpi eq, %i, %c1 : index
-      %init = arith.select %is_needed, %k_i32, %zero : i32
-      tile.store %init, %state[%p, %i] : !tile.shared<[2, 5], i32>
+      %c6_own = arith.constant 6 : index
+      %is_own_bin = arith.cmpi eq, %i, %c6_own : index
+      %init_needed = arith.select %is_needed, %k_i32, %zero : i32
+      %init = arith.select %is_own_bin, %own_selectable, %init_needed : i32
+      tile.store %init, %state[%p, %i] : !tile.shared<[2, 7], i32>
     }
 
     // 2. Radix select, unless every selectable key is taken.
@@ -396,7 +468,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
                           %compacted = %false_init)
         : (i32, i1, index, i1) -> (i32, i1, index, i1) {
       %c2_index = arith.constant 2 : index
-      %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 5], i32>
+      %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 7], i32>
       // The last pass's digit (8 for bf16, whose key bits end there: above).
       %last_shift = arith.constant 0 : i32
       %more_bits = arith.cmpi sge, %shift, %last_shift : i32
@@ -407,15 +479,15 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       scf.condition(%go) %shift, %first_pass, %parity, %compacted : i32, i1, index, i1
     } do {
     ^bb0(%shift: i32, %first_pass: i1, %parity: index, %compacted: i1):
-      %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 5], i32>
-      %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 5], i32>
+      %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 7], i32>
+      %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 7], i32>
       %other = arith.subi %c1, %parity : index
       %later_pass = arith.xori %first_pass, %true : i1
       // Before the third pass: compact the threshold bin's keys if they fit.
       %c8_third = arith.constant 8 : i32
       %third_pass = arith.cmpi eq, %shift, %c8_third : i32
       %c4_bin = arith.constant 4 : index
-      %bin_keys = tile.load %state[%parity, %c4_bin] : !tile.shared<[2, 5], i32>
+      %bin_keys = tile.load %state[%parity, %c4_bin] : !tile.shared<[2, 7], i32>
       %capacity_index = tile.param "candidates" : index
       %capacity = arith.index_cast %capacity_index : index to i32
       %fits = arith.cmpi sle, %bin_keys, %capacity : i32
@@ -452,15 +524,15 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
             %t2, %a2 = func.call @topk_compact_test(%k2, %prefix16) : (i32, i32) -> (i1, i1)
             %t3, %a3 = func.call @topk_compact_test(%k3, %prefix16) : (i32, i32) -> (i1, i1)
             %s0, %s1, %s2, %s3 = func.call @topk_claim4(%t0, %t1, %t2, %t3, %lane, %state)
-                : (i1, i1, i1, i1, i32, !tile.shared<[2, 5], i32>) -> (i32, i32, i32, i32)
+                : (i1, i1, i1, i1, i32, !tile.shared<[2, 7], i32>) -> (i32, i32, i32, i32)
             func.call @topk_store_slot(%t0, %s0, %c, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
             func.call @topk_store_slot(%t1, %s1, %c_1, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
             func.call @topk_store_slot(%t2, %s2, %c_2, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
             func.call @topk_store_slot(%t3, %s3, %c_3, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
-            func.call @topk_add_candidate(%a0, %k0, %c, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
-            func.call @topk_add_candidate(%a1, %k1, %c_1, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
-            func.call @topk_add_candidate(%a2, %k2, %c_2, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
-            func.call @topk_add_candidate(%a3, %k3, %c_3, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 5], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_add_candidate(%a0, %k0, %c, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 7], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_add_candidate(%a1, %k1, %c_1, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 7], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_add_candidate(%a2, %k2, %c_2, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 7], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
+            func.call @topk_add_candidate(%a3, %k3, %c_3, %state, %candidate_keys, %candidate_columns) : (i1, i32, i32, !tile.shared<[2, 7], i32>, !tile.shared<[candidates], i32>, !tile.shared<[candidates], i32>) -> ()
           }
         }
       }
@@ -470,7 +542,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %above = arith.addi %shift, %c8_i32 : i32
         %prefix_high = arith.shrui %prefix, %above : i32
         %c3_count = arith.constant 3 : index
-        %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 5], i32>
+        %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 7], i32>
         %candidates = arith.index_cast %candidates_i32 : i32 to index
         tile.parallel (%t) in [256] {
           scf.for %i = %t to %candidates step %c256 {
@@ -523,6 +595,23 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           }
           tile.store %total, %counts[%b] : !tile.shared<[256], i32>
         }
+        scf.if %clustered {
+          %own_counted = tile.scan sum %counts to %own_at_least reverse
+              : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+          tile.parallel (%b) in [256] {
+            %mine = tile.load %counts[%b] : !tile.shared<[256], i32>
+            tile.store %mine, %published[%parity, %b] : !tile.shared<[2, 256], i32>
+          }
+          tile.cluster_barrier
+          tile.parallel (%b) in [256] {
+            %total = scf.for %p = %c0 to %splits step %c1 iter_args(%sum = %zero) -> (i32) {
+              %peer_count = tile.load %published[%parity, %b] peer %p : !tile.shared<[2, 256], i32>
+              %more = arith.addi %sum, %peer_count : i32
+              scf.yield %more : i32
+            }
+            tile.store %total, %counts[%b] : !tile.shared<[256], i32>
+          }
+        }
         %counted_total = tile.scan sum %counts to %at_least reverse
             : !tile.shared<[256], i32> to !tile.shared<[256], i32>
       }
@@ -553,11 +642,25 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           %whole_bin = arith.cmpi eq, %in_bin, %need : i32
           %done = arith.extui %whole_bin : i1 to i32
           %c2 = arith.constant 2 : index
-          tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 5], i32>
-          tile.store %need, %state[%other, %c1] : !tile.shared<[2, 5], i32>
-          tile.store %done, %state[%other, %c2] : !tile.shared<[2, 5], i32>
+          tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 7], i32>
+          tile.store %need, %state[%other, %c1] : !tile.shared<[2, 7], i32>
+          tile.store %done, %state[%other, %c2] : !tile.shared<[2, 7], i32>
           %c4_store = arith.constant 4 : index
-          tile.store %in_bin, %state[%other, %c4_store] : !tile.shared<[2, 5], i32>
+          tile.store %in_bin, %state[%other, %c4_store] : !tile.shared<[2, 7], i32>
+          scf.if %clustered {
+            // This block's keys above the bin join those above earlier
+            // bins; its keys in the bin are the next pass's to split.
+            %own_ge = tile.load %own_at_least[%b] : !tile.shared<[256], i32>
+            %own_ge_next = tile.load %own_at_least[%next] : !tile.shared<[256], i32>
+            %own_gt = arith.select %is_last, %zero, %own_ge_next : i32
+            %own_in = arith.subi %own_ge, %own_gt : i32
+            %c5_own = arith.constant 5 : index
+            %c6_own = arith.constant 6 : index
+            %own_above = tile.load %state[%parity, %c5_own] : !tile.shared<[2, 7], i32>
+            %own_above_next = arith.addi %own_above, %own_gt : i32
+            tile.store %own_above_next, %state[%other, %c5_own] : !tile.shared<[2, 7], i32>
+            tile.store %own_in, %state[%other, %c6_own] : !tile.shared<[2, 7], i32>
+          }
         }
       }
       %c8 = arith.constant 8 : i32
@@ -569,7 +672,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // 3. Keys above the threshold, or at least the threshold when all of
     //    those equal to it are needed (always so when every selectable key
     //    is taken: the threshold is then 1, the least selectable key).
-    %prefix_found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 5], i32>
+    %prefix_found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 7], i32>
     // The bits below the last pass's digit (none for f32; bf16's follow
     // from the sign: a key without the top bit is a negative value's).
     %last_pass_shift = arith.constant 0 : i32
@@ -579,18 +682,52 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %negative_key = arith.cmpi sge, %prefix_found, %zero : i32
     %negative_low = arith.ori %prefix_found, %low_bits : i32
     %found = arith.select %negative_key, %negative_low, %prefix_found : i32
-    %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 5], i32>
+    %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 7], i32>
     %c2 = arith.constant 2 : index
-    %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 5], i32>
+    %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 7], i32>
     %done = arith.cmpi ne, %done_i32, %zero : i32
     %threshold = arith.select %take_all, %one, %found : i32
     %all_at_threshold = arith.ori %take_all, %done : i1
     %final_compacted = arith.andi %final#3, %compaction : i1
+    // With splits: where this block's keys go. Its taken keys (those above
+    // the threshold, and those at it when all are needed) follow the lower
+    // blocks' taken keys; the ties follow every block's taken keys, ranked
+    // after the lower blocks' ties. Counted from each block's histograms:
+    // no walk over the keys.
+    scf.if %clustered {
+      tile.cluster_barrier
+      tile.parallel (%i) in [4] {
+        // 0: taken below, 1: taken in all blocks, 2: ties below (3 unused).
+        %c2_base = arith.constant 2 : index
+        %c5_own = arith.constant 5 : index
+        %c6_own = arith.constant 6 : index
+        %all_blocks = arith.cmpi eq, %i, %c1 : index
+        %is_ties = arith.cmpi eq, %i, %c2_base : index
+        %upto = arith.select %all_blocks, %splits, %cluster_rank : index
+        %total = scf.for %p = %c0 to %upto step %c1 iter_args(%sum = %zero) -> (i32) {
+          %above = tile.load %state[%final#2, %c5_own] peer %p : !tile.shared<[2, 7], i32>
+          %in_bin = tile.load %state[%final#2, %c6_own] peer %p : !tile.shared<[2, 7], i32>
+          %bin_taken = arith.select %all_at_threshold, %in_bin, %zero : i32
+          %taken = arith.addi %above, %bin_taken : i32
+          %ties = arith.subi %in_bin, %bin_taken : i32
+          %value = arith.select %is_ties, %ties, %taken : i32
+          %more = arith.addi %sum, %value : i32
+          scf.yield %more : i32
+        }
+        tile.store %total, %bases[%i] : !tile.shared<[4], i32>
+        // This block's slots start after the lower blocks' taken keys.
+        %first = arith.cmpi eq, %i, %c0 : index
+        scf.if %first {
+          %c3_slot = arith.constant 3 : index
+          tile.store %total, %state[%c0, %c3_slot] : !tile.shared<[2, 7], i32>
+        }
+      }
+    }
     scf.if %final_compacted {
       // Compacted: the keys above the 16-bit prefix are written; the rest
       // of the selection is among the candidates.
       %c3_count = arith.constant 3 : index
-      %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 5], i32>
+      %candidates_i32 = tile.load %state[%c1, %c3_count] : !tile.shared<[2, 7], i32>
       %candidates = arith.index_cast %candidates_i32 : i32 to index
       tile.parallel (%t) in [256] {
         scf.for %i = %t to %candidates step %c256 {
@@ -601,7 +738,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           %take = arith.ori %above, %equal_taken : i1
           scf.if %take {
             %c3 = arith.constant 3 : index
-            %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+            %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 7], i32>
             %slot = arith.index_cast %slot_i32 : i32 to index
             %c_i32 = tile.load %candidate_columns[%i] : !tile.shared<[candidates], i32>
             %c = arith.index_cast %c_i32 : i32 to index
@@ -617,7 +754,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       %ties_left = arith.xori %all_at_threshold, %true : i1
       scf.if %ties_left {
         %c3 = arith.constant 3 : index
-        %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+        %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 7], i32>
         tile.parallel (%t) in [256] {
           scf.for %i = %t to %candidates step %c256 {
             %key = tile.load %candidate_keys[%i] : !tile.shared<[candidates], i32>
@@ -672,7 +809,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           %t2 = func.call @topk_take_test(%k2, %threshold, %all_at_threshold) : (i32, i32, i1) -> i1
           %t3 = func.call @topk_take_test(%k3, %threshold, %all_at_threshold) : (i32, i32, i1) -> i1
           %s0, %s1, %s2, %s3 = func.call @topk_claim4(%t0, %t1, %t2, %t3, %lane, %state)
-              : (i1, i1, i1, i1, i32, !tile.shared<[2, 5], i32>) -> (i32, i32, i32, i32)
+              : (i1, i1, i1, i1, i32, !tile.shared<[2, 7], i32>) -> (i32, i32, i32, i32)
           func.call @topk_store_slot(%t0, %s0, %c, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
           func.call @topk_store_slot(%t1, %s1, %c_1, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
           func.call @topk_store_slot(%t2, %s2, %c_2, %row, %column_base_i32, %out) : (i1, i32, i32, index, i32, !tile.global<[?, ?], i32>) -> ()
@@ -695,7 +832,14 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
       %c3 = arith.constant 3 : index
       %c32 = arith.constant 32 : index
       %c255 = arith.constant 255 : index
-      %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 5], i32>
+      // The first tie's slot and this block's first tie rank (with splits,
+      // after every block's taken keys and the lower blocks' ties).
+      %own_base = tile.load %state[%c0, %c3] : !tile.shared<[2, 7], i32>
+      %taken_all = tile.load %bases[%c1] : !tile.shared<[4], i32>
+      %c2_ties = arith.constant 2 : index
+      %ties_in_lower_blocks = tile.load %bases[%c2_ties] : !tile.shared<[4], i32>
+      %base = arith.select %clustered, %taken_all, %own_base : i32
+      %first_rank = arith.select %clustered, %ties_in_lower_blocks, %zero : i32
       %rounded = arith.addi %length, %c255 : index
       %chunks = arith.divui %rounded, %c256 : index
       %segment = arith.muli %chunks, %c32 : index
@@ -742,7 +886,8 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
         %segment_start = arith.addi %start, %offset : index
         %segment_limit = arith.addi %segment_start, %segment : index
         %segment_end = arith.minui %segment_limit, %end : index
-        %warp_first = tile.load %warp_offsets[%warp] : !tile.shared<[8], i32>
+        %warp_offset = tile.load %warp_offsets[%warp] : !tile.shared<[8], i32>
+        %warp_first = arith.addi %first_rank, %warp_offset : i32
         %lane_i32 = arith.index_cast %lane : index to i32
         %lane_bit = arith.shli %one, %lane_i32 : i32
         %lanes_below = arith.subi %lane_bit, %one : i32
@@ -789,12 +934,19 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // 5. -1 in the slots past the selectable keys.
     %filled_i32 = arith.minsi %selectable_count, %k_i32 : i32
     %filled = arith.index_cast %filled_i32 : i32 to index
-    tile.parallel (%t) in [256] {
-      %first = arith.addi %filled, %t : index
-      scf.for %slot = %first to %k step %c256 {
-        %none = arith.constant -1 : i32
-        tile.store %none, %out[%row, %slot] : !tile.global<[?, ?], i32>
+    %first_block = arith.cmpi eq, %cluster_rank, %c0 : index
+    scf.if %first_block {
+      tile.parallel (%t) in [256] {
+        %first = arith.addi %filled, %t : index
+        scf.for %slot = %first to %k step %c256 {
+          %none = arith.constant -1 : i32
+          tile.store %none, %out[%row, %slot] : !tile.global<[?, ?], i32>
+        }
       }
+    }
+    // Peers read this block's shared memory until the bases above.
+    scf.if %clustered {
+      tile.cluster_barrier
     }
   }
 }

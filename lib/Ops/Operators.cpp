@@ -49,19 +49,42 @@ int64_t blockSparseMinBlocks(int64_t heads) { return heads <= 64 ? 5 : 3; }
 /// rows of 32768 columns 6.35 -> 2.99 ms, unless there are too few rows to
 /// fill the GPU twice over: then each block keeps its row (decode's 64 rows
 /// of 16388 columns: 26.5 -> 22.3 us).
+/// topk_f32's cluster split (`splits`): rows longer than this, few enough
+/// to leave half the SMs idle with one block each, get this many blocks.
+constexpr int64_t kClusterColumns = 16384;
+constexpr int64_t kClusterBlocks = 8;
+
 Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
                                  bool relative) {
   constexpr int64_t kLargestCache = 49152; // 192 KiB of keys
-  int64_t cache, candidates, compact, minBlocks;
+  int64_t cache, candidates, compact, minBlocks, splits = 1;
   // Two blocks per SM; measured at decode's 64 rows only.
-  bool fewRows = false;
-  if (columns > 8192 && columns <= kLargestCache) {
+  bool fewRows = false, clusterRows = false;
+  if (columns > 8192) {
     Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::Launch);
     if (!sms)
       return sms.takeError();
-    fewRows = rows <= 2 * *sms;
+    fewRows = columns <= kLargestCache && rows <= 2 * *sms;
+    // Rows that leave half the SMs idle with a block each get a cluster of
+    // blocks per row, each walking a contiguous part (and caching it when
+    // it fits): [64, 131072] k = 2048 went from 200 to ~100 us on the
+    // H200 with uncached parts (probes/topk_cluster_ab.py).
+    clusterRows = columns > kClusterColumns && 2 * rows <= *sms;
   }
-  if (columns <= 2048) {
+  if (clusterRows) {
+    splits = kClusterBlocks;
+    int64_t part = (columns + splits - 1) / splits;
+    cache = 256;
+    for (int64_t size :
+         {int64_t(8192), int64_t(16384), int64_t(32768), kLargestCache})
+      if (part <= size) {
+        cache = size;
+        break;
+      }
+    // No compaction with splits (the kernel refuses it: a compacting block
+    // would write before the lower blocks have counted their keys).
+    candidates = 32, compact = 0, minBlocks = 1;
+  } else if (columns <= 2048) {
     // Short rows: four passes over 8 KiB of keys cost less than the
     // compaction's code, which would cost them a block per SM.
     cache = 2048, candidates = 32, compact = 0, minBlocks = 6;
@@ -76,9 +99,10 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
     cache = 256, candidates = 1024, compact = 1, minBlocks = 5;
   }
   return std::string(formatv("cache={0},candidates={1},compact={2},"
-                             "min_blocks={3},relative={4},windowed={5}",
+                             "min_blocks={3},relative={4},windowed={5},"
+                             "splits={6}",
                              cache, candidates, compact, minBlocks,
-                             relative ? 1 : 0, windowed ? 1 : 0));
+                             relative ? 1 : 0, windowed ? 1 : 0, splits));
 }
 
 /// Shared memory a block of the fused stages may take (the H200 allows

@@ -276,3 +276,66 @@ def test_bad_arguments():
         hisa.topk(x.t(), 5)
     with pytest.raises(ValueError, match="out"):
         hisa.topk(x, 5, out=torch.empty(4, 6, dtype=torch.int32, device="cuda"))
+
+
+def cluster_cases():
+    """Rows for the cluster split: (x, k, starts, ends); starts/ends None for
+    the whole row. Ties, -inf, NaN and windows cross the blocks' parts."""
+    gen = torch.Generator(device="cuda").manual_seed(fresh_seed(torch))
+    cases = []
+    x = torch.randn(3, 100_003, device="cuda", generator=gen)
+    cases.append((x, 1000, None, None))
+    starts = torch.tensor([-5, 40_000, 70_000], device="cuda", dtype=torch.int32)
+    ends = torch.tensor([100_010, 40_000, 99_000], device="cuda", dtype=torch.int32)
+    cases.append((x, 2048, starts, ends))
+    cases.append((torch.full((2, 40_000), 0.25, device="cuda"), 4096, None, None))
+    few = torch.randint(0, 4, (4, 70_000), device="cuda", generator=gen).float()
+    few[1, ::2], few[1, 1::2] = 0.0, -0.0
+    cases.append((few, 2048, None, None))
+    sparse = torch.full((3, 5000), NEG_INF, device="cuda")
+    sparse[0, ::97] = 1.0
+    sparse[1, 4999] = -2.0
+    sparse[2, ::3] = float("nan")
+    sparse[2, 1::3] = torch.randn(1667, device="cuda", generator=gen)
+    cases.append((sparse, 4096, None, None))
+    cases.append((torch.randn(2, 777, device="cuda", generator=gen), 777, None, None))
+    cases.append((torch.randn(5, 5, device="cuda", generator=gen), 3, None, None))
+    return cases
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("splits", [2, 4, 8])
+@pytest.mark.parametrize("cache", [256, 16384])
+def test_cluster_splits(dtype, splits, cache):
+    # topk_f32 with `splits` blocks per row (the operator picks 8 for few
+    # long rows): the same selection as one block per row, ties included,
+    # whether the blocks' parts are cached or re-read from x.
+    from hisa import jit
+
+    name = "topk_f32" if dtype == torch.float32 else "topk_bf16"
+    for x, k, starts, ends in cluster_cases():
+        x = x.to(dtype)
+        rows, columns = x.shape
+        windowed = starts is not None
+        params = dict(cache=cache, candidates=32, compact=0, min_blocks=1,
+                      windowed=int(windowed), relative=0, splits=splits)
+        kernel = jit.get_kernel(name, params)
+        if not windowed:
+            starts = ends = torch.zeros(rows, device="cuda", dtype=torch.int32)
+        out = torch.full((rows, k), -7, device="cuda", dtype=torch.int32)
+        kernel.launch(x, starts, ends, out)
+        torch.cuda.synchronize()
+        what = f"[{rows}, {columns}] k={k} windowed={windowed}"
+        # One block per row, re-reading x: the selection to match.
+        single = jit.get_kernel(name, dict(cache=256, candidates=1024, compact=1, min_blocks=5,
+                                           windowed=int(windowed), relative=0, splits=1))
+        ref = torch.full((rows, k), -7, device="cuda", dtype=torch.int32)
+        single.launch(x, starts, ends, ref)
+        torch.cuda.synchronize()
+        if windowed:
+            clamped_starts = starts.clamp(0, columns)
+            clamped_ends = torch.maximum(ends.clamp(0, columns), clamped_starts)
+            check_topk(x.float(), k, out, clamped_starts, clamped_ends)
+        else:
+            check_topk(x.float(), k, out)
+        assert torch.equal(out.sort(1).values, ref.sort(1).values), what

@@ -250,6 +250,33 @@ TEST(OperatorPlans, SplitKWhereWholeKTilesLeaveTheGpuIdle) {
   EXPECT_EQ(splitsOf(0, 1024, 4096, 1), 1);
 }
 
+TEST(OperatorPlans, TopkClusterOfBlocksPerRowWhereRowsLeaveHalfTheSmsIdle) {
+  // Rows past 16384 columns, at most half as many as SMs (132): 8 blocks
+  // per row, one cluster each; otherwise one block per row.
+  auto blocksPerRow = [](int64_t rows, int64_t columns) -> int64_t {
+    CUstream stream = someStream();
+    auto *x = static_cast<float *>(deviceBuffer(rows * columns * 4));
+    auto *out = static_cast<int32_t *>(deviceBuffer(rows * 64 * 4));
+    hisa::fake_cuda::resetCalls();
+    if (hisa_topk(x, nullptr, nullptr, out, rows, columns, 64, 0, stream) !=
+        HISA_OK) {
+      ADD_FAILURE() << hisa_last_error();
+      return -1;
+    }
+    std::vector<Call> launches = launchesOn(stream);
+    if (launches.size() != 1u || launches[0].name != "topk_f32") {
+      ADD_FAILURE() << launches.size() << " launches";
+      return -1;
+    }
+    return launches[0].grid[0] / rows;
+  };
+  EXPECT_EQ(blocksPerRow(64, 131072), 8);
+  EXPECT_EQ(blocksPerRow(3, 1 << 20), 8);
+  EXPECT_EQ(blocksPerRow(66, 16385), 8);
+  EXPECT_EQ(blocksPerRow(67, 131072), 1);
+  EXPECT_EQ(blocksPerRow(64, 16384), 1);
+}
+
 TEST(OperatorPlans, AnSmCountTheDriverCannotGiveIsAnErrorNotAGuess) {
   // Device 0 reports 0 SMs (a failed attribute query): every plan that
   // scales with the SM count refuses with the driver's answer instead of
