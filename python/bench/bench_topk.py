@@ -41,6 +41,9 @@ SHAPES = [
     (32768, 1024, 64, torch.float32, True),
     (8192, 131072, 2048, torch.float32, False),
     (64, 1 << 20, 4096, torch.float32, False),
+    # Decode: few rows (a cluster of blocks per row past 16384 columns).
+    (64, 131072, 2048, torch.float32, False),
+    (64, 16384, 512, torch.float32, False),
     (32768, 8192, 2048, torch.bfloat16, False),
     (8192, 131072, 2048, torch.bfloat16, False),
 ]
