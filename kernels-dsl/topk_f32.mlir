@@ -280,7 +280,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // published counts: no peer atomics) and every block picks the same
     // threshold; a block's slots and tie ranks start after the keys of the
     // blocks below it, counted from its own histograms. For rows too few to
-    // fill the GPU (decode's [64, 131072]: 64 blocks on 132 SMs).
+    // fill the GPU (decode: 64 rows of 131072 on 132 SMs).
     %row = arith.divui %block, %splits : index
     %c1_splits = arith.constant 1 : index
     %clustered = arith.cmpi ne, %splits, %c1_splits : index

@@ -49,9 +49,13 @@ int64_t blockSparseMinBlocks(int64_t heads) { return heads <= 64 ? 5 : 3; }
 /// rows of 32768 columns 6.35 -> 2.99 ms, unless there are too few rows to
 /// fill the GPU twice over: then each block keeps its row (decode's 64 rows
 /// of 16388 columns: 26.5 -> 22.3 us).
-/// topk_f32's cluster split (`splits`): rows longer than this, few enough
-/// to leave half the SMs idle with one block each, get this many blocks.
+/// topk_f32's cluster split (`splits`): rows of at least this many
+/// columns, no more rows than SMs, get a cluster of blocks per row, one
+/// block per kClusterPart columns up to kClusterBlocks (the portable
+/// cluster size). Measured on an H100 (probes/topk_splits_sweep.py): 2 at
+/// [64, 16384], 8 at [64 or 128, 65536] and past.
 constexpr int64_t kClusterColumns = 16384;
+constexpr int64_t kClusterPart = 8192;
 constexpr int64_t kClusterBlocks = 8;
 
 Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
@@ -65,14 +69,16 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
     if (!sms)
       return sms.takeError();
     fewRows = columns <= kLargestCache && rows <= 2 * *sms;
-    // Rows that leave half the SMs idle with a block each get a cluster of
-    // blocks per row, each walking a contiguous part (and caching it when
-    // it fits): [64, 131072] k = 2048 went from 200 to ~100 us on the
-    // H200 with uncached parts (probes/topk_cluster_ab.py).
-    clusterRows = columns > kClusterColumns && 2 * rows <= *sms;
+    // Long rows, too few for several blocks per SM: a cluster of blocks per
+    // row, each walking a contiguous part (cached when it fits). H100, k =
+    // 2048: [64, 131072] 278.6 us with one block per row, 81.0 with 8;
+    // [128, 65536] 112.5 with today's single-block plan, 67.2 with 8.
+    clusterRows = columns >= kClusterColumns && rows <= *sms;
   }
   if (clusterRows) {
-    splits = kClusterBlocks;
+    splits = 1;
+    while (splits < kClusterBlocks && columns / (2 * splits) >= kClusterPart)
+      splits *= 2;
     int64_t part = (columns + splits - 1) / splits;
     cache = 256;
     for (int64_t size :

@@ -278,20 +278,26 @@ def test_bad_arguments():
         hisa.topk(x, 5, out=torch.empty(4, 6, dtype=torch.int32, device="cuda"))
 
 
-def cluster_cases():
+def cluster_cases(small=False):
     """Rows for the cluster split: (x, k, starts, ends); starts/ends None for
-    the whole row. Ties, -inf, NaN and windows cross the blocks' parts."""
+    the whole row. Ties, -inf, NaN and windows cross the blocks' parts.
+    `small`: rows a sanitizer gets through quickly."""
     gen = torch.Generator(device="cuda").manual_seed(fresh_seed(torch))
+    scale = 20 if small else 1
     cases = []
-    x = torch.randn(3, 100_003, device="cuda", generator=gen)
-    cases.append((x, 1000, None, None))
-    starts = torch.tensor([-5, 40_000, 70_000], device="cuda", dtype=torch.int32)
-    ends = torch.tensor([100_010, 40_000, 99_000], device="cuda", dtype=torch.int32)
-    cases.append((x, 2048, starts, ends))
-    cases.append((torch.full((2, 40_000), 0.25, device="cuda"), 4096, None, None))
-    few = torch.randint(0, 4, (4, 70_000), device="cuda", generator=gen).float()
+    columns = 100_003 // scale
+    x = torch.randn(3, columns, device="cuda", generator=gen)
+    cases.append((x, 1000 // scale, None, None))
+    starts = torch.tensor([-5, 40_000 // scale, 70_000 // scale], device="cuda",
+                          dtype=torch.int32)
+    ends = torch.tensor([columns + 7, 40_000 // scale, 99_000 // scale], device="cuda",
+                        dtype=torch.int32)
+    cases.append((x, 2048 // scale, starts, ends))
+    cases.append((torch.full((2, 40_000 // scale), 0.25, device="cuda"), 4096 // scale,
+                  None, None))
+    few = torch.randint(0, 4, (4, 70_000 // scale), device="cuda", generator=gen).float()
     few[1, ::2], few[1, 1::2] = 0.0, -0.0
-    cases.append((few, 2048, None, None))
+    cases.append((few, 2048 // scale, None, None))
     sparse = torch.full((3, 5000), NEG_INF, device="cuda")
     sparse[0, ::97] = 1.0
     sparse[1, 4999] = -2.0
@@ -307,13 +313,24 @@ def cluster_cases():
 @pytest.mark.parametrize("splits", [2, 4, 8])
 @pytest.mark.parametrize("cache", [256, 16384])
 def test_cluster_splits(dtype, splits, cache):
-    # topk_f32 with `splits` blocks per row (the operator picks 8 for few
+    # topk_f32 with `splits` blocks per row (the operator's choice for few
     # long rows): the same selection as one block per row, ties included,
     # whether the blocks' parts are cached or re-read from x.
+    check_cluster_splits(dtype, splits, cache, cluster_cases())
+
+
+@pytest.mark.parametrize("splits", [2, 8])
+@pytest.mark.parametrize("cache", [256, 2048])
+def test_cluster_splits_small(splits, cache):
+    # The same on short rows (the compute-sanitizer subset runs this one).
+    check_cluster_splits(torch.float32, splits, cache, cluster_cases(small=True))
+
+
+def check_cluster_splits(dtype, splits, cache, cases):
     from hisa import jit
 
     name = "topk_f32" if dtype == torch.float32 else "topk_bf16"
-    for x, k, starts, ends in cluster_cases():
+    for x, k, starts, ends in cases:
         x = x.to(dtype)
         rows, columns = x.shape
         windowed = starts is not None

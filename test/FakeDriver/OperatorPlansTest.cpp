@@ -250,9 +250,10 @@ TEST(OperatorPlans, SplitKWhereWholeKTilesLeaveTheGpuIdle) {
   EXPECT_EQ(splitsOf(0, 1024, 4096, 1), 1);
 }
 
-TEST(OperatorPlans, TopkClusterOfBlocksPerRowWhereRowsLeaveHalfTheSmsIdle) {
-  // Rows past 16384 columns, at most half as many as SMs (132): 8 blocks
-  // per row, one cluster each; otherwise one block per row.
+TEST(OperatorPlans, TopkClusterOfBlocksPerLongRowWhenRowsAreFewerThanSms) {
+  // Rows of 16384 columns and more, no more rows than SMs (132): a cluster
+  // of blocks per row, a block per 8192 columns up to 8; otherwise one
+  // block per row.
   auto blocksPerRow = [](int64_t rows, int64_t columns) -> int64_t {
     CUstream stream = someStream();
     auto *x = static_cast<float *>(deviceBuffer(rows * columns * 4));
@@ -272,9 +273,11 @@ TEST(OperatorPlans, TopkClusterOfBlocksPerRowWhereRowsLeaveHalfTheSmsIdle) {
   };
   EXPECT_EQ(blocksPerRow(64, 131072), 8);
   EXPECT_EQ(blocksPerRow(3, 1 << 20), 8);
-  EXPECT_EQ(blocksPerRow(66, 16385), 8);
-  EXPECT_EQ(blocksPerRow(67, 131072), 1);
-  EXPECT_EQ(blocksPerRow(64, 16384), 1);
+  EXPECT_EQ(blocksPerRow(132, 65536), 8);
+  EXPECT_EQ(blocksPerRow(64, 32768), 4);
+  EXPECT_EQ(blocksPerRow(64, 16384), 2);
+  EXPECT_EQ(blocksPerRow(133, 131072), 1);
+  EXPECT_EQ(blocksPerRow(64, 16383), 1);
 }
 
 TEST(OperatorPlans, AnSmCountTheDriverCannotGiveIsAnErrorNotAGuess) {
