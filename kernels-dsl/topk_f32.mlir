@@ -283,7 +283,18 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // fill the GPU (decode: 64 rows of 131072 on 132 SMs).
     %row = arith.divui %block, %splits : index
     %c1_splits = arith.constant 1 : index
-    %clustered = arith.cmpi ne, %splits, %c1_splits : index
+    %several_blocks = arith.cmpi ne, %splits, %c1_splits : index
+    // With splits the candidate lists (no compaction then) hold this
+    // block's histogram of the pass in candidate_keys[256 p + bin] (by pass
+    // parity p: a peer may still read the previous pass's while this block
+    // writes the next) and its suffix sums in candidate_columns, so that
+    // one block per row keeps today's shared memory. The operator passes
+    // candidates = 512 with splits; with fewer every block of the cluster
+    // selects from the whole row alone (the same slots, written alike).
+    %candidates_param = tile.param "candidates" : index
+    %c512_scratch = arith.constant 512 : index
+    %scratch_fits = arith.cmpi uge, %candidates_param, %c512_scratch : index
+    %clustered = arith.andi %several_blocks, %scratch_fits : i1
     // 0 without splits, folded: the code below then is today's kernel.
     %rank_in_cluster = tile.cluster_rank : index
     %c0_rank = arith.constant 0 : index
@@ -297,11 +308,7 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     %at_least = tile.alloc : !tile.shared<[256], i32>
     %warp_ties = tile.alloc : !tile.shared<[8], i32>
     %warp_offsets = tile.alloc : !tile.shared<[8], i32>
-    // With splits: this block's histogram of the pass (by pass parity: a
-    // peer may still read the previous pass's while this block writes the
-    // next), its suffix sums, and [taken below, taken in all, ties below].
-    %published = tile.alloc : !tile.shared<[2, 256], i32>
-    %own_at_least = tile.alloc : !tile.shared<[256], i32>
+    // With splits: [taken below, taken in all, ties below].
     %bases = tile.alloc : !tile.shared<[4], i32>
     // [p, 0] threshold prefix, [p, 1] keys still needed at the threshold,
     // [p, 2] done (the whole threshold bin is needed), [p, 4] keys in the
@@ -426,16 +433,18 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
     // With splits: this block's suffix sums, then %counts becomes the
     // cluster's histogram.
     %own_selectable = scf.if %clustered -> (i32) {
-      %own_total = tile.scan sum %counts to %own_at_least reverse
+      %own_total = tile.scan sum %counts to %at_least reverse
           : !tile.shared<[256], i32> to !tile.shared<[256], i32>
       tile.parallel (%b) in [256] {
         %mine = tile.load %counts[%b] : !tile.shared<[256], i32>
-        tile.store %mine, %published[%c0, %b] : !tile.shared<[2, 256], i32>
+        tile.store %mine, %candidate_keys[%b] : !tile.shared<[candidates], i32>
+        %own_ge = tile.load %at_least[%b] : !tile.shared<[256], i32>
+        tile.store %own_ge, %candidate_columns[%b] : !tile.shared<[candidates], i32>
       }
       tile.cluster_barrier
       tile.parallel (%b) in [256] {
         %total = scf.for %p = %c0 to %splits step %c1 iter_args(%sum = %zero) -> (i32) {
-          %peer_count = tile.load %published[%c0, %b] peer %p : !tile.shared<[2, 256], i32>
+          %peer_count = tile.load %candidate_keys[%b] peer %p : !tile.shared<[candidates], i32>
           %more = arith.addi %sum, %peer_count : i32
           scf.yield %more : i32
         }
@@ -596,16 +605,21 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           tile.store %total, %counts[%b] : !tile.shared<[256], i32>
         }
         scf.if %clustered {
-          %own_counted = tile.scan sum %counts to %own_at_least reverse
+          %own_counted = tile.scan sum %counts to %at_least reverse
               : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+          %parity_offset = arith.muli %parity, %c256 : index
           tile.parallel (%b) in [256] {
             %mine = tile.load %counts[%b] : !tile.shared<[256], i32>
-            tile.store %mine, %published[%parity, %b] : !tile.shared<[2, 256], i32>
+            %at = arith.addi %parity_offset, %b : index
+            tile.store %mine, %candidate_keys[%at] : !tile.shared<[candidates], i32>
+            %own_ge = tile.load %at_least[%b] : !tile.shared<[256], i32>
+            tile.store %own_ge, %candidate_columns[%b] : !tile.shared<[candidates], i32>
           }
           tile.cluster_barrier
           tile.parallel (%b) in [256] {
+            %at = arith.addi %parity_offset, %b : index
             %total = scf.for %p = %c0 to %splits step %c1 iter_args(%sum = %zero) -> (i32) {
-              %peer_count = tile.load %published[%parity, %b] peer %p : !tile.shared<[2, 256], i32>
+              %peer_count = tile.load %candidate_keys[%at] peer %p : !tile.shared<[candidates], i32>
               %more = arith.addi %sum, %peer_count : i32
               scf.yield %more : i32
             }
@@ -650,8 +664,8 @@ tile.kernel @topk_f32(%x: !tile.global<[?, ?], f32>,
           scf.if %clustered {
             // This block's keys above the bin join those above earlier
             // bins; its keys in the bin are the next pass's to split.
-            %own_ge = tile.load %own_at_least[%b] : !tile.shared<[256], i32>
-            %own_ge_next = tile.load %own_at_least[%next] : !tile.shared<[256], i32>
+            %own_ge = tile.load %candidate_columns[%b] : !tile.shared<[candidates], i32>
+            %own_ge_next = tile.load %candidate_columns[%next] : !tile.shared<[candidates], i32>
             %own_gt = arith.select %is_last, %zero, %own_ge_next : i32
             %own_in = arith.subi %own_ge, %own_gt : i32
             %c5_own = arith.constant 5 : index

@@ -88,8 +88,9 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
         break;
       }
     // No compaction with splits (the kernel refuses it: a compacting block
-    // would write before the lower blocks have counted their keys).
-    candidates = 32, compact = 0, minBlocks = 1;
+    // would write before the lower blocks have counted their keys); the
+    // candidate lists hold the cluster's histograms instead (512 at least).
+    candidates = 512, compact = 0, minBlocks = 1;
   } else if (columns <= 2048) {
     // Short rows: four passes over 8 KiB of keys cost less than the
     // compaction's code, which would cost them a block per SM.

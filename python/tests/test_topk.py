@@ -326,7 +326,14 @@ def test_cluster_splits_small(splits, cache):
     check_cluster_splits(torch.float32, splits, cache, cluster_cases(small=True))
 
 
-def check_cluster_splits(dtype, splits, cache, cases):
+def test_cluster_splits_without_scratch():
+    # Candidate lists too short for the cluster's histograms: every block
+    # selects from the whole row alone, writing the same slots (the result
+    # stays exact).
+    check_cluster_splits(torch.float32, 4, 2048, cluster_cases(small=True), candidates=32)
+
+
+def check_cluster_splits(dtype, splits, cache, cases, candidates=512):
     from hisa import jit
 
     name = "topk_f32" if dtype == torch.float32 else "topk_bf16"
@@ -334,7 +341,7 @@ def check_cluster_splits(dtype, splits, cache, cases):
         x = x.to(dtype)
         rows, columns = x.shape
         windowed = starts is not None
-        params = dict(cache=cache, candidates=32, compact=0, min_blocks=1,
+        params = dict(cache=cache, candidates=candidates, compact=0, min_blocks=1,
                       windowed=int(windowed), relative=0, splits=splits)
         kernel = jit.get_kernel(name, params)
         if not windowed:

@@ -33,7 +33,7 @@ def params_for(columns, splits):
         if part <= size:
             cache = size
             break
-    return dict(cache=cache, candidates=32, compact=0, min_blocks=1, windowed=0,
+    return dict(cache=cache, candidates=512, compact=0, min_blocks=1, windowed=0,
                 relative=0, splits=splits)
 
 
