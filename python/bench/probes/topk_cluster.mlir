@@ -1,3 +1,7 @@
+// Superseded by topk_f32's `splits` (thirty-fifth session: four reads in
+// flight a thread, cached parts, slot bases from the passes' histograms;
+// docs/performance.md); kept as the measured first version.
+//
 // Probe (not an operator kernel): exact top-k of each row of x [R, C] f32
 // with a thread-block cluster of `splits` blocks per row
 // (docs/proposals/decode-topk-several-blocks-per-row.md, thirty-fourth
