@@ -5,7 +5,8 @@
 // never selected and the slots they would take hold -1. With `relative`
 // (and `windowed`) the columns are written relative to starts[r].
 //
-// One block per row. Values become unsigned keys that order like the floats
+// One block per row (or, with `splits`, a cluster of blocks per row: below,
+// at the launch). Values become unsigned keys that order like the floats
 // (@select_key of hisa's device library: sign bit set for positives, all
 // bits flipped for negatives), with -inf and NaN mapped to 0, the key of
 // "not selectable". A row of at most `cache` columns keeps its keys in

@@ -327,9 +327,8 @@ def test_cluster_splits_small(splits, cache):
 
 
 def test_cluster_splits_without_scratch():
-    # Candidate lists too short for the cluster's histograms: every block
-    # selects from the whole row alone, writing the same slots (the result
-    # stays exact).
+    # Candidate lists too short for the cluster's histograms: only the
+    # first block of each cluster runs, on the whole row.
     check_cluster_splits(torch.float32, 4, 2048, cluster_cases(small=True), candidates=32)
 
 
@@ -343,6 +342,7 @@ def check_cluster_splits(dtype, splits, cache, cases, candidates=512):
         windowed = starts is not None
         params = dict(cache=cache, candidates=candidates, compact=0, min_blocks=1,
                       windowed=int(windowed), relative=0, splits=splits)
+        relative_kernel = jit.get_kernel(name, dict(params, relative=1)) if windowed else None
         kernel = jit.get_kernel(name, params)
         if not windowed:
             starts = ends = torch.zeros(rows, device="cuda", dtype=torch.int32)
@@ -360,6 +360,13 @@ def check_cluster_splits(dtype, splits, cache, cases, candidates=512):
             clamped_starts = starts.clamp(0, columns)
             clamped_ends = torch.maximum(ends.clamp(0, columns), clamped_starts)
             check_topk(x.float(), k, out, clamped_starts, clamped_ends)
+            # relative: the same columns as offsets from the given starts.
+            relative = torch.full((rows, k), -7, device="cuda", dtype=torch.int32)
+            relative_kernel.launch(x, starts, ends, relative)
+            torch.cuda.synchronize()
+            shifted = torch.where(out >= 0, out - starts[:, None], out)
+            assert torch.equal(relative.sort(1).values, shifted.sort(1).values), (
+                f"{what}: relative columns")
         else:
             check_topk(x.float(), k, out)
         assert torch.equal(out.sort(1).values, ref.sort(1).values), what
