@@ -37,6 +37,28 @@ int64_t poolMqaBlockQ(int64_t heads) { return 256 / heads; }
 /// no spills at three).
 int64_t blockSparseMinBlocks(int64_t heads) { return heads <= 64 ? 5 : 3; }
 
+/// topk_f32's cluster split (`splits`): rows of at least this many
+/// columns, no more rows than SMs, get a cluster of blocks per row, one
+/// block per kClusterPart columns up to kClusterBlocks (the portable
+/// cluster size). Measured on an H100 (probes/topk_splits_sweep.py): 2 at
+/// [64, 16384], 8 at [64 or 128, 65536] and past.
+constexpr int64_t kClusterColumns = 16384;
+constexpr int64_t kClusterPart = 8192;
+constexpr int64_t kClusterBlocks = 8;
+
+/// The largest top-k key cache: 192 KiB of keys.
+constexpr int64_t kLargestTopkCache = 49152;
+
+/// The smallest top-k key cache (8192 keys and up) that holds `columns`
+/// keys, or 256 (none: the row is re-read at every pass) past the largest.
+int64_t topkCacheFor(int64_t columns) {
+  for (int64_t size :
+       {int64_t(8192), int64_t(16384), int64_t(32768), kLargestTopkCache})
+    if (columns <= size)
+      return size;
+  return 256;
+}
+
 /// The top-k specialization for rows of `columns`: the key cache (rows,
 /// or windows, of at most that many columns keep their keys in shared
 /// memory; longer ones re-read x at every pass), the candidate list that
@@ -49,18 +71,8 @@ int64_t blockSparseMinBlocks(int64_t heads) { return heads <= 64 ? 5 : 3; }
 /// rows of 32768 columns 6.35 -> 2.99 ms, unless there are too few rows to
 /// fill the GPU twice over: then each block keeps its row (decode's 64 rows
 /// of 16388 columns: 26.5 -> 22.3 us).
-/// topk_f32's cluster split (`splits`): rows of at least this many
-/// columns, no more rows than SMs, get a cluster of blocks per row, one
-/// block per kClusterPart columns up to kClusterBlocks (the portable
-/// cluster size). Measured on an H100 (probes/topk_splits_sweep.py): 2 at
-/// [64, 16384], 8 at [64 or 128, 65536] and past.
-constexpr int64_t kClusterColumns = 16384;
-constexpr int64_t kClusterPart = 8192;
-constexpr int64_t kClusterBlocks = 8;
-
 Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
                                  bool relative) {
-  constexpr int64_t kLargestCache = 49152; // 192 KiB of keys
   int64_t cache, candidates, compact, minBlocks, splits = 1;
   // Two blocks per SM; measured at decode's 64 rows only.
   bool fewRows = false, clusterRows = false;
@@ -68,7 +80,7 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
     Expected<int64_t> sms = getPlanningMultiprocessors(PlanFor::Launch);
     if (!sms)
       return sms.takeError();
-    fewRows = columns <= kLargestCache && rows <= 2 * *sms;
+    fewRows = columns <= kLargestTopkCache && rows <= 2 * *sms;
     // Long rows, too few for several blocks per SM: a cluster of blocks per
     // row, each walking a contiguous part (cached when it fits). H100, k =
     // 2048: [64, 131072] 278.6 us with one block per row, 81.0 with 8;
@@ -80,16 +92,11 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
     while (splits < kClusterBlocks && columns / (2 * splits) >= kClusterPart)
       splits *= 2;
     int64_t part = (columns + splits - 1) / splits;
-    cache = 256;
-    for (int64_t size :
-         {int64_t(8192), int64_t(16384), int64_t(32768), kLargestCache})
-      if (part <= size) {
-        cache = size;
-        break;
-      }
-    // No compaction with splits (the kernel refuses it: a compacting block
-    // would write before the lower blocks have counted their keys); the
-    // candidate lists hold the cluster's histograms instead (512 at least).
+    cache = topkCacheFor(part);
+    // No compaction with splits (the kernel turns it off: a compacting
+    // block would write before the lower blocks have counted their keys);
+    // the candidate lists hold the cluster's histograms instead (512 at
+    // least).
     candidates = 512, compact = 0, minBlocks = 1;
   } else if (columns <= 2048) {
     // Short rows: four passes over 8 KiB of keys cost less than the
@@ -98,7 +105,7 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
   } else if (columns <= 8192) {
     cache = 8192, candidates = 128, compact = 1, minBlocks = 5;
   } else if (fewRows) {
-    cache = columns <= 16384 ? 16384 : columns <= 32768 ? 32768 : kLargestCache;
+    cache = topkCacheFor(columns);
     candidates = 128, compact = 1, minBlocks = 1;
   } else {
     // No row is cached: the cache is minimal and the candidate list takes
