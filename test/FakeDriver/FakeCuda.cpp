@@ -28,6 +28,8 @@ using hisa::fake_cuda::Counters;
 namespace {
 
 constexpr int kMaxDevices = 8;
+/// Contexts per device: the primary one, then those freshContext makes.
+constexpr int kContextsPerDevice = 4096;
 
 struct FakeFunction {
   std::string name;
@@ -54,10 +56,13 @@ struct State {
   size_t memoryLimit = SIZE_MAX; ///< setMemoryLimit
   int deviceCount = 1;           ///< setDeviceCount
   int multiprocessors[kMaxDevices] = {132, 132, 132, 132, 132, 132, 132, 132};
-  int contextTokens[kMaxDevices] = {}; ///< the primary contexts' addresses
-  std::set<uintptr_t> capturing;       ///< setStreamCapturing
-  std::string failAfter;               ///< failLaunchAfter
-  bool failNext = false;               ///< the next launch fails
+  /// The contexts' addresses: device d's primary context is
+  /// &contextTokens[0][d], its i-th fresh one &contextTokens[i][d].
+  int contextTokens[kContextsPerDevice][kMaxDevices] = {};
+  int freshContexts = 0;         ///< the last i freshContext handed out
+  std::set<uintptr_t> capturing; ///< setStreamCapturing
+  std::string failAfter;         ///< failLaunchAfter
+  bool failNext = false;         ///< the next launch fails
 };
 
 State &state() {
@@ -66,15 +71,16 @@ State &state() {
 }
 
 CUcontext primaryContext(int device) {
-  return reinterpret_cast<CUcontext>(&state().contextTokens[device]);
+  return reinterpret_cast<CUcontext>(&state().contextTokens[0][device]);
 }
 
-/// The device of a context this fake made, or -1.
+/// The device of a context this fake made (primary or fresh), or -1.
 int deviceOf(CUcontext context) {
-  for (int device = 0; device < kMaxDevices; ++device)
-    if (context == primaryContext(device))
-      return device;
-  return -1;
+  auto *token = reinterpret_cast<const int *>(context);
+  const int *first = &state().contextTokens[0][0];
+  if (token < first || token >= first + kContextsPerDevice * kMaxDevices)
+    return -1;
+  return int((token - first) % kMaxDevices);
 }
 
 /// This thread's current context (device 0's until it sets another).
@@ -161,6 +167,15 @@ void setMultiprocessorCount(int device, int count) {
 }
 
 void clearCurrentContext() { currentContext = nullptr; }
+
+void *freshContext(int device) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (device < 0 || device >= kMaxDevices ||
+      s.freshContexts + 1 >= kContextsPerDevice)
+    std::abort(); // a test's mistake, or more contexts than any run needs
+  return &s.contextTokens[++s.freshContexts][device];
+}
 
 ScopedDevices::~ScopedDevices() {
   currentContext = primaryContext(0);

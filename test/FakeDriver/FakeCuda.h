@@ -84,6 +84,12 @@ void setMultiprocessorCount(int device, int count);
 /// Leaves the calling thread with no current context (a thread CUDA has
 /// not been used on; every thread starts with device 0's).
 void clearCurrentContext();
+/// A new context on `device` (a CUcontext, as cuCtxCreate would make; the
+/// fake never reuses its address) for a test that needs a context no kernel
+/// was loaded into yet, whatever ran before in the process (another test,
+/// or this one under --gtest_repeat): primary contexts, which the runtime
+/// retains, stay the same for the life of the process, as CUDA's do.
+void *freshContext(int device);
 /// Whether cuStreamIsCapturing reports `stream` as being captured.
 void setStreamCapturing(void *stream, bool capturing);
 

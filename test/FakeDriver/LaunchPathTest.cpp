@@ -243,14 +243,20 @@ TEST(LaunchPath, AKernelLoadsIntoEachContextItIsLaunchedIn) {
   // (The fake's cuModuleLoadDataEx goes through cuModuleLoadData.)
   int64_t loads = entryCalls("cuModuleLoadData");
   auto newLoads = [&] { return entryCalls("cuModuleLoadData") - loads; };
+  // Device 0's primary context (which has the kernel: logitsKernel loaded
+  // it) and a fresh context on device 1, where nothing is loaded yet.
+  auto fresh = static_cast<CUcontext>(hisa::fake_cuda::freshContext(1));
   for (int device : {0, 1, 0, 1}) {
-    makeCurrent(device);
+    if (device == 0)
+      makeCurrent(0);
+    else
+      ASSERT_EQ(cuCtxSetCurrent(fresh), CUDA_SUCCESS);
     llvm::Error error = buffers.launch(*kernel);
     EXPECT_FALSE(bool(error))
         << "device " << device << ": " << toString(std::move(error));
     EXPECT_EQ(lastLaunchDevice(), device);
   }
-  // Loaded once on device 1 (device 0 had it before), never again.
+  // Loaded once in the fresh context (device 0 had it before), never again.
   EXPECT_EQ(newLoads(), 1);
 }
 
@@ -267,8 +273,11 @@ TEST(LaunchPath, FirstLaunchInAContextDuringACaptureIsRefused) {
   ASSERT_FALSE(bool(launch()));
   hisa::fake_cuda::setStreamCapturing(stream, true);
   EXPECT_FALSE(bool(launch()));
-  // Device 2 has never run it: loading now would break the capture.
-  makeCurrent(2);
+  // A context on device 2 that has never run it: loading now would break
+  // the capture.
+  ASSERT_EQ(
+      cuCtxSetCurrent(static_cast<CUcontext>(hisa::fake_cuda::freshContext(2))),
+      CUDA_SUCCESS);
   llvm::Error error = launch();
   ASSERT_TRUE(bool(error));
   std::string message = toString(std::move(error));

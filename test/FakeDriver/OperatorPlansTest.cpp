@@ -412,7 +412,12 @@ TEST(OperatorPlans, SparseAttnFromAThreadWithoutAContextPlansForDeviceZero) {
 
 TEST(OperatorPlans, FirstCallOfASpecializationInACaptureIsRefused) {
   // Its first call compiles and loads the kernel: loading inside a stream
-  // capture would break the capture, so the call says so instead.
+  // capture would break the capture, so the call says so instead. (In a
+  // fresh context: the kernel is loaded nowhere there yet.)
+  hisa::fake_cuda::ScopedDevices devices(2);
+  ASSERT_EQ(
+      cuCtxSetCurrent(static_cast<CUcontext>(hisa::fake_cuda::freshContext(1))),
+      CUDA_SUCCESS);
   CUstream stream = someStream();
   const int64_t n = 300, dim = 64, kb = 64;
   void *k = deviceBuffer(n * dim);
@@ -596,12 +601,12 @@ TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNeedsNoKvAddress) {
 // relaxed capture mode, and the zero row is filled on a private stream,
 // not by a synchronous copy on the legacy stream.
 TEST(OperatorPlans, FirstLoadsRunRelaxedAndFillTheZeroRowOnTheirOwnStream) {
-  // (Device 7: no other test loads a kernel there, so the load and the
-  // context's zero row are this test's.)
+  // (A fresh context: the load and the context's zero row are this
+  // test's.)
   hisa::fake_cuda::ScopedDevices devices(8);
-  CUcontext last = nullptr;
-  ASSERT_EQ(cuDevicePrimaryCtxRetain(&last, 7), CUDA_SUCCESS);
-  ASSERT_EQ(cuCtxSetCurrent(last), CUDA_SUCCESS);
+  ASSERT_EQ(
+      cuCtxSetCurrent(static_cast<CUcontext>(hisa::fake_cuda::freshContext(7))),
+      CUDA_SUCCESS);
   hisa::fake_cuda::resetCalls();
   auto before = hisa::fake_cuda::entryPointCalls();
   hisa_kernel *kernel = nullptr;
