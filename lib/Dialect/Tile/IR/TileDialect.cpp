@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FoldInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -33,6 +34,16 @@ struct TileInlinerInterface : DialectInlinerInterface {
     return true;
   }
 };
+
+/// Constants that folding creates (or deduplicates) inside a launch stay in
+/// the launch body: hoisted onto the kernel's host side, a float constant
+/// would break its rule that only integer arithmetic computes the grid.
+struct TileFoldInterface : DialectFoldInterface {
+  using DialectFoldInterface::DialectFoldInterface;
+  bool shouldMaterializeInto(Region *region) const final {
+    return isa<LaunchOp>(region->getParentOp());
+  }
+};
 } // namespace
 
 void TileDialect::initialize() {
@@ -42,7 +53,7 @@ void TileDialect::initialize() {
 #define GET_OP_LIST
 #include "hisa/Dialect/Tile/IR/TileOps.cpp.inc"
       >();
-  addInterfaces<TileInlinerInterface>();
+  addInterfaces<TileInlinerInterface, TileFoldInterface>();
 }
 
 void TileDialect::registerAttributes() {
