@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Two runtime libraries (two builds of hisa) timed against each other on
+the same shapes: decode sparse attention (the issue's B = 128 shapes and
+the split ones), top-k, hisa_indexer at M = N = 32768. One library per
+process (each loads its own HISA_RUNTIME_LIB, with its own JIT cache
+directory); the processes alternate A, B, A, B ... for --rounds rounds
+with the same seeded inputs, and the table shows each shape's median over
+the rounds and B / A. Each child checks that its outputs are finite and
+that its top-k selects the exact values of torch.topk, so a broken build
+does not pass as a fast one.
+
+    PYTHONPATH=python python3 python/bench/probes/library_ab.py \\
+        --lib A.so --lib B.so [--rounds 3] [--only decode,topk,indexer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+# (group, label, builder args)
+CASES = [
+    ("decode", "sparse_attn B=128 S=1 H=64 K=640", (128, 1, 64, 640)),
+    ("decode", "sparse_attn B=128 S=2 H=64 K=640", (128, 2, 64, 640)),
+    ("decode", "sparse_attn B=128 S=1 H=128 K=640", (128, 1, 128, 640)),
+    ("decode", "sparse_attn B=128 S=2 H=128 K=640", (128, 2, 128, 640)),
+    ("decode", "sparse_attn B=1 S=1 H=64 K=640", (1, 1, 64, 640)),
+    ("decode", "sparse_attn B=16 S=1 H=128 K=1152", (16, 1, 128, 1152)),
+    ("topk", "topk [32768, 8192] k=2048", (32768, 8192, 2048)),
+    ("topk", "topk [32768, 1024] k=64", (32768, 1024, 64)),
+    ("topk", "topk [64, 16384] k=2048", (64, 16384, 2048)),
+    ("indexer", "hisa_indexer M=N=32768", (32768,)),
+]
+
+
+def child(groups):
+    sys.path.insert(0, os.path.join(here, "..", ".."))
+    sys.path.insert(0, os.path.join(here, ".."))
+    import torch
+    import hisa
+    from bench_mqa import bench
+    import bench_indexer
+    import bench_sparse_attn as bsa
+
+    results = {}
+    for group, label, args in CASES:
+        if group not in groups:
+            continue
+        torch.manual_seed(1234)
+        if group == "decode":
+            b, s, h, k = args
+            sets = []
+            for _ in range(8):
+                q, kv, sink, idx = bsa.make_inputs(b, s, h, k, 65536)
+                sets.append((q, kv, sink, idx))
+            calls = [lambda q=q, kv=kv, sink=sink, idx=idx:
+                     hisa.sparse_attn(q, kv, sink, idx, bsa.SCALE) for q, kv, sink, idx in sets]
+            out = calls[0]()
+            assert torch.isfinite(out.float()).all(), label
+            fn = bsa.rotate(calls)
+        elif group == "topk":
+            rows, cols, k = args
+            x = torch.randn(rows, cols, device="cuda")
+            idx = hisa.topk(x, k)
+            ref = torch.topk(x, k, dim=-1).values.sort(dim=-1).values
+            got = x.gather(1, idx.long()).sort(dim=-1).values
+            assert torch.equal(ref, got), label
+            fn = lambda x=x, k=k: hisa.topk(x, k)  # noqa: E731
+        else:
+            (n,) = args
+            q, k, k_scale, weights, ks, ke = bench_indexer.inputs(n)
+            fn = lambda: hisa.hisa_indexer(q, k, k_scale, weights, ks, ke,  # noqa: E731
+                                           k_block_size=128, block_topk=64, topk_tokens=2048)
+            fn()
+        results[label] = bench(fn, reps=15, batch=10)
+        del fn
+        torch.cuda.empty_cache()
+    print("RESULT " + json.dumps(results))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lib", action="append", required=True, help="runtime library (twice)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="decode,topk,indexer")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    groups = set(args.only.split(","))
+    if args.child:
+        child(groups)
+        return 0
+    if len(args.lib) != 2:
+        parser.error("--lib: give exactly two libraries")
+    times = {0: {}, 1: {}}
+    for round_index in range(args.rounds):
+        for which, lib in enumerate(args.lib):
+            env = dict(os.environ, HISA_RUNTIME_LIB=lib,
+                       HISA_CACHE_DIR=os.environ.get("HISA_CACHE_DIR", "/tmp/hisa-ab") + f"-{which}")
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
+                                   "--lib", lib, "--only", args.only],
+                                  env=env, capture_output=True, text=True)
+            lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+            if proc.returncode != 0 or not lines:
+                sys.stderr.write(f"library {lib} round {round_index}: failed\n{proc.stderr[-3000:]}\n")
+                return 1
+            for label, seconds in json.loads(lines[-1][len("RESULT "):]).items():
+                times[which].setdefault(label, []).append(seconds)
+    print(f"| case | A (us) | B (us) | B / A |  (A = {args.lib[0]}, B = {args.lib[1]}, "
+          f"median of {args.rounds} alternating rounds)")
+    print("| --- | ---: | ---: | ---: |")
+    for label in times[0]:
+        a, b = statistics.median(times[0][label]), statistics.median(times[1][label])
+        print(f"| {label} | {a * 1e6:.1f} | {b * 1e6:.1f} | {b / a:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
