@@ -55,10 +55,13 @@ def child(groups):
         torch.manual_seed(1234)
         if group == "decode":
             b, s, h, k = args
-            sets = []
-            for _ in range(8):
-                q, kv, sink, idx = bsa.make_inputs(b, s, h, k, 65536)
-                sets.append((q, kv, sink, idx))
+            # One kv cache (B x 65536 rows: 8 GiB at B = 128), 8 (q, idx)
+            # sets rotated over so that the gathered rows exceed L2.
+            q, kv, sink, idx = bsa.make_inputs(b, s, h, k, 65536)
+            sets = [(q, kv, sink, idx)]
+            for _ in range(7):
+                q = torch.randn_like(q)
+                sets.append((q, kv, sink, bsa.make_indices(b, s, k, 65536)))
             calls = [lambda q=q, kv=kv, sink=sink, idx=idx:
                      hisa.sparse_attn(q, kv, sink, idx, bsa.SCALE) for q, kv, sink, idx in sets]
             out = calls[0]()
