@@ -53,10 +53,6 @@ LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   bind.params.assign(options.params.begin(), options.params.end());
   pm.addPass(tile::createTileInlineFunctions());
   pm.addPass(tile::createTileBindParams(bind));
-  // Bound parameters are constants now: fold the branches they decide, so
-  // that a specialization carries no code (nor barriers, nor shared tiles'
-  // lifetimes) of the paths it cannot take.
-  pm.addPass(createCanonicalizerPass());
   buildTilePlanningPipeline(pm, target.chip, target.tma);
   TileToNVVMOptions lowering;
   lowering.copyOptionValuesFrom(options);
