@@ -49,10 +49,8 @@ LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
       *error = "tile-to-nvvm: " + message;
     return failure();
   }
-  tile::TileBindParamsOptions bind;
-  bind.params.assign(options.params.begin(), options.params.end());
-  pm.addPass(tile::createTileInlineFunctions());
-  pm.addPass(tile::createTileBindParams(bind));
+  // The JIT's stages, in its order (lib/Runtime/Compiler.cpp).
+  tile::buildTileSpecializationPipeline(pm, options.params);
   buildTilePlanningPipeline(pm, target.chip, target.tma);
   TileToNVVMOptions lowering;
   lowering.copyOptionValuesFrom(options);

@@ -591,10 +591,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
   // Binding (and the verification after it) fails on parameters the kernel
   // refuses: with parameters from the caller, that is the caller's error.
   std::unique_ptr<PassManager> bind = makePassManager();
-  tile::TileBindParamsOptions bindOptions;
-  bindOptions.params.assign(params.begin(), params.end());
-  bind->addPass(tile::createTileInlineFunctions());
-  bind->addPass(tile::createTileBindParams(bindOptions));
+  tile::buildTileSpecializationPipeline(*bind, params);
   if (failed(bind->run(*module))) {
     if (params.empty() || !deadline.stoppedBefore.empty())
       return failure("cannot bind parameters");

@@ -1,4 +1,4 @@
-//===- PlanningPipeline.cpp - Layouts, TMA and shared memory --------------===//
+//===- PlanningPipeline.cpp - Specialization and planning stages ----------===//
 
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
@@ -6,6 +6,14 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+
+void hisa::tile::buildTileSpecializationPipeline(OpPassManager &pm,
+                                                 ArrayRef<std::string> params) {
+  pm.addPass(createTileInlineFunctions());
+  TileBindParamsOptions bind;
+  bind.params.assign(params.begin(), params.end());
+  pm.addPass(createTileBindParams(bind));
+}
 
 void hisa::tile::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip,
                                            bool useTma) {
