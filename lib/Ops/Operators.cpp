@@ -88,7 +88,6 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
     clusterRows = columns >= kClusterColumns && rows <= *sms;
   }
   if (clusterRows) {
-    splits = 1;
     while (splits < kClusterBlocks && columns / (2 * splits) >= kClusterPart)
       splits *= 2;
     int64_t part = (columns + splits - 1) / splits;

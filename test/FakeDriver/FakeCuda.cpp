@@ -177,6 +177,10 @@ void *freshContext(int device) {
   return &s.contextTokens[++s.freshContexts][device];
 }
 
+void useFreshContext(int device) {
+  currentContext = static_cast<CUcontext>(freshContext(device));
+}
+
 ScopedDevices::~ScopedDevices() {
   currentContext = primaryContext(0);
   setDeviceCount(1);

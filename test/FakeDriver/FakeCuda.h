@@ -90,6 +90,8 @@ void clearCurrentContext();
 /// or this one under --gtest_repeat): primary contexts, which the runtime
 /// retains, stay the same for the life of the process, as CUDA's do.
 void *freshContext(int device);
+/// freshContext(device), made the calling thread's current context.
+void useFreshContext(int device);
 /// Whether cuStreamIsCapturing reports `stream` as being captured.
 void setStreamCapturing(void *stream, bool capturing);
 

@@ -275,9 +275,7 @@ TEST(LaunchPath, FirstLaunchInAContextDuringACaptureIsRefused) {
   EXPECT_FALSE(bool(launch()));
   // A context on device 2 that has never run it: loading now would break
   // the capture.
-  ASSERT_EQ(
-      cuCtxSetCurrent(static_cast<CUcontext>(hisa::fake_cuda::freshContext(2))),
-      CUDA_SUCCESS);
+  hisa::fake_cuda::useFreshContext(2);
   llvm::Error error = launch();
   ASSERT_TRUE(bool(error));
   std::string message = toString(std::move(error));

@@ -415,9 +415,7 @@ TEST(OperatorPlans, FirstCallOfASpecializationInACaptureIsRefused) {
   // capture would break the capture, so the call says so instead. (In a
   // fresh context: the kernel is loaded nowhere there yet.)
   hisa::fake_cuda::ScopedDevices devices(2);
-  ASSERT_EQ(
-      cuCtxSetCurrent(static_cast<CUcontext>(hisa::fake_cuda::freshContext(1))),
-      CUDA_SUCCESS);
+  hisa::fake_cuda::useFreshContext(1);
   CUstream stream = someStream();
   const int64_t n = 300, dim = 64, kb = 64;
   void *k = deviceBuffer(n * dim);
@@ -604,9 +602,7 @@ TEST(OperatorPlans, FirstLoadsRunRelaxedAndFillTheZeroRowOnTheirOwnStream) {
   // (A fresh context: the load and the context's zero row are this
   // test's.)
   hisa::fake_cuda::ScopedDevices devices(8);
-  ASSERT_EQ(
-      cuCtxSetCurrent(static_cast<CUcontext>(hisa::fake_cuda::freshContext(7))),
-      CUDA_SUCCESS);
+  hisa::fake_cuda::useFreshContext(7);
   hisa::fake_cuda::resetCalls();
   auto before = hisa::fake_cuda::entryPointCalls();
   hisa_kernel *kernel = nullptr;
