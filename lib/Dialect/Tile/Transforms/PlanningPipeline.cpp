@@ -3,6 +3,7 @@
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -16,6 +17,12 @@ void hisa::tile::buildTileSpecializationPipeline(OpPassManager &pm,
 
 void hisa::tile::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip,
                                            bool useTma) {
+  // Bound parameters are constants now: fold the branches they decide, so
+  // that layouts, the shared-memory plan and barrier placement never see
+  // the paths a specialization cannot take. (Every pipeline binds
+  // parameters right before this one: tile-to-nvvm, the JIT and
+  // tile-report-resources.)
+  pm.addPass(createCanonicalizerPass());
   TileAssignLayoutsOptions layouts;
   layouts.chip = chip.str();
   pm.addPass(createTileAssignLayouts(layouts));
