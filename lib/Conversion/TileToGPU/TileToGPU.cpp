@@ -664,6 +664,24 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
       llvm::any_of(entry.getOps<PipelinedOp>(), [](PipelinedOp loop) {
         return loop.getWarpSpecialized() && loop.getOverlapGemm();
       });
+  // A producer whose staged copies are all TMA boxes (no row gathers) needs
+  // few registers too: it may keep the TMA producer's count where the pool
+  // is too small for a gatherer's (stage 2 at four blocks per SM).
+  bool tmaOnlyProducer =
+      llvm::any_of(entry.getOps<PipelinedOp>(), [](PipelinedOp loop) {
+        if (!loop.getWarpSpecialized())
+          return false;
+        bool anyStaged = false;
+        for (auto copy : loop.getBody().front().getOps<CopyOp>()) {
+          if (!isa<GlobalType>(copy.getSource().getType()) ||
+              !isa<SharedType>(copy.getDest().getType()))
+            continue;
+          if (!copy->hasAttr(kTmaAttrName))
+            return false;
+          anyStaged = true;
+        }
+        return anyStaged;
+      });
   // Allocations stay in the entry block (LLVM promotes fragment registers
   // there only) and are lowered first: both roles address the shared tiles.
   SmallVector<Operation *> moved;
@@ -718,10 +736,17 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   int64_t blockThreads = threads + kProducerThreads;
   int64_t entryRegisters =
       std::min<int64_t>(255, 65536 / (blocks * blockThreads)) / 8 * 8;
-  int64_t consumerRegisters =
-      std::min<int64_t>(240, (blockThreads * entryRegisters -
-                              kProducerThreads * producerRegisters) /
-                                 threads / 8 * 8);
+  auto consumerShare = [&](int64_t producer) {
+    return std::min<int64_t>(
+        240, (blockThreads * entryRegisters - kProducerThreads * producer) /
+                 threads / 8 * 8);
+  };
+  int64_t consumerRegisters = consumerShare(producerRegisters);
+  if (tmaOnlyProducer && producerRegisters > kTmaProducerRegisters &&
+      (entryRegisters < producerRegisters || consumerRegisters < 64)) {
+    producerRegisters = kTmaProducerRegisters;
+    consumerRegisters = consumerShare(producerRegisters);
+  }
   if (entryRegisters < producerRegisters || consumerRegisters < 64)
     return launch.emitOpError("a warp-specialized launch of ")
            << threads << " threads at " << blocks << " blocks per SM has "

@@ -54,8 +54,8 @@ def main():
         path, _, overrides = arg.partition(":")
         params = dict(PARAMS)
         for item in filter(None, overrides.split(",")):
-            name, value = item.split("=")
-            params[name] = int(value)
+            param, value = item.split("=")
+            params[param] = int(value)
         source = None
         if path != "-":
             text = open(path).read()

@@ -75,7 +75,8 @@ inline constexpr int64_t kMaxReduceChains = 16;
 inline constexpr int64_t kMaxPendingGemms = 7;
 /// What the producer of an overlap_gemm loop keeps: it issues TMA boxes
 /// alone (one thread, a few addresses), and the consumers hold two
-/// accumulators.
+/// accumulators. Also any producer whose copies are all TMA boxes, where
+/// the block's pool is too small for kProducerRegisters.
 inline constexpr int64_t kTmaProducerRegisters = 40;
 
 /// Bytes one element of `type` occupies in memory (sub-byte types: 1).
