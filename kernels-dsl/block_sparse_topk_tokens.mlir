@@ -4,9 +4,9 @@
 // [M, T*kb] logits never reach global memory.
 //
 // One block of threads per query. The logits loop is
-// block_sparse_mqa_logits.mlir's, in tiles of kt rows (kt divides kb; 64
-// keeps the key tiles small enough for three blocks per SM next to the
-// keys): for each tile of the T selected key blocks, a
+// block_sparse_mqa_logits.mlir's, in tiles of kt rows (kt divides kb; the
+// operator takes 128 where three blocks per SM still fit beside the keys,
+// else 64): for each tile of the T selected key blocks, a
 // [kt, dim] x [heads, dim]^T fp8 gemm, the scaled ReLU weighted by head, and
 // the sum over heads in registers. Instead of being stored, each slot's
 // logit becomes an unsigned key that orders like the float (0 for -inf, NaN
@@ -161,7 +161,6 @@ tile.kernel @block_sparse_topk_tokens(
     %start = arith.index_cast %start_i32 : i32 to index
     %end_window = arith.index_cast %end_i32 : i32 to index
     %end = arith.minsi %end_window, %n : index
-    tile.fill %hist, %zero : !tile.shared<[4, 256], i32>, i32
 
     // 1. The logits of every slot, as keys, and the histogram of their top
     //    8 bits.
@@ -243,6 +242,9 @@ tile.kernel @block_sparse_topk_tokens(
         tile.store %key, %keys[%slot] : !tile.shared<[topk*kb], i32>
       }
     }
+    // (Cleared only now: the histograms then share bytes with the key-tile
+    // stages, which lets 128-row tiles fit three blocks per SM.)
+    tile.fill %hist, %zero : !tile.shared<[4, 256], i32>, i32
     tile.parallel (%warp, %lane) in [4, 32] {
       %warp_first = arith.muli %warp, %c32 : index
       %t = arith.addi %warp_first, %lane : index

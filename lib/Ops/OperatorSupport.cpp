@@ -74,6 +74,27 @@ LaunchArgument floatScalar(double value) {
   return arg;
 }
 
+Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
+                                              const std::string &params) {
+  static std::mutex mutex;
+  static StringMap<int64_t> sizes;
+  std::string key = (Twine(kernelName) + "/" + params).str();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = sizes.find(key);
+    if (found != sizes.end())
+      return found->second;
+  }
+  Expected<std::shared_ptr<CompiledKernel>> compiled = Jit::get().compile(
+      getBuiltinKernelSource(kernelName), kernelName, params, "sm_90a");
+  if (!compiled)
+    return compiled.takeError();
+  int64_t bytes = (*compiled)->metadata.sharedBytes;
+  std::lock_guard<std::mutex> lock(mutex);
+  sizes[key] = bytes;
+  return bytes;
+}
+
 Error runOperator(const char *kernelName, const std::string &params,
                   ArrayRef<LaunchArgument> arguments, void *stream) {
   // Operators call the same few specializations over and over: skip hashing

@@ -93,6 +93,13 @@ enum class PlanFor { Launch, SizeQuery };
 /// cannot be read: planning for a guess would hide a failing driver.
 llvm::Expected<int64_t> getPlanningMultiprocessors(PlanFor purpose);
 
+/// The dynamic shared memory of a builtin kernel's specialization, as its
+/// plan allocates it: compiles it if needed (no GPU; the answer is kept per
+/// process and specialization, like runOperator's kernels). For a plan that
+/// only a planned size can decide (blocks per SM at the edge).
+llvm::Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
+                                                    const std::string &params);
+
 /// Compiles (once per process and specialization) and launches a builtin
 /// kernel of kernels-dsl/.
 llvm::Error runOperator(const char *kernelName, const std::string &params,

@@ -125,6 +125,11 @@ constexpr int64_t kStage1CacheSizes[] = {256, 1024, 4096, 8192, 16384, 32768};
 /// Key rows per gemm tile of block_sparse_topk_tokens (divides every kb):
 /// small tiles leave room for three blocks per SM beside the T*kb keys.
 constexpr int64_t kStage2TileRows = 64;
+/// The warp-specialized stage 2 takes tiles of this many rows where three
+/// blocks per SM still fit with them: two m64 wgmma chains a tile, half the
+/// iterations and stage hand-overs (6-7% faster at H = 64, T*kb = 8192,
+/// thirty-seventh session, H100).
+constexpr int64_t kStage2WideTileRows = 128;
 
 } // namespace
 
@@ -523,11 +528,27 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
   const char *kernel = minBlocks == 3 && heads <= 64
                            ? "block_sparse_topk_tokens_ws"
                            : "block_sparse_topk_tokens";
-  return runOperator(
-      kernel,
-      formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}", dim,
-              heads, kb, kStage2TileRows, minBlocks, topk),
-      arguments, stream);
+  auto stageTwoParams = [&](int64_t rows) {
+    return formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}",
+                   dim, heads, kb, rows, minBlocks, topk)
+        .str();
+  };
+  // Where the warp-specialized kernel runs three blocks per SM, 128-row
+  // tiles if its plan with them keeps three: 75920 bytes at H = 64, D =
+  // 128, T*kb = 8192 against the 76800 a block may take (228 KiB / 3 less
+  // the 1 KiB the SM reserves per block), too close for an estimate (the
+  // index tiles and alignment move it by a KiB), so the planned size of the
+  // specialization decides (compiled once; its launch needs it anyway).
+  int64_t tileRows = kStage2TileRows;
+  if (minBlocks == 3 && heads <= 64 && kb % kStage2WideTileRows == 0) {
+    Expected<int64_t> wideShared = getBuiltinKernelSharedBytes(
+        kernel, stageTwoParams(kStage2WideTileRows));
+    if (!wideShared)
+      return wideShared.takeError();
+    if ((228 * 1024) / (*wideShared + 1024) >= 3)
+      tileRows = kStage2WideTileRows;
+  }
+  return runOperator(kernel, stageTwoParams(tileRows), arguments, stream);
 }
 
 namespace {

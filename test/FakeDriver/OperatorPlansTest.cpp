@@ -131,6 +131,9 @@ TEST(OperatorPlans, HisaIndexerStageTwoWarpSpecializedAtThreeBlocksPerSm) {
   EXPECT_EQ(h64.name, "block_sparse_topk_tokens_ws");
   EXPECT_EQ(h64.block[0], 256u);
   EXPECT_EQ(h64.grid[0], unsigned(m));
+  // With 128-row key tiles, whose plan (75920 bytes) keeps three blocks
+  // per SM (64-row tiles: 59024).
+  EXPECT_EQ(h64.sharedBytes, 75920u);
   Call h128 = stageTwo(128);
   EXPECT_EQ(h128.name, "block_sparse_topk_tokens");
   EXPECT_EQ(h128.block[0], 128u);

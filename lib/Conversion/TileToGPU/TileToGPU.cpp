@@ -665,8 +665,11 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
         return loop.getWarpSpecialized() && loop.getOverlapGemm();
       });
   // A producer whose staged copies are all TMA boxes (no row gathers) needs
-  // few registers too: it may keep the TMA producer's count where the pool
-  // is too small for a gatherer's (stage 2 at four blocks per SM).
+  // few registers too. It keeps the TMA producer's count where the block's
+  // pool is small (several blocks per SM: stage 2's [128, H] accumulators
+  // at three blocks, 120 registers a consumer instead of 88), and a
+  // gatherer's where one block has the SM (attention: the consumers are at
+  // or near the 240 cap either way).
   bool tmaOnlyProducer =
       llvm::any_of(entry.getOps<PipelinedOp>(), [](PipelinedOp loop) {
         if (!loop.getWarpSpecialized())
@@ -743,7 +746,8 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   };
   int64_t consumerRegisters = consumerShare(producerRegisters);
   if (tmaOnlyProducer && producerRegisters > kTmaProducerRegisters &&
-      (entryRegisters < producerRegisters || consumerRegisters < 64)) {
+      (blocks > 1 || entryRegisters < producerRegisters ||
+       consumerRegisters < 64)) {
     producerRegisters = kTmaProducerRegisters;
     consumerRegisters = consumerShare(producerRegisters);
   }
