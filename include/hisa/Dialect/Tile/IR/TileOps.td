@@ -591,7 +591,9 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     every consumer warp is done with it); the launch's threads, the
     consumers, run everything else (their block barriers become a named
     barrier among them) and get the registers the producer gives up
-    (setmaxnreg). Such a loop sits directly in the launch body, at most one
+    (setmaxnreg: the producer keeps 72 when it gathers rows, 40 when its
+    copies are all TMA boxes and the launch asks for several blocks per
+    SM). Such a loop sits directly in the launch body, at most one
     per launch; the copies' offsets and the loop bounds must be computable
     from kernel arguments, block indices and arithmetic (the producer
     recomputes them), shared tiles written before the loop are visible to
