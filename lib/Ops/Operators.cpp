@@ -538,7 +538,9 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
   // 128, T*kb = 8192 against the 76800 a block may take (228 KiB / 3 less
   // the 1 KiB the SM reserves per block), too close for an estimate (the
   // index tiles and alignment move it by a KiB), so the planned size of the
-  // specialization decides (compiled once; its launch needs it anyway).
+  // specialization decides (compiled once per process and kept in the disk
+  // cache; where it does not fit, the 64-row specialization is compiled
+  // too, once).
   int64_t tileRows = kStage2TileRows;
   if (minBlocks == 3 && heads <= 64 && kb % kStage2WideTileRows == 0) {
     Expected<int64_t> wideShared = getBuiltinKernelSharedBytes(
