@@ -75,8 +75,9 @@ inline constexpr int64_t kMaxReduceChains = 16;
 inline constexpr int64_t kMaxPendingGemms = 7;
 /// What the producer of an overlap_gemm loop keeps: it issues TMA boxes
 /// alone (one thread, a few addresses), and the consumers hold two
-/// accumulators. Also any producer whose copies are all TMA boxes, where
-/// the block's pool is too small for kProducerRegisters.
+/// accumulators. Also any producer whose copies are all TMA boxes when the
+/// launch asks for several blocks per SM (or the pool is too small for
+/// kProducerRegisters).
 inline constexpr int64_t kTmaProducerRegisters = 40;
 
 /// Bytes one element of `type` occupies in memory (sub-byte types: 1).
