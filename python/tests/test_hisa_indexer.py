@@ -566,6 +566,10 @@ INDEXER_CASES = [
     (3333, 3, 16, 64, 64, 16, 300, None),
     (2500, 2, 32, 128, 256, 8, 512, 999),
     (4097, 4, 128, 64, 128, 16, 700, None),
+    # Stage 2's 128-row key tiles at other H, D and kb than the benchmark's
+    # (the operator takes them where three blocks per SM still fit).
+    (12288, 2, 32, 64, 256, 48, 1024, None),
+    (8192, 4, 16, 128, 128, 64, 2048, None),
 ]
 
 # The anchor's sizes above give every window at most block_topk blocks
