@@ -139,6 +139,22 @@ TEST(OperatorPlans, HisaIndexerStageTwoWarpSpecializedAtThreeBlocksPerSm) {
   EXPECT_EQ(h128.block[0], 128u);
 }
 
+TEST(OperatorPlans,
+     HisaIndexerStageTwoKeepsNarrowTilesWhereWideOnesCostABlock) {
+  // H = 16, D = 64, kb = 128, T = 110: three blocks per SM with 64-row key
+  // tiles (67728 bytes), but the 128-row specialization plans 76944 bytes,
+  // more than the 76800 a third block leaves: the operator keeps 64 rows.
+  IndexerCall indexer{100, 16000, 16, 64, 128, 110, 2048};
+  ASSERT_EQ(indexer.prepare(), HISA_OK) << hisa_last_error();
+  ASSERT_EQ(indexer.run(indexer.bytes), HISA_OK) << hisa_last_error();
+  hisa::fake_cuda::resetCalls();
+  ASSERT_EQ(indexer.run(indexer.bytes), HISA_OK) << hisa_last_error();
+  std::vector<Call> launches = launchesOn(indexer.stream);
+  ASSERT_FALSE(launches.empty());
+  EXPECT_EQ(launches.back().name, "block_sparse_topk_tokens_ws");
+  EXPECT_EQ(launches.back().sharedBytes, 67728u);
+}
+
 /// Device buffers of a sparse attention call over `tokens` tokens (kv rows
 /// for `batch` sequences).
 struct SparseAttnBuffers {
