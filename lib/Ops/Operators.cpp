@@ -122,6 +122,12 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
 /// 227 KiB; a little is left for the runtime's reduction scratch).
 constexpr int64_t kStageSharedBudget = 220 * 1024;
 constexpr int64_t kStage1CacheSizes[] = {256, 1024, 4096, 8192, 16384, 32768};
+/// How many blocks of `sharedBytes` each an SM holds by shared memory: 228
+/// KiB an SM (H100, H200), of which it reserves 1 KiB per block.
+int64_t blocksPerSmByShared(int64_t sharedBytes) {
+  return (228 * 1024) / (sharedBytes + 1024);
+}
+
 /// Key rows per gemm tile of block_sparse_topk_tokens (divides every kb):
 /// small tiles leave room for three blocks per SM beside the T*kb keys.
 constexpr int64_t kStage2TileRows = 64;
@@ -510,7 +516,7 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
   int64_t shared =
       heads * dim + 2 * kStage2TileRows * (dim + 4) + 4 * topk * kb + 8192;
   int64_t minBlocks = std::max<int64_t>(
-      1, std::min(blockSparseMinBlocks(heads), (228 * 1024) / (shared + 1024)));
+      1, std::min(blockSparseMinBlocks(heads), blocksPerSmByShared(shared)));
   LaunchArgument arguments[] = {tensor(q, {m, heads, dim}),
                                 tensor(k, {n, dim}),
                                 tensor(kScale, {n}),
@@ -547,7 +553,7 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
         kernel, stageTwoParams(kStage2WideTileRows));
     if (!wideShared)
       return wideShared.takeError();
-    if ((228 * 1024) / (*wideShared + 1024) >= 3)
+    if (blocksPerSmByShared(*wideShared) >= 3)
       tileRows = kStage2WideTileRows;
   }
   return runOperator(kernel, stageTwoParams(tileRows), arguments, stream);

@@ -49,6 +49,13 @@ bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm);
 /// for another warpgroup's wgmma.
 bool isFencedByPipeline(PipelinedOp loop, PerWarpgroupOp perWarpgroup);
 
+/// The copies a pipelined loop stages (global to shared, at the top level
+/// of its body; none when it stages nothing), in body order.
+llvm::SmallVector<CopyOp> getStagedCopies(PipelinedOp loop);
+
+/// Whether tile-use-tma marked `copy` to go through TMA.
+bool isTmaCopy(CopyOp copy);
+
 /// Whether shared tiles `a` and `b` may occupy the same bytes: the same
 /// tile, or tiles tile-plan-shared-memory placed at overlapping offsets
 /// (it reuses the bytes of a tile whose uses have all come before another

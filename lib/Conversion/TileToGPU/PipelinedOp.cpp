@@ -192,7 +192,18 @@ static Value cloneSlice(OpBuilder &b, Value value, Block &body,
   return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
 
-static bool isTmaCopy(CopyOp copy) { return copy->hasAttr(kTmaAttrName); }
+bool hisa::tile::isTmaCopy(CopyOp copy) { return copy->hasAttr(kTmaAttrName); }
+
+SmallVector<CopyOp> hisa::tile::getStagedCopies(PipelinedOp loop) {
+  SmallVector<CopyOp> copies;
+  if (!stagesCopies(loop))
+    return copies;
+  for (auto copy : loop.getBody().front().getOps<CopyOp>())
+    if (isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType()))
+      copies.push_back(copy);
+  return copies;
+}
 
 FailureOr<KernelLowering::StagedCopies>
 KernelLowering::analyzeStagedCopies(PipelinedOp op) {
@@ -200,10 +211,7 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
   int64_t stages = op.getNumStages();
   StagedCopies staged;
   // Producers: global-to-shared copies at the top level of the body.
-  for (auto copy : body.getOps<CopyOp>())
-    if (stagesCopies(op) && isa<GlobalType>(copy.getSource().getType()) &&
-        isa<SharedType>(copy.getDest().getType()))
-      staged.copies.push_back(copy);
+  staged.copies = getStagedCopies(op);
   for (CopyOp copy : staged.copies) {
     if (copy.getDest().getDefiningOp<PickOp>())
       return copy.emitOpError("copies into a tile.pick in a pipelined loop; "

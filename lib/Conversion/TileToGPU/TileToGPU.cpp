@@ -672,18 +672,9 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   // or near the 240 cap either way).
   bool tmaOnlyProducer =
       llvm::any_of(entry.getOps<PipelinedOp>(), [](PipelinedOp loop) {
-        if (!loop.getWarpSpecialized())
-          return false;
-        bool anyStaged = false;
-        for (auto copy : loop.getBody().front().getOps<CopyOp>()) {
-          if (!isa<GlobalType>(copy.getSource().getType()) ||
-              !isa<SharedType>(copy.getDest().getType()))
-            continue;
-          if (!copy->hasAttr(kTmaAttrName))
-            return false;
-          anyStaged = true;
-        }
-        return anyStaged;
+        SmallVector<CopyOp> staged = getStagedCopies(loop);
+        return loop.getWarpSpecialized() && !staged.empty() &&
+               llvm::all_of(staged, isTmaCopy);
       });
   // Allocations stay in the entry block (LLVM promotes fragment registers
   // there only) and are lowered first: both roles address the shared tiles.
