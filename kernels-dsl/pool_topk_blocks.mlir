@@ -16,10 +16,14 @@
 // The windows are token windows [ks, ke) of keys pooled kb to a block
 // (kb = 1: block windows bks, bke as the anchor's stage takes them).
 //
-// Then, query by query, the exact radix select of topk_f32.mlir on those
-// keys, 8 bits a pass from the top, ties to the lower block; the chosen
-// positions become block indices bks + position, and -1 fills the slots
-// past the window's blocks.
+// Then the exact radix select of topk_f32.mlir on those keys, a warp per
+// query and four queries at a time: 8 bits a pass from the top, ties to the
+// lower block; the chosen positions become block indices bks + position,
+// and -1 fills the slots past the window's blocks. (One query at a time
+// over the whole block cost ~25 block barriers a query; the selection was
+// 39% of the kernel at M = N = 32768, 32% at 131072. A warp per query:
+// 0.276 -> 0.225 ms and 2.33 -> 2.18 ms, H100. Aggregating a warp's
+// histogram adds with tile.warp_match was slower: 2.45 ms at 131072.)
 
 // From hisa's device library (kernels-dsl/lib/select_key.mlir).
 func.func private @select_key(f32) -> i32
@@ -51,17 +55,9 @@ tile.kernel @pool_topk_blocks(
     %scores = tile.alloc : !tile.frag<[block_n, block_q*heads], f32>
     %logits = tile.alloc : !tile.frag<[block_n, block_q], f32>
     %keys = tile.alloc : !tile.shared<[block_q, nb_cache], i32>
-    // One histogram per warp: the top bits of real logits fall in a few
-    // bins, and one block-wide histogram would serialize the atomics.
+    // The histogram of each warp's query.
     %hist = tile.alloc : !tile.shared<[4, 256], i32>
-    %counts = tile.alloc : !tile.shared<[256], i32>
-    %at_least = tile.alloc : !tile.shared<[256], i32>
-    %warp_ties = tile.alloc : !tile.shared<[4], i32>
-    %warp_offsets = tile.alloc : !tile.shared<[4], i32>
-    // [p, 0] threshold prefix, [p, 1] keys still needed at the threshold,
-    // [p, 2] done (the whole threshold bin is needed); [0, 3] slot counter.
-    // A pass reads the p of its parity and writes the other.
-    %state = tile.alloc : !tile.shared<[2, 4], i32>
+    %state = tile.alloc : !tile.shared<[2, 4, 4], i32>
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c32 = arith.constant 32 : index
@@ -208,246 +204,266 @@ tile.kernel @pool_topk_blocks(
       }
     }
 
-    // 2. Per query: the exact top-k of its window's keys.
-    scf.for %qi = %c0 to %block_q step %c1 {
-      %query = arith.addi %q0, %qi : index
-      %valid_query = arith.cmpi ult, %query, %m : index
-      scf.if %valid_query {
-        %s_i32 = tile.load %starts[%qi] : !tile.shared<[block_q], i32>
-        %e_raw = tile.load %ends[%qi] : !tile.shared<[block_q], i32>
-        %e_i32 = arith.minsi %e_raw, %num_blocks_i32 : i32
-        %e_above = arith.maxsi %e_i32, %s_i32 : i32
-        %s = arith.index_cast %s_i32 : i32 to index
-        %e = arith.index_cast %e_above : i32 to index
-        %length = arith.subi %e, %s : index
-        tile.fill %hist, %zero : !tile.shared<[4, 256], i32>, i32
-        tile.parallel (%warp, %lane) in [4, 32] {
-          %warp_first = arith.muli %warp, %c32 : index
-          %t = arith.addi %warp_first, %lane : index
-          scf.for %c = %t to %length step %c128 {
-            %key = tile.load %keys[%qi, %c] : !tile.shared<[block_q, nb_cache], i32>
-            %selectable = arith.cmpi ne, %key, %zero : i32
-            scf.if %selectable {
-              %c24 = arith.constant 24 : i32
-              %digit = arith.shrui %key, %c24 : i32
-              %bin = arith.index_cast %digit : i32 to index
-              %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
-            }
-          }
-        }
-        tile.parallel (%b) in [256] {
-          %c4_w = arith.constant 4 : index
-          %total = scf.for %w = %c0 to %c4_w step %c1 iter_args(%sum = %zero) -> (i32) {
-            %part = tile.load %hist[%w, %b] : !tile.shared<[4, 256], i32>
-            %more = arith.addi %sum, %part : i32
-            scf.yield %more : i32
-          }
-          tile.store %total, %counts[%b] : !tile.shared<[256], i32>
-        }
-        %selectable_count = tile.scan sum %counts to %at_least reverse
-            : !tile.shared<[256], i32> to !tile.shared<[256], i32>
-        %take_all = arith.cmpi sle, %selectable_count, %k_i32 : i32
-        tile.parallel (%p, %i) in [2, 4] {
-          // prefix 0, k needed, not done, no slot taken.
-          %is_needed = arith.cmpi eq, %i, %c1 : index
-          %init = arith.select %is_needed, %k_i32, %zero : i32
-          tile.store %init, %state[%p, %i] : !tile.shared<[2, 4], i32>
-        }
+    // 2. The exact top-k of each query's window keys, a warp per query (four
+    //    at a time): 8-bit radix passes from the top. All four warps run a
+    //    pass together, so a pass costs two block barriers whatever the
+    //    number of queries (one warp's histogram, then the warp's scan of
+    //    its 256 bins).
+    %c4_warps = arith.constant 4 : index
+    %num_groups = arith.ceildivui %block_q, %c4_warps : index
+    tile.fill %hist, %zero : !tile.shared<[4, 256], i32>, i32
+    scf.for %group = %c0 to %num_groups step %c1 {
+      %group_q0 = arith.muli %group, %c4_warps : index
+      // [p, w, 0] threshold prefix, [p, w, 1] keys still needed at the
+      // threshold, [p, w, 2] done (the whole threshold bin is needed, or
+      // every selectable key is), [p, w, 3] selectable keys. A pass reads
+      // the p of its parity and writes the other. A warp without a query
+      // starts done.
+      tile.parallel (%p, %w, %i) in [2, 4, 4] {
+        %qi = arith.addi %group_q0, %w : index
+        %query = arith.addi %q0, %qi : index
+        %in_block = arith.cmpi ult, %qi, %block_q : index
+        %in_m = arith.cmpi ult, %query, %m : index
+        %valid = arith.andi %in_block, %in_m : i1
+        %is_needed = arith.cmpi eq, %i, %c1 : index
+        %c2_i = arith.constant 2 : index
+        %is_done = arith.cmpi eq, %i, %c2_i : index
+        %no_query = arith.xori %valid, %true : i1
+        %done_init = arith.extui %no_query : i1 to i32
+        %other_init = arith.select %is_needed, %k_i32, %zero : i32
+        %init = arith.select %is_done, %done_init, %other_init : i32
+        tile.store %init, %state[%p, %w, %i] : !tile.shared<[2, 4, 4], i32>
+      }
 
-        // 2. Radix select, unless every selectable key is taken.
-        %c24_i32 = arith.constant 24 : i32
-        %final:3 = scf.while (%shift = %c24_i32, %first_pass = %true, %parity = %c0)
-            : (i32, i1, index) -> (i32, i1, index) {
-          %c2_index = arith.constant 2 : index
-          %done_i32 = tile.load %state[%parity, %c2_index] : !tile.shared<[2, 4], i32>
-          %more_bits = arith.cmpi sge, %shift, %zero : i32
-          %not_done = arith.cmpi eq, %done_i32, %zero : i32
-          %needed = arith.xori %take_all, %true : i1
-          %go_on = arith.andi %more_bits, %not_done : i1
-          %go = arith.andi %go_on, %needed : i1
-          scf.condition(%go) %shift, %first_pass, %parity : i32, i1, index
-        } do {
-        ^bb0(%shift: i32, %first_pass: i1, %parity: index):
-          %prefix = tile.load %state[%parity, %c0] : !tile.shared<[2, 4], i32>
-          %still_needed = tile.load %state[%parity, %c1] : !tile.shared<[2, 4], i32>
-          %other = arith.subi %c1, %parity : index
-          %later_pass = arith.xori %first_pass, %true : i1
-          scf.if %later_pass {
-            // The histograms of this digit among the keys that share the
-            // prefix found so far.
-            %c8_i32 = arith.constant 8 : i32
-            %above = arith.addi %shift, %c8_i32 : i32
+      %c24_i32 = arith.constant 24 : i32
+      %final:2 = scf.while (%shift = %c24_i32, %parity = %c0)
+          : (i32, index) -> (i32, index) {
+        %more_bits = arith.cmpi sge, %shift, %zero : i32
+        %false_open = arith.constant false
+        %open = scf.for %w = %c0 to %c4_warps step %c1
+            iter_args(%any = %false_open) -> (i1) {
+          %c2_d = arith.constant 2 : index
+          %done_w = tile.load %state[%parity, %w, %c2_d] : !tile.shared<[2, 4, 4], i32>
+          %open_w = arith.cmpi eq, %done_w, %zero : i32
+          %any_open = arith.ori %any, %open_w : i1
+          scf.yield %any_open : i1
+        }
+        %go = arith.andi %more_bits, %open : i1
+        scf.condition(%go) %shift, %parity : i32, index
+      } do {
+      ^bb0(%shift: i32, %parity: index):
+        %other = arith.subi %c1, %parity : index
+        %first_pass = arith.cmpi eq, %shift, %c24_i32 : i32
+        %c8_i32 = arith.constant 8 : i32
+        %c31_i32 = arith.constant 31 : i32
+        %c255_i32 = arith.constant 255 : i32
+        %c256_i32 = arith.constant 256 : i32
+        // (The first pass has no prefix; 32 would be an undefined shift.)
+        %above_raw = arith.addi %shift, %c8_i32 : i32
+        %above = arith.minui %above_raw, %c31_i32 : i32
+        %c2_s = arith.constant 2 : index
+        %c3_s = arith.constant 3 : index
+        // The histogram of this digit among the keys that share the prefix
+        // found so far; a warp's lanes with the same bin add once.
+        tile.parallel (%w, %lane) in [4, 32] {
+          %done_w = tile.load %state[%parity, %w, %c2_s] : !tile.shared<[2, 4, 4], i32>
+          %open_w = arith.cmpi eq, %done_w, %zero : i32
+          scf.if %open_w {
+            %qi = arith.addi %group_q0, %w : index
+            %prefix = tile.load %state[%parity, %w, %c0] : !tile.shared<[2, 4, 4], i32>
             %prefix_high = arith.shrui %prefix, %above : i32
-            tile.parallel (%warp, %lane) in [4, 32] {
-              %warp_first = arith.muli %warp, %c32 : index
-              %t = arith.addi %warp_first, %lane : index
-              scf.for %c = %t to %length step %c128 {
-                %key = tile.load %keys[%qi, %c] : !tile.shared<[block_q, nb_cache], i32>
-                %key_high = arith.shrui %key, %above : i32
-                %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
-                %selectable = arith.cmpi ne, %key, %zero : i32
-                %counted = arith.andi %same_prefix, %selectable : i1
-                scf.if %counted {
-                  %shifted = arith.shrui %key, %shift : i32
-                  %mask = arith.constant 255 : i32
-                  %digit = arith.andi %shifted, %mask : i32
-                  %bin = arith.index_cast %digit : i32 to index
-                  %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
-                }
+            %s_i32 = tile.load %starts[%qi] : !tile.shared<[block_q], i32>
+            %e_raw = tile.load %ends[%qi] : !tile.shared<[block_q], i32>
+            %e_i32 = arith.minsi %e_raw, %num_blocks_i32 : i32
+            %e_above = arith.maxsi %e_i32, %s_i32 : i32
+            %length_i32 = arith.subi %e_above, %s_i32 : i32
+            %length = arith.index_cast %length_i32 : i32 to index
+            scf.for %chunk = %c0 to %length step %c32 {
+              %c = arith.addi %chunk, %lane : index
+              %inside = arith.cmpi ult, %c, %length : index
+              %c_safe = arith.select %inside, %c, %c0 : index
+              %key = tile.load %keys[%qi, %c_safe] : !tile.shared<[block_q, nb_cache], i32>
+              %key_high = arith.shrui %key, %above : i32
+              %same_prefix = arith.cmpi eq, %key_high, %prefix_high : i32
+              %in_prefix = arith.ori %first_pass, %same_prefix : i1
+              %selectable = arith.cmpi ne, %key, %zero : i32
+              %counted_key = arith.andi %in_prefix, %selectable : i1
+              %counted = arith.andi %counted_key, %inside : i1
+              %shifted = arith.shrui %key, %shift : i32
+              %digit = arith.andi %shifted, %c255_i32 : i32
+              scf.if %counted {
+                %bin = arith.index_cast %digit : i32 to index
+                %old = tile.atomic add %one, %hist[%w, %bin] : !tile.shared<[4, 256], i32>
               }
             }
-            tile.parallel (%b) in [256] {
-              %c4_w = arith.constant 4 : index
-              %total = scf.for %w = %c0 to %c4_w step %c1 iter_args(%sum = %zero) -> (i32) {
-                %part = tile.load %hist[%w, %b] : !tile.shared<[4, 256], i32>
-                %more = arith.addi %sum, %part : i32
-                scf.yield %more : i32
-              }
-              tile.store %total, %counts[%b] : !tile.shared<[256], i32>
-            }
-            %counted_total = tile.scan sum %counts to %at_least reverse
-                : !tile.shared<[256], i32> to !tile.shared<[256], i32>
           }
-          // The bin where "keys at least this bin" reaches the number needed.
-          tile.parallel (%b) in [256] {
-            // The next pass counts into cleared histograms.
-            %c4_z = arith.constant 4 : index
-            scf.for %w = %c0 to %c4_z step %c1 {
-              tile.store %zero, %hist[%w, %b] : !tile.shared<[4, 256], i32>
-            }
-            %c255 = arith.constant 255 : index
-            %ge = tile.load %at_least[%b] : !tile.shared<[256], i32>
-            %is_last = arith.cmpi eq, %b, %c255 : index
-            %next_bin = arith.addi %b, %c1 : index
-            %next = arith.select %is_last, %b, %next_bin : index
-            %ge_next = tile.load %at_least[%next] : !tile.shared<[256], i32>
-            %gt = arith.select %is_last, %zero, %ge_next : i32
-            %reaches = arith.cmpi sge, %ge, %still_needed : i32
-            %short = arith.cmpi slt, %gt, %still_needed : i32
-            %threshold_bin = arith.andi %reaches, %short : i1
-            scf.if %threshold_bin {
-              %digit = arith.index_cast %b : index to i32
-              %placed = arith.shli %digit, %shift : i32
-              %new_prefix = arith.ori %prefix, %placed : i32
-              %need = arith.subi %still_needed, %gt : i32
-              %in_bin = arith.subi %ge, %gt : i32
-              %whole_bin = arith.cmpi eq, %in_bin, %need : i32
-              %done = arith.extui %whole_bin : i1 to i32
-              %c2 = arith.constant 2 : index
-              tile.store %new_prefix, %state[%other, %c0] : !tile.shared<[2, 4], i32>
-              tile.store %need, %state[%other, %c1] : !tile.shared<[2, 4], i32>
-              tile.store %done, %state[%other, %c2] : !tile.shared<[2, 4], i32>
-            }
-          }
-          %c8 = arith.constant 8 : i32
-          %next_shift = arith.subi %shift, %c8 : i32
-          %false = arith.constant false
-          scf.yield %next_shift, %false, %other : i32, i1, index
         }
+        // The threshold bin: where "keys at least this bin" reaches the
+        // number still needed. Lane l sums bins 8 * (31 - l) .. + 7, so the
+        // lanes below it hold the bins above: a warp scan gives the count
+        // above its bins. Then it walks its bins down (clearing them for
+        // the next pass). The first pass also counts the selectable keys;
+        // when they are at most k, all are taken (threshold 1, the least
+        // selectable key, and done).
+        tile.parallel (%w, %lane) in [4, 32] {
+          %done_w = tile.load %state[%parity, %w, %c2_s] : !tile.shared<[2, 4, 4], i32>
+          %open_w = arith.cmpi eq, %done_w, %zero : i32
+          %first_lane = arith.cmpi eq, %lane, %c0 : index
+          scf.if %open_w {
+            %prefix = tile.load %state[%parity, %w, %c0] : !tile.shared<[2, 4, 4], i32>
+            %still_needed = tile.load %state[%parity, %w, %c1] : !tile.shared<[2, 4, 4], i32>
+            %c8 = arith.constant 8 : index
+            %c31 = arith.constant 31 : index
+            %lane_from_top = arith.subi %c31, %lane : index
+            %first_bin = arith.muli %lane_from_top, %c8 : index
+            %mine = scf.for %j = %c0 to %c8 step %c1 iter_args(%sum = %zero) -> (i32) {
+              %b = arith.addi %first_bin, %j : index
+              %part = tile.load %hist[%w, %b] : !tile.shared<[4, 256], i32>
+              %more = arith.addi %sum, %part : i32
+              scf.yield %more : i32
+            }
+            %higher, %total = tile.warp_scan sum %mine exclusive : i32
+            %known = tile.load %state[%parity, %w, %c3_s] : !tile.shared<[2, 4, 4], i32>
+            %selectable_count = arith.select %first_pass, %total, %known : i32
+            %fits = arith.cmpi sle, %total, %still_needed : i32
+            %take_all = arith.andi %first_pass, %fits : i1
+            scf.if %first_lane {
+              tile.store %selectable_count, %state[%other, %w, %c3_s] : !tile.shared<[2, 4, 4], i32>
+              scf.if %take_all {
+                tile.store %one, %state[%other, %w, %c0] : !tile.shared<[2, 4, 4], i32>
+                tile.store %total, %state[%other, %w, %c1] : !tile.shared<[2, 4, 4], i32>
+                tile.store %one, %state[%other, %w, %c2_s] : !tile.shared<[2, 4, 4], i32>
+              }
+            }
+            %search = arith.xori %take_all, %true : i1
+            %c7 = arith.constant 7 : index
+            %last_bin = arith.addi %first_bin, %c7 : index
+            %walked = scf.for %j = %c0 to %c8 step %c1 iter_args(%gt = %higher) -> (i32) {
+              %b = arith.subi %last_bin, %j : index
+              %in_bin = tile.load %hist[%w, %b] : !tile.shared<[4, 256], i32>
+              tile.store %zero, %hist[%w, %b] : !tile.shared<[4, 256], i32>
+              %ge = arith.addi %gt, %in_bin : i32
+              %reaches = arith.cmpi sge, %ge, %still_needed : i32
+              %short = arith.cmpi slt, %gt, %still_needed : i32
+              %is_threshold = arith.andi %reaches, %short : i1
+              %found = arith.andi %is_threshold, %search : i1
+              scf.if %found {
+                %digit = arith.index_cast %b : index to i32
+                %placed = arith.shli %digit, %shift : i32
+                %new_prefix = arith.ori %prefix, %placed : i32
+                %need = arith.subi %still_needed, %gt : i32
+                %whole_bin = arith.cmpi eq, %in_bin, %need : i32
+                %done = arith.extui %whole_bin : i1 to i32
+                tile.store %new_prefix, %state[%other, %w, %c0] : !tile.shared<[2, 4, 4], i32>
+                tile.store %need, %state[%other, %w, %c1] : !tile.shared<[2, 4, 4], i32>
+                tile.store %done, %state[%other, %w, %c2_s] : !tile.shared<[2, 4, 4], i32>
+              }
+              scf.yield %ge : i32
+            }
+          } else {
+            // Done: the state goes on to the next parity unchanged.
+            scf.if %first_lane {
+              scf.for %i = %c0 to %c4_warps step %c1 {
+                %v = tile.load %state[%parity, %w, %i] : !tile.shared<[2, 4, 4], i32>
+                tile.store %v, %state[%other, %w, %i] : !tile.shared<[2, 4, 4], i32>
+              }
+            }
+          }
+        }
+        %next_shift = arith.subi %shift, %c8_i32 : i32
+        scf.yield %next_shift, %other : i32, index
+      }
 
-        // 3. Keys above the threshold, or at least the threshold when all of
-        //    those equal to it are needed (always so when every selectable key
-        //    is taken: the threshold is then 1, the least selectable key).
-        %found = tile.load %state[%final#2, %c0] : !tile.shared<[2, 4], i32>
-        %need = tile.load %state[%final#2, %c1] : !tile.shared<[2, 4], i32>
-        %c2 = arith.constant 2 : index
-        %done_i32 = tile.load %state[%final#2, %c2] : !tile.shared<[2, 4], i32>
-        %done = arith.cmpi ne, %done_i32, %zero : i32
-        %threshold = arith.select %take_all, %one, %found : i32
-        %all_at_threshold = arith.ori %take_all, %done : i1
-        tile.parallel (%warp, %lane) in [4, 32] {
-          %warp_first = arith.muli %warp, %c32 : index
-          %t = arith.addi %warp_first, %lane : index
-          scf.for %c = %t to %length step %c128 {
-            %key = tile.load %keys[%qi, %c] : !tile.shared<[block_q, nb_cache], i32>
+      // 3. Per warp's query, in column order 32 keys at a time: the keys
+      //    above the threshold (and those equal to it when all of them are
+      //    needed), slots by ballot; then the ties at the threshold until
+      //    enough are taken; then -1 in the slots past the selectable keys.
+      tile.parallel (%w, %lane) in [4, 32] {
+        %qi = arith.addi %group_q0, %w : index
+        %query = arith.addi %q0, %qi : index
+        %in_block = arith.cmpi ult, %qi, %block_q : index
+        %in_m = arith.cmpi ult, %query, %m : index
+        %valid = arith.andi %in_block, %in_m : i1
+        scf.if %valid {
+          %c2_f = arith.constant 2 : index
+          %c3_f = arith.constant 3 : index
+          %threshold = tile.load %state[%final#1, %w, %c0] : !tile.shared<[2, 4, 4], i32>
+          %need = tile.load %state[%final#1, %w, %c1] : !tile.shared<[2, 4, 4], i32>
+          %done_i32 = tile.load %state[%final#1, %w, %c2_f] : !tile.shared<[2, 4, 4], i32>
+          %selectable_count = tile.load %state[%final#1, %w, %c3_f] : !tile.shared<[2, 4, 4], i32>
+          %all_at_threshold = arith.cmpi ne, %done_i32, %zero : i32
+          %s_i32 = tile.load %starts[%qi] : !tile.shared<[block_q], i32>
+          %e_raw = tile.load %ends[%qi] : !tile.shared<[block_q], i32>
+          %e_i32 = arith.minsi %e_raw, %num_blocks_i32 : i32
+          %e_above = arith.maxsi %e_i32, %s_i32 : i32
+          %length_i32 = arith.subi %e_above, %s_i32 : i32
+          %length = arith.index_cast %length_i32 : i32 to index
+          %lane_i32 = arith.index_cast %lane : index to i32
+          %lane_bit = arith.shli %one, %lane_i32 : i32
+          %lanes_below = arith.subi %lane_bit, %one : i32
+          %taken = scf.for %chunk = %c0 to %length step %c32
+              iter_args(%count = %zero) -> (i32) {
+            %c = arith.addi %chunk, %lane : index
+            %inside = arith.cmpi ult, %c, %length : index
+            %c_safe = arith.select %inside, %c, %c0 : index
+            %key = tile.load %keys[%qi, %c_safe] : !tile.shared<[block_q, nb_cache], i32>
             %above = arith.cmpi ugt, %key, %threshold : i32
             %at_threshold = arith.cmpi eq, %key, %threshold : i32
             %equal_taken = arith.andi %at_threshold, %all_at_threshold : i1
-            %take = arith.ori %above, %equal_taken : i1
+            %wanted = arith.ori %above, %equal_taken : i1
+            %take = arith.andi %wanted, %inside : i1
+            %bits = tile.vote ballot %take : i32
             scf.if %take {
-              %c3 = arith.constant 3 : index
-              %slot_i32 = tile.atomic add %one, %state[%c0, %c3] : !tile.shared<[2, 4], i32>
+              %below = arith.andi %bits, %lanes_below : i32
+              %rank = math.ctpop %below : i32
+              %slot_i32 = arith.addi %count, %rank : i32
               %slot = arith.index_cast %slot_i32 : i32 to index
-              %block_index = arith.addi %s, %c : index
-              %offset_i32 = arith.index_cast %block_index : index to i32
-              tile.store %offset_i32, %out[%query, %slot] : !tile.global<[?, ?], i32>
+              %c_i32 = arith.index_cast %c : index to i32
+              %block_i32 = arith.addi %s_i32, %c_i32 : i32
+              tile.store %block_i32, %out[%query, %slot] : !tile.global<[?, ?], i32>
             }
+            %chunk_taken = math.ctpop %bits : i32
+            %next = arith.addi %count, %chunk_taken : i32
+            scf.yield %next : i32
           }
-        }
-
-        // 4. Ties at the threshold, in slot order, 128 slots at a time: a
-        //    ballot per warp, a scan over the warps, until enough are taken.
-        %ties_needed = arith.xori %all_at_threshold, %true : i1
-        scf.if %ties_needed {
-          %c3 = arith.constant 3 : index
-          %base = tile.load %state[%c0, %c3] : !tile.shared<[2, 4], i32>
-          %left:2 = scf.while (%chunk = %c0, %taken = %zero) : (index, i32) -> (index, i32) {
-            %slots_left = arith.cmpi ult, %chunk, %length : index
-            %short = arith.cmpi slt, %taken, %need : i32
-            %go = arith.andi %slots_left, %short : i1
-            scf.condition(%go) %chunk, %taken : index, i32
-          } do {
-          ^bb0(%chunk: index, %taken: i32):
-            tile.parallel (%warp, %lane) in [4, 32] {
-              %warp_first = arith.muli %warp, %c32 : index
-              %t = arith.addi %warp_first, %lane : index
-              %c = arith.addi %chunk, %t : index
+          %ties_needed = arith.xori %all_at_threshold, %true : i1
+          scf.if %ties_needed {
+            %left:2 = scf.while (%chunk = %c0, %ties = %zero) : (index, i32) -> (index, i32) {
+              %slots_left = arith.cmpi ult, %chunk, %length : index
+              %short = arith.cmpi slt, %ties, %need : i32
+              %go = arith.andi %slots_left, %short : i1
+              scf.condition(%go) %chunk, %ties : index, i32
+            } do {
+            ^bb0(%chunk: index, %ties: i32):
+              %c = arith.addi %chunk, %lane : index
               %inside = arith.cmpi ult, %c, %length : index
               %c_safe = arith.select %inside, %c, %c0 : index
               %key = tile.load %keys[%qi, %c_safe] : !tile.shared<[block_q, nb_cache], i32>
               %equal = arith.cmpi eq, %key, %threshold : i32
               %tie = arith.andi %equal, %inside : i1
-              %ties = tile.vote ballot %tie : i32
-              %first_lane = arith.cmpi eq, %lane, %c0 : index
-              scf.if %first_lane {
-                %count = math.ctpop %ties : i32
-                tile.store %count, %warp_ties[%warp] : !tile.shared<[4], i32>
-              }
-            }
-            %chunk_ties = tile.scan sum %warp_ties to %warp_offsets exclusive
-                : !tile.shared<[4], i32> to !tile.shared<[4], i32>
-            tile.parallel (%warp, %lane) in [4, 32] {
-              %warp_first = arith.muli %warp, %c32 : index
-              %t = arith.addi %warp_first, %lane : index
-              %c = arith.addi %chunk, %t : index
-              %inside = arith.cmpi ult, %c, %length : index
-              %c_safe = arith.select %inside, %c, %c0 : index
-              %key = tile.load %keys[%qi, %c_safe] : !tile.shared<[block_q, nb_cache], i32>
-              %equal = arith.cmpi eq, %key, %threshold : i32
-              %tie = arith.andi %equal, %inside : i1
-              %ties = tile.vote ballot %tie : i32
-              %lane_i32 = arith.index_cast %lane : index to i32
-              %lane_bit = arith.shli %one, %lane_i32 : i32
-              %lanes_below = arith.subi %lane_bit, %one : i32
-              %ties_below = arith.andi %ties, %lanes_below : i32
-              %rank_in_warp = math.ctpop %ties_below : i32
-              %warp_offset = tile.load %warp_offsets[%warp] : !tile.shared<[4], i32>
-              %rank_in_chunk = arith.addi %warp_offset, %rank_in_warp : i32
-              %rank = arith.addi %taken, %rank_in_chunk : i32
+              %bits = tile.vote ballot %tie : i32
+              %below = arith.andi %bits, %lanes_below : i32
+              %rank_in_chunk = math.ctpop %below : i32
+              %rank = arith.addi %ties, %rank_in_chunk : i32
               %wanted = arith.cmpi slt, %rank, %need : i32
               %take = arith.andi %tie, %wanted : i1
               scf.if %take {
-                %slot_i32 = arith.addi %base, %rank : i32
+                %slot_i32 = arith.addi %taken, %rank : i32
                 %slot = arith.index_cast %slot_i32 : i32 to index
-                %block_index = arith.addi %s, %c : index
-                %offset_i32 = arith.index_cast %block_index : index to i32
-                tile.store %offset_i32, %out[%query, %slot] : !tile.global<[?, ?], i32>
+                %c_i32 = arith.index_cast %c : index to i32
+                %block_i32 = arith.addi %s_i32, %c_i32 : i32
+                tile.store %block_i32, %out[%query, %slot] : !tile.global<[?, ?], i32>
               }
+              %chunk_ties = math.ctpop %bits : i32
+              %next_chunk = arith.addi %chunk, %c32 : index
+              %next_ties = arith.addi %ties, %chunk_ties : i32
+              scf.yield %next_chunk, %next_ties : index, i32
             }
-            %next_chunk = arith.addi %chunk, %c128 : index
-            %next_taken = arith.addi %taken, %chunk_ties : i32
-            scf.yield %next_chunk, %next_taken : index, i32
           }
-        }
-
-        // 5. -1 in the slots past the selectable keys.
-        %filled_i32 = arith.minsi %selectable_count, %k_i32 : i32
-        %filled = arith.index_cast %filled_i32 : i32 to index
-        tile.parallel (%warp, %lane) in [4, 32] {
-          %warp_first = arith.muli %warp, %c32 : index
-          %t = arith.addi %warp_first, %lane : index
-          %first = arith.addi %filled, %t : index
-          scf.for %slot = %first to %k_out step %c128 {
+          %filled_i32 = arith.minsi %selectable_count, %k_i32 : i32
+          %filled = arith.index_cast %filled_i32 : i32 to index
+          %first = arith.addi %filled, %lane : index
+          scf.for %slot = %first to %k_out step %c32 {
             tile.store %none, %out[%query, %slot] : !tile.global<[?, ?], i32>
           }
         }

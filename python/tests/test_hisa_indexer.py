@@ -299,6 +299,45 @@ def test_pool_topk_blocks_ties_every_shape(heads, dim, kb, block_topk):
     run_block_ties(heads, dim, kb, block_topk)
 
 
+@pytest.mark.parametrize("levels", [3, 40, 100000])
+def test_pool_topk_blocks_ties_at_the_threshold(levels):
+    """Block logits from `levels` distinct values (all pooled keys alike, so
+    a block's logit follows its scale) in windows of up to ~1000 blocks:
+    ties at the threshold after the first radix pass (3 levels: hundreds
+    tied), after a later one (40) or few (100000). Every block above the
+    threshold is taken (with the window's two +inf edges), and the ties
+    that are needed go to the lowest blocks."""
+    seed = fresh_seed(torch)
+    n, heads, dim, kb, block_topk = 128 * 1000, 64, 128, 128, 64
+    q, k, k_scale, weights, ks, ke = make_inputs(n, 1, heads, dim, 600, seed)
+    q = torch.full(q.shape, 0.5, device="cuda").to(q.dtype)
+    nb = n // kb
+    blocked_k = torch.full((nb, dim), 1.0, device="cuda").to(q.dtype)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    blocked_scale = torch.randint(1, levels + 1, (nb,), device="cuda", generator=gen).float() / levels
+    weights = torch.full(weights.shape, 1.0 / heads, device="cuda")
+    bks, bke = block_windows(torch, ks, ke, kb)
+    out = hisa.pool_topk_blocks(q, blocked_k, blocked_scale, weights, bks, bke, block_topk)
+    logits = hisa.pool_mqa_logits(q, blocked_k, blocked_scale, weights, bks, bke)
+    cleaned = ref_clean_and_maintain(torch, logits, bks, bke)
+    torch.cuda.synchronize()
+    check_selection(cleaned, out, block_topk, f"pool_topk_blocks {levels} levels", seed)
+    selectable = ~torch.isneginf(cleaned) & ~torch.isnan(cleaned)
+    keys = torch.where(selectable, cleaned, torch.full_like(cleaned, float("-inf")))
+    threshold = torch.topk(keys, block_topk, dim=1).values[:, -1:]
+    above = selectable & (cleaned > threshold)
+    tie = selectable & (cleaned == threshold)
+    need = block_topk - above.sum(1, keepdim=True)
+    expected = above | (tie & (tie.long().cumsum(1) <= need))
+    expected = torch.where(selectable.sum(1, keepdim=True) <= block_topk, selectable, expected)
+    hits = torch.zeros(cleaned.shape, dtype=torch.int32, device="cuda")
+    hits.scatter_add_(1, out.long().clamp(min=0), (out >= 0).int())
+    wrong = ((hits > 0) != expected).any(1)
+    assert not bool(wrong.any()), (
+        f"{levels} levels: rows {wrong.nonzero().flatten()[:4].tolist()} do not take the "
+        f"lowest tied blocks (seed {seed})")
+
+
 def run_block_ties(heads, dim, kb, block_topk):
     """Every row checked: a block of the window [s, e) ranks s first, e - 1
     second (the +inf edges, the lower column first when both tie), then the
