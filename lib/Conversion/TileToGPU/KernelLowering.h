@@ -93,6 +93,23 @@ bool mayBeReadAsynchronously(mlir::Operation *op, mlir::Value tile);
 /// read by no asynchronous gemm. (It always ends with a barrier.)
 bool guardsOwnSharedWrites(CopyOp op);
 
+/// Marks (tile.deferred_barrier) each tile.parallel directly in `loop`'s
+/// body whose trailing barrier may wait until the loop has ended, and says
+/// whether there is one. Such a parallel writes its shared tiles by plain
+/// stores only, each at a first index `iv * c + e` (iv the loop's induction
+/// variable, c a constant, e an induction variable of the parallel with
+/// extent at most c), so that no two iterations write the same element, and
+/// nothing else in the loop (nor the parallel itself) reads or writes those
+/// tiles or their bytes: no thread of the loop waits for another's stores,
+/// and one barrier after the loop orders them all before any later reader.
+/// (HISA stage 2 stores each key tile's selection keys this way.) Run on the
+/// loop before its body is lowered (which moves the body out of it).
+bool markDeferredBarriers(PipelinedOp loop);
+
+/// Whether markDeferredBarriers marked `op`: its lowering leaves out the
+/// trailing barrier, which its loop's end provides.
+bool defersTrailingBarrier(ParallelOp op);
+
 /// Whether an op before `op` may still be reading shared memory that `op`
 /// writes into `written` (tiles) when a faster thread starts writing
 /// (write after read): since the last block barrier, some op reads one of

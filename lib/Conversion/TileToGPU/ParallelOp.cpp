@@ -100,6 +100,93 @@ static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
   return tiles;
 }
 
+/// Whether `index` is `iv * c + e` (either operand order of both ops), with
+/// c a constant and e an induction variable of `parallel` whose extent is
+/// at most c.
+static bool isStridedByIteration(Value index, Value iv, ParallelOp parallel) {
+  auto add = index.getDefiningOp<arith::AddIOp>();
+  std::optional<SmallVector<int64_t>> extents =
+      parallel.getDomain().getStaticSizes();
+  if (!add || !extents)
+    return false;
+  for (auto [scaled, element] : {std::make_pair(add.getLhs(), add.getRhs()),
+                                 std::make_pair(add.getRhs(), add.getLhs())}) {
+    auto mul = scaled.getDefiningOp<arith::MulIOp>();
+    auto argument = dyn_cast<BlockArgument>(element);
+    if (!mul || !argument || argument.getOwner() != &parallel.getBody().front())
+      continue;
+    std::optional<int64_t> stride;
+    if (mul.getLhs() == iv)
+      stride = getConstantIntValue(mul.getRhs());
+    else if (mul.getRhs() == iv)
+      stride = getConstantIntValue(mul.getLhs());
+    if (stride && (*extents)[argument.getArgNumber()] <= *stride)
+      return true;
+  }
+  return false;
+}
+
+/// Whether `op`'s trailing barrier may wait for its loop's end (see
+/// markDeferredBarriers).
+static bool canDeferTrailingBarrier(ParallelOp op, PipelinedOp loop) {
+  Value iv = loop.getBody().front().getArgument(0);
+  SmallPtrSet<Value, 4> written;
+  SmallPtrSet<Operation *, 4> stores;
+  WalkResult walk = op.walk([&](Operation *inner) {
+    if (auto atomic = dyn_cast<AtomicOp>(inner))
+      return isa<SharedType>(atomic.getDest().getType())
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    auto store = dyn_cast<StoreOp>(inner);
+    if (!store || !isa<SharedType>(store.getDest().getType()))
+      return WalkResult::advance();
+    // (Through a view the first index would not be the tile's.)
+    if (!store.getDest().getDefiningOp<AllocOp>() ||
+        store.getIndices().empty() ||
+        !isStridedByIteration(store.getIndices().front(), iv, op))
+      return WalkResult::interrupt();
+    written.insert(store.getDest());
+    stores.insert(store);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted() || written.empty())
+    return false;
+  WalkResult touched = loop.getBody().walk([&](Operation *inner) {
+    if (isa<AllocOp, ViewOp>(inner))
+      return WalkResult::advance();
+    for (Value operand : inner->getOperands()) {
+      if (!isa<SharedType>(operand.getType()) ||
+          (stores.contains(inner) && operand == cast<StoreOp>(inner).getDest()))
+        continue;
+      for (Value tile : written)
+        if (mayShareBytes(operand, tile))
+          return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return !touched.wasInterrupted();
+}
+
+static constexpr llvm::StringLiteral kDeferredBarrierAttrName =
+    "tile.deferred_barrier";
+
+bool hisa::tile::markDeferredBarriers(PipelinedOp loop) {
+  bool any = false;
+  for (Operation &inner : loop.getBody().front()) {
+    auto parallel = dyn_cast<ParallelOp>(inner);
+    if (!parallel || !canDeferTrailingBarrier(parallel, loop))
+      continue;
+    parallel->setAttr(kDeferredBarrierAttrName,
+                      UnitAttr::get(loop.getContext()));
+    any = true;
+  }
+  return any;
+}
+
+bool hisa::tile::defersTrailingBarrier(ParallelOp op) {
+  return op->hasAttr(kDeferredBarrierAttrName);
+}
+
 /// The bytes [first, end) of the dynamic shared memory that `tile` (seen
 /// through views) was planned at, all stages included; nullopt when it is
 /// not a planned tile.alloc.
@@ -167,7 +254,8 @@ bool hisa::tile::mayRaceWithEarlierReads(
     if (isa<gpu::BarrierOp, ScanOp>(candidate))
       return true;
     if (auto parallel = dyn_cast<ParallelOp>(candidate))
-      return !getWrittenSharedTiles(parallel).empty();
+      return !getWrittenSharedTiles(parallel).empty() &&
+             !defersTrailingBarrier(parallel);
     // (Not a pipelined loop's own copies: staged, they end with none.)
     if (auto copy = dyn_cast<CopyOp>(candidate))
       return isa<SharedType>(copy.getDest().getType()) &&
@@ -385,7 +473,9 @@ LogicalResult KernelLowering::lowerParallel(ParallelOp op, OpBuilder &b) {
     if (failed(result))
       return failure();
   }
-  if (writesShared)
+  // (A parallel whose writes no other iteration touches leaves its barrier
+  // to the end of its loop: lowerPipelined's caller.)
+  if (writesShared && !defersTrailingBarrier(op))
     barrier(b);
   return success();
 }

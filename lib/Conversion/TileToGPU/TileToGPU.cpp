@@ -463,7 +463,15 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             })
             .Case(
                 [&](ParallelOp parallel) { return lowerParallel(parallel, b); })
-            .Case([&](PipelinedOp loop) { return lowerPipelined(loop, b); })
+            .Case([&](PipelinedOp loop) -> LogicalResult {
+              bool deferred = markDeferredBarriers(loop);
+              if (failed(lowerPipelined(loop, b)))
+                return failure();
+              // The barrier the body's stores deferred to the loop's end.
+              if (deferred)
+                barrier(b);
+              return success();
+            })
             .Case([&](PerWarpgroupOp region) {
               return lowerPerWarpgroup(region, b);
             })
