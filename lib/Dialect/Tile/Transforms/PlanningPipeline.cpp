@@ -22,6 +22,7 @@ void hisa::tile::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip,
   // the paths a specialization cannot take. (Every pipeline binds
   // parameters right before this one: tile-to-nvvm, the JIT and
   // tile-report-resources.)
+  pm.addPass(createTileUnrollLoops());
   pm.addPass(createCanonicalizerPass());
   TileAssignLayoutsOptions layouts;
   layouts.chip = chip.str();

@@ -68,6 +68,37 @@ def TileInlineFunctions : Pass<"tile-inline-functions", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def TileUnrollLoops : Pass<"tile-unroll-loops", "::mlir::ModuleOp"> {
+  let summary = "Unrolls the scf.for loops marked tile.unroll, loads first";
+  let description = [{
+    An `scf.for` marked `{tile.unroll = N}` (1 <= N <= 16; no iteration
+    arguments) becomes a loop of step N * step whose body runs the original
+    body for the next N iterations, each past the first under `iteration <
+    upper bound`. The shared-memory loads at the top of the body whose tile
+    nothing in the loop writes are issued first, for all N iterations; an
+    iteration past the end loads at the first one's index instead (a load
+    that runs anyway), so the loads are unconditional. A loop over a
+    thread's keys then has N loads in flight instead of one dependent load
+    a step (HISA stage 2's select: 1-2.5% faster than the plain loop).
+
+    ```mlir
+    scf.for %c = %t to %length step %c128 {
+      %key = tile.load %keys[%c] : !tile.shared<[8192], i32>
+      ...
+    } {tile.unroll = 4}
+    ```
+
+    Errors: a factor outside [1, 16] or not an integer, a loop with
+    iteration arguments, and a loop holding a warp collective (tile.vote,
+    warp_scan, warp_broadcast, warp_match): the guards of the unrolled
+    iterations differ between lanes, and every lane must reach a
+    collective. The first pass of the planning pipeline (tile-to-nvvm, the
+    JIT, tile-report-resources).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
   let summary = "Prints the on-chip memory each tile kernel allocates";
   let description = [{
