@@ -100,15 +100,16 @@ static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
   return tiles;
 }
 
-/// Whether `index` is `iv * c + e` (either operand order of both ops), with
-/// c a constant and e an induction variable of `parallel` whose extent is
-/// at most c.
-static bool isStridedByIteration(Value index, Value iv, ParallelOp parallel) {
+/// c when `index` is `iv * c + e` (either operand order of both ops), with c
+/// a constant and e an induction variable of `parallel` whose extent is at
+/// most c: iteration iv then writes within [iv * c, (iv + 1) * c).
+static std::optional<int64_t> getIterationStride(Value index, Value iv,
+                                                 ParallelOp parallel) {
   auto add = index.getDefiningOp<arith::AddIOp>();
   std::optional<SmallVector<int64_t>> extents =
       parallel.getDomain().getStaticSizes();
   if (!add || !extents)
-    return false;
+    return std::nullopt;
   for (auto [scaled, element] : {std::make_pair(add.getLhs(), add.getRhs()),
                                  std::make_pair(add.getRhs(), add.getLhs())}) {
     auto mul = scaled.getDefiningOp<arith::MulIOp>();
@@ -121,16 +122,18 @@ static bool isStridedByIteration(Value index, Value iv, ParallelOp parallel) {
     else if (mul.getRhs() == iv)
       stride = getConstantIntValue(mul.getLhs());
     if (stride && (*extents)[argument.getArgNumber()] <= *stride)
-      return true;
+      return stride;
   }
-  return false;
+  return std::nullopt;
 }
 
 /// Whether `op`'s trailing barrier may wait for its loop's end (see
 /// markDeferredBarriers).
 static bool canDeferTrailingBarrier(ParallelOp op, PipelinedOp loop) {
   Value iv = loop.getBody().front().getArgument(0);
-  SmallPtrSet<Value, 4> written;
+  // Each written tile's stride: every store into it must use the same one,
+  // or two stores could reach one element from different iterations.
+  llvm::SmallDenseMap<Value, int64_t, 4> strides;
   SmallPtrSet<Operation *, 4> stores;
   WalkResult walk = op.walk([&](Operation *inner) {
     if (auto atomic = dyn_cast<AtomicOp>(inner))
@@ -138,18 +141,25 @@ static bool canDeferTrailingBarrier(ParallelOp op, PipelinedOp loop) {
                  ? WalkResult::interrupt()
                  : WalkResult::advance();
     auto store = dyn_cast<StoreOp>(inner);
-    if (!store || !isa<SharedType>(store.getDest().getType()))
+    if (!store)
       return WalkResult::advance();
-    // (Through a view the first index would not be the tile's.)
-    if (!store.getDest().getDefiningOp<AllocOp>() ||
-        store.getIndices().empty() ||
-        !isStridedByIteration(store.getIndices().front(), iv, op))
+    // (Global writes keep the barrier that orders them, as before.)
+    if (!isa<SharedType>(store.getDest().getType()))
       return WalkResult::interrupt();
-    written.insert(store.getDest());
+    // (Through a view the first index would not be the tile's.)
+    if (!store.getDest().getDefiningOp<AllocOp>() || store.getIndices().empty())
+      return WalkResult::interrupt();
+    std::optional<int64_t> stride =
+        getIterationStride(store.getIndices().front(), iv, op);
+    if (!stride)
+      return WalkResult::interrupt();
+    auto [it, inserted] = strides.try_emplace(store.getDest(), *stride);
+    if (!inserted && it->second != *stride)
+      return WalkResult::interrupt();
     stores.insert(store);
     return WalkResult::advance();
   });
-  if (walk.wasInterrupted() || written.empty())
+  if (walk.wasInterrupted() || strides.empty())
     return false;
   WalkResult touched = loop.getBody().walk([&](Operation *inner) {
     if (isa<AllocOp, ViewOp>(inner))
@@ -158,8 +168,8 @@ static bool canDeferTrailingBarrier(ParallelOp op, PipelinedOp loop) {
       if (!isa<SharedType>(operand.getType()) ||
           (stores.contains(inner) && operand == cast<StoreOp>(inner).getDest()))
         continue;
-      for (Value tile : written)
-        if (mayShareBytes(operand, tile))
+      for (auto &entry : strides)
+        if (mayShareBytes(operand, entry.first))
           return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -245,7 +255,8 @@ bool hisa::tile::mayOverwriteWhatOthersRead(
 bool hisa::tile::mayRaceWithEarlierReads(
     Operation *op, llvm::function_ref<bool(Operation *)> readsWritten) {
   // Ops whose lowering ends with a block barrier after all their reads:
-  // a parallel that writes shared memory, a scan, and copies, fills and
+  // a parallel that writes shared memory (unless markDeferredBarriers left
+  // its barrier to its loop's end), a scan, and copies, fills and
   // casts into a shared tile (MemoryOps.cpp, ScanOps.cpp). (A copy joined
   // to the next one has no trailing barrier of its own, but only
   // side-effect-free ops lie between them, so a backward scan meets the

@@ -118,7 +118,8 @@ static bool writesSharedTile(Operation *op) {
 /// overwrite what a slower one still reads, and wgmma never reads them) and
 /// each writer ends with a block barrier of its own (a tile.parallel that
 /// writes shared memory; a fill, clear or cast into it), which orders one
-/// iteration's writes before the next's. Example: HISA stage 2 storing each
+/// iteration's writes before the next's, or is a parallel whose iterations
+/// write disjoint elements (markDeferredBarriers), which need no order. Example: HISA stage 2 storing each
 /// tile's selection keys, read only after the loop.
 static bool writesNeedIterationBarrier(Block &body,
                                        ArrayRef<Operation *> writers) {

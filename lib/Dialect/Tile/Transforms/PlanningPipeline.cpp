@@ -22,8 +22,9 @@ void hisa::tile::buildTilePlanningPipeline(OpPassManager &pm, StringRef chip,
   // the paths a specialization cannot take. (Every pipeline binds
   // parameters right before this one: tile-to-nvvm, the JIT and
   // tile-report-resources.)
-  pm.addPass(createTileUnrollLoops());
   pm.addPass(createCanonicalizerPass());
+  // (After folding: a loop in a branch the specialization removed is gone.)
+  pm.addPass(createTileUnrollLoops());
   TileAssignLayoutsOptions layouts;
   layouts.chip = chip.str();
   pm.addPass(createTileAssignLayouts(layouts));

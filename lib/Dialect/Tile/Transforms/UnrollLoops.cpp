@@ -30,26 +30,57 @@ namespace {
 constexpr llvm::StringLiteral kUnrollAttrName = "tile.unroll";
 constexpr int64_t kMaxUnrollFactor = 16;
 
-/// The tile a value views (through tile.view), or the value itself.
-Value getRootTile(Value tile) { return getViewedTile(tile); }
+/// Whether shared-tile value `operand` may reach the bytes of `root` (a
+/// tile.alloc): the same allocation through views, a tile.pick with such a
+/// candidate, or anything that is not a tile.alloc (nothing is known).
+bool mayAccess(Value operand, Value root) {
+  Value tile = getViewedTile(operand);
+  if (tile == root)
+    return true;
+  if (auto pick = tile.getDefiningOp<PickOp>())
+    return llvm::any_of(pick.getTiles(), [&](Value candidate) {
+      return mayAccess(candidate, root);
+    });
+  return !tile.getDefiningOp<AllocOp>();
+}
+
+/// Whether the loop's body holds only element code (arith, math, scf and
+/// tile.load / store / atomic): no barrier or block-wide tile op another
+/// thread's write could be ordered behind, so a load of a tile the loop does
+/// not write reads the same value anywhere in an iteration.
+bool holdsOnlyElementCode(scf::ForOp loop) {
+  WalkResult walk = loop.getBody()->walk([](Operation *op) {
+    if (isa<LoadOp, StoreOp, AtomicOp>(op))
+      return WalkResult::advance();
+    StringRef dialect =
+        op->getDialect() ? op->getDialect()->getNamespace() : "";
+    return dialect == "arith" || dialect == "math" || dialect == "scf"
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted();
+}
 
 /// Whether `load` may be issued ahead of the iterations: it reads a shared
-/// tile.alloc that no op in `loop` other than a load uses, and each of its
-/// indices is computed from the induction variable, values defined outside
-/// the loop and side-effect-free ops in the body (collected in `chain`, in
-/// body order).
+/// tile.alloc defined outside the loop (directly or through views), no op in
+/// `loop` other than a load may reach that tile, it has no peer, and each of
+/// its indices is computed from the induction variable, values defined
+/// outside the loop and side-effect-free ops of the body (collected in
+/// `chain`, in body order).
 bool isHoistable(LoadOp load, scf::ForOp loop,
                  llvm::SetVector<Operation *> &chain) {
-  if (!isa<SharedType>(load.getSource().getType()))
+  Value source = load.getSource();
+  if (!isa<SharedType>(source.getType()) || load.getPeer() ||
+      loop->isAncestor(source.getParentRegion()->getParentOp()))
     return false;
-  Value root = getRootTile(load.getSource());
+  Value root = getViewedTile(source);
   if (!root.getDefiningOp<AllocOp>())
     return false;
   WalkResult writes = loop.getBody()->walk([&](Operation *op) {
-    if (isa<LoadOp, ViewOp>(op))
+    if (isa<LoadOp>(op))
       return WalkResult::advance();
     for (Value operand : op->getOperands())
-      if (isa<SharedType>(operand.getType()) && getRootTile(operand) == root)
+      if (isa<SharedType>(operand.getType()) && mayAccess(operand, root))
         return WalkResult::interrupt();
     return WalkResult::advance();
   });
@@ -89,6 +120,11 @@ LogicalResult unroll(scf::ForOp loop) {
   if (loop.getNumResults() != 0)
     return loop.emitOpError("has tile.unroll but carries iteration "
                             "arguments; only loops without them are unrolled");
+  // (Over index, whose 64 bits leave room past the bound for the guards'
+  // iterations; signed, as the guards compare.)
+  if (!loop.getInductionVar().getType().isIndex() || loop.getUnsignedCmp())
+    return loop.emitOpError("has tile.unroll but is not a signed loop over "
+                            "index; only those are unrolled");
   WalkResult collective = loop.getBody()->walk([](Operation *op) {
     return isa<VoteOp, WarpScanOp, WarpBroadcastOp, WarpMatchOp>(op)
                ? WalkResult::interrupt()
@@ -133,7 +169,10 @@ LogicalResult unroll(scf::ForOp loop) {
   Block &body = *loop.getBody();
   SmallVector<LoadOp> hoisted;
   SmallVector<llvm::SetVector<Operation *>> chains;
+  bool hoisting = holdsOnlyElementCode(loop);
   for (Operation &op : body.without_terminator()) {
+    if (!hoisting)
+      break;
     auto load = dyn_cast<LoadOp>(op);
     if (!load) {
       if (isPure(&op) && op.getNumRegions() == 0)
@@ -147,7 +186,7 @@ LogicalResult unroll(scf::ForOp loop) {
     chains.push_back(std::move(chain));
   }
   SmallVector<IRMapping> early(factor);
-  for (int64_t u = 0; u < factor; ++u) {
+  for (int64_t u = 0; u < factor && !hoisted.empty(); ++u) {
     Value at = u == 0 ? first
                       : arith::SelectOp::create(in, loc, inside[u],
                                                 iterations[u], first)

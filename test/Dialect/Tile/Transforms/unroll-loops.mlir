@@ -167,3 +167,131 @@ tile.kernel @collective(%out: !tile.global<[128], i32>) {
     }
   }
 }
+
+// -----
+
+// No load goes first where the loop may reach its tile otherwise: a store
+// through a tile.pick that may be %keys, or a load through a view made in
+// the body; nor in a body with a block-wide op (a barrier could order
+// another thread's write before a later iteration's load).
+
+// CHECK-LABEL: tile.kernel @through_pick
+// CHECK: scf.for
+// CHECK-NOT: arith.select
+// CHECK: tile.load
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: tile.store
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: tile.load
+tile.kernel @through_pick(%out: !tile.global<[1024], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %keys = tile.alloc : !tile.shared<[1024], i32>
+    %other = tile.alloc : !tile.shared<[1024], i32>
+    %c0 = arith.constant 0 : index
+    %c128 = arith.constant 128 : index
+    %c896 = arith.constant 896 : index
+    %p = tile.pick %c0 [%keys, %other] : !tile.shared<[1024], i32>
+    tile.parallel (%t) in [128] {
+      scf.for %c = %t to %c896 step %c128 {
+        %k = tile.load %keys[%c] : !tile.shared<[1024], i32>
+        %n = arith.addi %c, %c128 : index
+        tile.store %k, %p[%n] : !tile.shared<[1024], i32>
+      } {tile.unroll = 2}
+    }
+    tile.copy %keys to %out[%c0] : !tile.shared<[1024], i32> to !tile.global<[1024], i32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: tile.kernel @view_in_body
+// CHECK: scf.for
+// CHECK: tile.view
+// CHECK-NEXT: tile.load
+// CHECK: scf.if
+// CHECK-NEXT: tile.view
+// CHECK-NEXT: tile.load
+tile.kernel @view_in_body(%out: !tile.global<[1024], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %keys = tile.alloc : !tile.shared<[1024], i32>
+    %sums = tile.alloc : !tile.shared<[128], i32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c128 = arith.constant 128 : index
+    %zero = arith.constant 0 : i32
+    tile.fill %keys, %zero : !tile.shared<[1024], i32>, i32
+    tile.parallel (%t) in [128] {
+      scf.for %c = %c0 to %c4 step %c1 {
+        %rows = tile.view %keys : !tile.shared<[1024], i32> to !tile.shared<[8, 128], i32>
+        %k = tile.load %rows[%c, %t] : !tile.shared<[8, 128], i32>
+        tile.store %k, %sums[%t] : !tile.shared<[128], i32>
+      } {tile.unroll = 2}
+    }
+    tile.copy %sums to %out[%c0] : !tile.shared<[128], i32> to !tile.global<[1024], i32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: tile.kernel @block_wide_body
+// CHECK: scf.for
+// CHECK: tile.load
+// CHECK-NEXT: tile.parallel
+// CHECK: scf.if
+// CHECK-NEXT: tile.load
+tile.kernel @block_wide_body(%out: !tile.global<[128], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %keys = tile.alloc : !tile.shared<[1024], i32>
+    %sums = tile.alloc : !tile.shared<[128], i32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0 : i32
+    tile.fill %keys, %zero : !tile.shared<[1024], i32>, i32
+    scf.for %c = %c0 to %c4 step %c1 {
+      %k = tile.load %keys[%c] : !tile.shared<[1024], i32>
+      tile.parallel (%t) in [128] {
+        tile.store %k, %sums[%t] : !tile.shared<[128], i32>
+      }
+    } {tile.unroll = 2}
+    tile.copy %sums to %out[%c0] : !tile.shared<[128], i32> to !tile.global<[128], i32>
+  }
+}
+
+// -----
+
+tile.kernel @unsigned_loop(%out: !tile.global<[128], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[128], i32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0 : i32
+    tile.parallel (%t) in [128] {
+      // expected-error @+1 {{has tile.unroll but is not a signed loop over index; only those are unrolled}}
+      scf.for unsigned %i = %c0 to %c4 step %c1 {
+        tile.store %zero, %a[%t] : !tile.shared<[128], i32>
+      } {tile.unroll = 2}
+    }
+  }
+}
+
+// -----
+
+tile.kernel @i32_loop(%out: !tile.global<[128], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a = tile.alloc : !tile.shared<[128], i32>
+    %c0_i32 = arith.constant 0 : i32
+    %c1_i32 = arith.constant 1 : i32
+    %c4_i32 = arith.constant 4 : i32
+    tile.parallel (%t) in [128] {
+      // expected-error @+1 {{has tile.unroll but is not a signed loop over index; only those are unrolled}}
+      scf.for %i = %c0_i32 to %c4_i32 step %c1_i32 : i32 {
+        tile.store %i, %a[%t] : !tile.shared<[128], i32>
+      } {tile.unroll = 2}
+    }
+  }
+}

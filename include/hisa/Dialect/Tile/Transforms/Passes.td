@@ -71,15 +71,20 @@ def TileInlineFunctions : Pass<"tile-inline-functions", "::mlir::ModuleOp"> {
 def TileUnrollLoops : Pass<"tile-unroll-loops", "::mlir::ModuleOp"> {
   let summary = "Unrolls the scf.for loops marked tile.unroll, loads first";
   let description = [{
-    An `scf.for` marked `{tile.unroll = N}` (1 <= N <= 16; no iteration
-    arguments) becomes a loop of step N * step whose body runs the original
-    body for the next N iterations, each past the first under `iteration <
-    upper bound`. The shared-memory loads at the top of the body whose tile
-    nothing in the loop writes are issued first, for all N iterations; an
-    iteration past the end loads at the first one's index instead (a load
-    that runs anyway), so the loads are unconditional. A loop over a
-    thread's keys then has N loads in flight instead of one dependent load
-    a step (HISA stage 2's select: 1-2.5% faster than the plain loop).
+    An `scf.for` marked `{tile.unroll = N}` (1 <= N <= 16; a signed loop
+    over index without iteration arguments) becomes a loop of step N * step
+    whose body runs the original body for the next N iterations, each past
+    the first under `iteration < upper bound`. When the body is element
+    code only (arith, math, scf, tile.load / store / atomic: nothing that
+    synchronizes with other threads), the shared-memory loads at its top
+    are issued first, for all N iterations, if nothing else in the loop may
+    reach their tile (through views or tile.pick), they have no peer, and
+    their tile and indices come from outside the loop or from the induction
+    variable through side-effect-free ops. An iteration past the end loads
+    at the first one's index instead (a load that runs anyway), so the
+    loads are unconditional. A loop over a thread's keys then has N loads
+    in flight instead of one dependent load a step (HISA stage 2's select:
+    1-2.5% faster than the plain loop).
 
     ```mlir
     scf.for %c = %t to %length step %c128 {
@@ -89,11 +94,13 @@ def TileUnrollLoops : Pass<"tile-unroll-loops", "::mlir::ModuleOp"> {
     ```
 
     Errors: a factor outside [1, 16] or not an integer, a loop with
-    iteration arguments, and a loop holding a warp collective (tile.vote,
-    warp_scan, warp_broadcast, warp_match): the guards of the unrolled
-    iterations differ between lanes, and every lane must reach a
-    collective. The first pass of the planning pipeline (tile-to-nvvm, the
-    JIT, tile-report-resources).
+    iteration arguments, an unsigned loop or one over another type than
+    index, and a loop holding a warp collective (tile.vote, warp_scan,
+    warp_broadcast, warp_match): the guards of the unrolled iterations
+    differ between lanes, and every lane must reach a collective. Runs in
+    the planning pipeline (tile-to-nvvm, the JIT, tile-report-resources)
+    right after the canonicalizer, so a loop in a branch the
+    specialization removed is not looked at.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
