@@ -178,6 +178,28 @@ def ref_stage1_logits(q, k, k_scale, weights, ks, ke, kb):
     return ref_clean_and_maintain(torch, logits, bks, bke), blocked_k, blocked_scale, bks, bke
 
 
+def check_lowest_ties(values, selected, k, what, seed):
+    """selected [M, k'] (columns of values [M, C], -1 padded) takes exactly
+    every selectable value above the row's k-th largest and, of those equal
+    to it, the lowest columns (all selectable values when at most k are)."""
+    selectable = ~torch.isneginf(values) & ~torch.isnan(values)
+    kk = min(k, values.shape[1])
+    # nan_to_num alone would also turn +-inf into the largest finite floats.
+    keys = torch.nan_to_num(values, nan=float("-inf"), posinf=float("inf"), neginf=float("-inf"))
+    threshold = torch.topk(keys, kk, dim=1).values[:, -1:]
+    above = selectable & (values > threshold)
+    tie = selectable & (values == threshold)
+    need = kk - above.sum(1, keepdim=True)
+    expected = above | (tie & (tie.long().cumsum(1) <= need))
+    expected = torch.where(selectable.sum(1, keepdim=True) <= kk, selectable, expected)
+    hits = torch.zeros(values.shape, dtype=torch.int32, device=values.device)
+    hits.scatter_add_(1, selected.long().clamp(min=0), (selected >= 0).int())
+    wrong = ((hits > 0) != expected).any(1)
+    assert not bool(wrong.any()), (
+        f"{what}: rows {wrong.nonzero().flatten()[:4].tolist()} do not take the "
+        f"lowest tied columns (seed {seed})")
+
+
 def torch_topk_indices(values, k):
     """torch.topk's columns, -1 where the value is -inf (the anchor's rule)."""
     k = min(k, values.shape[1])
@@ -322,20 +344,7 @@ def test_pool_topk_blocks_ties_at_the_threshold(levels):
     cleaned = ref_clean_and_maintain(torch, logits, bks, bke)
     torch.cuda.synchronize()
     check_selection(cleaned, out, block_topk, f"pool_topk_blocks {levels} levels", seed)
-    selectable = ~torch.isneginf(cleaned) & ~torch.isnan(cleaned)
-    keys = torch.where(selectable, cleaned, torch.full_like(cleaned, float("-inf")))
-    threshold = torch.topk(keys, block_topk, dim=1).values[:, -1:]
-    above = selectable & (cleaned > threshold)
-    tie = selectable & (cleaned == threshold)
-    need = block_topk - above.sum(1, keepdim=True)
-    expected = above | (tie & (tie.long().cumsum(1) <= need))
-    expected = torch.where(selectable.sum(1, keepdim=True) <= block_topk, selectable, expected)
-    hits = torch.zeros(cleaned.shape, dtype=torch.int32, device="cuda")
-    hits.scatter_add_(1, out.long().clamp(min=0), (out >= 0).int())
-    wrong = ((hits > 0) != expected).any(1)
-    assert not bool(wrong.any()), (
-        f"{levels} levels: rows {wrong.nonzero().flatten()[:4].tolist()} do not take the "
-        f"lowest tied blocks (seed {seed})")
+    check_lowest_ties(cleaned, out, block_topk, f"pool_topk_blocks {levels} levels", seed)
 
 
 def run_block_ties(heads, dim, kb, block_topk):
@@ -546,22 +555,7 @@ def test_block_sparse_topk_tokens_ties_at_the_threshold(levels):
                                           topk_tokens)
     assert torch.equal(out.sort(1).values, again.sort(1).values), (
         f"{levels} levels: the selection depends on the blocks' order (seed {seed})")
-    selectable = ~torch.isneginf(logits) & ~torch.isnan(logits)
-    kk = min(topk_tokens, logits.shape[1])
-    # nan_to_num alone would also turn +-inf into the largest finite floats.
-    keys = torch.nan_to_num(logits, nan=float("-inf"), posinf=float("inf"), neginf=float("-inf"))
-    threshold = torch.topk(keys, kk, dim=1).values[:, -1:]
-    above = selectable & (logits > threshold)
-    tie = selectable & (logits == threshold)
-    need = kk - above.sum(1, keepdim=True)
-    expected = above | (tie & (tie.long().cumsum(1) <= need))
-    expected = torch.where(selectable.sum(1, keepdim=True) <= kk, selectable, expected)
-    hits = torch.zeros(logits.shape, dtype=torch.int32, device="cuda")
-    hits.scatter_add_(1, slots.long().clamp(min=0), (slots >= 0).int())
-    wrong = ((hits > 0) != expected).any(1)
-    assert not bool(wrong.any()), (
-        f"{levels} levels: rows {wrong.nonzero().flatten()[:4].tolist()} do not take the "
-        f"lowest tied slots (seed {seed})")
+    check_lowest_ties(logits, slots, topk_tokens, f"{levels} levels", seed)
 
 
 # ---- hisa_indexer --------------------------------------------------------------------

@@ -28,6 +28,7 @@ import torch  # noqa: E402
 import hisa  # noqa: E402
 from hisa import jit, ops  # noqa: E402
 from bench_indexer import BLOCK_TOPK, DIM, HEADS, KB, bench, inputs, overlap  # noqa: E402
+from kernel_variants import parse_ab_args  # noqa: E402
 
 # What lib/Ops/Operators.cpp picks at these shapes; nb_cache follows N.
 PARAMS = dict(dim=DIM, heads=HEADS, kb=KB, block_q=4)
@@ -42,21 +43,9 @@ def cache_for(n):
 
 
 def main():
-    argv = sys.argv[1:]
-    sizes = [32768, 131072]
-    for a in argv:
-        if a.startswith("--sizes="):
-            sizes = [int(x) for x in a.split("=", 1)[1].split(",")]
-    args = [a for a in argv if not a.startswith("--")]
-    specs = []
-    for arg in args:
-        path, _, overrides = arg.partition(":")
-        params = dict(PARAMS)
-        for item in filter(None, overrides.split(",")):
-            param, value = item.split("=")
-            params[param] = int(value)
-        source = None if path == "-" else open(path).read()
-        specs.append((arg, params, source))
+    variants, sizes = parse_ab_args(sys.argv[1:], PARAMS)
+    specs = [(label, params, None if path == "-" else open(path).read())
+             for label, path, params in variants]
     print("| M = N | built-in (ms) | " + " | ".join(label for label, _, _ in specs) + " |")
     print("| ---: | ---: |" + " ---: |" * len(specs))
     for n in sizes:

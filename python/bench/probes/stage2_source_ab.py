@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from hisa import jit, ops  # noqa: E402
-from kernel_variants import with_variants  # noqa: E402
+from kernel_variants import parse_ab_args, with_variants  # noqa: E402
 from bench_indexer import BLOCK_TOPK, DIM, HEADS, KB, TOPK_TOKENS, bench, inputs, overlap  # noqa: E402
 
 # What the operator layer picks for these shapes (lib/Ops/Operators.cpp).
@@ -44,18 +44,9 @@ def main():
         at = argv.index("--kernel")
         name = argv[at + 1]
         argv = argv[:at] + argv[at + 2:]
-    args = [a for a in argv if not a.startswith("--")]
-    sizes = [32768, 131072]
-    for a in argv:
-        if a.startswith("--sizes="):
-            sizes = [int(x) for x in a.split("=", 1)[1].split(",")]
+    specs, sizes = parse_ab_args(argv, PARAMS)
     variants = []
-    for arg in args:
-        path, _, overrides = arg.partition(":")
-        params = dict(PARAMS)
-        for item in filter(None, overrides.split(",")):
-            param, value = item.split("=")
-            params[param] = int(value)
+    for arg, path, params in specs:
         source = None
         if path != "-":
             text = open(path).read()

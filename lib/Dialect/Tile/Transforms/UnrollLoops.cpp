@@ -141,9 +141,8 @@ LogicalResult unroll(scf::ForOp loop) {
 
   Location loc = loop.getLoc();
   OpBuilder b(loop);
-  Type type = loop.getInductionVar().getType();
   auto constant = [&](OpBuilder &at, int64_t value) -> Value {
-    return arith::ConstantOp::create(at, loc, at.getIntegerAttr(type, value));
+    return arith::ConstantIndexOp::create(at, loc, value);
   };
   Value step = loop.getStep();
   Value wideStep = arith::MulIOp::create(b, loc, step, constant(b, factor));
@@ -169,21 +168,20 @@ LogicalResult unroll(scf::ForOp loop) {
   Block &body = *loop.getBody();
   SmallVector<LoadOp> hoisted;
   SmallVector<llvm::SetVector<Operation *>> chains;
-  bool hoisting = holdsOnlyElementCode(loop);
-  for (Operation &op : body.without_terminator()) {
-    if (!hoisting)
-      break;
-    auto load = dyn_cast<LoadOp>(op);
-    if (!load) {
-      if (isPure(&op) && op.getNumRegions() == 0)
+  if (holdsOnlyElementCode(loop)) {
+    for (Operation &op : body.without_terminator()) {
+      auto load = dyn_cast<LoadOp>(op);
+      if (!load) {
+        if (isPure(&op) && op.getNumRegions() == 0)
+          continue;
+        break;
+      }
+      llvm::SetVector<Operation *> chain;
+      if (!isHoistable(load, loop, chain))
         continue;
-      break;
+      hoisted.push_back(load);
+      chains.push_back(std::move(chain));
     }
-    llvm::SetVector<Operation *> chain;
-    if (!isHoistable(load, loop, chain))
-      continue;
-    hoisted.push_back(load);
-    chains.push_back(std::move(chain));
   }
   SmallVector<IRMapping> early(factor);
   for (int64_t u = 0; u < factor && !hoisted.empty(); ++u) {
