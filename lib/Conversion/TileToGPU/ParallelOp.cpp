@@ -100,31 +100,60 @@ static SmallPtrSet<Value, 4> getWrittenSharedTiles(ParallelOp op) {
   return tiles;
 }
 
-/// c when `index` is `iv * c + e` (either operand order of both ops), with c
-/// a constant and e an induction variable of `parallel` whose extent is at
-/// most c: iteration iv then writes within [iv * c, (iv + 1) * c).
+/// c when `index` is a sum of `iv * c`, an induction variable e of
+/// `parallel` and constants d >= 0 (arith.addi in any association, operands
+/// either way round), with c a constant and d + extent(e) <= c: iteration
+/// iv then writes within [iv * c, (iv + 1) * c). (A store of the second half
+/// of an iteration's slots, `iv * c + c / 2 + e`, qualifies.)
 static std::optional<int64_t> getIterationStride(Value index, Value iv,
                                                  ParallelOp parallel) {
-  auto add = index.getDefiningOp<arith::AddIOp>();
   std::optional<SmallVector<int64_t>> extents =
       parallel.getDomain().getStaticSizes();
-  if (!add || !extents)
+  if (!extents)
     return std::nullopt;
-  for (auto [scaled, element] : {std::make_pair(add.getLhs(), add.getRhs()),
-                                 std::make_pair(add.getRhs(), add.getLhs())}) {
-    auto mul = scaled.getDefiningOp<arith::MulIOp>();
-    auto argument = dyn_cast<BlockArgument>(element);
-    if (!mul || !argument || argument.getOwner() != &parallel.getBody().front())
+  SmallVector<Value> terms;
+  SmallVector<Value> worklist = {index};
+  while (!worklist.empty()) {
+    Value term = worklist.pop_back_val();
+    if (auto add = term.getDefiningOp<arith::AddIOp>()) {
+      worklist.push_back(add.getLhs());
+      worklist.push_back(add.getRhs());
       continue;
-    std::optional<int64_t> stride;
+    }
+    // (A bounded count keeps a pathological add tree cheap.)
+    if (terms.size() == 8)
+      return std::nullopt;
+    terms.push_back(term);
+  }
+  std::optional<int64_t> stride;
+  std::optional<int64_t> extent;
+  int64_t offset = 0;
+  for (Value term : terms) {
+    if (std::optional<int64_t> constant = getConstantIntValue(term)) {
+      if (*constant < 0 || *constant > (int64_t{1} << 40))
+        return std::nullopt;
+      offset += *constant;
+      continue;
+    }
+    if (auto argument = dyn_cast<BlockArgument>(term)) {
+      if (extent || argument.getOwner() != &parallel.getBody().front())
+        return std::nullopt;
+      extent = (*extents)[argument.getArgNumber()];
+      continue;
+    }
+    auto mul = term.getDefiningOp<arith::MulIOp>();
+    if (stride || !mul)
+      return std::nullopt;
     if (mul.getLhs() == iv)
       stride = getConstantIntValue(mul.getRhs());
     else if (mul.getRhs() == iv)
       stride = getConstantIntValue(mul.getLhs());
-    if (stride && (*extents)[argument.getArgNumber()] <= *stride)
-      return stride;
+    if (!stride)
+      return std::nullopt;
   }
-  return std::nullopt;
+  if (!stride || !extent || *stride <= 0 || offset + *extent > *stride)
+    return std::nullopt;
+  return stride;
 }
 
 /// Whether `op`'s trailing barrier may wait for its loop's end (see

@@ -222,3 +222,81 @@ tile.kernel @keys_through_view(%a: !tile.global<[64, 64], bf16>,
     tile.copy %keys to %out[%c0] : !tile.shared<[512], f32> to !tile.global<[512], f32>
   }
 }
+
+// -----
+
+tile.kernel @keys_two_halves(%a: !tile.global<[64, 64], bf16>,
+                  %k: !tile.global<[?, 64], bf16>,
+                  %out: !tile.global<[1024], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %sums = tile.alloc : !tile.frag<[64], f32>
+    %keys = tile.alloc : !tile.shared<[1024], f32>
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %second_half = arith.constant 64 : index
+    tile.copy %a[%c0, %c0] to %a_s : !tile.global<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.pipelined %t = %c0 to %c8 step %c1 num_stages = 2 warp_specialized {
+      %rows = arith.muli %t, %c64 : index
+      %slot0 = arith.muli %t, %c128 : index
+      tile.copy %k[%rows, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %k_s, %a_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      tile.reduce sum %acc to %sums dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+      tile.parallel (%i) in [64] {
+        %v = tile.load %sums[%i] : !tile.frag<[64], f32>
+        %first = arith.addi %slot0, %i : index
+        tile.store %v, %keys[%first] : !tile.shared<[1024], f32>
+        %w = arith.negf %v : f32
+        %half = arith.addi %second_half, %i : index
+        %second = arith.addi %slot0, %half : index
+        tile.store %w, %keys[%second] : !tile.shared<[1024], f32>
+      }
+    }
+    tile.copy %keys to %out[%c0] : !tile.shared<[1024], f32> to !tile.global<[1024], f32>
+  }
+}
+
+// -----
+
+tile.kernel @keys_offset_past_slots(%a: !tile.global<[64, 64], bf16>,
+                  %k: !tile.global<[?, 64], bf16>,
+                  %out: !tile.global<[1024], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %a_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %sums = tile.alloc : !tile.frag<[64], f32>
+    %keys = tile.alloc : !tile.shared<[1024], f32>
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %second_half = arith.constant 96 : index
+    tile.copy %a[%c0, %c0] to %a_s : !tile.global<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+    tile.pipelined %t = %c0 to %c8 step %c1 num_stages = 2 warp_specialized {
+      %rows = arith.muli %t, %c64 : index
+      %slot0 = arith.muli %t, %c128 : index
+      tile.copy %k[%rows, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %k_s, %a_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      tile.reduce sum %acc to %sums dim = 1 : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+      tile.parallel (%i) in [64] {
+        %v = tile.load %sums[%i] : !tile.frag<[64], f32>
+        %first = arith.addi %slot0, %i : index
+        tile.store %v, %keys[%first] : !tile.shared<[1024], f32>
+        %w = arith.negf %v : f32
+        %half = arith.addi %second_half, %i : index
+        %second = arith.addi %slot0, %half : index
+        tile.store %w, %keys[%second] : !tile.shared<[1024], f32>
+      }
+    }
+    tile.copy %keys to %out[%c0] : !tile.shared<[1024], f32> to !tile.global<[1024], f32>
+  }
+}
