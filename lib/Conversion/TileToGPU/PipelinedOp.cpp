@@ -119,8 +119,9 @@ static bool writesSharedTile(Operation *op) {
 /// each writer ends with a block barrier of its own (a tile.parallel that
 /// writes shared memory; a fill, clear or cast into it), which orders one
 /// iteration's writes before the next's, or is a parallel whose iterations
-/// write disjoint elements (markDeferredBarriers), which need no order. Example: HISA stage 2 storing each
-/// tile's selection keys, read only after the loop.
+/// write disjoint elements (markDeferredBarriers), which need no order.
+/// Example: HISA stage 2 storing each tile's selection keys, read only after
+/// the loop.
 static bool writesNeedIterationBarrier(Block &body,
                                        ArrayRef<Operation *> writers) {
   SmallPtrSet<Value, 4> written;
@@ -869,6 +870,11 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       released.releasedMask = releasedMask;
       released.loop = loop;
       releasedCopies = std::move(released);
+      // The same holds with per-copy waits: a gemm that only staged copies
+      // precede in the body reads buffers its own await made visible (a
+      // cp.async copy's await fences) and tiles fenced before the loop or
+      // at the top of the iteration.
+      markGemmsFencedByPipeline(op);
     } else {
       waitForPhase(inner, loc, getStageMbarrier(inner, mbarriers, stage),
                    getRoundParity(inner, loc, k, stages));
