@@ -2,7 +2,9 @@
 // with each 128-row key tile as two 64-row tiles and two asynchronous
 // m64 gemms, the first half's epilogue overlapping the second half's gemm
 // (tile.wait_gemms pending = 1), as DeepGEMM's sm90 mqa_logits does. Only
-// for kt = 128 = kb. A/B:
+// for kt = 128 = kb. Measured (H100, thirty-ninth session, docs/performance.md):
+// 0.998x / 1.011x of the operator at M = N = 32768 / 131072 (the operator
+// recompiled: 1.023x / 1.021x): no gain. A/B:
 //   probes/stage2_source_ab.py --kernel block_sparse_topk_tokens_ws \
 //       python/bench/probes/stage2_split_halves.mlir:kt=128 -:kt=128
 // HISA fused stage 2 (KERNELS.md "Fused indexer stages"): block-sparse MQA

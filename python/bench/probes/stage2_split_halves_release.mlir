@@ -4,7 +4,9 @@
 // (tile.wait_gemms pending = 1), as DeepGEMM's sm90 mqa_logits does; each
 // half's key rows are released (tile.release) as soon as its gemm is done,
 // before the epilogues, so the producer refills them earlier. Only
-// for kt = 128 = kb. A/B:
+// for kt = 128 = kb. Measured (H100, thirty-ninth session, docs/performance.md):
+// 1.038x / 1.043x of the operator at M = N = 32768 / 131072 (the operator
+// recompiled: 1.023x / 1.021x): slower. A/B:
 //   probes/stage2_source_ab.py --kernel block_sparse_topk_tokens_ws \
 //       python/bench/probes/stage2_split_halves_release.mlir:kt=128 -:kt=128
 // HISA fused stage 2 (KERNELS.md "Fused indexer stages"): block-sparse MQA
