@@ -740,10 +740,11 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                             kSparseAttnDim * 4);
   }
   // lse is named as the C ABI names it (the kernels' lse_out), once; the
-  // workspace where this call uses it.
+  // workspace where this call uses it; kv only where it is the caller's
+  // (over an empty cache it is o, which an error must name as o).
   if (Error error = checkDevicePointers(
           op, {{"q", q},
-               {"kv", kv},
+               {"kv", nkv == 0 ? nullptr : kv},
                {"attn_sink", attnSink},
                {"topk_idxs", topkIdxs},
                {"o", o},

@@ -613,6 +613,23 @@ TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNeedsNoKvAddress) {
       << hisa_last_error();
 }
 
+TEST(OperatorPlans, SparseAttnOverAnEmptyCacheNamesAHostOutputAsO) {
+  // Over an empty cache the kernel reads o's memory in kv's place: a host o
+  // was reported as "argument 'kv' ... is not CUDA memory" (C ABI fuzz seed
+  // 4062), naming an argument the caller got right.
+  CUstream stream = someStream();
+  SparseAttnBuffers b(4, 1, 64, 64, 1);
+  std::vector<char> host(4 * 64 * 512 * 2 + 256);
+  void *hostO =
+      host.data() + (256 - reinterpret_cast<uintptr_t>(host.data()) % 256);
+  EXPECT_EQ(hisa_sparse_attn(b.q, b.kv, b.sink, b.idx, hostO, nullptr, 4, 1, 64,
+                             0, 64, 0.044f, nullptr, 0, stream),
+            HISA_ERROR_INVALID_ARGUMENT);
+  std::string message = hisa_last_error();
+  EXPECT_NE(message.find("'o'"), std::string::npos) << message;
+  EXPECT_EQ(message.find("'kv'"), std::string::npos) << message;
+}
+
 // A kernel's first load in a context (and its TMA zero row) must not break
 // another thread's CUDA-graph capture in the global mode: it runs in the
 // relaxed capture mode, and the zero row is filled on a private stream,
