@@ -97,9 +97,10 @@ bool guardsOwnSharedWrites(CopyOp op);
 /// body whose trailing barrier may wait until the loop has ended, and says
 /// whether there is one. Such a parallel writes its shared tiles by plain
 /// stores only (none into global memory), each at a first index `iv * c +
-/// e` (iv the loop's induction variable, c a constant, the same for every
-/// store into a tile, e an induction variable of the parallel with extent
-/// at most c), so that no two iterations write the same element, and
+/// e + d` (iv the loop's induction variable, c a constant, the same for
+/// every store into a tile, e an induction variable of the parallel, d >= 0
+/// a constant, d plus e's extent at most c), so that no two iterations
+/// write the same element, and
 /// nothing else in the loop (nor the parallel itself) reads or writes those
 /// tiles or their bytes: no thread of the loop waits for another's stores,
 /// and one barrier after the loop orders them all before any later reader.
