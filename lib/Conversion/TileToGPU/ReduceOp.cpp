@@ -4,8 +4,9 @@
 // element's linear index comes from a bit of the value index (registers of
 // one thread), of the lane, or of the warp. Reducing a dimension means
 // combining over the linear-index bits of that dimension: value bits inside
-// the thread, lane bits with xor warp shuffles, warp bits through a shared
-// scratch area read back by the threads that own each output.
+// the thread, lane bits with xor warp shuffles (a butterfly within a warp,
+// a reduce-scatter when the result crosses warps), warp bits through a
+// shared scratch area read back by the threads that own each output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -199,11 +201,63 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   };
   Type i32 = b.getI32Type();
   Value width = arith::ConstantIntOp::create(b, loc, i32, 32);
+  auto destFragment = dyn_cast<FragmentType>(op.getDest().getType());
+  bool warpLocal = isWarpLocalReduction(
+      sourceType.getLayout(), layout->shape, dim,
+      destFragment ? destFragment.getLayout() : FragmentLayoutAttr());
+  // Across warps the results meet in shared memory, so no lane needs every
+  // output: each reduced lane bit halves the partials a thread keeps (it
+  // sends the half its partner keeps, one shuffle per pair, and combines
+  // what it receives with its own), until one value bit of the partials'
+  // keys is told by that lane bit instead. A thread's 16 partials over 8
+  // lanes take 8 + 4 + 2 shuffles instead of 3 x 16, and every lane then
+  // writes its own outputs. Each output is still combined lane bit by lane
+  // bit in the same order, so the results are those of the butterfly.
+  // Warp-local reductions keep the butterfly: their destinations hold every
+  // output in every lane that reduced it.
+  SmallVector<int64_t> freeValueBits;
+  for (int64_t bit = 0; (int64_t(1) << bit) < values; ++bit)
+    if (!(valueMask & (int64_t(1) << bit)))
+      freeValueBits.push_back(bit);
+  // Only where every reduced lane bit can halve the partials (then every
+  // lane writes): with fewer partials than lanes (a row statistic's 2
+  // values over a quad) the selects cost what the shuffles save.
+  bool scatter = !warpLocal && !layout->hasPartialCoverage() &&
+                 static_cast<int64_t>(freeValueBits.size()) >=
+                     llvm::popcount(static_cast<uint64_t>(laneMask));
+  // (value bit, lane bit) pairs: the value bit of a kept partial's key is
+  // the thread's lane bit.
+  SmallVector<std::pair<int64_t, int64_t>> scatteredBits;
+  int64_t butterflyMask = 0;
+  llvm::MapVector<int64_t, Value> kept = partial;
   for (int64_t bit = 0; bit < 5; ++bit) {
     if (!(laneMask & (int64_t(1) << bit)))
       continue;
     Value offset = arith::ConstantIntOp::create(b, loc, i32, 1 << bit);
-    for (auto &[key, value] : partial) {
+    if (scatter && !freeValueBits.empty()) {
+      int64_t valueBit = freeValueBits.pop_back_val();
+      Value laneSet = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(b, loc, threadId, index(b, int64_t(1) << bit)),
+          index(b, 0));
+      llvm::MapVector<int64_t, Value> halved;
+      for (auto &[key, value] : kept) {
+        if (key & (int64_t(1) << valueBit))
+          continue;
+        Value low = value, high = kept.lookup(key | (int64_t(1) << valueBit));
+        Value send = arith::SelectOp::create(b, loc, laneSet, low, high);
+        Value own = arith::SelectOp::create(b, loc, laneSet, high, low);
+        Value other = gpu::ShuffleOp::create(b, loc, send, offset, width,
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult();
+        halved.insert({key, combiner.combine(b, loc, own, other)});
+      }
+      kept = std::move(halved);
+      scatteredBits.push_back({valueBit, bit});
+      continue;
+    }
+    butterflyMask |= int64_t(1) << bit;
+    for (auto &[key, value] : kept) {
       Value other = gpu::ShuffleOp::create(b, loc, value, offset, width,
                                            gpu::ShuffleMode::XOR)
                         .getShuffleResult();
@@ -214,7 +268,6 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   // The destination's register holding the result of partial `key`, when
   // tile-assign-layouts gave it the reduced layout of the source (results
   // stay with the threads that held the row).
-  auto destFragment = dyn_cast<FragmentType>(op.getDest().getType());
   bool inReducedLayout =
       destFragment && destFragment.getLayout() &&
       destFragment.getLayout() ==
@@ -230,11 +283,9 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   };
   // Within warps: no shared-memory hop (the plan reserved no scratch for
   // this reduction by the same rule).
-  if (isWarpLocalReduction(sourceType.getLayout(), layout->shape, dim,
-                           destFragment ? destFragment.getLayout()
-                                        : FragmentLayoutAttr())) {
+  if (warpLocal) {
     SmallVector<Value> &destRegs = registers[op.getDest()];
-    for (auto &[key, value] : partial)
+    for (auto &[key, value] : kept)
       writeResult(b, value, destRegs[compactValue(key)], {});
     return success();
   }
@@ -291,9 +342,26 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   if (warpgroup || !isScannedCompletely(op) ||
       mayRaceWithEarlierReads(op, readsScratch))
     barrier(b);
-  Value laneBits = arith::AndIOp::create(b, loc, threadId, index(b, laneMask));
-  Value writer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       laneBits, index(b, 0));
+  // Lanes that hold copies of the same outputs (butterflied lane bits)
+  // write them once; after a full scatter every lane writes.
+  Value writer;
+  if (butterflyMask) {
+    Value laneBits =
+        arith::AndIOp::create(b, loc, threadId, index(b, butterflyMask));
+    writer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, laneBits,
+                                   index(b, 0));
+  }
+  // The linear-index bits a scattered partial's lane bits stand for.
+  Value scatteredPart = index(b, 0);
+  for (auto [valueBit, laneBit] : scatteredBits) {
+    Value set = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, threadId, index(b, laneBit)),
+        index(b, 1));
+    scatteredPart = arith::OrIOp::create(
+        b, loc, scatteredPart,
+        arith::ShLIOp::create(b, loc, set,
+                              index(b, bits->valueBits[valueBit])));
+  }
   Value slice = index(b, 0);
   for (auto [j, bit] : llvm::enumerate(warpBits)) {
     Value bitValue = arith::AndIOp::create(
@@ -305,10 +373,12 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
   Value sliceBase = arith::MulIOp::create(b, loc, slice, index(b, outputs));
   // The output's row-major index of partial `key` of this thread: its
   // linear index with the reduced bits dropped.
-  auto outputIndex = [&](int64_t key) -> Value {
+  auto outputIndex = [&](int64_t key, Value extra = Value()) -> Value {
     Value linear = arith::AddIOp::create(
         b, loc, threadPart(*bits),
         index(b, BitLayout::linearIndex(*layout, 0, key)));
+    if (extra)
+      linear = arith::AddIOp::create(b, loc, linear, extra);
     Value low =
         arith::AndIOp::create(b, loc, linear, index(b, (int64_t(1) << lo) - 1));
     Value high = arith::ShLIOp::create(
@@ -316,11 +386,14 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
         index(b, lo));
     return arith::OrIOp::create(b, loc, low, high);
   };
-  for (auto &[key, value] : partial) {
-    Value output = outputIndex(key);
+  for (auto &[key, value] : kept) {
+    Value output = outputIndex(key, scatteredPart);
     Value predicate = writer;
     if (Value inside = isInside(b, *layout, key))
-      predicate = arith::AndIOp::create(b, loc, predicate, inside);
+      predicate =
+          predicate
+              ? arith::AndIOp::create(b, loc, predicate, inside).getResult()
+              : inside;
     storeElements(
         b, value, scratch,
         {arith::AddIOp::create(b, loc, sliceBase, output).getResult()}, false,
