@@ -290,8 +290,9 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op, OpBuilder &b) {
     return success();
   }
 
-  // 3. Warps: each lane-reduced thread writes its partial results to the
-  //    scratch slice of its warp group.
+  // 3. Warps: the lane-reduced partials go to the scratch slice of their
+  //    warp group (one copy of each: all lanes after a scatter, the lanes
+  //    with zero butterflied bits otherwise).
   int64_t outputs = layout->getNumElements() / layout->shape[dim];
   int64_t slices = int64_t(1) << warpBits.size();
   auto scratchOffset =
