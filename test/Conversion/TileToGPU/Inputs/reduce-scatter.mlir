@@ -42,3 +42,20 @@ tile.kernel @row_maxima(%a: !tile.global<[64, 64], bf16>, %b: !tile.global<[64, 
     tile.copy %m to %out[%c0] : !tile.frag<[64], f32> to !tile.global<[64], f32>
   }
 }
+
+// -----
+
+// Row sums of a plain [32, 32] fragment in one warp (8 rows a thread, the
+// columns over lanes 0-2): the result leaves through the scratch (each
+// thread then holds one row), so the lanes scatter too: 4 + 2 + 1.
+tile.kernel @warp_row_sums(%x: !tile.global<[32, 32], f32>, %out: !tile.global<[32], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 32 {
+    %v = tile.alloc : !tile.frag<[32, 32], f32>
+    %s = tile.alloc : !tile.frag<[32], f32>
+    %c0 = arith.constant 0 : index
+    tile.copy %x[%c0, %c0] to %v : !tile.global<[32, 32], f32> to !tile.frag<[32, 32], f32>
+    tile.reduce sum %v to %s dim = 1 : !tile.frag<[32, 32], f32> to !tile.frag<[32], f32>
+    tile.copy %s to %out[%c0] : !tile.frag<[32], f32> to !tile.global<[32], f32>
+  }
+}
