@@ -488,9 +488,9 @@ def Tile_ReduceOp : Tile_Op<"reduce"> {
     A fragment's reduction first combines the values each thread holds of
     one output in `chains` independent chains (value j into chain
     j mod chains, default 2, a power of two up to 16), then the chains
-    pairwise, then across lanes (xor shuffles; when the result crosses
-    warps, each lane keeps and completes only part of its outputs) and
-    warps (shared scratch). One chain is a plain loop over the
+    pairwise, then across lanes (xor shuffles; when the result goes
+    through shared scratch, each lane keeps and completes only part of its
+    outputs) and warps (shared scratch). One chain is a plain loop over the
     values (the fewest instructions, the longest dependency: 16 values are
     15 dependent adds); more chains shorten an epilogue's critical path for
     a few more instructions (flash attention's row statistics use 4; HISA's
