@@ -15,7 +15,7 @@
 // to near ties; docs/performance.md, fortieth session), M = N = 32768 /
 // 131072: operator 5.99-6.01 / 27.6 ms; this kernel at three blocks per SM
 // 7.94 / 35.28 ms, at four 7.05 / 32.25 ms (1.17x the operator): the fourth
-// block is worth 11%, the transposed epilogue costs more. Dropped. A/B:
+// block is worth 9-11%, the transposed epilogue costs more. Dropped. A/B:
 //   probes/stage2_source_ab.py --kernel block_sparse_topk_tokens_ws \
 //       python/bench/probes/stage2_transposed.mlir:kt=64,min_blocks=4 -:kt=128
 // HISA fused stage 2 (KERNELS.md "Fused indexer stages"): block-sparse MQA
