@@ -76,13 +76,17 @@ def test_warpgroups_in_a_warp_specialized_loop(steps):
         torch.testing.assert_close(out[wg], want, rtol=1e-4, atol=1e-2)
 
 
+@pytest.mark.parametrize("file_name,kernel_name", [("release-ws.mlir", "release_ws"),
+                                                   ("copy-stages.mlir", "copy_stages")])
 @pytest.mark.parametrize("steps", [1, 2, 5, 8])
-def test_released_copies_and_named_barriers(steps):
+def test_released_copies_and_named_barriers(steps, file_name, kernel_name):
     # One stage, buffers handed back copy by copy (tile.release); the
     # warpgroups run out of step and hand s over through shared memory and
     # named barriers (release-ws.mlir). Some gathered rows are -1 (zeros).
+    # copy-stages.mlir: the same kernel with the gathered copy on two
+    # buffers of its own ({tile.stages = 2}), alternating by step parity.
     fresh_seed(torch)
-    kernel = lowering_test_kernel(hisa, "release-ws.mlir", "release_ws")
+    kernel = lowering_test_kernel(hisa, file_name, kernel_name)
     a = torch.randn(128 * steps, 64, device="cuda").bfloat16()
     b = torch.randn(300, 64, device="cuda").bfloat16()
     idx = torch.randint(0, 300, (64 * steps,), device="cuda", dtype=torch.int32)

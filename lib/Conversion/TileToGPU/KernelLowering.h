@@ -185,11 +185,13 @@ public:
   struct ReleasedCopies {
     /// The copy (its number in the body) that fills each stage buffer.
     llvm::DenseMap<mlir::Value, int64_t> copyOf;
-    int64_t copies = 0, stages = 0;
+    int64_t copies = 0;
+    /// Each copy's stage buffers (the loop's num_stages or its own).
+    llvm::SmallVector<int64_t> copyStages;
     bool anyCpAsync = false;
-    mlir::Value mbarriers;           // !llvm.ptr<3>
-    mlir::Value stage;               // this iteration's stage (index)
-    mlir::Value parity;              // this iteration's round parity (i32)
+    mlir::Value mbarriers; // !llvm.ptr<3>
+    /// Each copy's stage in this iteration (index) and round parity (i32).
+    llvm::SmallVector<mlir::Value> stageOf, parityOf;
     mlir::Value waitedMask;          // memref<i32>: copies waited for
     mlir::Value releasedMask;        // memref<i32>: copies released
     mlir::Operation *loop = nullptr; // the consumers' scf.for
@@ -200,10 +202,14 @@ public:
   /// One mbarrier arrival per warp (lane 0, after a __syncwarp): how
   /// consumer warps release a stage buffer.
   void arriveOncePerWarp(mlir::OpBuilder &b, mlir::Value mbarrier);
-  /// Copy `copy`'s "full" (or "empty") mbarrier of stage `stage`.
+  /// Copy `copy`'s "full" (or "empty") mbarrier of stage `stage`, copy c
+  /// having copyStages[c] stages.
   mlir::Value getCopyMbarrier(mlir::OpBuilder &b, mlir::Value mbarriers,
                               mlir::Value copy, mlir::Value stage, bool empty,
-                              int64_t copies, int64_t stages);
+                              llvm::ArrayRef<int64_t> copyStages);
+  /// values[copy] for an index `copy` (a select chain unless constant).
+  mlir::Value selectByCopy(mlir::OpBuilder &b, mlir::Value copy,
+                           llvm::ArrayRef<mlir::Value> values);
   /// The copy (an index value) whose buffer `tile` is (through views and
   /// picks), null when it is none.
   mlir::FailureOr<mlir::Value> getReleasedCopyIndex(mlir::OpBuilder &b,

@@ -210,7 +210,6 @@ SmallVector<CopyOp> hisa::tile::getStagedCopies(PipelinedOp loop) {
 FailureOr<KernelLowering::StagedCopies>
 KernelLowering::analyzeStagedCopies(PipelinedOp op) {
   Block &body = op.getBody().front();
-  int64_t stages = op.getNumStages();
   StagedCopies staged;
   // Producers: global-to-shared copies at the top level of the body.
   staged.copies = getStagedCopies(op);
@@ -222,10 +221,11 @@ KernelLowering::analyzeStagedCopies(PipelinedOp op) {
     auto alloc = copy.getDest().getDefiningOp<AllocOp>();
     auto planned = alloc ? alloc->getAttrOfType<IntegerAttr>("tile.stages")
                          : IntegerAttr();
-    if (!planned || planned.getInt() < stages ||
+    int64_t copyStages = getCopyStages(copy, op);
+    if (!planned || planned.getInt() < copyStages ||
         !alloc->hasAttr("tile.stage_bytes"))
       return copy.emitOpError("is not planned for ")
-             << stages << " stages; run tile-plan-shared-memory first";
+             << copyStages << " stages; run tile-plan-shared-memory first";
     // Copies marked by tile-use-tma are issued as one cp.async.bulk.tensor
     // per box and complete on their stage's mbarrier; the others are
     // cp.async pieces.
@@ -768,6 +768,11 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     return op.emitOpError("has ")
            << sets << " copies and a tile.release; at most "
            << kMaxReleasedCopies << " copies can be released one by one";
+  // Each set's stages: copy by copy, a copy's own `tile.stages` (its
+  // buffers alternate on their own mbarriers), else the loop's.
+  SmallVector<int64_t> copyStages;
+  for (int64_t c = 0; c < sets; ++c)
+    copyStages.push_back(perCopy ? getCopyStages(producers[c], op) : stages);
 
   // ---- The mbarriers, before the roles split -----------------------------
   // Thread 0 initializes them while every thread is still at the same
@@ -787,16 +792,16 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       int64_t count = fullCount;
       if (perCopy)
         count = isTmaCopy(producers[c]) ? 1 : kProducerThreads;
-      for (int64_t s = 0; s < stages; ++s) {
+      for (int64_t s = 0; s < copyStages[c]; ++s) {
         NVVM::MBarrierInitOp::create(
             leader, loc,
             getCopyMbarrier(leader, initMbarriers, index(leader, c),
-                            index(leader, s), /*empty=*/false, sets, stages),
+                            index(leader, s), /*empty=*/false, copyStages),
             constantI32(leader, count), Value());
         NVVM::MBarrierInitOp::create(
             leader, loc,
             getCopyMbarrier(leader, initMbarriers, index(leader, c),
-                            index(leader, s), /*empty=*/true, sets, stages),
+                            index(leader, s), /*empty=*/true, copyStages),
             constantI32(leader, threads / 32), Value());
       }
     }
@@ -861,11 +866,21 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       for (auto [c, copy] : llvm::enumerate(producers))
         released.copyOf[copy.getDest()] = c;
       released.copies = sets;
-      released.stages = stages;
+      released.copyStages = copyStages;
       released.anyCpAsync = anyCpAsync;
       released.mbarriers = mbarriers;
-      released.stage = stage;
-      released.parity = getRoundParity(inner, loc, k, stages);
+      // Copies with the loop's stage count share its stage and parity.
+      Value parity = getRoundParity(inner, loc, k, stages);
+      for (int64_t copyStageCount : copyStages) {
+        bool own = copyStageCount != stages;
+        released.stageOf.push_back(
+            own ? arith::RemSIOp::create(inner, loc, k,
+                                         index(inner, copyStageCount))
+                      .getResult()
+                : stage);
+        released.parityOf.push_back(
+            own ? getRoundParity(inner, loc, k, copyStageCount) : parity);
+      }
       released.waitedMask = waitedMask;
       released.releasedMask = releasedMask;
       released.loop = loop;
@@ -889,10 +904,11 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     for (auto region : op.getBody().front().getOps<PerWarpgroupOp>())
       if (isFencedByPipeline(op, region))
         fencedWarpgroups.insert(region);
-    for (CopyOp copy : producers) {
+    for (auto [c, copy] : llvm::enumerate(producers)) {
       Value tile = copy.getDest();
       savedViews.push_back({tile, memrefs.lookup(tile)});
-      memrefs[tile] = getStageView(inner, tile, stage);
+      memrefs[tile] = getStageView(
+          inner, tile, perCopy ? releasedCopies->stageOf[c] : stage);
       stagedTiles.insert(tile);
     }
   }
@@ -974,23 +990,34 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
       for (auto [c, entry] : llvm::enumerate(issued)) {
         auto &[copy, offsets] = entry;
         Value number = index(pb, c);
-        emitIf(pb, refill, [&](OpBuilder &waiting) {
+        // A copy with stages of its own: its stage, whether its buffer was
+        // used before and the parity of that use's release.
+        Value copyStage = pStage, copyRefill = refill,
+              copyReleaseParity = releaseParity;
+        if (int64_t own = copyStages[c]; own != stages) {
+          copyStage = arith::RemSIOp::create(pb, loc, pk, index(pb, own));
+          copyRefill = arith::CmpIOp::create(pb, loc, arith::CmpIPredicate::sge,
+                                             pk, index(pb, own));
+          copyReleaseParity = getRoundParity(
+              pb, loc, arith::SubIOp::create(pb, loc, pk, index(pb, own)), own);
+        }
+        emitIf(pb, copyRefill, [&](OpBuilder &waiting) {
           waitForPhase(waiting, loc,
-                       getCopyMbarrier(waiting, pMbarriers, number, pStage,
-                                       /*empty=*/true, sets, stages),
-                       releaseParity);
+                       getCopyMbarrier(waiting, pMbarriers, number, copyStage,
+                                       /*empty=*/true, copyStages),
+                       copyReleaseParity);
         });
-        Value full = getCopyMbarrier(pb, pMbarriers, number, pStage,
-                                     /*empty=*/false, sets, stages);
+        Value full = getCopyMbarrier(pb, pMbarriers, number, copyStage,
+                                     /*empty=*/false, copyStages);
         if (isTmaCopy(copy)) {
           std::pair<CopyOp, ArrayRef<Value>> one{copy, offsets};
           if (failed(issueTmaStage(
-                  pb, one, pStage, full,
+                  pb, one, copyStage, full,
                   getTileBytes(cast<SharedType>(copy.getDest().getType())))))
             result = failure();
           continue;
         }
-        if (failed(emitAsyncCopy(copy, pb, offsets, pStage)))
+        if (failed(emitAsyncCopy(copy, pb, offsets, copyStage)))
           result = failure();
         // The arrival happens once this thread's cp.async pieces so far
         // have landed (noinc: the count already has one per thread); the

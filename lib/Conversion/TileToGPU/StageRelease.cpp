@@ -26,17 +26,44 @@
 using namespace mlir;
 using namespace hisa::tile;
 
+Value KernelLowering::selectByCopy(OpBuilder &b, Value copy,
+                                   ArrayRef<Value> values) {
+  if (std::optional<int64_t> known = getConstantIntValue(copy))
+    return values[*known];
+  Location loc = func.getLoc();
+  Value result = values.front();
+  for (auto [c, value] : llvm::enumerate(values))
+    if (c > 0 && value != result)
+      result = arith::SelectOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, copy,
+                                index(b, c)),
+          value, result);
+  return result;
+}
+
 Value KernelLowering::getCopyMbarrier(OpBuilder &b, Value mbarriers, Value copy,
-                                      Value stage, bool empty, int64_t copies,
-                                      int64_t stages) {
+                                      Value stage, bool empty,
+                                      ArrayRef<int64_t> copyStages) {
   // Layout: every copy's "full" mbarriers (copy-major, then stage), then
   // every copy's "empty" ones; with one copy set this is the per-stage
   // layout of getStageMbarrier / getEmptyStageMbarrier.
   Location loc = func.getLoc();
-  Value slot = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, copy, index(b, stages)), stage);
+  SmallVector<Value> firsts;
+  int64_t total = 0;
+  bool uniform = llvm::all_equal(copyStages);
+  for (int64_t stages : copyStages) {
+    firsts.push_back(index(b, total));
+    total += stages;
+  }
+  // The copy's first slot: c * stages when all copies have as many.
+  Value first = uniform ? arith::MulIOp::create(b, loc, copy,
+                                                index(b, copyStages.front()))
+                              .getResult()
+                        : selectByCopy(b, copy, firsts);
+  Value slot = arith::AddIOp::create(b, loc, first, stage);
   if (empty)
-    slot = arith::AddIOp::create(b, loc, slot, index(b, copies * stages));
+    slot = arith::AddIOp::create(b, loc, slot, index(b, total));
   return getStageMbarrier(b, mbarriers, slot);
 }
 
@@ -116,9 +143,9 @@ void KernelLowering::awaitCopy(OpBuilder &b, Value copy) {
   emitIf(b, waited.clear, [&](OpBuilder &waiting) {
     waitForPhase(waiting, loc,
                  getCopyMbarrier(waiting, released.mbarriers, copy,
-                                 released.stage, /*empty=*/false,
-                                 released.copies, released.stages),
-                 released.parity);
+                                 selectByCopy(waiting, copy, released.stageOf),
+                                 /*empty=*/false, released.copyStages),
+                 selectByCopy(waiting, copy, released.parityOf));
     // cp.async pieces are written through the generic proxy; wgmma reads
     // them through the async one.
     if (released.anyCpAsync)
@@ -134,10 +161,11 @@ void KernelLowering::releaseCopy(OpBuilder &b, Value copy) {
   MaskBit held = readMaskBit(b, loc, released.releasedMask, copy);
   emitIf(b, held.clear, [&](OpBuilder &releasing) {
     // Once all of a warp's lanes are done with the buffer.
-    arriveOncePerWarp(releasing,
-                      getCopyMbarrier(releasing, released.mbarriers, copy,
-                                      released.stage, /*empty=*/true,
-                                      released.copies, released.stages));
+    arriveOncePerWarp(
+        releasing,
+        getCopyMbarrier(releasing, released.mbarriers, copy,
+                        selectByCopy(releasing, copy, released.stageOf),
+                        /*empty=*/true, released.copyStages));
     setMaskBit(releasing, loc, released.releasedMask, held);
   });
 }

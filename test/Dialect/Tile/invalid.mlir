@@ -712,6 +712,50 @@ tile.kernel @warp_specialized_one_stage(%k: !tile.global<[?, 64], bf16>, %n: ind
 
 // -----
 
+tile.kernel @copy_stages_without_release(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      // expected-error @+1 {{'tile.copy' op tile.stages needs a warp_specialized loop with tile.release (whose copies hand their buffers over one by one)}}
+      tile.copy %k[%t, %c0] to %k_s {tile.stages = 3} : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @copy_stages_below_the_loops(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      // expected-error @+1 {{'tile.copy' op tile.stages must be between the loop's num_stages (2) and 32, got 1}}
+      tile.copy %k[%t, %c0] to %k_s {tile.stages = 1} : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.release %k_s : !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @copy_stages_not_an_integer(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 1 warp_specialized {
+      // expected-error @+1 {{'tile.copy' op tile.stages must be an integer, got "two"}}
+      tile.copy %k[%t, %c0] to %k_s {tile.stages = "two"} : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.release %k_s : !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
 tile.kernel @warp_specialized_nested(%k: !tile.global<[?, 64], bf16>, %n: index) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

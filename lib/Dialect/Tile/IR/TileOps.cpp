@@ -717,6 +717,12 @@ bool hisa::tile::stagesCopies(PipelinedOp loop) {
   return loop.getNumStages() > 1 || releasesCopies(loop);
 }
 
+int64_t hisa::tile::getCopyStages(CopyOp copy, PipelinedOp loop) {
+  if (auto own = copy->getAttrOfType<IntegerAttr>(kCopyStagesAttrName))
+    return own.getInt();
+  return loop.getNumStages();
+}
+
 LogicalResult ReleaseOp::verify() {
   PipelinedOp loop = getReleasingLoop(*this);
   if (!loop)
@@ -1468,6 +1474,30 @@ LogicalResult PipelinedOp::verify() {
     return failure();
   if (getOverlapGemm() && failed(verifyOverlappedGemm(*this)))
     return failure();
+  // A copy's own stage count: its buffers are handed over by mbarriers of
+  // their own, which only the warp-specialized loop with tile.release has.
+  for (CopyOp copy : getBody().front().getOps<CopyOp>()) {
+    Attribute own = copy->getAttr(kCopyStagesAttrName);
+    if (!own)
+      continue;
+    auto count = dyn_cast<IntegerAttr>(own);
+    if (!count)
+      return copy.emitOpError(kCopyStagesAttrName)
+             << " must be an integer, got " << own;
+    if (count.getInt() < static_cast<int64_t>(getNumStages()) ||
+        count.getInt() > kMaxPipelineStages)
+      return copy.emitOpError(kCopyStagesAttrName)
+             << " must be between the loop's num_stages (" << getNumStages()
+             << ") and " << kMaxPipelineStages << ", got " << count.getInt();
+    if (!isa<GlobalType>(copy.getSource().getType()) ||
+        !isa<SharedType>(copy.getDest().getType()))
+      return copy.emitOpError(kCopyStagesAttrName)
+             << " is for global-to-shared copies (the staged ones)";
+    if (!getWarpSpecialized() || !releasesCopies(*this))
+      return copy.emitOpError(kCopyStagesAttrName)
+             << " needs a warp_specialized loop with tile.release (whose "
+                "copies hand their buffers over one by one)";
+  }
   if (!getWarpSpecialized())
     return success();
   auto launch = dyn_cast<LaunchOp>((*this)->getParentOp());

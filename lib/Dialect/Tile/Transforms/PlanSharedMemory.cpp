@@ -134,7 +134,7 @@ struct TilePlanSharedMemoryPass
           return copy.emitOpError("a pipelined copy must write a shared tile "
                                   "allocated by tile.alloc (not a view)");
         int64_t &stages = stagesOf[alloc];
-        stages = std::max<int64_t>(stages, loop.getNumStages());
+        stages = std::max<int64_t>(stages, getCopyStages(copy, loop));
         if (loop.getWarpSpecialized())
           filledEarly.insert(alloc);
       }
@@ -311,15 +311,17 @@ struct TilePlanSharedMemoryPass
       // "full" and "empty" mbarriers (see the pipelined lowering), per
       // stage, or with tile.release per copy and stage; stages are bounded
       // by the verifier, copies by the lowering, so this cannot overflow.
-      int64_t sets = 1;
-      if (releasesCopies(loop))
-        sets = std::max<int64_t>(
-            1, llvm::count_if(
-                   loop.getBody().front().getOps<CopyOp>(), [](CopyOp copy) {
-                     return isa<GlobalType>(copy.getSource().getType()) &&
-                            isa<SharedType>(copy.getDest().getType());
-                   }));
-      end = offset + 16 * loop.getNumStages() * sets;
+      // With tile.release each copy has as many pairs as its stages.
+      int64_t pairs = loop.getNumStages();
+      if (releasesCopies(loop)) {
+        pairs = 0;
+        for (CopyOp copy : loop.getBody().front().getOps<CopyOp>())
+          if (isa<GlobalType>(copy.getSource().getType()) &&
+              isa<SharedType>(copy.getDest().getType()))
+            pairs += getCopyStages(copy, loop);
+        pairs = std::max<int64_t>(pairs, loop.getNumStages());
+      }
+      end = offset + 16 * pairs;
     });
 
     // Cross-warp reductions combine per-warp partial results in shared

@@ -49,6 +49,14 @@ bool releasesCopies(PipelinedOp loop);
 /// tile.release.
 bool stagesCopies(PipelinedOp loop);
 
+/// The name of the attribute that gives one staged copy of a
+/// warp_specialized loop with tile.release its own number of stage buffers.
+inline constexpr llvm::StringLiteral kCopyStagesAttrName = "tile.stages";
+
+/// The stage buffers of staged copy `copy` of `loop`: its own
+/// `tile.stages`, else the loop's num_stages.
+int64_t getCopyStages(CopyOp copy, PipelinedOp loop);
+
 /// Whether `op` is inside a tile.per_warpgroup body.
 bool isInPerWarpgroup(mlir::Operation *op);
 
