@@ -756,6 +756,34 @@ tile.kernel @copy_stages_not_an_integer(%k: !tile.global<[?, 64], bf16>, %n: ind
 
 // -----
 
+tile.kernel @copy_stages_two_counts_one_tile(%k: !tile.global<[?, 64], bf16>, %n: index) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 1 warp_specialized {
+      tile.copy %k[%t, %c0] to %k_s {tile.stages = 2} : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      // expected-error @+1 {{'tile.copy' op fills a tile another copy of the loop fills with a different tile.stages}}
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.release %k_s : !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @copy_stages_outside_a_loop(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'tile.copy' op tile.stages is for the staged copies at the top of a tile.pipelined body}}
+    tile.copy %k[%c0, %c0] to %k_s {tile.stages = 2} : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+  }
+}
+
+// -----
+
 tile.kernel @warp_specialized_nested(%k: !tile.global<[?, 64], bf16>, %n: index) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {

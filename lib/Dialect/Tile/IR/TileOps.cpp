@@ -894,6 +894,12 @@ LogicalResult CopyOp::verifyGather(Value rows) {
 LogicalResult CopyOp::verify() {
   if (failed(verifyBlockOpOutsideParallel(*this, {getSource(), getDest()})))
     return failure();
+  // (The enclosing loop checks the count: PipelinedOp::verify.)
+  if ((*this)->hasAttr(kCopyStagesAttrName) &&
+      !isa<PipelinedOp>((*this)->getParentOp()))
+    return emitOpError(kCopyStagesAttrName)
+           << " is for the staged copies at the top of a tile.pipelined "
+              "body";
   Type sourceType = getSource().getType(), destType = getDest().getType();
   bool sourceGlobal = isa<GlobalType>(sourceType);
   bool destGlobal = isa<GlobalType>(destType);
@@ -1476,8 +1482,21 @@ LogicalResult PipelinedOp::verify() {
     return failure();
   // A copy's own stage count: its buffers are handed over by mbarriers of
   // their own, which only the warp-specialized loop with tile.release has.
+  DenseMap<Value, int64_t> stagesOfTile;
   for (CopyOp copy : getBody().front().getOps<CopyOp>()) {
     Attribute own = copy->getAttr(kCopyStagesAttrName);
+    if (isa<GlobalType>(copy.getSource().getType()) &&
+        isa<SharedType>(copy.getDest().getType())) {
+      // Two copies into one tile share its buffers: one count for both.
+      int64_t count = isa_and_nonnull<IntegerAttr>(own)
+                          ? cast<IntegerAttr>(own).getInt()
+                          : static_cast<int64_t>(getNumStages());
+      auto [it, inserted] = stagesOfTile.try_emplace(copy.getDest(), count);
+      if (!inserted && it->second != count)
+        return copy.emitOpError("fills a tile another copy of the loop "
+                                "fills with a different ")
+               << kCopyStagesAttrName;
+    }
     if (!own)
       continue;
     auto count = dyn_cast<IntegerAttr>(own);

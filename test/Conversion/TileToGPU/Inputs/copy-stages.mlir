@@ -1,9 +1,11 @@
 // release-ws.mlir's kernel with the gathered copy (b_tile) on two stage
 // buffers of its own (`{tile.stages = 2}`) while the loop's other copies
 // keep one: its buffer alternates by iteration parity on its own two pairs
-// of mbarriers, so the producer gathers step t + 1's rows while the
-// consumers still read step t's. Same results as release_ws (a GPU test in
-// python/tests/test_per_warpgroup.py).
+// of mbarriers. It comes first in the body because the producer issues an
+// iteration's copies in body order: at step t + 1 it gathers b's rows into
+// the buffer step t - 1 used (released long since) before it waits for
+// step t's a0 and a1 to be released. Same results as release_ws (a GPU
+// test in python/tests/test_per_warpgroup.py).
 tile.kernel @copy_stages(%a: !tile.global<[?, 64], bf16>,
                         %b: !tile.global<[?, 64], bf16>,
                         %idx: !tile.global<[?], i32>,
@@ -31,11 +33,11 @@ tile.kernel @copy_stages(%a: !tile.global<[?, 64], bf16>,
       %row0 = arith.muli %t, %c128 : index
       %row1 = arith.addi %row0, %c64 : index
       %first = arith.muli %t, %c64 : index
+      tile.copy %b rows(%rows[%first] : !tile.shared<[512], i32>) to %b_tile {tile.stages = 2}
+          : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
       tile.copy %a[%row0, %c0] to %a0
           : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
       tile.copy %a[%row1, %c0] to %a1
-          : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
-      tile.copy %b rows(%rows[%first] : !tile.shared<[512], i32>) to %b_tile {tile.stages = 2}
           : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
       tile.per_warpgroup (%wg) unsynchronized {
         %a_own = tile.pick %wg [%a0, %a1] : !tile.shared<[64, 64], bf16>
