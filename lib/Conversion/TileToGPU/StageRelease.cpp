@@ -49,18 +49,21 @@ Value KernelLowering::getCopyMbarrier(OpBuilder &b, Value mbarriers, Value copy,
   // every copy's "empty" ones; with one copy set this is the per-stage
   // layout of getStageMbarrier / getEmptyStageMbarrier.
   Location loc = func.getLoc();
-  SmallVector<Value> firsts;
   int64_t total = 0;
-  bool uniform = llvm::all_equal(copyStages);
-  for (int64_t stages : copyStages) {
-    firsts.push_back(index(b, total));
-    total += stages;
+  // The copy's first slot: c * stages when all copies have as many, else
+  // the earlier copies' stages summed.
+  Value first;
+  if (llvm::all_equal(copyStages)) {
+    total = copyStages.front() * int64_t(copyStages.size());
+    first = arith::MulIOp::create(b, loc, copy, index(b, copyStages.front()));
+  } else {
+    SmallVector<Value> firsts;
+    for (int64_t stages : copyStages) {
+      firsts.push_back(index(b, total));
+      total += stages;
+    }
+    first = selectByCopy(b, copy, firsts);
   }
-  // The copy's first slot: c * stages when all copies have as many.
-  Value first = uniform ? arith::MulIOp::create(b, loc, copy,
-                                                index(b, copyStages.front()))
-                              .getResult()
-                        : selectByCopy(b, copy, firsts);
   Value slot = arith::AddIOp::create(b, loc, first, stage);
   if (empty)
     slot = arith::AddIOp::create(b, loc, slot, index(b, total));
