@@ -71,9 +71,15 @@ def check(q, kv, attn_sink, idx, scale=D ** -0.5):
     check_rows(o, ref_o)
     assert torch.allclose(lse, ref_lse, atol=1e-3, rtol=1e-4), \
         f"lse max error {(lse - ref_lse).abs().max():.3e}"
-    # Without lse: the same o.
+    # Without lse: the same o, but for the last bit of an element or two.
+    # The two specializations compile separately, and ptxas may fuse a
+    # multiply and an add in one and not the other: at B=3 S=2 K=37, one
+    # element of 393216 differed by one bf16 step in 2 of 40 seeds (H100,
+    # 2026-12-06), while repeated calls of either were always identical.
     o2 = hisa.sparse_attn(q, kv, attn_sink, idx, scale)
-    assert torch.equal(o, o2)
+    differing = int((o != o2).sum())
+    assert differing <= max(2, o.numel() // 100000), f"{differing} elements differ"
+    torch.testing.assert_close(o2.float(), o.float(), rtol=2.0**-7, atol=1e-6)
     return o
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Two runtime libraries (two builds of hisa) timed against each other on
-the same shapes: decode sparse attention (the issue's B = 128 shapes and
-the split ones), top-k, hisa_indexer at M = N = 32768. One library per
+the same shapes: prefill sparse attention (the issue's three shapes),
+decode sparse attention (the issue's B = 128 shapes and the split ones),
+top-k, hisa_indexer at M = N = 32768. One library per
 process (each loads its own HISA_RUNTIME_LIB, with its own JIT cache
 directory); the processes alternate A, B, A, B ... for --rounds rounds
 with the same seeded inputs, and the table shows each shape's median over
@@ -26,6 +27,9 @@ here = os.path.dirname(os.path.abspath(__file__))
 
 # (group, label, builder args)
 CASES = [
+    ("prefill", "sparse_attn S=4096 H=64 K=640", (1, 4096, 64, 640)),
+    ("prefill", "sparse_attn S=8192 H=128 K=1152", (1, 8192, 128, 1152)),
+    ("prefill", "sparse_attn S=4096 H=128 K=2048", (1, 4096, 128, 2048)),
     ("decode", "sparse_attn B=128 S=1 H=64 K=640", (128, 1, 64, 640)),
     ("decode", "sparse_attn B=128 S=2 H=64 K=640", (128, 2, 64, 640)),
     ("decode", "sparse_attn B=128 S=1 H=128 K=640", (128, 1, 128, 640)),
@@ -67,6 +71,14 @@ def child(groups):
             out = calls[0]()
             assert torch.isfinite(out.float()).all(), label
             fn = bsa.rotate(calls)
+        elif group == "prefill":
+            # Causal prefixes (kv of S rows, meant to sit in L2), as
+            # bench_sparse_attn.py draws them.
+            b, s, h, k = args
+            q, kv, sink, idx = bsa.make_inputs(b, s, h, k, None)
+            fn = lambda q=q, kv=kv, sink=sink, idx=idx: hisa.sparse_attn(  # noqa: E731
+                q, kv, sink, idx, bsa.SCALE)
+            assert torch.isfinite(fn().float()).all(), label
         elif group == "topk":
             rows, cols, k = args
             x = torch.randn(rows, cols, device="cuda")
@@ -91,7 +103,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lib", action="append", required=True, help="runtime library (twice)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default="decode,topk,indexer")
+    parser.add_argument("--only", default="prefill,decode,topk,indexer")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     groups = set(args.only.split(","))
