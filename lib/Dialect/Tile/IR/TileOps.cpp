@@ -1485,12 +1485,11 @@ LogicalResult PipelinedOp::verify() {
   DenseMap<Value, int64_t> stagesOfTile;
   for (CopyOp copy : getBody().front().getOps<CopyOp>()) {
     Attribute own = copy->getAttr(kCopyStagesAttrName);
-    if (isa<GlobalType>(copy.getSource().getType()) &&
-        isa<SharedType>(copy.getDest().getType())) {
+    bool staged = isa<GlobalType>(copy.getSource().getType()) &&
+                  isa<SharedType>(copy.getDest().getType());
+    if (staged) {
       // Two copies into one tile share its buffers: one count for both.
-      int64_t count = isa_and_nonnull<IntegerAttr>(own)
-                          ? cast<IntegerAttr>(own).getInt()
-                          : static_cast<int64_t>(getNumStages());
+      int64_t count = getCopyStages(copy, *this);
       auto [it, inserted] = stagesOfTile.try_emplace(copy.getDest(), count);
       if (!inserted && it->second != count)
         return copy.emitOpError("fills a tile another copy of the loop "
@@ -1508,8 +1507,7 @@ LogicalResult PipelinedOp::verify() {
       return copy.emitOpError(kCopyStagesAttrName)
              << " must be between the loop's num_stages (" << getNumStages()
              << ") and " << kMaxPipelineStages << ", got " << count.getInt();
-    if (!isa<GlobalType>(copy.getSource().getType()) ||
-        !isa<SharedType>(copy.getDest().getType()))
+    if (!staged)
       return copy.emitOpError(kCopyStagesAttrName)
              << " is for global-to-shared copies (the staged ones)";
     if (!getWarpSpecialized() || !releasesCopies(*this))
