@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The acceptance card of issues 10 and 11 on a GPU machine: bench_indexer.py
-# and bench_sparse_attn.py (the issue's shapes) with TileLang's kernels from
-# ../shared/anchors measured in the same process. Kept in the repository so
+# The acceptance card of issues 10 and 11 on a GPU machine: bench_indexer.py,
+# bench_topk.py and bench_sparse_attn.py (the issue's shapes) with
+# TileLang's kernels from ../shared/anchors measured in the same process. Kept in the repository so
 # that a fresh checkout can run it (earlier sessions kept it under build/,
 # which a new checkout does not have).
 #
@@ -12,8 +12,8 @@
 # (.so, or .so.xz to unpack; default build/lib/libhisa_runtime.so). Tables
 # and logs go to ${OUT:-/tmp/hisa-out}/card-*. Prints the GPU's name first:
 # the issues' targets are stated for an H200, and a card from another GPU
-# says so in its header line. HISA_CARD_ONLY=indexer or sparse_attn runs
-# one of the two.
+# says so in its header line. HISA_CARD_ONLY=indexer, topk or sparse_attn
+# runs one of the three.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
@@ -57,6 +57,12 @@ if [[ -z $only || $only == indexer ]]; then
   echo "== bench_indexer.py"
   python3 python/bench/bench_indexer.py --out "$out/card-bench_indexer.md" \
     --anchors "$anchors/tilelang_examples" 2>&1 | tee "$out/card-bench_indexer.log"
+  r=${PIPESTATUS[0]}; [[ $r != 0 ]] && rc=$r
+fi
+if [[ -z $only || $only == topk ]]; then
+  echo "== bench_topk.py"
+  python3 python/bench/bench_topk.py --out "$out/card-bench_topk.md" \
+    --anchors "$anchors/tilelang_examples" 2>&1 | tee "$out/card-bench_topk.log"
   r=${PIPESTATUS[0]}; [[ $r != 0 ]] && rc=$r
 fi
 if [[ -z $only || $only == sparse_attn ]]; then
