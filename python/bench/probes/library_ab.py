@@ -12,6 +12,11 @@ does not pass as a fast one.
 
     PYTHONPATH=python python3 python/bench/probes/library_ab.py \\
         --lib A.so --lib B.so [--rounds 3] [--only decode,topk,indexer]
+
+More than two variants are timed against the first; a variant may add to
+its process's environment (LIB,NAME=VALUE,...), e.g. a stand-in ptxas
+that edits one kernel's PTX: --lib A.so --lib A.so,HISA_PTXAS=$PWD/x.sh
+(give the script an absolute path).
 """
 
 from __future__ import annotations
@@ -99,9 +104,26 @@ def child(groups):
     print("RESULT " + json.dumps(results))
 
 
+def parse_variant(spec):
+    """LIB or LIB,NAME=VALUE,...: the library and the environment its child
+    process runs with besides (e.g. HISA_PTXAS=probes/ptxas_*.sh for a
+    PTX-level ablation of one library)."""
+    lib, *assignments = spec.split(",")
+    extra = {}
+    for assignment in assignments:
+        name, sep, value = assignment.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--lib {spec}: expected NAME=VALUE after the library, got "
+                             f"'{assignment}'")
+        extra[name] = value
+    return lib, extra
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lib", action="append", required=True, help="runtime library (twice)")
+    parser.add_argument("--lib", action="append", required=True,
+                        help="runtime library, optionally ,NAME=VALUE,... for its "
+                             "process's environment (two or more)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default="prefill,decode,topk,indexer")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -110,28 +132,41 @@ def main(argv=None):
     if args.child:
         child(groups)
         return 0
-    if len(args.lib) != 2:
-        parser.error("--lib: give exactly two libraries")
-    times = {0: {}, 1: {}}
+    if len(args.lib) < 2:
+        parser.error("--lib: give at least two libraries (or one library twice, with "
+                     "different environments)")
+    try:
+        variants = [parse_variant(spec) for spec in args.lib]
+    except ValueError as error:
+        parser.error(str(error))
+    times = {which: {} for which in range(len(variants))}
     for round_index in range(args.rounds):
-        for which, lib in enumerate(args.lib):
+        for which, (lib, extra) in enumerate(variants):
             env = dict(os.environ, HISA_RUNTIME_LIB=lib,
-                       HISA_CACHE_DIR=os.environ.get("HISA_CACHE_DIR", "/tmp/hisa-ab") + f"-{which}")
+                       HISA_CACHE_DIR=os.environ.get("HISA_CACHE_DIR", "/tmp/hisa-ab") + f"-{which}",
+                       **extra)
             proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
                                    "--lib", lib, "--only", args.only],
                                   env=env, capture_output=True, text=True)
             lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
             if proc.returncode != 0 or not lines:
-                sys.stderr.write(f"library {lib} round {round_index}: failed\n{proc.stderr[-3000:]}\n")
+                sys.stderr.write(f"library {args.lib[which]} round {round_index}: failed\n"
+                                 f"{proc.stderr[-3000:]}\n")
                 return 1
             for label, seconds in json.loads(lines[-1][len("RESULT "):]).items():
                 times[which].setdefault(label, []).append(seconds)
-    print(f"| case | A (us) | B (us) | B / A |  (A = {args.lib[0]}, B = {args.lib[1]}, "
-          f"median of {args.rounds} alternating rounds)")
-    print("| --- | ---: | ---: | ---: |")
+    names = [chr(ord("A") + which) for which in range(len(variants))]
+    print("| case | A (us) | " + " | ".join(f"{n} (us) | {n} / A" for n in names[1:])
+          + f" |  (median of {args.rounds} alternating rounds; "
+          + ", ".join(f"{n} = {spec}" for n, spec in zip(names, args.lib)) + ")")
+    print("| --- | ---: |" + " ---: | ---: |" * (len(names) - 1))
     for label in times[0]:
-        a, b = statistics.median(times[0][label]), statistics.median(times[1][label])
-        print(f"| {label} | {a * 1e6:.1f} | {b * 1e6:.1f} | {b / a:.3f} |")
+        a = statistics.median(times[0][label])
+        cells = []
+        for which in range(1, len(variants)):
+            b = statistics.median(times[which][label])
+            cells.append(f"{b * 1e6:.1f} | {b / a:.3f}")
+        print(f"| {label} | {a * 1e6:.1f} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Ablation of sparse_attn_wg's fences and warpgroup barriers
+(docs/proposals/sparse-attn-critical-chains.md): a stand-in ptxas (run the
+JIT with HISA_PTXAS pointing here, a fresh HISA_CACHE_DIR and
+PTX_EDIT=...) that edits the PTX of sparse_attn_wg only, then assembles with
+REAL_PTXAS (default: ptxas on PATH). Other kernels pass through unchanged.
+
+PTX_EDIT, a list of (separated by "," or "+"):
+  dedupe  a fence.proxy.async right after another (nothing but comments
+          between) is dropped: always sound (the second orders nothing the
+          first did not). ptxas keeps both (two MEMBAR.ALL.CTA + FENCE.VIEW).
+  publish the hand-over of a shared tile to the other warpgroup,
+          "fence; bar.sync wg, 128; fence; bar.arrive" (the copy's trailing
+          warpgroup barrier, then the named barrier's fence), becomes
+          "fence; bar.arrive": FlashMLA's form. Not what the compiler may
+          emit without an argument that every writer fenced (timing only).
+  gemm    the warpgroup barrier between a fence and wgmma.fence (a gemm's
+          operands published) is dropped: timing only.
+  maxpub  the two warpgroup barriers around the row maxima's shared stores
+          before their hand-over (bar.arrive) are dropped: timing only.
+  readfence the fence before waiting on a named barrier of both warpgroups
+          (the reader's side of a hand-over): timing only.
+Prints what it dropped to stderr (and appends it to $PTX_EDIT_LOG if set:
+the JIT keeps ptxas's output only on failure).
+"""
+
+import os
+import re
+import sys
+
+FENCE = "fence.proxy.async.shared::cta;"
+WG_BARRIER = re.compile(r"^bar\.sync\s+%r\d+, 128;$")
+
+
+def significant(line):
+    text = line.strip()
+    return bool(text) and not text.startswith("//")
+
+
+def edit(lines, edits):
+    """Indices of the lines to drop."""
+    index = [i for i, line in enumerate(lines) if significant(line)]
+    text = [lines[i].strip() for i in index]
+    drop = set()
+    for k, t in enumerate(text):
+        if "dedupe" in edits and t == FENCE and k > 0 and text[k - 1] == FENCE:
+            drop.add(index[k])
+        if ("publish" in edits and WG_BARRIER.match(t) and k > 0 and k + 2 < len(text)
+                and text[k - 1] == FENCE and text[k + 1] == FENCE
+                and text[k + 2].startswith("bar.arrive")):
+            drop.update((index[k], index[k + 1]))
+        if "gemm" in edits and WG_BARRIER.match(t) and k > 0 and text[k - 1] == FENCE:
+            # (The wgmma lowering's move of the shared base may come between.)
+            n = k + 1
+            while n < len(text) and text[n].startswith("mov.b64") and "__dynamic_shmem" in text[n]:
+                n += 1
+            if n < len(text) and text[n] == "wgmma.fence.sync.aligned;":
+                drop.add(index[k])
+        if ("readfence" in edits and t == FENCE and k + 1 < len(text)
+                and re.match(r"^bar\.sync\s+\d+, 256;$", text[k + 1])):
+            drop.add(index[k])
+        if "maxpub" in edits and WG_BARRIER.match(t):
+            # bar.sync wg; [the row maxima's shared stores, maybe under a
+            # branch]; bar.sync wg; [selp]; fence; bar.arrive: both
+            # warpgroup barriers go.
+            n = k + 1
+            while n < len(text) and n <= k + 8 and (
+                    text[n].startswith(("st.shared", "add.", "@%p")) or text[n].endswith(":")):
+                n += 1
+            if n < len(text) and n > k + 1 and WG_BARRIER.match(text[n]):
+                m = n + 1
+                if m < len(text) and text[m].startswith("selp"):
+                    m += 1
+                if (m + 1 < len(text) and text[m] == FENCE
+                        and text[m + 1].startswith("bar.arrive")):
+                    drop.update((index[k], index[n]))
+    return drop
+
+
+def main():
+    args = sys.argv[1:]
+    edits = set(filter(None, re.split(r"[,+]", os.environ.get("PTX_EDIT", ""))))
+    ptx = next((a for a in args if a.endswith(".ptx")), None)
+    if ptx and edits:
+        with open(ptx) as f:
+            lines = f.read().split("\n")
+        if any(line.startswith(".visible .entry sparse_attn_wg(") for line in lines):
+            drop = edit(lines, edits)
+            note = f"ptxas_sparse_attn_wg_fences: {sorted(edits)}: dropped {len(drop)} lines\n"
+            sys.stderr.write(note)
+            if os.environ.get("PTX_EDIT_LOG"):
+                with open(os.environ["PTX_EDIT_LOG"], "a") as log:
+                    log.write(note)
+            edited = ptx + ".edited.ptx"
+            with open(edited, "w") as f:
+                f.write("\n".join(line for i, line in enumerate(lines) if i not in drop))
+            args = [edited if a == ptx else a for a in args]
+    real = os.environ.get("REAL_PTXAS", "ptxas")
+    os.execvp(real, [real] + args)
+
+
+if __name__ == "__main__":
+    main()
