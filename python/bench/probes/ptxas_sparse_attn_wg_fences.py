@@ -20,6 +20,10 @@ PTX_EDIT, a list of (separated by "," or "+"):
           before their hand-over (bar.arrive) are dropped: timing only.
   readfence the fence before waiting on a named barrier of both warpgroups
           (the reader's side of a hand-over): timing only.
+  latewait the consumers' waits for the two late KV halves (kv1_lo, kv0_hi)
+          become no-ops: the upper bound of their refill latency's cost
+          (wrong results; timing only, e.g. probes/library_ab.py, which
+          checks only that outputs are finite).
 Prints what it dropped to stderr (and appends it to $PTX_EDIT_LOG if set:
 the JIT keeps ptxas's output only on failure).
 """
@@ -77,6 +81,36 @@ def edit(lines, edits):
     return drop
 
 
+def drop_late_waits(lines):
+    """The consumers' waits for the two late halves' copies (kv1_lo and
+    kv0_hi, the third and fourth copies of the body, whose buffers the
+    previous iteration frees last), made no-ops: the upper bound of what
+    their refill latency costs (the results are wrong: timing only).
+    Returns how many waits it disabled."""
+    full = []
+    for line in lines:
+        m = re.search(r"cp\.async\.mbarrier\.arrive\.noinc\.shared\.b64\s+"
+                      r"\[__dynamic_shmem__0\+(\d+)\]", line)
+        if m and int(m.group(1)) not in full:
+            full.append(int(m.group(1)))
+    if len(full) != 4:
+        raise SystemExit(f"ptxas_sparse_attn_wg_fences: expected 4 copies' full "
+                         f"mbarriers, found {full}")
+    late = {full[2], full[3]}
+    registers = set()
+    for line in lines:
+        m = re.match(r"\s*add\.s32\s+(%r\d+), %r\d+, (\d+);", line)
+        if m and int(m.group(2)) in late:
+            registers.add(m.group(1))
+    disabled = 0
+    for i, line in enumerate(lines):
+        m = re.match(r"mbarrier\.try_wait\.parity\.shared::cta\.b64 done, \[(%r\d+)\]", line)
+        if m and m.group(1) in registers:
+            lines[i] = "setp.eq.u32 done, 1, 1;"
+            disabled += 1
+    return disabled
+
+
 def main():
     args = sys.argv[1:]
     edits = set(filter(None, re.split(r"[,+]", os.environ.get("PTX_EDIT", ""))))
@@ -86,6 +120,9 @@ def main():
             lines = f.read().split("\n")
         if any(line.startswith(".visible .entry sparse_attn_wg(") for line in lines):
             drop = edit(lines, edits)
+            if "latewait" in edits:
+                waits = drop_late_waits(lines)
+                sys.stderr.write(f"ptxas_sparse_attn_wg_fences: latewait: {waits} waits\n")
             note = f"ptxas_sparse_attn_wg_fences: {sorted(edits)}: dropped {len(drop)} lines\n"
             sys.stderr.write(note)
             if os.environ.get("PTX_EDIT_LOG"):

@@ -2,8 +2,10 @@
 # On the GPU machine, from the repository root: sparse_attn_wg with fences
 # and warpgroup barriers deleted from its PTX (ptxas_sparse_attn_wg_fences.py
 # as the JIT's ptxas) timed against the library's own kernel at the three
-# prefill shapes, then the most edited kernel's warpgroup tests and
-# racecheck/memcheck on two of them. Tables to ${OUT:-/tmp/out}.
+# prefill shapes (and, wrong on purpose, the kernel without its waits for
+# the two late KV halves: the upper bound of what their refill costs), then
+# the most edited (correct) kernel's warpgroup tests and racecheck/memcheck
+# on two of them. Tables to ${OUT:-/tmp/out}.
 #   python/bench/probes/sparse_attn_wg_fences_ab.sh [LIB.so]
 set -uo pipefail
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -15,7 +17,8 @@ all=dedupe+publish+gemm+maxpub+readfence
 nvidia-smi -L
 timeout 420 python3 python/bench/probes/library_ab.py --only prefill --rounds 3 \
   --lib "$lib" --lib "$lib,HISA_PTXAS=$w,PTX_EDIT=maxpub+readfence" \
-  --lib "$lib,HISA_PTXAS=$w,PTX_EDIT=$all" 2>&1 | tee "$out/fences_ab.txt"
+  --lib "$lib,HISA_PTXAS=$w,PTX_EDIT=$all" \
+  --lib "$lib,HISA_PTXAS=$w,PTX_EDIT=latewait" 2>&1 | tee "$out/fences_ab.txt"
 export HISA_PTXAS=$w PTX_EDIT=$all HISA_CACHE_DIR=/tmp/hisa-cache-fences
 export PTX_EDIT_LOG=$out/fences_edits.log HISA_RUNTIME_LIB=$lib HISA_TESTS_STRICT=1
 timeout 120 python3 -m pytest -q -p no:cacheprovider python/tests/test_sparse_attn.py \
