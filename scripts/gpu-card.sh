@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The acceptance card of issues 10 and 11 on a GPU machine: bench_indexer.py,
 # bench_topk.py and bench_sparse_attn.py (the issue's shapes) with
-# TileLang's kernels from ../shared/anchors measured in the same process. Kept in the repository so
-# that a fresh checkout can run it (earlier sessions kept it under build/,
-# which a new checkout does not have).
+# TileLang's kernels from ../shared/anchors measured in the same process.
+# Kept in the repository so that a fresh checkout can run it (earlier
+# sessions kept it under build/, which a new checkout does not have).
 #
 #   scripts/gpu-card.sh ANCHORS [LIBRARY]
 #

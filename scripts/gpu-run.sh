@@ -467,15 +467,18 @@ PY
       > "$out/pytest-$i.log" 2>&1 &
     pids+=("$i:$!")
   done
-  test_rc=0
+  test_rc=0 collected=0
   for entry in "${pids[@]}"; do
     i=${entry%%:*}
     wait "${entry#*:}"
     rc=$?
-    # pytest's 5 (no tests collected, e.g. every one deselected) is no failure.
+    # pytest's 5 (no test collected: PYTEST_ARGS deselected a job's files)
+    # fails the run only if no job collected any, as one process would.
+    [[ $rc != 5 ]] && collected=1
     [[ $rc != 0 && $rc != 5 ]] && test_rc=$rc
     echo "-- pytest job $i (${groups[$i]//python\/tests\//}): $(tail -n 1 "$out/pytest-$i.log")"
   done
+  [[ $test_rc == 0 && $collected == 0 ]] && test_rc=5
   cat "$out"/pytest-*.log > "$out/pytest.log"
 fi
 

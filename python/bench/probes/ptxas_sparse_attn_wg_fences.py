@@ -32,6 +32,7 @@ import os
 import re
 import sys
 
+EDITS = {"dedupe", "publish", "gemm", "readfence", "maxpub", "latewait"}
 FENCE = "fence.proxy.async.shared::cta;"
 WG_BARRIER = re.compile(r"^bar\.sync\s+%r\d+, 128;$")
 
@@ -114,16 +115,19 @@ def drop_late_waits(lines):
 def main():
     args = sys.argv[1:]
     edits = set(filter(None, re.split(r"[,+]", os.environ.get("PTX_EDIT", ""))))
+    if edits - EDITS:
+        # A misspelt edit would otherwise time the unedited kernel as if edited.
+        raise SystemExit(f"ptxas_sparse_attn_wg_fences: PTX_EDIT names unknown edits "
+                         f"{sorted(edits - EDITS)}; known: {sorted(EDITS)}")
     ptx = next((a for a in args if a.endswith(".ptx")), None)
     if ptx and edits:
         with open(ptx) as f:
             lines = f.read().split("\n")
         if any(line.startswith(".visible .entry sparse_attn_wg(") for line in lines):
             drop = edit(lines, edits)
-            if "latewait" in edits:
-                waits = drop_late_waits(lines)
-                sys.stderr.write(f"ptxas_sparse_attn_wg_fences: latewait: {waits} waits\n")
-            note = f"ptxas_sparse_attn_wg_fences: {sorted(edits)}: dropped {len(drop)} lines\n"
+            waits = drop_late_waits(lines) if "latewait" in edits else 0
+            note = (f"ptxas_sparse_attn_wg_fences: {sorted(edits)}: dropped {len(drop)} "
+                    f"lines, disabled {waits} waits\n")
             sys.stderr.write(note)
             if os.environ.get("PTX_EDIT_LOG"):
                 with open(os.environ["PTX_EDIT_LOG"], "a") as log:
