@@ -271,6 +271,22 @@ def clean_and_maintain_logits_(
 # C ABI functions by name (ctypes attribute lookups cost a dictionary walk).
 _C_FUNCTIONS: dict = {}
 
+# The C++ kernels of topk, hisa_indexer and flat_indexer (_torch_cpp.py) by
+# name, {} where libhisa_torch.so is not used; None until the first call.
+_CPP_KERNELS: Optional[dict] = None
+
+
+def _cpp_kernels() -> dict:
+    global _CPP_KERNELS
+    from . import _torch_cpp
+    _CPP_KERNELS = _torch_cpp.ops() or {}
+    return _CPP_KERNELS
+
+
+def _cpp_error(error: Exception) -> Exception:
+    from . import _torch_cpp
+    return _torch_cpp.error_from(error)
+
 
 def _load_function(function: str):
     if not _C_FUNCTIONS:
@@ -666,11 +682,25 @@ def topk(
     if torch.compiler.is_compiling():
         result = torch.ops.hisa.topk(x, k, starts, ends)
         return result if out is None else _into_out(out, "out", result)
+    # With libhisa_torch.so, a call into a new output is one dispatch into its
+    # C++ kernel. An error there is explained by the checks below, which name
+    # the argument as they always did (and the C++ error is raised if they pass).
+    failed = None
+    # (A CPU x would dispatch back here through the op's Python kernel.)
+    # (Sizes of other types than int, a bool or a numpy integer, take the
+    # path below, which converts or refuses them as it always did.)
+    if out is None and type(x) is torch.Tensor and type(k) is int and x.is_cuda:
+        kernels = _CPP_KERNELS if _CPP_KERNELS is not None else _cpp_kernels()
+        if kernels:
+            try:
+                return kernels["topk"](x, k, starts, ends)
+            except (ValueError, TypeError, RuntimeError) as error:
+                failed = error
     # The common call (whole rows into a new output), checked with a few
     # attribute reads (host time per call matters to servers); anything else,
     # and anything wrong, takes the path below, which names what is wrong.
-    if (starts is None and ends is None and out is None and type(x) is torch.Tensor
-            and type(k) is int and x.is_cuda and x.dim() == 2):
+    if (failed is None and starts is None and ends is None and out is None
+            and type(x) is torch.Tensor and type(k) is int and x.is_cuda and x.dim() == 2):
         function = _TOPK_FUNCTIONS.get(x.dtype)
         rows, columns = x.shape
         if function is not None and rows > 0 and 1 <= k <= columns <= _INT32_MAX \
@@ -707,6 +737,8 @@ def topk(
             check_contiguous(name, t)
         starts = _as_int32(starts)
         ends = _as_int32(ends)
+    if failed is not None:
+        raise _cpp_error(failed) from None
     if out is None:
         out = torch.empty(rows, k, dtype=torch.int32, device=x.device)
     else:
@@ -930,6 +962,17 @@ def hisa_indexer(
     if torch.compiler.is_compiling():
         return torch.ops.hisa.hisa_indexer(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
                                            k_block_size, block_topk, topk_tokens)
+    failed = None
+    if (type(q) is torch.Tensor and q.is_cuda and type(k_block_size) is int
+            and type(block_topk) is int and type(topk_tokens) is int):
+        kernels = _CPP_KERNELS if _CPP_KERNELS is not None else _cpp_kernels()
+        if kernels:
+            try:
+                return kernels["hisa_indexer"](q, k, k_scale, weights, cu_seqlen_ks,
+                                               cu_seqlen_ke, k_block_size, block_topk,
+                                               topk_tokens)
+            except (ValueError, TypeError, RuntimeError) as error:
+                failed = error  # the checks below name the argument
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
     block_topk = check_int("block_topk", block_topk)
@@ -940,6 +983,8 @@ def hisa_indexer(
         raise InvalidArgumentError(f"topk_tokens must be >= 1, got {topk_tokens}")
     ks, ke = _check_windows((("cu_seqlen_ks", cu_seqlen_ks), ("cu_seqlen_ke", cu_seqlen_ke)),
                             m, q, "q")
+    if failed is not None:
+        raise _cpp_error(failed) from None
     ks = _as_int32(ks, 0, n)
     ke = _as_int32(ke, 0, n)
     if n == 0:
@@ -1180,12 +1225,23 @@ def flat_indexer(
     if torch.compiler.is_compiling():
         return torch.ops.hisa.flat_indexer(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
                                            topk_tokens)
+    failed = None
+    if type(q) is torch.Tensor and q.is_cuda and type(topk_tokens) is int:
+        kernels = _CPP_KERNELS if _CPP_KERNELS is not None else _cpp_kernels()
+        if kernels:
+            try:
+                return kernels["flat_indexer"](q, k, k_scale, weights, cu_seqlen_ks,
+                                               cu_seqlen_ke, topk_tokens)
+            except (ValueError, TypeError, RuntimeError) as error:
+                failed = error  # the checks below name the argument
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     topk_tokens = check_int("topk_tokens", topk_tokens)
     if topk_tokens < 1:
         raise InvalidArgumentError(f"topk_tokens must be >= 1, got {topk_tokens}")
     ks, ke = _check_windows((("cu_seqlen_ks", cu_seqlen_ks), ("cu_seqlen_ke", cu_seqlen_ke)),
                             m, q, "q")
+    if failed is not None:
+        raise _cpp_error(failed) from None
     ks = _as_int32(ks, 0, n)
     ke = _as_int32(ke, 0, n)
     if m == 0 or n == 0:
