@@ -13,6 +13,7 @@
 #include "hisa/Ops/Operators.h"
 #include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/Jit.h"
+#include "hisa/Runtime/LaunchGraph.h"
 #include "hisa/V4/Attention.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -113,6 +114,21 @@ int hisa_use_device(int32_t ordinal) {
 
 int hisa_set_programmatic_launch(int enabled) {
   return setProgrammaticLaunch(enabled != 0) ? 1 : 0;
+}
+
+int hisa_set_launch_graphs(int enabled) {
+  return setLaunchGraphs(enabled != 0) ? 1 : 0;
+}
+
+void hisa_launch_graph_stats(int64_t *instantiated, int64_t *launched,
+                             int64_t *node_updates) {
+  LaunchGraphStats stats = getLaunchGraphStats();
+  if (instantiated)
+    *instantiated = stats.instantiated;
+  if (launched)
+    *launched = stats.launched;
+  if (node_updates)
+    *node_updates = stats.nodeUpdates;
 }
 
 const char *hisa_builtin_kernel_source(const char *name) {

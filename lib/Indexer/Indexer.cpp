@@ -4,6 +4,7 @@
 
 #include "hisa/Ops/Operators.h"
 #include "hisa/Runtime/Jit.h"
+#include "hisa/Runtime/LaunchGraph.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -183,6 +184,9 @@ Error hisaIndexer(const void *q, const void *k, const float *kScale,
   void *blockedK = base + layout.blockedK;
   auto *blockedScale = reinterpret_cast<float *>(base + layout.blockedScale);
   auto *blockIndex = reinterpret_cast<int32_t *>(base + layout.blockIndex);
+  // The three launches as one graph launch (runtime/LaunchGraph.h): the
+  // driver's cost per launch is most of this call's host time.
+  runtime::GraphLaunchScope graph(stream);
   if (Error error =
           ops::fp8BlockMeanPooling(k, kScale, blockedK, blockedScale, shape.n,
                                    shape.dim, shape.kb, stream))
@@ -192,10 +196,12 @@ Error hisaIndexer(const void *q, const void *k, const float *kScale,
                               blockIndex, shape.m, layout.blocks, shape.heads,
                               shape.dim, layout.blockTopk, shape.kb, stream))
     return error;
-  return ops::blockSparseTopkTokens(q, k, kScale, blockIndex, weights, ks, ke,
-                                    out, shape.m, shape.n, layout.blockTopk,
-                                    shape.kb, shape.heads, shape.dim,
-                                    shape.topkTokens, stream);
+  if (Error error = ops::blockSparseTopkTokens(
+          q, k, kScale, blockIndex, weights, ks, ke, out, shape.m, shape.n,
+          layout.blockTopk, shape.kb, shape.heads, shape.dim, shape.topkTokens,
+          stream))
+    return error;
+  return graph.finish();
 }
 
 Expected<uint64_t> flatIndexerWorkspaceSize(const IndexerShape &shape) {
@@ -222,12 +228,15 @@ Error flatIndexer(const void *q, const void *k, const float *kScale,
     return error;
   runtime::TrustedPointersScope trustedPointers;
   auto *logits = static_cast<float *>(workspace);
+  runtime::GraphLaunchScope graph(stream);
   if (Error error =
           ops::poolMqaLogits(q, k, kScale, weights, ks, ke, logits, shape.m,
                              shape.n, shape.heads, shape.dim, stream))
     return error;
-  return ops::topk(logits, ks, ke, out, shape.m, shape.n, shape.topkTokens,
-                   /*relative=*/true, stream);
+  if (Error error = ops::topk(logits, ks, ke, out, shape.m, shape.n,
+                              shape.topkTokens, /*relative=*/true, stream))
+    return error;
+  return graph.finish();
 }
 
 } // namespace hisa::indexer

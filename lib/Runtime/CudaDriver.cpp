@@ -75,7 +75,15 @@ std::error_code NoDeviceError::convertToErrorCode() const {
   X(eventDestroy, cuEventDestroy, true)                                        \
   X(eventRecord, cuEventRecord, true)                                          \
   X(pointerGetAttribute, cuPointerGetAttribute, true)                          \
-  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, false)
+  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, false)                       \
+  X(graphCreate, cuGraphCreate, false)                                         \
+  X(graphAddKernelNode, cuGraphAddKernelNode, false)                           \
+  X(graphAddDependencies, cuGraphAddDependencies, false)                       \
+  X(graphInstantiate, cuGraphInstantiate, false)                               \
+  X(graphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, false)       \
+  X(graphLaunch, cuGraphLaunch, false)                                         \
+  X(graphExecDestroy, cuGraphExecDestroy, false)                               \
+  X(graphDestroy, cuGraphDestroy, false)
 
 // Two levels, so that the argument is macro-expanded before it is quoted.
 #define HISA_EXPANDED_NAME(function) HISA_QUOTE(function)

@@ -6,6 +6,7 @@
 
 #include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/DiskCache.h"
+#include "hisa/Runtime/LaunchGraph.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -551,11 +552,23 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
     }
     params.push_back(&encoded);
   }
+  bool programmatic = metadata.waitsForPrerequisiteGrids && programmaticLaunch();
+  if (GraphLaunchScope *graph = activeGraphLaunchScope()) {
+    RecordedLaunch launch;
+    launch.function = module.function;
+    launch.grid = blocks;
+    launch.block = {static_cast<unsigned>(metadata.threads), 1, 1};
+    launch.sharedBytes = static_cast<unsigned>(metadata.sharedBytes);
+    launch.programmatic = programmatic;
+    launch.slots = std::move(slots);
+    launch.tensorMaps = std::move(tensorMaps);
+    launch.kernelName = kernel.c_str();
+    return graph->record(std::move(launch), static_cast<CUstream>(stream));
+  }
   return driver->launch(
       module.function, blocks, {static_cast<unsigned>(metadata.threads), 1, 1},
       static_cast<unsigned>(metadata.sharedBytes),
-      static_cast<CUstream>(stream), params.data(), kernel,
-      metadata.waitsForPrerequisiteGrids && programmaticLaunch());
+      static_cast<CUstream>(stream), params.data(), kernel, programmatic);
 }
 
 } // namespace

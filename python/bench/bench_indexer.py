@@ -617,11 +617,25 @@ def host_time_rows(lines, failures):
         ("torch.ops.hisa.hisa_indexer(M = N = 1024)",
          lambda i: torch.ops.hisa.hisa_indexer(q, k, k_scale, weights, ks, ke, KB, 8, 256)),
     ]
+    def graphs_off(fn):
+        """fn with the indexer's three launches issued one by one."""
+        def call(i):
+            previous = hisa.set_launch_graphs(False)
+            try:
+                return fn(i)
+            finally:
+                hisa.set_launch_graphs(previous)
+        return call
+
+    calls.append((f"hisa.hisa_indexer(M = N = 1024) ({path}, launch graphs off)",
+                  graphs_off(indexer_call)))
     if backend == "c++":
         # The same calls through ctypes, for the difference (the swap of the
         # kernels' table adds ~0.1 us to these rows).
         calls += [("hisa.topk([64, 1024], 64) (ctypes)", ctypes_path(topk_call)),
-                  ("hisa.hisa_indexer(M = N = 1024) (ctypes)", ctypes_path(indexer_call))]
+                  ("hisa.hisa_indexer(M = N = 1024) (ctypes)", ctypes_path(indexer_call)),
+                  ("hisa.hisa_indexer(M = N = 1024) (ctypes, launch graphs off)",
+                   graphs_off(ctypes_path(indexer_call)))]
     calls.append(("torch.topk([64, 1024], 64) (for scale)", lambda i: torch.topk(x, 64)))
     lines += ["", "us/call: the minimum of 5 samples of 200 calls queued behind a sleeping kernel "
                   "(as before); median us/call: their median. torch.ops.hisa backend: "

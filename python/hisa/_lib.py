@@ -178,6 +178,8 @@ _SIGNATURES = {
     "hisa_version": (ctypes.c_char_p, []),
     "hisa_set_device_pointer_checks": (ctypes.c_int, [ctypes.c_int]),
     "hisa_set_programmatic_launch": (ctypes.c_int, [ctypes.c_int]),
+    "hisa_set_launch_graphs": (ctypes.c_int, [ctypes.c_int]),
+    "hisa_launch_graph_stats": (None, [ctypes.POINTER(ctypes.c_int64)] * 3),
     "hisa_builtin_kernel_source": (ctypes.c_char_p, [ctypes.c_char_p]),
     "hisa_kernel_get": (
         ctypes.c_int,
@@ -422,6 +424,22 @@ def set_programmatic_launch(enabled: bool) -> bool:
     same). On by default; HISA_PDL=0 turns it off. Returns the previous
     setting."""
     return bool(lib().hisa_set_programmatic_launch(1 if enabled else 0))
+
+
+def set_launch_graphs(enabled: bool) -> bool:
+    """hisa_set_launch_graphs(): whether an operator that launches several
+    kernels (hisa_indexer, flat_indexer) issues them as one CUDA graph
+    launch (less host time per call; the same results). On by default;
+    HISA_LAUNCH_GRAPHS=0 turns it off. Returns the previous setting."""
+    return bool(lib().hisa_set_launch_graphs(1 if enabled else 0))
+
+
+def launch_graph_stats() -> dict:
+    """hisa_launch_graph_stats(): graphs instantiated, graph launches and
+    kernel-node parameter updates so far."""
+    values = [ctypes.c_int64() for _ in range(3)]
+    lib().hisa_launch_graph_stats(*(ctypes.byref(v) for v in values))
+    return dict(zip(("instantiated", "launched", "node_updates"), (v.value for v in values)))
 
 
 def check(status: int, function: str, context: str = "") -> None:

@@ -45,6 +45,21 @@ struct FakeModule {
   }
 };
 
+/// A kernel node of a fake graph: what its launch would record.
+struct FakeNode {
+  FakeFunction *function = nullptr;
+  unsigned grid[3] = {0, 0, 0};
+  unsigned block[3] = {0, 0, 0};
+  unsigned sharedBytes = 0;
+  bool programmatic = false; ///< a programmatic edge from the node before
+  uint64_t firstSlot = 0;    ///< its first kernel parameter's 8 bytes
+};
+
+struct FakeGraph {
+  int device = 0;
+  std::vector<FakeNode> nodes;
+};
+
 struct State {
   std::mutex mutex;
   std::vector<Call> calls;
@@ -614,6 +629,124 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType,
                                 CUtensorMapFloatOOBfill) {
   countEntry(__func__);
   std::memset(map, 0, sizeof(*map));
+  return CUDA_SUCCESS;
+}
+
+// Graphs: a graph is a list of kernel nodes in the order they were added
+// (the runtime chains them); its launch records one Launch per node on the
+// stream, as the launches it replaces would have.
+
+CUresult cuGraphCreate(CUgraph *graph, unsigned) {
+  countEntry(__func__);
+  auto *fake = new FakeGraph;
+  fake->device = deviceOf(currentContext);
+  *graph = reinterpret_cast<CUgraph>(fake);
+  return CUDA_SUCCESS;
+}
+
+static FakeNode nodeOf(const CUDA_KERNEL_NODE_PARAMS *params) {
+  FakeNode node;
+  node.function = reinterpret_cast<FakeFunction *>(params->func);
+  node.grid[0] = params->gridDimX, node.grid[1] = params->gridDimY,
+  node.grid[2] = params->gridDimZ;
+  node.block[0] = params->blockDimX, node.block[1] = params->blockDimY,
+  node.block[2] = params->blockDimZ;
+  node.sharedBytes = params->sharedMemBytes;
+  if (params->kernelParams && params->kernelParams[0])
+    std::memcpy(&node.firstSlot, params->kernelParams[0], sizeof(uint64_t));
+  return node;
+}
+
+CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph,
+                              const CUgraphNode *, size_t,
+                              const CUDA_KERNEL_NODE_PARAMS *params) {
+  countEntry(__func__);
+  if (!graph || !params || !params->func)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto *fake = reinterpret_cast<FakeGraph *>(graph);
+  if (reinterpret_cast<FakeFunction *>(params->func)->device != fake->device)
+    return CUDA_ERROR_INVALID_HANDLE;
+  fake->nodes.push_back(nodeOf(params));
+  // Node handles are 1-based indices.
+  *node = reinterpret_cast<CUgraphNode>(uintptr_t(fake->nodes.size()));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddDependencies(CUgraph graph, const CUgraphNode *from,
+                                const CUgraphNode *to,
+                                const CUgraphEdgeData *edges, size_t count) {
+  countEntry(__func__);
+  auto *fake = reinterpret_cast<FakeGraph *>(graph);
+  for (size_t i = 0; i < count; ++i) {
+    auto source = reinterpret_cast<uintptr_t>(from[i]);
+    auto target = reinterpret_cast<uintptr_t>(to[i]);
+    // Only chains: each node after the one before it.
+    if (target != source + 1 || target > fake->nodes.size())
+      return CUDA_ERROR_INVALID_VALUE;
+    fake->nodes[target - 1].programmatic =
+        edges && edges[i].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph,
+                            unsigned long long) {
+  countEntry(__func__);
+  if (!graph)
+    return CUDA_ERROR_INVALID_VALUE;
+  *exec = reinterpret_cast<CUgraphExec>(
+      new FakeGraph(*reinterpret_cast<FakeGraph *>(graph)));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_KERNEL_NODE_PARAMS *params) {
+  countEntry(__func__);
+  auto *fake = reinterpret_cast<FakeGraph *>(exec);
+  auto index = reinterpret_cast<uintptr_t>(node);
+  if (!fake || !params || index < 1 || index > fake->nodes.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  FakeNode &target = fake->nodes[index - 1];
+  // The driver refuses another kernel for an existing node.
+  if (reinterpret_cast<FakeFunction *>(params->func) != target.function)
+    return CUDA_ERROR_INVALID_VALUE;
+  bool programmatic = target.programmatic;
+  target = nodeOf(params);
+  target.programmatic = programmatic;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  countEntry(__func__);
+  auto *fake = reinterpret_cast<FakeGraph *>(exec);
+  if (!fake)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (fake->device != deviceOf(currentContext))
+    return CUDA_ERROR_INVALID_HANDLE;
+  for (const FakeNode &node : fake->nodes) {
+    if (hisa::fake_cuda::launchFails(node.function->name))
+      return CUDA_ERROR_LAUNCH_FAILED;
+    Call call = streamCall(Call::Launch, stream, node.function->name.c_str());
+    std::copy(node.grid, node.grid + 3, call.grid);
+    std::copy(node.block, node.block + 3, call.block);
+    call.sharedBytes = node.sharedBytes;
+    call.programmatic = node.programmatic;
+    call.fromGraph = true;
+    call.firstSlot = node.firstSlot;
+    record(std::move(call));
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  countEntry(__func__);
+  delete reinterpret_cast<FakeGraph *>(exec);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph graph) {
+  countEntry(__func__);
+  delete reinterpret_cast<FakeGraph *>(graph);
   return CUDA_SUCCESS;
 }
 

@@ -42,6 +42,11 @@ struct Call {
   bool programmatic = false;
   /// The device of the context current when the call was made.
   int device = 0;
+  /// A launch that a graph launch (cuGraphLaunch) made, one per kernel node.
+  bool fromGraph = false;
+  /// Graph launches: the node's first kernel parameter (its 8 bytes), to
+  /// see that a relaunch got the call's new parameters.
+  uint64_t firstSlot = 0;
 };
 
 struct Counters {

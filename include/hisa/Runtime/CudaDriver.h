@@ -210,6 +210,17 @@ public:
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   /// Optional (CUDA 12+): kernels with TMA copies need it.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
+  /// Optional: runtime::GraphLaunchScope issues an operator's launches as
+  /// one graph launch with these (without them, one launch each).
+  decltype(&::cuGraphCreate) graphCreate = nullptr;
+  decltype(&::cuGraphAddKernelNode) graphAddKernelNode = nullptr;
+  decltype(&::cuGraphAddDependencies) graphAddDependencies = nullptr;
+  decltype(&::cuGraphInstantiate) graphInstantiate = nullptr;
+  decltype(&::cuGraphExecKernelNodeSetParams) graphExecKernelNodeSetParams =
+      nullptr;
+  decltype(&::cuGraphLaunch) graphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) graphDestroy = nullptr;
 
 private:
   CudaDriver() = default;
