@@ -2128,7 +2128,10 @@ TEST_F(CAPIArgumentFuzz, RemainingEntryPoints) {
     EXPECT_EQ(hisa_set_device_pointer_checks(previous), value != 0);
     previous = hisa_set_programmatic_launch(value);
     EXPECT_EQ(hisa_set_programmatic_launch(previous), value != 0);
+    previous = hisa_set_launch_graphs(value);
+    EXPECT_EQ(hisa_set_launch_graphs(previous), value != 0);
   }
+  hisa_launch_graph_stats(nullptr, nullptr, nullptr);
   EXPECT_EQ(hisa_set_device_pointer_checks(1), 1);
 }
 
