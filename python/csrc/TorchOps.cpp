@@ -1,6 +1,7 @@
 //===- TorchOps.cpp - hisa's hot operators as C++ torch kernels -----------===//
 //
-// CUDA kernels of torch.ops.hisa.{topk, hisa_indexer, flat_indexer} (their
+// CUDA kernels of torch.ops.hisa.{topk, hisa_indexer, flat_indexer,
+// sparse_attn} (their
 // schemas and fake implementations are defined in python/hisa/_torch_ops.py):
 // the argument checks, the output and workspace allocation and the C ABI
 // call of an eager call, without a Python frame, a ctypes call or a Python
@@ -19,8 +20,10 @@
 #include "hisa/Runtime/hisa_runtime.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/full.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -30,6 +33,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace {
 
@@ -364,6 +368,95 @@ at::Tensor topk(const at::Tensor &x, int64_t k,
   return out;
 }
 
+/// hisa's operators have no backward: an input that requires grad with
+/// grad mode on would silently get no gradient (ops.check_no_grad).
+void checkNoGrad(const char *op, const char *name, const at::Tensor &t) {
+  TORCH_CHECK_VALUE(!(at::GradMode::is_enabled() && t.requires_grad()), op,
+                    ": ", name, " requires grad, but hisa's ", op,
+                    " has no backward, so ", name,
+                    " would silently get no gradient through it; call it "
+                    "under torch.no_grad() or torch.inference_mode(), or pass ",
+                    name, ".detach()");
+}
+
+constexpr int64_t kSparseAttnDim = 512;
+
+std::tuple<at::Tensor, at::Tensor>
+sparseAttn(const at::Tensor &q, const at::Tensor &kv,
+           const at::Tensor &attnSink, const at::Tensor &topkIdxs,
+           double softmaxScale, bool returnLse) {
+  checkNoGrad("sparse_attn", "q", q);
+  checkNoGrad("sparse_attn", "kv", kv);
+  checkNoGrad("sparse_attn", "attn_sink", attnSink);
+  TORCH_CHECK_VALUE(q.is_cuda(), "q must be a CUDA tensor, got a tensor on "
+                                 "device '",
+                    q.device(), "'");
+  checkCudaOn("kv", kv, "q", q);
+  checkCudaOn("attn_sink", attnSink, "q", q);
+  checkCudaOn("topk_idxs", topkIdxs, "q", q);
+  checkDtype("q", q, at::kBFloat16);
+  checkDtype("kv", kv, at::kBFloat16);
+  checkDtype("attn_sink", attnSink, at::kFloat);
+  TORCH_CHECK_VALUE(topkIdxs.scalar_type() == at::kInt ||
+                        topkIdxs.scalar_type() == at::kLong,
+                    "topk_idxs must have dtype torch.int32 or torch.int64, "
+                    "got ",
+                    topkIdxs.scalar_type());
+  TORCH_CHECK_VALUE(q.dim() == 4, "q must be 4-D [B, S, H, D], got ", q.dim(),
+                    "-D shape ", shapeString(q.sizes()));
+  int64_t batch = q.size(0), seqLen = q.size(1), heads = q.size(2);
+  TORCH_CHECK_VALUE(q.size(3) == kSparseAttnDim, "q has D = ", q.size(3),
+                    " (shape ", shapeString(q.sizes()),
+                    "); sparse_attn supports D = 512 (DeepSeek-V4)");
+  TORCH_CHECK_VALUE(kv.dim() == 3, "kv must be 3-D [B, Nkv, 512], got ",
+                    kv.dim(), "-D shape ", shapeString(kv.sizes()));
+  int64_t nkv = kv.size(1);
+  checkShape("kv", kv, {batch, nkv, kSparseAttnDim}, "[B, Nkv, 512]");
+  checkShape("attn_sink", attnSink, {heads}, "[H]");
+  TORCH_CHECK_VALUE(topkIdxs.dim() == 3, "topk_idxs must be 3-D [B, S, K], "
+                                         "got ",
+                    topkIdxs.dim(), "-D shape ",
+                    shapeString(topkIdxs.sizes()));
+  int64_t topk = topkIdxs.size(2);
+  checkShape("topk_idxs", topkIdxs, {batch, seqLen, topk}, "[B, S, K]");
+  for (auto [name, t] :
+       {std::pair<const char *, const at::Tensor *>{"q", &q},
+        {"kv", &kv},
+        {"attn_sink", &attnSink},
+        {"topk_idxs", &topkIdxs}})
+    checkContiguous(name, *t);
+  c10::DeviceIndex device = q.get_device();
+  c10::cuda::CUDAGuard guard(device);
+  at::Tensor index =
+      topkIdxs.scalar_type() == at::kInt
+          ? topkIdxs
+          : at::clamp(topkIdxs, int64_t(-1), kInt32Max).to(at::kInt);
+  at::Tensor o = at::empty_like(q);
+  // Without return_lse the kernel writes no lse and the second output is
+  // empty (an op's outputs are fixed by its schema).
+  at::Tensor lse =
+      returnLse ? at::empty({batch, seqLen, heads}, q.options().dtype(at::kFloat))
+                : at::empty({0}, q.options().dtype(at::kFloat));
+  useDevice(device);
+  uint64_t bytes = 0;
+  // Sizes are checked by the size query, also when there is nothing to do.
+  checkStatus(
+      hisa_sparse_attn_workspace_size(batch, seqLen, heads, topk, &bytes),
+      "hisa_sparse_attn_workspace_size");
+  if (batch * seqLen == 0)
+    return {o, lse};
+  at::Tensor workspace = at::empty({int64_t(std::max<uint64_t>(bytes, 1))},
+                                   q.options().dtype(at::kByte));
+  checkStatus(hisa_sparse_attn(
+                  q.data_ptr(), kv.data_ptr(), attnSink.data_ptr<float>(),
+                  index.data_ptr<int32_t>(), o.data_ptr(),
+                  returnLse ? lse.data_ptr<float>() : nullptr, batch, seqLen,
+                  heads, nkv, topk, static_cast<float>(softmaxScale),
+                  workspace.data_ptr(), workspace.numel(), streamOf(device)),
+              "hisa_sparse_attn");
+  return {o, lse};
+}
+
 } // namespace
 
 extern "C" {
@@ -378,4 +471,5 @@ TORCH_LIBRARY_IMPL(hisa, CUDA, m) {
   m.impl("topk", &topk);
   m.impl("hisa_indexer", &hisaIndexer);
   m.impl("flat_indexer", &flatIndexer);
+  m.impl("sparse_attn", &sparseAttn);
 }

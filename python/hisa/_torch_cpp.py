@@ -1,5 +1,5 @@
 """libhisa_torch.so: the CUDA kernels of torch.ops.hisa.{topk, hisa_indexer,
-flat_indexer} in C++ (python/csrc/TorchOps.cpp).
+flat_indexer, sparse_attn} in C++ (python/csrc/TorchOps.cpp).
 
 An eager call of those operators then costs one dispatch into C++ (checks,
 allocations and the C ABI call there) instead of Python checks, Python
@@ -31,6 +31,8 @@ import torch
 from . import _lib
 
 LIB_NAME = "libhisa_torch.so"
+# The operators the library has CUDA kernels for.
+OPS = ("topk", "hisa_indexer", "flat_indexer", "sparse_attn")
 
 _lock = threading.Lock()
 _state: Optional[str] = None  # "c++", or why not
@@ -91,22 +93,22 @@ def ops():
                     # Bound once: calling an OpOverload skips the packet's
                     # overload resolution.
                     _ops = {name: getattr(torch.ops.hisa, name).default
-                            for name in ("topk", "hisa_indexer", "flat_indexer")}
+                            for name in OPS}
                     _state = "c++"
                 else:
                     _state = why
                     if "not found" not in why and "turned off" not in why \
                             and "not loaded" not in why:
                         warnings.warn(f"hisa: the C++ torch operators are not used: {why}; "
-                                      "topk, hisa_indexer and flat_indexer run through "
+                                      f"{', '.join(OPS)} run through "
                                       "ctypes (same results, more host time per call)",
                                       RuntimeWarning, stacklevel=3)
     return _ops
 
 
 def backend() -> str:
-    """'c++' when libhisa_torch.so serves topk, hisa_indexer and
-    flat_indexer, else 'ctypes (<why>)'."""
+    """'c++' when libhisa_torch.so serves the operators of OPS, else
+    'ctypes (<why>)'."""
     ops()
     return "c++" if _state == "c++" else f"ctypes ({_state})"
 

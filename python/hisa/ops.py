@@ -1042,6 +1042,16 @@ def sparse_attn(
         o, lse = torch.ops.hisa.sparse_attn(q, kv, attn_sink, topk_idxs, float(softmax_scale),
                                             return_lse)
         return (o, lse) if return_lse else o
+    failed = None
+    if type(q) is torch.Tensor and q.is_cuda and type(softmax_scale) in (float, int):
+        kernels = _CPP_KERNELS if _CPP_KERNELS is not None else _cpp_kernels()
+        if kernels:
+            try:
+                o, lse = kernels["sparse_attn"](q, kv, attn_sink, topk_idxs, softmax_scale,
+                                                return_lse)
+                return (o, lse) if return_lse else o
+            except (ValueError, TypeError, RuntimeError) as error:
+                failed = error  # the checks below name the argument
     check_no_grad("sparse_attn", (("q", q), ("kv", kv), ("attn_sink", attn_sink)))
     q = check_tensor("q", q)
     check_cuda("q", q)
@@ -1073,6 +1083,8 @@ def sparse_attn(
         raise _lib.ArgumentTypeError(
             f"softmax_scale must be a float, got {type(softmax_scale).__qualname__}"
         )
+    if failed is not None:
+        raise _cpp_error(failed) from None
     idx = _as_int32(topk_idxs, -1, _INT32_MAX)
     o = torch.empty_like(q)
     lse = (torch.empty((batch, seq_len, heads), dtype=torch.float32, device=q.device)

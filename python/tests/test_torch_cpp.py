@@ -1,7 +1,8 @@
-"""The C++ kernels of torch.ops.hisa.{topk, hisa_indexer, flat_indexer}
-(libhisa_torch.so, python/csrc/TorchOps.cpp) on the GPU: the same results,
-bit for bit, as the ctypes binding (itself checked against torch in
-test_topk.py and test_hisa_indexer.py) on fresh random data, packed
+"""The C++ kernels of torch.ops.hisa.{topk, hisa_indexer, flat_indexer,
+sparse_attn} (libhisa_torch.so, python/csrc/TorchOps.cpp) on the GPU: the
+same results, bit for bit, as the ctypes binding (itself checked against
+torch in test_topk.py, test_hisa_indexer.py and test_sparse_attn.py) on
+fresh random data, -1 indices, decode splits, return_lse, packed
 sequences, odd sizes, int64 windows, ties, empty windows and empty
 tensors; on torch's current stream; and the same errors: each bad argument
 refused by the C++ kernel itself, naming the argument, and through hisa's
@@ -251,5 +252,57 @@ def test_topk_bad_arguments_match_ctypes(call, name):
         call(x)
     with pytest.raises(hisa.InvalidArgumentError) as via_ctypes:
         through_ctypes(call, x)
+    assert str(via_cpp.value) == str(via_ctypes.value)
+    assert type(via_cpp.value) is type(via_ctypes.value)
+
+
+def sparse_attn_inputs(batch, seq_len, heads, nkv, topk, int64=False):
+    q = torch.randn(batch, seq_len, heads, 512, device="cuda").to(torch.bfloat16)
+    kv = torch.randn(batch, nkv, 512, device="cuda").to(torch.bfloat16)
+    sink = torch.randn(heads, device="cuda")
+    idx = torch.randint(-1, nkv, (batch, seq_len, topk), device="cuda")
+    if seq_len > 1:
+        idx[0, 1] = -1  # a token without a valid index: o = 0
+    return q, kv, sink, idx if int64 else idx.int()
+
+
+@pytest.mark.parametrize("batch,seq_len,heads,nkv,topk,int64,lse", [
+    (1, 33, 64, 500, 100, False, True),
+    (2, 7, 16, 1000, 640, True, False),
+    (3, 1, 128, 4096, 640, False, True),  # decode: split over blocks + combine
+    (5, 2, 64, 65536, 640, False, False),
+])
+def test_sparse_attn_matches_ctypes(batch, seq_len, heads, nkv, topk, int64, lse):
+    seed = fresh_seed(torch)
+    args = sparse_attn_inputs(batch, seq_len, heads, nkv, topk, int64)
+    cpp, reference = both(hisa.sparse_attn, *args, 512 ** -0.5, return_lse=lse)
+    if lse:
+        assert_bitwise_equal(torch, cpp[0], reference[0], "sparse_attn o", f"seed {seed}")
+        assert_bitwise_equal(torch, cpp[1], reference[1], "sparse_attn lse", f"seed {seed}")
+    else:
+        assert_bitwise_equal(torch, cpp, reference, "sparse_attn o", f"seed {seed}")
+    o, lse_out = torch.ops.hisa.sparse_attn.default(*args, 512 ** -0.5, lse)
+    assert lse_out.shape == ((batch, seq_len, heads) if lse else (0,))
+
+
+@pytest.mark.parametrize("change,name", [
+    (lambda q, kv, sink, idx: (q.float(), kv, sink, idx), "q"),
+    (lambda q, kv, sink, idx: (q, kv.float(), sink, idx), "kv"),
+    (lambda q, kv, sink, idx: (q, kv, sink[:-1], idx), "attn_sink"),
+    (lambda q, kv, sink, idx: (q, kv, sink, idx.float()), "topk_idxs"),
+    (lambda q, kv, sink, idx: (q[..., :256].contiguous(), kv, sink, idx), "D"),
+    (lambda q, kv, sink, idx: (q, kv[:, :, :256].contiguous(), sink, idx), "kv"),
+    (lambda q, kv, sink, idx: (q, kv, sink, idx[:, :1].contiguous()), "topk_idxs"),
+    (lambda q, kv, sink, idx: (torch.cat([q, q], -1)[..., :512], kv, sink, idx),
+     "q must be contiguous"),
+    (lambda q, kv, sink, idx: (q, kv, sink.cpu(), idx), "attn_sink"),
+    (lambda q, kv, sink, idx: (q.requires_grad_(), kv, sink, idx), "requires grad"),
+])
+def test_sparse_attn_bad_arguments_match_ctypes(change, name):
+    args = change(*sparse_attn_inputs(2, 3, 16, 300, 64))
+    with pytest.raises(hisa.InvalidArgumentError, match=name) as via_cpp:
+        hisa.sparse_attn(*args, 0.05)
+    with pytest.raises(hisa.InvalidArgumentError) as via_ctypes:
+        through_ctypes(hisa.sparse_attn, *args, 0.05)
     assert str(via_cpp.value) == str(via_ctypes.value)
     assert type(via_cpp.value) is type(via_ctypes.value)

@@ -23,7 +23,7 @@ import hisa  # noqa: E402
 from hisa import _lib, _torch_cpp  # noqa: E402
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
-OPS = ("topk", "hisa_indexer", "flat_indexer")
+OPS = ("topk", "hisa_indexer", "flat_indexer", "sparse_attn")
 
 
 def built_library():
