@@ -83,7 +83,11 @@ def child(groups):
             q, kv, sink, idx = bsa.make_inputs(b, s, h, k, None)
             fn = lambda q=q, kv=kv, sink=sink, idx=idx: hisa.sparse_attn(  # noqa: E731
                 q, kv, sink, idx, bsa.SCALE)
-            assert torch.isfinite(fn().float()).all(), label
+            # (A variant wrong on purpose, an ablation's upper bound, says so
+            # with HISA_AB_UNCHECKED=1 and is timed without the check.)
+            result = fn()
+            if os.environ.get("HISA_AB_UNCHECKED") != "1":
+                assert torch.isfinite(result.float()).all(), label
         elif group == "topk":
             rows, cols, k = args
             x = torch.randn(rows, cols, device="cuda")
