@@ -95,6 +95,20 @@ Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
   return bytes;
 }
 
+std::string specialization(
+    std::initializer_list<std::pair<const char *, int64_t>> entries) {
+  std::string text;
+  text.reserve(16 * entries.size());
+  for (const auto &[name, value] : entries) {
+    if (!text.empty())
+      text += ',';
+    text += name;
+    text += '=';
+    text += std::to_string(value);
+  }
+  return text;
+}
+
 Error runOperator(const char *kernelName, const std::string &params,
                   ArrayRef<LaunchArgument> arguments, void *stream) {
   // Operators call the same few specializations over and over: skip hashing

@@ -102,6 +102,12 @@ llvm::Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
 
 /// Compiles (once per process and specialization) and launches a builtin
 /// kernel of kernels-dsl/.
+/// The specialization parameters "a=1,b=2" of `entries`, in their order:
+/// what runOperator and the JIT take. (formatv's parse of a format string
+/// on every launch cost more host time than the launch's own checks.)
+std::string
+specialization(std::initializer_list<std::pair<const char *, int64_t>> entries);
+
 llvm::Error runOperator(const char *kernelName, const std::string &params,
                         llvm::ArrayRef<runtime::LaunchArgument> arguments,
                         void *stream);

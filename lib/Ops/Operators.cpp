@@ -111,11 +111,13 @@ Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
     // its place (compacted ties are ranked pairwise, so it stays short).
     cache = 256, candidates = 1024, compact = 1, minBlocks = 5;
   }
-  return std::string(formatv("cache={0},candidates={1},compact={2},"
-                             "min_blocks={3},relative={4},windowed={5},"
-                             "splits={6}",
-                             cache, candidates, compact, minBlocks,
-                             relative ? 1 : 0, windowed ? 1 : 0, splits));
+  return specialization({{"cache", cache},
+                         {"candidates", candidates},
+                         {"compact", compact},
+                         {"min_blocks", minBlocks},
+                         {"relative", relative ? 1 : 0},
+                         {"windowed", windowed ? 1 : 0},
+                         {"splits", splits}});
 }
 
 /// Shared memory a block of the fused stages may take (the H200 allows
@@ -171,7 +173,8 @@ Error fp8BlockMeanPooling(const void *k, const float *kScale, void *blockedK,
   LaunchArgument arguments[] = {tensor(k, {n, dim}), tensor(kScale, {n}),
                                 tensor(blockedK, {blocks, dim}),
                                 tensor(blockedScale, {blocks})};
-  return runOperator(op, formatv("dim={0},kb={1}", dim, kb), arguments, stream);
+  return runOperator(op, specialization({{"dim", dim}, {"kb", kb}}), arguments,
+                     stream);
 }
 
 Error cleanAndMaintainLogits(float *logits, const int32_t *s, const int32_t *e,
@@ -229,10 +232,11 @@ Error poolMqaLogits(const void *q, const void *blockedK,
                                 tensor(bks, {m}),
                                 tensor(bke, {m}),
                                 tensor(logits, {m, nb})};
-  return runOperator(op,
-                     formatv("block_q={0},dim={1},heads={2}",
-                             poolMqaBlockQ(heads), dim, heads),
-                     arguments, stream);
+  return runOperator(
+      op,
+      specialization(
+          {{"block_q", poolMqaBlockQ(heads)}, {"dim", dim}, {"heads", heads}}),
+      arguments, stream);
 }
 
 Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
@@ -274,8 +278,9 @@ Error mqaLogitsDecode(const void *q, const void *k, const float *kScale,
   // of keys (probes/mqa_logits_decode_sweep.py, H200). H = 128's [64, 128]
   // accumulator needs more registers than that allows.
   return runOperator(op,
-                     formatv("dim={0},heads={1},min_blocks={2}", dim, heads,
-                             heads <= 64 ? 8 : 4),
+                     specialization({{"dim", dim},
+                                     {"heads", heads},
+                                     {"min_blocks", heads <= 64 ? 8 : 4}}),
                      arguments, stream);
 }
 
@@ -325,8 +330,12 @@ Error blockSparseMqaLogits(const void *q, const void *k, const float *kScale,
                                 tensor(out, {m, topk * kb})};
   return runOperator(
       op,
-      formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}", dim,
-              heads, kb, kStage2TileRows, blockSparseMinBlocks(heads), topk),
+      specialization({{"dim", dim},
+                      {"heads", heads},
+                      {"kb", kb},
+                      {"kt", kStage2TileRows},
+                      {"min_blocks", blockSparseMinBlocks(heads)},
+                      {"topk", topk}}),
       arguments, stream);
 }
 
@@ -454,11 +463,13 @@ Error poolTopkBlocks(const void *q, const void *blockedK,
       tensor(blockedKScale, {nb}), tensor(weights, {m, heads}),
       tensor(starts, {m}),         tensor(ends, {m}),
       tensor(out, {m, outColumns})};
-  return runOperator(
-      op,
-      formatv("block_q={0},dim={1},heads={2},kb={3},nb_cache={4}", blockQ, dim,
-              heads, windowKb, cache),
-      arguments, stream);
+  return runOperator(op,
+                     specialization({{"block_q", blockQ},
+                                     {"dim", dim},
+                                     {"heads", heads},
+                                     {"kb", windowKb},
+                                     {"nb_cache", cache}}),
+                     arguments, stream);
 }
 
 Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
@@ -535,9 +546,12 @@ Error blockSparseTopkTokens(const void *q, const void *k, const float *kScale,
                            ? "block_sparse_topk_tokens_ws"
                            : "block_sparse_topk_tokens";
   auto stageTwoParams = [&](int64_t rows) {
-    return formatv("dim={0},heads={1},kb={2},kt={3},min_blocks={4},topk={5}",
-                   dim, heads, kb, rows, minBlocks, topk)
-        .str();
+    return specialization({{"dim", dim},
+                           {"heads", heads},
+                           {"kb", kb},
+                           {"kt", rows},
+                           {"min_blocks", minBlocks},
+                           {"topk", topk}});
   };
   // Where the warp-specialized kernel runs three blocks per SM, 128-row
   // tiles if its plan with them keeps three: 75920 bytes at H = 64, D =
@@ -798,20 +812,19 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
     topkPad = (topk + 127) / 128 * 128;
   // A cluster pair finishes the output itself (lse and rotation too).
   bool finishes = splits == 1;
-  if (Error error = runOperator(
-          kernel,
-          formatv("{0}head_blocks={1},lse={2},partial_sums={3},{4}rope={5},"
-                  "splits={6},topk_pad={7}",
-                  flashMlaSchedule ? ""
-                  : pair           ? "cluster_blocks=2,"
-                                   : "cluster_blocks=1,",
-                  headBlocks, lse && finishes ? 1 : 0, finishes ? 1 : 0,
-                  // (sparse_attn_wg has no query norm.)
-                  flashMlaSchedule ? ""
-                  : normalizeQuery ? "q_norm=1,"
-                                   : "q_norm=0,",
-                  layerRope && finishes ? 1 : 0, pair ? 2 : splits, topkPad),
-          arguments, stream))
+  // (sparse_attn_wg has no cluster or query-norm parameters.)
+  std::string params =
+      flashMlaSchedule ? "" : pair ? "cluster_blocks=2," : "cluster_blocks=1,";
+  params += specialization({{"head_blocks", headBlocks},
+                            {"lse", lse && finishes ? 1 : 0},
+                            {"partial_sums", finishes ? 1 : 0}});
+  params += flashMlaSchedule ? ","
+            : normalizeQuery ? ",q_norm=1,"
+                             : ",q_norm=0,";
+  params += specialization({{"rope", layerRope && finishes ? 1 : 0},
+                            {"splits", pair ? 2 : splits},
+                            {"topk_pad", topkPad}});
+  if (Error error = runOperator(kernel, params, arguments, stream))
     return error;
   // Whole: the kernel rotated its output back itself.
   if (splits == 1)
@@ -828,8 +841,8 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
       integer(seqLen)};
   return runOperator(
       "sparse_attn_combine",
-      formatv("lse={0},rope={1}", lse ? 1 : 0, layerRope ? 1 : 0), combine,
-      stream);
+      specialization({{"lse", lse ? 1 : 0}, {"rope", layerRope ? 1 : 0}}),
+      combine, stream);
 }
 
 Error flashAttn(const void *q, const void *k, const void *v, void *o,
@@ -886,8 +899,9 @@ Error flashAttn(const void *q, const void *k, const void *v, void *o,
   // move the row maximum.
   bool pingPong = seqLen >= (dim == 128 ? 4096 : 8192);
   return runOperator(pingPong ? "flash_attn_pp" : "flash_attn",
-                     formatv("causal={0},dim={1},fold_scale={2}",
-                             causal ? 1 : 0, dim, softmaxScale > 0 ? 1 : 0),
+                     specialization({{"causal", causal ? 1 : 0},
+                                     {"dim", dim},
+                                     {"fold_scale", softmaxScale > 0 ? 1 : 0}}),
                      arguments, stream);
 }
 

@@ -57,9 +57,11 @@ Error checkCompress(const char *op, const CompressShape &shape) {
 }
 
 std::string compressParams(const CompressShape &shape, bool decode) {
-  return formatv("blocks={0},decode={1},overlap={2},quantize={3},ratio={4}",
-                 shape.dim / 64, decode ? 1 : 0, shape.overlap ? 1 : 0,
-                 shape.quantize, shape.ratio);
+  return specialization({{"blocks", shape.dim / 64},
+                         {"decode", decode ? 1 : 0},
+                         {"overlap", shape.overlap ? 1 : 0},
+                         {"quantize", shape.quantize},
+                         {"ratio", shape.ratio}});
 }
 
 Error runCompress(const char *op, const void *kv, const void *score,
@@ -156,10 +158,15 @@ Error checkLinear(const char *op, int64_t m, int64_t n, int64_t k,
 
 std::string linearParams(const LinearTile &tile, int64_t n, int64_t k,
                          int64_t groups, int64_t splits) {
-  return formatv("block_k={0},block_m={1},block_n={2},groups={3},k={4},n={5},"
-                 "splits={6},x_cols={7},y_cols={8}",
-                 tile.blockK, tile.blockM, tile.blockN, groups, k, n, splits,
-                 groups * k, groups * n);
+  return specialization({{"block_k", tile.blockK},
+                         {"block_m", tile.blockM},
+                         {"block_n", tile.blockN},
+                         {"groups", groups},
+                         {"k", k},
+                         {"n", n},
+                         {"splits", splits},
+                         {"x_cols", groups * k},
+                         {"y_cols", groups * n}});
 }
 
 } // namespace
@@ -299,8 +306,8 @@ Error linearSplitKRmsnorm(const void *x, const void *w, void *y, int64_t m,
   LaunchArgument reduce[] = {tensor(workspace, {splits, m, n}),
                              tensor(normWeight, {n}), tensor(y, {m, n}),
                              floatScalar(eps)};
-  return runOperator("linear_reduce_rmsnorm", formatv("dim={0}", n), reduce,
-                     stream);
+  return runOperator("linear_reduce_rmsnorm", specialization({{"dim", n}}),
+                     reduce, stream);
 }
 
 Expected<int64_t> linearSplits(int64_t m, int64_t n, int64_t k,
@@ -351,7 +358,8 @@ Error v4Rmsnorm(const void *x, const float *weight, void *out, int64_t rows,
     return error;
   LaunchArgument arguments[] = {tensor(x, {rows, dim}), tensor(weight, {dim}),
                                 tensor(out, {rows, dim}), floatScalar(eps)};
-  return runOperator("v4_rmsnorm", formatv("dim={0}", dim), arguments, stream);
+  return runOperator("v4_rmsnorm", specialization({{"dim", dim}}), arguments,
+                     stream);
 }
 
 /// The sizes of a RoPE over x [tokens, heads, dim] with tables of
@@ -387,9 +395,9 @@ Error v4Rope(void *x, const float *cos, const float *sin, const int32_t *base,
       tensor(x, {tokens, heads, dim}), tensor(cos, {tablePositions, 32}),
       tensor(sin, {tablePositions, 32}),
       tensor(base, {(tokens + seq - 1) / seq}), integer(seq)};
-  return runOperator("v4_rope",
-                     formatv("dim={0},inverse={1}", dim, inverse ? 1 : 0),
-                     arguments, stream);
+  return runOperator(
+      "v4_rope", specialization({{"dim", dim}, {"inverse", inverse ? 1 : 0}}),
+      arguments, stream);
 }
 
 Error v4NormRope(void *x, const float *weight, const float *cos,
@@ -418,7 +426,7 @@ Error v4NormRope(void *x, const float *weight, const float *cos,
                                 tensor(base, {(tokens + seq - 1) / seq}),
                                 integer(seq),
                                 floatScalar(eps)};
-  return runOperator("v4_norm_rope", formatv("dim={0}", dim), arguments,
+  return runOperator("v4_norm_rope", specialization({{"dim", dim}}), arguments,
                      stream);
 }
 
@@ -550,9 +558,10 @@ Error v4Indices(int32_t *out, const int32_t *selected, const int32_t *positions,
       shape.decode ? tensor(positions, {shape.tokens}) : tensor(out, {1}),
       integer(std::max<int64_t>(seq, 1))};
   return runOperator("v4_indices",
-                     formatv("csa={0},decode={1},ratio={2},window={3}",
-                             shape.csa ? 1 : 0, shape.decode ? 1 : 0,
-                             shape.ratio, shape.window),
+                     specialization({{"csa", shape.csa ? 1 : 0},
+                                     {"decode", shape.decode ? 1 : 0},
+                                     {"ratio", shape.ratio},
+                                     {"window", shape.window}}),
                      arguments, stream);
 }
 
@@ -594,10 +603,10 @@ Error v4ToFp8(const void *x, void *out, float *scale, const void *wIn,
       integer(firstSlot),
       integer(endSlot),
       floatScalar(factor)};
-  return runOperator(
-      "v4_to_fp8",
-      formatv("decode={0},weights={1}", decode ? 1 : 0, weights ? 1 : 0),
-      arguments, stream);
+  return runOperator("v4_to_fp8",
+                     specialization({{"decode", decode ? 1 : 0},
+                                     {"weights", weights ? 1 : 0}}),
+                     arguments, stream);
 }
 
 Error v4IndexWindows(int32_t *ks, int32_t *ke, const int32_t *base,
@@ -619,8 +628,8 @@ Error v4IndexWindows(int32_t *ks, int32_t *ke, const int32_t *base,
   LaunchArgument arguments[] = {tensor(ks, {tokens}), tensor(ke, {tokens}),
                                 tensor(base, {(tokens + seq - 1) / seq}),
                                 integer(seq), integer(capacity)};
-  return runOperator("v4_index_windows", formatv("ratio={0}", ratio), arguments,
-                     stream);
+  return runOperator("v4_index_windows", specialization({{"ratio", ratio}}),
+                     arguments, stream);
 }
 
 Error v4RingWrite(const void *kv, void *cache, const int32_t *positions,
@@ -649,8 +658,8 @@ Error v4Advance(int32_t *positions, int64_t batch, bool set, int32_t value,
   if (Error error = checkPointer(op, "positions", positions, 4))
     return error;
   LaunchArgument arguments[] = {tensor(positions, {batch}), integer(value)};
-  return runOperator("v4_advance", formatv("set={0}", set ? 1 : 0), arguments,
-                     stream);
+  return runOperator("v4_advance", specialization({{"set", set ? 1 : 0}}),
+                     arguments, stream);
 }
 
 } // namespace hisa::ops
