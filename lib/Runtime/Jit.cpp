@@ -322,20 +322,7 @@ Expected<const ContextModule *> LoadedKernelImpl::getModule(CudaDriver &driver,
   // Another thread may be capturing a graph in the global mode, where a
   // module load or an allocation from any thread would invalidate its
   // capture: this thread loads in the relaxed mode (restored after).
-  struct RelaxedCapture {
-    CudaDriver &driver;
-    CUstreamCaptureMode previous = CU_STREAM_CAPTURE_MODE_RELAXED;
-    bool exchanged = false;
-    explicit RelaxedCapture(CudaDriver &driver) : driver(driver) {
-      exchanged =
-          driver.threadExchangeStreamCaptureMode &&
-          driver.threadExchangeStreamCaptureMode(&previous) == CUDA_SUCCESS;
-    }
-    ~RelaxedCapture() {
-      if (exchanged)
-        driver.threadExchangeStreamCaptureMode(&previous);
-    }
-  } relaxed(driver);
+  RelaxedCaptureScope relaxed(driver);
   Expected<LoadedModule> module =
       LoadedModule::load(driver, compiled->binary, metadata.kernelName);
   if (!module)

@@ -14,6 +14,10 @@
 #include <memory>
 #include <mutex>
 
+// Programmatic edges (CUgraphEdgeData) came with CUDA 12.3's headers.
+static_assert(CUDA_VERSION >= 12030,
+              "hisa's launch graphs need cuda.h from CUDA 12.3 or later");
+
 using namespace llvm;
 using namespace hisa::runtime;
 
@@ -85,8 +89,8 @@ struct GraphCache {
   std::mutex mutex;
   std::vector<std::unique_ptr<CachedGraph>> graphs;
   uint64_t uses = 0;
-  /// Set when the driver failed to build a graph: later calls launch one by
-  /// one (said once on stderr).
+  /// Set when the driver cannot build these graphs at all (not supported):
+  /// later calls launch one by one (said once on stderr).
   bool broken = false;
 };
 
@@ -252,6 +256,9 @@ Error GraphLaunchScope::finish() {
       break;
     }
   if (!graph) {
+    // Instantiation and destruction are not capturable: in the relaxed
+    // mode they leave another thread's capture in the global mode alone.
+    RelaxedCaptureScope relaxed(driver);
     if (cache.graphs.size() >= kMaxGraphs) {
       auto oldest = std::min_element(
           cache.graphs.begin(), cache.graphs.end(),
@@ -263,11 +270,22 @@ Error GraphLaunchScope::finish() {
     Expected<std::unique_ptr<CachedGraph>> built =
         buildGraph(driver, context, stream, launches);
     if (!built) {
-      // A driver that cannot build this graph will not build the next one.
+      // A driver that does not support these graphs will not build the next
+      // one: say so once and launch one by one from now on. Anything else
+      // (out of memory...) is this call's error.
+      bool unsupported = false;
+      Error error = handleErrors(
+          built.takeError(), [&](std::unique_ptr<CudaError> cuda) -> Error {
+            unsupported = cuda->getResult() == CUDA_ERROR_NOT_SUPPORTED;
+            return Error(std::move(cuda));
+          });
+      if (!unsupported)
+        return error;
+      std::string message = toString(std::move(error));
       cache.broken = true;
-      errs() << "hisa: CUDA graphs of an operator's launches are unavailable ("
-             << toString(built.takeError())
-             << "); launching its kernels one by one from now on\n";
+      errs() << "hisa: CUDA graphs of an operator's launches are not "
+                "supported here ("
+             << message << "); launching its kernels one by one from now on\n";
       return launchOneByOne(driver, stream, launches);
     }
     graph = built->get();

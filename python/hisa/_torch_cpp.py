@@ -113,6 +113,14 @@ def backend() -> str:
     return "c++" if _state == "c++" else f"ctypes ({_state})"
 
 
+def is_hisa_error(error: Exception) -> bool:
+    """Whether the C++ kernels raised `error` themselves: an argument they
+    refused (ValueError; TypeError: an argument of the wrong type for the
+    schema) or a runtime status ("... failed [HISA_..."). torch's own errors
+    inside them (out of memory is a RuntimeError) are not."""
+    return isinstance(error, (ValueError, TypeError)) or " failed [HISA_" in str(error)
+
+
 def error_from(error: Exception) -> _lib.HisaError:
     """hisa's exception for an error the C++ kernels raised: their messages
     read "<function> failed [<STATUS>]: ..." for a runtime status, as

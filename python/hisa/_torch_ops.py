@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from . import ops
+from ._lib import InvalidArgumentError
 from ._torch_util import check_no_grad
 
 _FP8 = torch.float8_e4m3fn
@@ -51,6 +52,21 @@ def _op(mutates_args=()):
     return define
 
 
+def _check_no_real_tensor(op: str, named) -> None:
+    """A fake implementation runs for fake and meta tensors only. A call
+    that mixes a meta tensor with real CUDA tensors dispatches to it too
+    (Meta ranks above CUDA); its output would be real memory never written:
+    refuse instead, naming the argument."""
+    from torch._subclasses.fake_tensor import is_fake
+    meta = [n for n, t in named if isinstance(t, Tensor) and t.device.type == "meta"]
+    for n, t in named:
+        if isinstance(t, Tensor) and t.device.type != "meta" and not is_fake(t):
+            raise InvalidArgumentError(
+                f"{op}: {n} is a real tensor on '{t.device}' but "
+                f"{', '.join(meta) or 'another argument'} is a meta tensor: pass "
+                "tensors of one device (meta tensors only trace shapes)")
+
+
 def _fake(name, refuses_grad=True):
     """Registers the decorated function as hisa::<name>'s fake (meta)
     implementation: output shapes and dtypes only. With `refuses_grad` it
@@ -61,14 +77,14 @@ def _fake(name, refuses_grad=True):
     (no gradient flows through a selection)."""
 
     def register(fn):
-        if not refuses_grad:
-            torch.library.register_fake("hisa::" + name, fn, lib=_LIBRARY)
-            return fn
         parameters = list(inspect.signature(fn).parameters)
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
-            check_no_grad(name, list(zip(parameters, args)) + list(kwargs.items()))
+            named = list(zip(parameters, args)) + list(kwargs.items())
+            _check_no_real_tensor(name, named)
+            if refuses_grad:
+                check_no_grad(name, named)
             return fn(*args, **kwargs)
 
         torch.library.register_fake("hisa::" + name, checked, lib=_LIBRARY)

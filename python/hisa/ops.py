@@ -283,6 +283,17 @@ def _cpp_kernels() -> dict:
     return _CPP_KERNELS
 
 
+def _cpp_failure(error: Exception) -> Exception:
+    """An error of a C++ kernel that hisa explains (an argument it refused,
+    a runtime status): returned, for the Python checks to name the argument
+    before it is raised. Anything else (torch's out of memory, a CUDA error
+    of torch's own ops) is raised as it came."""
+    from . import _torch_cpp
+    if not _torch_cpp.is_hisa_error(error):
+        raise error
+    return error
+
+
 def _cpp_error(error: Exception) -> Exception:
     from . import _torch_cpp
     return _torch_cpp.error_from(error)
@@ -695,7 +706,7 @@ def topk(
             try:
                 return kernels["topk"](x, k, starts, ends)
             except (ValueError, TypeError, RuntimeError) as error:
-                failed = error
+                failed = _cpp_failure(error)
     # The common call (whole rows into a new output), checked with a few
     # attribute reads (host time per call matters to servers); anything else,
     # and anything wrong, takes the path below, which names what is wrong.
@@ -972,7 +983,7 @@ def hisa_indexer(
                                                cu_seqlen_ke, k_block_size, block_topk,
                                                topk_tokens)
             except (ValueError, TypeError, RuntimeError) as error:
-                failed = error  # the checks below name the argument
+                failed = _cpp_failure(error)  # the checks below name the argument
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
     block_topk = check_int("block_topk", block_topk)
@@ -1051,7 +1062,7 @@ def sparse_attn(
                                                 return_lse)
                 return (o, lse) if return_lse else o
             except (ValueError, TypeError, RuntimeError) as error:
-                failed = error  # the checks below name the argument
+                failed = _cpp_failure(error)  # the checks below name the argument
     check_no_grad("sparse_attn", (("q", q), ("kv", kv), ("attn_sink", attn_sink)))
     q = check_tensor("q", q)
     check_cuda("q", q)
@@ -1245,7 +1256,7 @@ def flat_indexer(
                 return kernels["flat_indexer"](q, k, k_scale, weights, cu_seqlen_ks,
                                                cu_seqlen_ke, topk_tokens)
             except (ValueError, TypeError, RuntimeError) as error:
-                failed = error  # the checks below name the argument
+                failed = _cpp_failure(error)  # the checks below name the argument
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     topk_tokens = check_int("topk_tokens", topk_tokens)
     if topk_tokens < 1:

@@ -59,7 +59,11 @@ def probe(env):
 
 
 def test_loaded_for_its_torch():
-    built_library()
+    path = built_library()
+    stamp = path.with_name(path.name + ".torch-version").read_text().strip()
+    if stamp != torch.__version__.split("+")[0]:
+        pytest.skip(f"libhisa_torch.so was built for torch {stamp}, this is "
+                    f"{torch.__version__} (test_refused_for_another_torch covers that)")
     seen = probe({})
     assert seen["backend"] == "c++"
     assert seen["cuda"] == {op: True for op in OPS}
@@ -112,6 +116,15 @@ def test_errors_become_hisa_classes():
         assert type(error) is cls, (raised, error)
         assert error.status == status and error.function == function
         assert "Exception raised from" not in str(error)
+
+
+def test_torch_errors_pass_through():
+    """torch's own errors inside a C++ kernel (out of memory) reach the
+    caller as they came, not as hisa's argument errors."""
+    assert not _torch_cpp.is_hisa_error(torch.OutOfMemoryError("CUDA out of memory."))
+    assert not _torch_cpp.is_hisa_error(RuntimeError("CUDA error: an illegal memory access"))
+    assert _torch_cpp.is_hisa_error(ValueError("q must be a CUDA tensor"))
+    assert _torch_cpp.is_hisa_error(RuntimeError("hisa_topk failed [HISA_ERROR_CUDA]: x"))
 
 
 def test_cpu_tensors_are_refused_by_the_python_checks():

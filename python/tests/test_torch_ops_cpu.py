@@ -3,6 +3,8 @@ annotations give, its fake implementation computes output shapes, and
 torch.export traces a graph through them (fake tensors only; the real
 kernels run in test_torch_ops.py on the GPU)."""
 
+import pytest
+
 from hisa_testutil import require_torch
 
 torch = require_torch()
@@ -195,3 +197,19 @@ def test_eager_calls_refuse_fake_tensors_outside_compile(monkeypatch):
         with pytest.raises(hisa.InvalidArgumentError, match="fake or meta tensor"):
             hisa.topk(x, 3)
     assert not reached
+
+
+def test_a_meta_tensor_beside_a_real_one_is_refused():
+    """Meta ranks above every backend in the dispatcher, so a call mixing a
+    meta tensor with real ones reaches the fake implementation, whose output
+    would be real memory never written: it refuses, naming the argument."""
+    x = torch.randn(4, 100)
+    starts = torch.zeros(4, dtype=torch.int32, device="meta")
+    with pytest.raises(hisa.InvalidArgumentError, match="x is a real tensor on 'cpu'"):
+        torch.ops.hisa.topk(x, 3, starts, starts)
+    q, k, k_scale, weights, ks, ke = indexer_inputs()
+    with pytest.raises(hisa.InvalidArgumentError, match="q is a real tensor"):
+        torch.ops.hisa.hisa_indexer(q, k.to("meta"), k_scale, weights, ks, ke, 128, 8, 64)
+    # All meta: shapes only, as before.
+    out = torch.ops.hisa.topk(x.to("meta"), 3, starts, starts)
+    assert out.shape == (4, 3) and out.device.type == "meta"

@@ -191,6 +191,23 @@ TEST(LaunchGraph, EachStreamGetsItsOwnGraph) {
   EXPECT_EQ(after.launched - before.launched, 3);
 }
 
+TEST(LaunchGraph, BuildsInTheRelaxedCaptureMode) {
+  // Instantiation is not capturable: in the global mode (torch's default)
+  // it would invalidate another thread's capture. A relaunch changes no
+  // mode.
+  GraphsSetting on(true);
+  IndexerCall call(70, 1500);
+  ASSERT_EQ(call.run(stream(0x61)), HISA_OK) << hisa_last_error();
+  int64_t exchanges = entryCalls("cuThreadExchangeStreamCaptureMode");
+  LaunchGraphStats before = getLaunchGraphStats();
+  ASSERT_EQ(call.run(stream(0x62)), HISA_OK) << hisa_last_error();
+  EXPECT_EQ(getLaunchGraphStats().instantiated, before.instantiated + 1);
+  EXPECT_EQ(entryCalls("cuThreadExchangeStreamCaptureMode") - exchanges, 2);
+  exchanges = entryCalls("cuThreadExchangeStreamCaptureMode");
+  ASSERT_EQ(call.run(stream(0x62)), HISA_OK) << hisa_last_error();
+  EXPECT_EQ(entryCalls("cuThreadExchangeStreamCaptureMode"), exchanges);
+}
+
 TEST(LaunchGraph, TheLeastRecentlyLaunchedGraphMakesRoom) {
   GraphsSetting on(true);
   IndexerCall call(60, 1000);

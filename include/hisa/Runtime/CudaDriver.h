@@ -269,6 +269,31 @@ private:
   CUmodule module;
 };
 
+/// While alive, this thread's CUDA calls run in the relaxed stream-capture
+/// mode: calls that are not capturable (module loads, graph instantiation
+/// and destruction) then do not invalidate another thread's capture in the
+/// global mode (torch's default). A driver without
+/// cuThreadExchangeStreamCaptureMode leaves the mode alone.
+class RelaxedCaptureScope {
+public:
+  explicit RelaxedCaptureScope(const CudaDriver &driver) : driver(driver) {
+    exchanged =
+        driver.threadExchangeStreamCaptureMode &&
+        driver.threadExchangeStreamCaptureMode(&previous) == CUDA_SUCCESS;
+  }
+  ~RelaxedCaptureScope() {
+    if (exchanged)
+      driver.threadExchangeStreamCaptureMode(&previous);
+  }
+  RelaxedCaptureScope(const RelaxedCaptureScope &) = delete;
+  RelaxedCaptureScope &operator=(const RelaxedCaptureScope &) = delete;
+
+private:
+  const CudaDriver &driver;
+  CUstreamCaptureMode previous = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool exchanged = false;
+};
+
 } // namespace hisa::runtime
 
 #endif // HISA_RUNTIME_CUDADRIVER_H
