@@ -246,29 +246,29 @@ Error GraphLaunchScope::finish() {
           checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
     return error;
   GraphCache &cache = graphCache();
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  if (cache.broken)
+  std::unique_lock<std::mutex> lock(cache.mutex);
+  if (cache.broken) {
+    lock.unlock();
     return launchOneByOne(driver, stream, launches);
-  CachedGraph *graph = nullptr;
-  for (std::unique_ptr<CachedGraph> &cached : cache.graphs)
-    if (matches(*cached, context, stream, launches)) {
-      graph = cached.get();
-      break;
-    }
+  }
+  auto find = [&]() -> CachedGraph * {
+    for (std::unique_ptr<CachedGraph> &cached : cache.graphs)
+      if (matches(*cached, context, stream, launches))
+        return cached.get();
+    return nullptr;
+  };
+  CachedGraph *graph = find();
+  bool fresh = false;
   if (!graph) {
-    // Instantiation and destruction are not capturable: in the relaxed
-    // mode they leave another thread's capture in the global mode alone.
-    RelaxedCaptureScope relaxed(driver);
-    if (cache.graphs.size() >= kMaxGraphs) {
-      auto oldest = std::min_element(
-          cache.graphs.begin(), cache.graphs.end(),
-          [](const auto &a, const auto &b) { return a->lastUse < b->lastUse; });
-      driver.graphExecDestroy((*oldest)->exec);
-      driver.graphDestroy((*oldest)->graph);
-      cache.graphs.erase(oldest);
-    }
-    Expected<std::unique_ptr<CachedGraph>> built =
-        buildGraph(driver, context, stream, launches);
+    // Instantiation takes tens of microseconds: not under the lock every
+    // other stream's (and device's) launches take. It is not capturable:
+    // in the relaxed mode it leaves another thread's capture in the global
+    // mode alone.
+    lock.unlock();
+    Expected<std::unique_ptr<CachedGraph>> built = [&] {
+      RelaxedCaptureScope relaxed(driver);
+      return buildGraph(driver, context, stream, launches);
+    }();
     if (!built) {
       // A driver that does not support these graphs will not build the next
       // one: say so once and launch one by one from now on. Anything else
@@ -282,16 +282,44 @@ Error GraphLaunchScope::finish() {
       if (!unsupported)
         return error;
       std::string message = toString(std::move(error));
+      lock.lock();
+      bool first = !cache.broken;
       cache.broken = true;
-      errs() << "hisa: CUDA graphs of an operator's launches are not "
-                "supported here ("
-             << message << "); launching its kernels one by one from now on\n";
+      lock.unlock();
+      if (first)
+        errs() << "hisa: CUDA graphs of an operator's launches are not "
+                  "supported here ("
+               << message
+               << "); launching its kernels one by one from now on\n";
       return launchOneByOne(driver, stream, launches);
     }
-    graph = built->get();
-    graph->current = launches;
-    cache.graphs.push_back(std::move(*built));
-  } else {
+    lock.lock();
+    // Another thread may have built one for this stream meanwhile.
+    graph = find();
+    // (Destruction is not capturable either.)
+    auto destroy = [&](CachedGraph &unused) {
+      RelaxedCaptureScope relaxed(driver);
+      driver.graphExecDestroy(unused.exec);
+      driver.graphDestroy(unused.graph);
+    };
+    if (graph) {
+      destroy(**built);
+    } else {
+      if (cache.graphs.size() >= kMaxGraphs) {
+        auto oldest = std::min_element(cache.graphs.begin(), cache.graphs.end(),
+                                       [](const auto &a, const auto &b) {
+                                         return a->lastUse < b->lastUse;
+                                       });
+        destroy(**oldest);
+        cache.graphs.erase(oldest);
+      }
+      graph = built->get();
+      graph->current = launches;
+      cache.graphs.push_back(std::move(*built));
+      fresh = true;
+    }
+  }
+  if (!fresh) {
     // Only the nodes whose parameters changed are updated (a server's
     // steady state often passes the same buffers again).
     for (size_t index = 0; index < launches.size(); ++index) {

@@ -20,6 +20,8 @@
 
 #include <cuda.h>
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 using namespace hisa::runtime;
@@ -223,6 +225,33 @@ TEST(LaunchGraph, TheLeastRecentlyLaunchedGraphMakesRoom) {
   EXPECT_GE(entryCalls("cuGraphExecDestroy") - destroyed, 6);
   ASSERT_EQ(call.run(stream(0x1000)), HISA_OK) << hisa_last_error();
   EXPECT_EQ(getLaunchGraphStats().instantiated, filled.instantiated + 1);
+}
+
+TEST(LaunchGraph, ThreadsShareTheGraphOfAStream) {
+  // Graphs are built outside the cache's lock: two threads that build one
+  // for the same stream at once keep one of them and drop the other.
+  GraphsSetting on(true);
+  IndexerCall call(80, 1200);
+  // (The kernels compile once, before the threads race.)
+  ASSERT_EQ(call.run(stream(0x70)), HISA_OK) << hisa_last_error();
+  LaunchGraphStats before = getLaunchGraphStats();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i)
+        if (call.run(stream(0x71 + t % 2)) != HISA_OK)
+          ++failures;
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  LaunchGraphStats after = getLaunchGraphStats();
+  EXPECT_EQ(after.launched - before.launched, 100);
+  // Two streams: at least two graphs, and a dropped duplicate at most per
+  // racing thread.
+  EXPECT_GE(after.instantiated - before.instantiated, 2);
+  EXPECT_LE(after.instantiated - before.instantiated, 4);
 }
 
 TEST(LaunchGraph, ACaptureGetsTheLaunchesThemselves) {
