@@ -30,6 +30,9 @@ mkdir -p "$out"
 if [[ $library == *.xz ]]; then
   unpacked=$(mktemp -d /tmp/hisa-card-lib.XXXXXX)/libhisa_runtime.so
   xz -dc "$library" > "$unpacked" || { echo "gpu-card.sh: cannot unpack $library" >&2; exit 1; }
+  # The C++ torch kernels (libhisa_torch.so and its torch stamp) are
+  # looked for beside the runtime library: take them along.
+  cp "$(dirname "$library")"/libhisa_torch.so* "$(dirname "$unpacked")"/ 2>/dev/null
   library=$unpacked
 fi
 [[ -f $library ]] || { echo "gpu-card.sh: no runtime library at $library" >&2; exit 1; }
@@ -51,6 +54,7 @@ export TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/hisa-card-tilelang}
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "== gpu-card.sh on $gpu, library $(md5sum < "$library" | cut -c1-12), $(date -u +%FT%TZ)"
+echo "== torch.ops.hisa backend: $(python3 -c 'import hisa; from hisa import _torch_cpp; print(_torch_cpp.backend())' 2>&1 | tail -1)"
 rc=0
 only=${HISA_CARD_ONLY:-}
 if [[ -z $only || $only == indexer ]]; then
