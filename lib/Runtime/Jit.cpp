@@ -367,7 +367,7 @@ Error LoadedKernelImpl::launch(ArrayRef<LaunchArgument> arguments,
 
   // Kernel parameters: one 8-byte slot per scalar and per memref field.
   SmallVector<uint64_t, 64> slots;
-  SmallVector<SmallVector<int64_t, 8>> sizes;
+  SmallVector<SmallVector<int64_t, 8>, 16> sizes;
   for (auto [i, given] : llvm::enumerate(arguments)) {
     const KernelMetadata::Argument &expected = metadata.arguments[i];
     // Built on error only: launches are on the host's critical path.
