@@ -95,11 +95,15 @@ std::string shapeString(c10::IntArrayRef shape) {
   return text + "]";
 }
 
-void checkCudaOn(const char *name, const at::Tensor &t, const char *refName,
-                 const at::Tensor &ref) {
+void checkCuda(const char *name, const at::Tensor &t) {
   TORCH_CHECK_VALUE(t.is_cuda(), name,
                     " must be a CUDA tensor, got a tensor on device '",
                     t.device(), "'");
+}
+
+void checkCudaOn(const char *name, const at::Tensor &t, const char *refName,
+                 const at::Tensor &ref) {
+  checkCuda(name, t);
   TORCH_CHECK_VALUE(t.get_device() == ref.get_device(), name,
                     " must be on the same device as ", refName, " (",
                     ref.device(), "), got '", t.device(), "'");
@@ -135,20 +139,35 @@ void checkAligned(const char *name, const at::Tensor &t) {
                           "(e.g. .clone())");
 }
 
-/// [rows] int32 window bounds (int64 clamped to [lo, hi] and converted on
-/// the device, as ops._as_int32 does).
+void checkIndexDtype(const char *name, const at::Tensor &t) {
+  TORCH_CHECK_VALUE(t.scalar_type() == at::kInt || t.scalar_type() == at::kLong,
+                    name, " must have dtype torch.int32 or torch.int64, got ",
+                    t.scalar_type());
+}
+
+/// int32 as is; int64 clamped to [lo, hi] and converted on the device, as
+/// ops._as_int32 does.
+at::Tensor asInt32(const at::Tensor &t, int64_t lo, int64_t hi) {
+  if (t.scalar_type() == at::kInt)
+    return t;
+  return at::clamp(t, lo, hi).to(at::kInt);
+}
+
+/// A workspace of `bytes` (at least one) beside `like`.
+at::Tensor workspaceOf(uint64_t bytes, const at::Tensor &like) {
+  return at::empty({int64_t(std::max<uint64_t>(bytes, 1))},
+                   like.options().dtype(at::kByte));
+}
+
+/// [rows] int32 window bounds.
 at::Tensor checkWindow(const char *name, const at::Tensor &t, int64_t rows,
                        const char *refName, const at::Tensor &ref, int64_t lo,
                        int64_t hi) {
   checkCudaOn(name, t, refName, ref);
-  TORCH_CHECK_VALUE(t.scalar_type() == at::kInt || t.scalar_type() == at::kLong,
-                    name, " must have dtype torch.int32 or torch.int64, got ",
-                    t.scalar_type());
+  checkIndexDtype(name, t);
   checkShape(name, t, {rows}, "[M]");
   checkContiguous(name, t);
-  if (t.scalar_type() == at::kInt)
-    return t;
-  return at::clamp(t, lo, hi).to(at::kInt);
+  return asInt32(t, lo, hi);
 }
 
 /// The shapes of q [M, H, D] fp8, k [N, D] fp8, k_scale [N] (or [N, 1]) f32
@@ -159,9 +178,7 @@ struct Keys {
 
 Keys checkKeys(const at::Tensor &q, const at::Tensor &k,
                const at::Tensor &kScale, const at::Tensor &weights) {
-  TORCH_CHECK_VALUE(q.is_cuda(), "q must be a CUDA tensor, got a tensor on "
-                                 "device '",
-                    q.device(), "'");
+  checkCuda("q", q);
   checkCudaOn("k", k, "q", q);
   checkCudaOn("k_scale", kScale, "q", q);
   checkCudaOn("weights", weights, "q", q);
@@ -257,8 +274,7 @@ at::Tensor hisaIndexer(const at::Tensor &q, const at::Tensor &k,
   at::Tensor out = at::empty({s.m, topkTokens}, options);
   if (s.m == 0)
     return out;
-  at::Tensor workspace = at::empty({int64_t(std::max<uint64_t>(bytes, 1))},
-                                   q.options().dtype(at::kByte));
+  at::Tensor workspace = workspaceOf(bytes, q);
   checkStatus(
       hisa_hisa_indexer(q.data_ptr(), k.data_ptr(), kScale.data_ptr<float>(),
                         weights.data_ptr<float>(), call.ks.data_ptr<int32_t>(),
@@ -288,8 +304,7 @@ at::Tensor flatIndexer(const at::Tensor &q, const at::Tensor &k,
                                                topkTokens, &bytes),
               "hisa_flat_indexer_workspace_size");
   at::Tensor out = at::empty({s.m, topkTokens}, options);
-  at::Tensor workspace = at::empty({int64_t(std::max<uint64_t>(bytes, 1))},
-                                   q.options().dtype(at::kByte));
+  at::Tensor workspace = workspaceOf(bytes, q);
   checkStatus(
       hisa_flat_indexer(q.data_ptr(), k.data_ptr(), kScale.data_ptr<float>(),
                         weights.data_ptr<float>(), call.ks.data_ptr<int32_t>(),
@@ -304,9 +319,7 @@ at::Tensor flatIndexer(const at::Tensor &q, const at::Tensor &k,
 at::Tensor topk(const at::Tensor &x, int64_t k,
                 const std::optional<at::Tensor> &starts,
                 const std::optional<at::Tensor> &ends) {
-  TORCH_CHECK_VALUE(x.is_cuda(), "x must be a CUDA tensor, got a tensor on "
-                                 "device '",
-                    x.device(), "'");
+  checkCuda("x", x);
   bool bf16 = x.scalar_type() == at::kBFloat16;
   TORCH_CHECK_VALUE(bf16 || x.scalar_type() == at::kFloat,
                     "x must have dtype torch.float32 or torch.bfloat16, got ",
@@ -329,21 +342,12 @@ at::Tensor topk(const at::Tensor &x, int64_t k,
          {std::pair<const char *, const at::Tensor *>{"starts", &*starts},
           {"ends", &*ends}}) {
       checkCudaOn(name, *t, "x", x);
-      TORCH_CHECK_VALUE(t->scalar_type() == at::kInt ||
-                            t->scalar_type() == at::kLong,
-                        name, " must have dtype torch.int32 or torch.int64, "
-                              "got ",
-                        t->scalar_type());
+      checkIndexDtype(name, *t);
       checkShape(name, *t, {rows}, "[R]");
       checkContiguous(name, *t);
     }
-    auto asInt32 = [](const at::Tensor &t) {
-      return t.scalar_type() == at::kInt
-                 ? t
-                 : at::clamp(t, int64_t(INT32_MIN), kInt32Max).to(at::kInt);
-    };
-    startRows = asInt32(*starts);
-    endRows = asInt32(*ends);
+    startRows = asInt32(*starts, INT32_MIN, kInt32Max);
+    endRows = asInt32(*ends, INT32_MIN, kInt32Max);
   }
   c10::DeviceIndex device = x.get_device();
   c10::cuda::CUDAGuard guard(device);
@@ -388,20 +392,14 @@ sparseAttn(const at::Tensor &q, const at::Tensor &kv,
   checkNoGrad("sparse_attn", "q", q);
   checkNoGrad("sparse_attn", "kv", kv);
   checkNoGrad("sparse_attn", "attn_sink", attnSink);
-  TORCH_CHECK_VALUE(q.is_cuda(), "q must be a CUDA tensor, got a tensor on "
-                                 "device '",
-                    q.device(), "'");
+  checkCuda("q", q);
   checkCudaOn("kv", kv, "q", q);
   checkCudaOn("attn_sink", attnSink, "q", q);
   checkCudaOn("topk_idxs", topkIdxs, "q", q);
   checkDtype("q", q, at::kBFloat16);
   checkDtype("kv", kv, at::kBFloat16);
   checkDtype("attn_sink", attnSink, at::kFloat);
-  TORCH_CHECK_VALUE(topkIdxs.scalar_type() == at::kInt ||
-                        topkIdxs.scalar_type() == at::kLong,
-                    "topk_idxs must have dtype torch.int32 or torch.int64, "
-                    "got ",
-                    topkIdxs.scalar_type());
+  checkIndexDtype("topk_idxs", topkIdxs);
   TORCH_CHECK_VALUE(q.dim() == 4, "q must be 4-D [B, S, H, D], got ", q.dim(),
                     "-D shape ", shapeString(q.sizes()));
   int64_t batch = q.size(0), seqLen = q.size(1), heads = q.size(2);
@@ -427,10 +425,7 @@ sparseAttn(const at::Tensor &q, const at::Tensor &kv,
     checkContiguous(name, *t);
   c10::DeviceIndex device = q.get_device();
   c10::cuda::CUDAGuard guard(device);
-  at::Tensor index =
-      topkIdxs.scalar_type() == at::kInt
-          ? topkIdxs
-          : at::clamp(topkIdxs, int64_t(-1), kInt32Max).to(at::kInt);
+  at::Tensor index = asInt32(topkIdxs, -1, kInt32Max);
   at::Tensor o = at::empty_like(q);
   // Without return_lse the kernel writes no lse and the second output is
   // empty (an op's outputs are fixed by its schema).
@@ -445,8 +440,7 @@ sparseAttn(const at::Tensor &q, const at::Tensor &kv,
       "hisa_sparse_attn_workspace_size");
   if (batch * seqLen == 0)
     return {o, lse};
-  at::Tensor workspace = at::empty({int64_t(std::max<uint64_t>(bytes, 1))},
-                                   q.options().dtype(at::kByte));
+  at::Tensor workspace = workspaceOf(bytes, q);
   checkStatus(hisa_sparse_attn(
                   q.data_ptr(), kv.data_ptr(), attnSink.data_ptr<float>(),
                   index.data_ptr<int32_t>(), o.data_ptr(),

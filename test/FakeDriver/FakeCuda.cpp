@@ -241,6 +241,12 @@ std::map<std::string, int64_t> entryPointCalls() {
   return state().entryCalls;
 }
 
+int64_t entryPointCalls(const char *name) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().entryCalls.find(name);
+  return it == state().entryCalls.end() ? 0 : it->second;
+}
+
 } // namespace hisa::fake_cuda
 
 extern "C" {

@@ -107,6 +107,8 @@ Counters counters();
 void resetCalls();
 /// How often each driver entry point was called (cuda.h's versioned name).
 std::map<std::string, int64_t> entryPointCalls();
+/// How often driver entry point `name` was called (0: never).
+int64_t entryPointCalls(const char *name);
 
 } // namespace hisa::fake_cuda
 

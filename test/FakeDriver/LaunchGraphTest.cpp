@@ -30,12 +30,6 @@ using hisa::fake_cuda::deviceBuffer;
 
 namespace {
 
-int64_t entryCalls(const char *name) {
-  auto calls = hisa::fake_cuda::entryPointCalls();
-  auto it = calls.find(name);
-  return it == calls.end() ? 0 : it->second;
-}
-
 /// Buffers of an indexer call of `m` queries over `n` keys (H = 64, D =
 /// 128, kb = 128, block_topk = 8, topk_tokens = 256).
 struct IndexerCall {
@@ -97,10 +91,11 @@ TEST(LaunchGraph, RunsTheKernelsLaunchingThemOneByOneWould) {
   }
   GraphsSetting on(true);
   hisa::fake_cuda::resetCalls();
-  int64_t graphLaunches = entryCalls("cuGraphLaunch");
+  int64_t graphLaunches = hisa::fake_cuda::entryPointCalls("cuGraphLaunch");
   ASSERT_EQ(call.run(stream(0x51)), HISA_OK) << hisa_last_error();
   graphed = launches();
-  EXPECT_EQ(entryCalls("cuGraphLaunch") - graphLaunches, 1);
+  EXPECT_EQ(hisa::fake_cuda::entryPointCalls("cuGraphLaunch") - graphLaunches,
+            1);
   ASSERT_EQ(direct.size(), 3u);
   ASSERT_EQ(graphed.size(), direct.size());
   // Stage 1 and stage 2 wait for their prerequisite grids (PDL is on by
@@ -200,14 +195,21 @@ TEST(LaunchGraph, BuildsInTheRelaxedCaptureMode) {
   GraphsSetting on(true);
   IndexerCall call(70, 1500);
   ASSERT_EQ(call.run(stream(0x61)), HISA_OK) << hisa_last_error();
-  int64_t exchanges = entryCalls("cuThreadExchangeStreamCaptureMode");
+  int64_t exchanges =
+      hisa::fake_cuda::entryPointCalls("cuThreadExchangeStreamCaptureMode");
   LaunchGraphStats before = getLaunchGraphStats();
   ASSERT_EQ(call.run(stream(0x62)), HISA_OK) << hisa_last_error();
   EXPECT_EQ(getLaunchGraphStats().instantiated, before.instantiated + 1);
-  EXPECT_EQ(entryCalls("cuThreadExchangeStreamCaptureMode") - exchanges, 2);
-  exchanges = entryCalls("cuThreadExchangeStreamCaptureMode");
+  EXPECT_EQ(
+      hisa::fake_cuda::entryPointCalls("cuThreadExchangeStreamCaptureMode") -
+          exchanges,
+      2);
+  exchanges =
+      hisa::fake_cuda::entryPointCalls("cuThreadExchangeStreamCaptureMode");
   ASSERT_EQ(call.run(stream(0x62)), HISA_OK) << hisa_last_error();
-  EXPECT_EQ(entryCalls("cuThreadExchangeStreamCaptureMode"), exchanges);
+  EXPECT_EQ(
+      hisa::fake_cuda::entryPointCalls("cuThreadExchangeStreamCaptureMode"),
+      exchanges);
 }
 
 TEST(LaunchGraph, TheLeastRecentlyLaunchedGraphMakesRoom) {
@@ -215,14 +217,15 @@ TEST(LaunchGraph, TheLeastRecentlyLaunchedGraphMakesRoom) {
   IndexerCall call(60, 1000);
   // More streams than graphs kept (64): each new one evicts the graph
   // launched longest ago; the first stream then needs a new graph.
-  int64_t destroyed = entryCalls("cuGraphExecDestroy");
+  int64_t destroyed = hisa::fake_cuda::entryPointCalls("cuGraphExecDestroy");
   LaunchGraphStats before = getLaunchGraphStats();
   for (uintptr_t handle = 0x1000; handle < 0x1000 + 70; ++handle)
     ASSERT_EQ(call.run(stream(handle)), HISA_OK) << hisa_last_error();
   ASSERT_EQ(call.run(stream(0x1000 + 69)), HISA_OK) << hisa_last_error();
   LaunchGraphStats filled = getLaunchGraphStats();
   EXPECT_EQ(filled.instantiated - before.instantiated, 70);
-  EXPECT_GE(entryCalls("cuGraphExecDestroy") - destroyed, 6);
+  EXPECT_GE(hisa::fake_cuda::entryPointCalls("cuGraphExecDestroy") - destroyed,
+            6);
   ASSERT_EQ(call.run(stream(0x1000)), HISA_OK) << hisa_last_error();
   EXPECT_EQ(getLaunchGraphStats().instantiated, filled.instantiated + 1);
 }

@@ -24,12 +24,6 @@ using hisa::fake_cuda::deviceBuffer;
 
 namespace {
 
-int64_t entryCalls(const char *name) {
-  auto calls = hisa::fake_cuda::entryPointCalls();
-  auto it = calls.find(name);
-  return it == calls.end() ? 0 : it->second;
-}
-
 LaunchArgument tensor(void *data, std::initializer_list<int64_t> sizes) {
   LaunchArgument argument;
   argument.kind = KernelMetadata::Argument::Tensor;
@@ -83,7 +77,9 @@ TEST(LaunchPath, TensorMapsAreEncodedOncePerTensor) {
     llvm::Error error = buffers.launch(*kernel, keys, rows);
     EXPECT_FALSE(bool(error)) << toString(std::move(error));
   };
-  auto encodes = [] { return entryCalls("cuTensorMapEncodeTiled"); };
+  auto encodes = [] {
+    return hisa::fake_cuda::entryPointCalls("cuTensorMapEncodeTiled");
+  };
   int64_t maps = int64_t(kernel->getMetadata().tensorMaps.size());
   int64_t before = encodes();
   launch(buffers.k, 4096);
@@ -120,17 +116,17 @@ TEST(LaunchPath, KernelsAreProgrammaticDependentsUnlessTurnedOff) {
         return *it;
     return hisa::fake_cuda::Call{};
   };
-  int64_t ex = entryCalls("cuLaunchKernelEx");
-  int64_t plain = entryCalls("cuLaunchKernel");
+  int64_t ex = hisa::fake_cuda::entryPointCalls("cuLaunchKernelEx");
+  int64_t plain = hisa::fake_cuda::entryPointCalls("cuLaunchKernel");
   ASSERT_FALSE(bool(buffers.launch(*kernel)));
   EXPECT_TRUE(lastLaunch().programmatic);
   EXPECT_EQ(lastLaunch().name, "mqa_logits_decode");
-  EXPECT_EQ(entryCalls("cuLaunchKernelEx") - ex, 1);
+  EXPECT_EQ(hisa::fake_cuda::entryPointCalls("cuLaunchKernelEx") - ex, 1);
   // Turned off: an ordinary launch; the setter returns what it replaced.
   EXPECT_TRUE(hisa_set_programmatic_launch(0));
   ASSERT_FALSE(bool(buffers.launch(*kernel)));
   EXPECT_FALSE(lastLaunch().programmatic);
-  EXPECT_EQ(entryCalls("cuLaunchKernel") - plain, 1);
+  EXPECT_EQ(hisa::fake_cuda::entryPointCalls("cuLaunchKernel") - plain, 1);
   EXPECT_FALSE(setProgrammaticLaunch(true));
   ASSERT_FALSE(bool(buffers.launch(*kernel)));
   EXPECT_TRUE(lastLaunch().programmatic);
@@ -140,7 +136,9 @@ TEST(LaunchPath, TrustedPointersScopeSkipsThePointerQueries) {
   LoadedKernel *kernel = logitsKernel();
   ASSERT_TRUE(kernel);
   LogitsBuffers buffers(2, 256);
-  auto queries = [] { return entryCalls("cuPointerGetAttribute"); };
+  auto queries = [] {
+    return hisa::fake_cuda::entryPointCalls("cuPointerGetAttribute");
+  };
   int64_t before = queries();
   ASSERT_FALSE(bool(buffers.launch(*kernel)));
   EXPECT_EQ(queries() - before, 7);
@@ -241,8 +239,10 @@ TEST(LaunchPath, AKernelLoadsIntoEachContextItIsLaunchedIn) {
     return -1;
   };
   // (The fake's cuModuleLoadDataEx goes through cuModuleLoadData.)
-  int64_t loads = entryCalls("cuModuleLoadData");
-  auto newLoads = [&] { return entryCalls("cuModuleLoadData") - loads; };
+  int64_t loads = hisa::fake_cuda::entryPointCalls("cuModuleLoadData");
+  auto newLoads = [&] {
+    return hisa::fake_cuda::entryPointCalls("cuModuleLoadData") - loads;
+  };
   // Device 0's primary context (which has the kernel: logitsKernel loaded
   // it) and a fresh context on device 1, where nothing is loaded yet.
   auto fresh = static_cast<CUcontext>(hisa::fake_cuda::freshContext(1));
