@@ -5,7 +5,13 @@ graph break) and CUDA graphs capture them.
 The public functions of hisa.ops call the C ABI directly in eager mode (the
 fastest path: one ctypes call); under torch.compile they call these ops
 instead (ops._traceable). Each op's real implementation is the eager
-function; its fake one only computes the output's shape and dtype.
+function; its fake one only computes the output's shape and dtype. The
+four ops with C++ CUDA kernels (libhisa_torch.so: topk, hisa_indexer,
+flat_indexer, sparse_attn) take the eager function's part past that
+kernel (ops._*_checked): the dispatcher runs this Python kernel for a
+call with a tensor of another backend, also one that outranks CUDA mixed
+with CUDA tensors, and the C++ kernel would send such a call back here
+without end (a RecursionError); the checks refuse it, naming the tensor.
 
 The ops are defined on a torch.library.Library (schema inferred from the
 annotations, one CompositeExplicitAutograd kernel) rather than with
@@ -151,7 +157,7 @@ def _(q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke):
 
 @_op()
 def topk(x: Tensor, k: int, starts: Optional[Tensor] = None, ends: Optional[Tensor] = None) -> Tensor:
-    return _eager("topk")(x, k, starts, ends)
+    return ops._topk_checked(x, k, starts, ends, None, None)
 
 
 @_fake("topk", refuses_grad=False)
@@ -187,9 +193,8 @@ def _(q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke, topk_token
 def hisa_indexer(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seqlen_ks: Tensor,
                  cu_seqlen_ke: Tensor, k_block_size: int, block_topk: int,
                  topk_tokens: int) -> Tensor:
-    return _eager("hisa_indexer")(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
-                                  k_block_size=k_block_size, block_topk=block_topk,
-                                  topk_tokens=topk_tokens)
+    return ops._hisa_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
+                                     k_block_size, block_topk, topk_tokens, None)
 
 
 @_fake("hisa_indexer", refuses_grad=False)
@@ -200,7 +205,8 @@ def _(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, k_block_size, block_to
 @_op()
 def flat_indexer(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seqlen_ks: Tensor,
                  cu_seqlen_ke: Tensor, topk_tokens: int) -> Tensor:
-    return _eager("flat_indexer")(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, topk_tokens)
+    return ops._flat_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
+                                     topk_tokens, None)
 
 
 @_fake("flat_indexer", refuses_grad=False)
@@ -214,8 +220,8 @@ def sparse_attn(q: Tensor, kv: Tensor, attn_sink: Tensor, topk_idxs: Tensor,
     # Without return_lse the kernel computes no lse (the eager call's
     # specialization) and the second output is empty: an op's outputs are
     # fixed by its schema.
-    result = _eager("sparse_attn")(q, kv, attn_sink, topk_idxs, softmax_scale,
-                                   return_lse=return_lse)
+    result = ops._sparse_attn_checked(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse,
+                                      None)
     return result if return_lse else (result, q.new_empty((0,), dtype=torch.float32))
 
 

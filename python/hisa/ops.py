@@ -707,6 +707,15 @@ def topk(
                 return kernels["topk"](x, k, starts, ends)
             except (ValueError, TypeError, RuntimeError) as error:
                 failed = _cpp_failure(error)
+    return _topk_checked(x, k, starts, ends, out, failed)
+
+
+def _topk_checked(x, k, starts, ends, out, failed):
+    """topk past its C++ kernel: the checks that name the argument, then the
+    C ABI. The op's Python kernel (_torch_ops.py) calls it directly: the
+    dispatcher runs that kernel for tensors of another backend than CUDA
+    (one outranking CUDA mixed with CUDA ones too), which the C++ kernel
+    would send back to it without end."""
     # The common call (whole rows into a new output), checked with a few
     # attribute reads (host time per call matters to servers); anything else,
     # and anything wrong, takes the path below, which names what is wrong.
@@ -984,6 +993,13 @@ def hisa_indexer(
                                                topk_tokens)
             except (ValueError, TypeError, RuntimeError) as error:
                 failed = _cpp_failure(error)  # the checks below name the argument
+    return _hisa_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
+                                 k_block_size, block_topk, topk_tokens, failed)
+
+
+def _hisa_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, k_block_size,
+                          block_topk, topk_tokens, failed):
+    """hisa_indexer past its C++ kernel (see _topk_checked)."""
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     kb = check_int("k_block_size", k_block_size, SUPPORTED_BLOCK_SIZES)
     block_topk = check_int("block_topk", block_topk)
@@ -1063,6 +1079,11 @@ def sparse_attn(
                 return (o, lse) if return_lse else o
             except (ValueError, TypeError, RuntimeError) as error:
                 failed = _cpp_failure(error)  # the checks below name the argument
+    return _sparse_attn_checked(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse, failed)
+
+
+def _sparse_attn_checked(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse, failed):
+    """sparse_attn past its C++ kernel (see _topk_checked)."""
     check_no_grad("sparse_attn", (("q", q), ("kv", kv), ("attn_sink", attn_sink)))
     q = check_tensor("q", q)
     check_cuda("q", q)
@@ -1257,6 +1278,13 @@ def flat_indexer(
                                                cu_seqlen_ke, topk_tokens)
             except (ValueError, TypeError, RuntimeError) as error:
                 failed = _cpp_failure(error)  # the checks below name the argument
+    return _flat_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
+                                 topk_tokens, failed)
+
+
+def _flat_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, topk_tokens,
+                          failed):
+    """flat_indexer past its C++ kernel (see _topk_checked)."""
     m, heads, dim, n = _check_keys("q", q, "k", k, "k_scale", k_scale, "weights", weights, "N")
     topk_tokens = check_int("topk_tokens", topk_tokens)
     if topk_tokens < 1:

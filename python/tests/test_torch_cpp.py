@@ -320,3 +320,39 @@ def test_sparse_attn_bad_arguments_match_ctypes(change, name):
         through_ctypes(hisa.sparse_attn, *args, 0.05)
     assert str(via_cpp.value) == str(via_ctypes.value)
     assert type(via_cpp.value) is type(via_ctypes.value)
+
+
+def lazy_device():
+    """torch's lazy TorchScript backend: a backend that outranks CUDA in the
+    dispatcher (as XPU and PrivateUse1 do) and ships with torch."""
+    ts_backend = pytest.importorskip("torch._lazy.ts_backend")
+    ts_backend.init()
+    return "lazy"
+
+
+@pytest.mark.parametrize("op", ["topk", "hisa_indexer", "flat_indexer", "sparse_attn"])
+def test_another_backend_outranking_cuda_is_refused(op):
+    """A CUDA call with one tensor of such a backend dispatches to the op's
+    Python kernel, which must refuse it naming the tensor (it used to call
+    the C++ kernel again and end in a RecursionError)."""
+    lazy = lazy_device()
+    if op == "topk":
+        x = torch.randn(4, 64, device="cuda")
+        starts = torch.zeros(4, dtype=torch.int32, device=lazy)
+        ends = torch.full((4,), 64, dtype=torch.int32, device="cuda")
+        call, name = (lambda: hisa.topk(x, 2, starts, ends)), "starts"
+    elif op == "sparse_attn":
+        q, kv, sink, idx = sparse_attn_inputs(1, 2, 16, 100, 64)
+        sink = sink.to(lazy)
+        call, name = (lambda: hisa.sparse_attn(q, kv, sink, idx, 0.05)), "attn_sink"
+    else:
+        q, k, k_scale, weights, ks, ke = indexer_inputs(300, 1)
+        ke = ke.to(lazy)
+        if op == "hisa_indexer":
+            call = lambda: hisa.hisa_indexer(q, k, k_scale, weights, ks, ke,  # noqa: E731
+                                             k_block_size=64, block_topk=2, topk_tokens=64)
+        else:
+            call = lambda: hisa.flat_indexer(q, k, k_scale, weights, ks, ke, 64)  # noqa: E731
+        name = "cu_seqlen_ke"
+    with pytest.raises(hisa.InvalidArgumentError, match=f"{name} must be a CUDA tensor"):
+        call()

@@ -5,6 +5,7 @@ ctypes alone, the C ABI returning after its checks, the C ABI launching,
 hisa.topk into a given output, hisa.topk allocating it, and torch's own
 ops for scale.  PYTHONPATH=python python3 python/bench/probes/host_overhead.py
 """
+import ctypes
 import os
 import sys
 import time
@@ -93,6 +94,48 @@ def main():
         ("ops._block_sparse_topk_tokens",
          lambda: ops._block_sparse_topk_tokens(q, kk, k_scale, blocks, kb, weights, ks, ke, tt)),
     ]
+    # The C++ torch kernels (libhisa_torch.so), where loaded: the whole op;
+    # the op with M = 0 (its checks, the workspace query and the output's
+    # allocation, no launch); and the C ABI under it, pointer checks off as
+    # the C++ kernels run it, with and without the launch graph.
+    from hisa import _torch_cpp  # noqa: E402
+    if _torch_cpp.backend() == "c++":
+        indexer_op = torch.ops.hisa.hisa_indexer.default
+        q0, w0, ks0, ke0 = q[:0], weights[:0], ks[:0], ke[:0]
+
+        def abi(graphs):
+            def call():
+                previous = lib.hisa_set_launch_graphs(graphs)
+                checks = lib.hisa_set_device_pointer_checks(0)
+                try:
+                    return indexer(*ptrs, m, n, heads, dim, kb, bt, tt, ws.data_ptr(), wbytes,
+                                   stream)
+                finally:
+                    lib.hisa_set_device_pointer_checks(checks)
+                    lib.hisa_set_launch_graphs(previous)
+            return call
+        size = ctypes.c_uint64()
+        rows_ += [
+            ("torch.ops.hisa.hisa_indexer.default(M = N = 1024)",
+             lambda: indexer_op(q, kk, k_scale, weights, ks, ke, kb, bt, tt)),
+            ("torch.ops.hisa.hisa_indexer.default, M = 0 (no launch)",
+             lambda: indexer_op(q0, kk, k_scale, w0, ks0, ke0, kb, bt, tt)),
+            ("C ABI hisa_hisa_indexer, pointer checks off, launch graph",
+             abi(1)),
+            ("C ABI hisa_hisa_indexer, pointer checks off, no launch graph",
+             abi(0)),
+            ("ctypes: hisa_set_launch_graphs + set_device_pointer_checks x2 (the rows above)",
+             lambda: (lib.hisa_set_launch_graphs(1), lib.hisa_set_device_pointer_checks(0),
+                      lib.hisa_set_device_pointer_checks(0), lib.hisa_set_launch_graphs(1))),
+            ("C ABI hisa_hisa_indexer_workspace_size",
+             lambda: lib.hisa_hisa_indexer_workspace_size(m, n, heads, dim, kb, bt, tt,
+                                                          ctypes.byref(size))),
+            ("torch.ops.hisa.topk.default([64, 1024], 64)",
+             lambda: torch.ops.hisa.topk.default(x, k, None, None)),
+            ("torch.ops.aten.empty.memory_format([1024, 256] int32)",
+             lambda: torch.ops.aten.empty.memory_format([m, tt], dtype=torch.int32,
+                                                         device=dev)),
+        ]
     launch = lambda: topk(xp, None, None, op, rows, columns, k, 0, stream)  # noqa: E731
     previous = lib.hisa_set_device_pointer_checks(1)
     checked = per_call(launch)
@@ -105,6 +148,8 @@ def main():
     print(f"| C ABI hisa_topk, launching, device pointer checks off | {unchecked:.2f} |")
     for name, fn in rows_:
         print(f"| {name} | {per_call(fn):.2f} |")
+    print("launch graph stats (instantiated, launches, updated nodes):",
+          hisa.launch_graph_stats())
 
 
 if __name__ == "__main__":
