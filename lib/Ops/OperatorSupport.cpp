@@ -115,7 +115,11 @@ Error runOperator(const char *kernelName, const std::string &params,
   // the source for the cache key after the first call.
   static std::mutex mutex;
   static StringMap<LoadedKernel *> kernels;
-  std::string key = (Twine(kernelName) + "/" + params).str();
+  // (One buffer per thread: no heap allocation per launch.)
+  thread_local std::string key;
+  key.assign(kernelName);
+  key += '/';
+  key += params;
   LoadedKernel *kernel;
   {
     std::lock_guard<std::mutex> lock(mutex);

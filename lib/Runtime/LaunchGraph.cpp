@@ -113,7 +113,7 @@ bool matches(const CachedGraph &graph, CUcontext context, CUstream stream,
 }
 
 Error launchOneByOne(CudaDriver &driver, CUstream stream,
-                     std::vector<RecordedLaunch> &launches) {
+                     MutableArrayRef<RecordedLaunch> launches) {
   for (RecordedLaunch &launch : launches) {
     NodeParams node(launch);
     if (Error error = driver.launch(launch.function, launch.grid, launch.block,
@@ -129,7 +129,7 @@ Error launchOneByOne(CudaDriver &driver, CUstream stream,
 /// programmatic dependent, as a stream capture of them would record).
 Expected<std::unique_ptr<CachedGraph>>
 buildGraph(CudaDriver &driver, CUcontext context, CUstream stream,
-           std::vector<RecordedLaunch> &launches) {
+           MutableArrayRef<RecordedLaunch> launches) {
   auto cached = std::make_unique<CachedGraph>();
   cached->context = context;
   cached->stream = stream;
@@ -241,10 +241,10 @@ Error GraphLaunchScope::finish() {
   if (!graphs)
     return launchOneByOne(driver, stream, launches);
 
-  CUcontext context = nullptr;
-  if (Error error =
-          checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
-    return error;
+  if (!context)
+    if (Error error =
+            checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
+      return error;
   GraphCache &cache = graphCache();
   std::unique_lock<std::mutex> lock(cache.mutex);
   if (cache.broken) {
@@ -314,7 +314,7 @@ Error GraphLaunchScope::finish() {
         cache.graphs.erase(oldest);
       }
       graph = built->get();
-      graph->current = launches;
+      graph->current.assign(launches.begin(), launches.end());
       cache.graphs.push_back(std::move(*built));
       fresh = true;
     }

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -224,6 +225,18 @@ int main(int argc, char **argv) {
                "hisa_hisa_indexer");
        }});
 
+  // The same with the device-pointer queries off, as the C++ torch kernels
+  // (python/csrc/TorchOps.cpp) and the ctypes binding call it.
+  rows.push_back(
+      {"hisa_hisa_indexer M = N = 1024, pointer checks off", 32, [&] {
+         int previous = hisa_set_device_pointer_checks(0);
+         check(hisa_hisa_indexer(q, kKeys, kScale, weights, ks, ke, indexerOut,
+                                 m, n, heads, dim, kb, blockTopk, topkTokens,
+                                 indexerWorkspace, indexerBytes, stream),
+               "hisa_hisa_indexer");
+         hisa_set_device_pointer_checks(previous);
+       }});
+
   // hisa_sparse_attn prefill-shaped, B = 1, S = 128, H = 64, K = 640.
   const int64_t seq = 128, attnHeads = 64, topk = 640, nkv = 4096;
   void *qa = deviceBuffer(seq * attnHeads * 512 * 2);
@@ -268,7 +281,12 @@ int main(int argc, char **argv) {
               fake ? "fake driver: hisa's own code" : "real driver", rounds);
   std::printf("| call | host us / call | driver calls per call |\n");
   std::printf("| --- | ---: | --- |\n");
+  // HISA_BENCH_ONLY=TEXT: only the rows whose name contains TEXT (for a
+  // profile of one operator's calls).
+  const char *only = std::getenv("HISA_BENCH_ONLY");
   for (Row &row : rows) {
+    if (only && !std::strstr(row.what, only))
+      continue;
     row.call(); // compiles and loads what the call needs
     driver().streamSynchronize(stream);
     std::string entries = entriesPerCall(row.call);
