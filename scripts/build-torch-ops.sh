@@ -32,8 +32,9 @@ keep = [n for n in z.namelist()
 z.extractall(into, keep)
 PY
 fi
+mkdir -p "$out"
 cmake -S "$root/python/csrc" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DHISA_TORCH_DIR="$torch_dir" -DHISA_RUNTIME_LIBRARY="$runtime" > "$out.cmake.log" 2>&1 ||
-  { cat "$out.cmake.log" >&2; exit 1; }
+  -DHISA_TORCH_DIR="$torch_dir" -DHISA_RUNTIME_LIBRARY="$runtime" > "$out/cmake.log" 2>&1 ||
+  { cat "$out/cmake.log" >&2; exit 1; }
 ninja -C "$out"
 echo "build-torch-ops.sh: $out/libhisa_torch.so for torch $(cat "$out/libhisa_torch.so.torch-version")"
