@@ -5,11 +5,14 @@
 
 #include "OperatorSupport.h"
 
+#include "hisa/Runtime/LaunchGraph.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <string>
 
 using namespace llvm;
@@ -824,6 +827,15 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   params += specialization({{"rope", layerRope && finishes ? 1 : 0},
                             {"splits", pair ? 2 : splits},
                             {"topk_pad", topkPad}});
+  // Split decode is two launches (the splits, then their combine): for a
+  // direct call one graph launch (runtime/LaunchGraph.h; the driver's launch
+  // is most of a small decode call's host time). The V4 layer's calls
+  // (layerRope) stay launches of its step's programmatic chain, where the
+  // split kernel's start overlaps the previous kernel's end (a graph's
+  // first node waits for the stream's earlier work in full).
+  std::optional<runtime::GraphLaunchScope> graph;
+  if (splits > 1 && !layerRope)
+    graph.emplace(stream);
   if (Error error = runOperator(kernel, params, arguments, stream))
     return error;
   // Whole: the kernel rotated its output back itself.
@@ -839,10 +851,12 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
       tensor(rope.sin, {rope.tablePositions, 32}),
       tensor(rope.base, {layerRope ? batch : 1}),
       integer(seqLen)};
-  return runOperator(
-      "sparse_attn_combine",
-      specialization({{"lse", lse ? 1 : 0}, {"rope", layerRope ? 1 : 0}}),
-      combine, stream);
+  if (Error error = runOperator(
+          "sparse_attn_combine",
+          specialization({{"lse", lse ? 1 : 0}, {"rope", layerRope ? 1 : 0}}),
+          combine, stream))
+    return error;
+  return graph ? graph->finish() : Error::success();
 }
 
 Error flashAttn(const void *q, const void *k, const void *v, void *o,

@@ -1,9 +1,11 @@
-"""The indexers' launches as one CUDA graph (runtime/LaunchGraph.h,
-hisa.set_launch_graphs) on the GPU: every call of a sequence that reuses
-one graph with new buffers, new sizes, windows and streams selects, row by
-row, the same set that launching the kernels one by one selects (a stale kernel-node
-parameter would show here), through the C++ kernels and through ctypes;
-and a graph is built once per stream and kernel sequence."""
+"""The indexers' launches, and split decode attention's two, as one CUDA
+graph (runtime/LaunchGraph.h, hisa.set_launch_graphs) on the GPU: every
+call of a sequence that reuses one graph with new buffers, new sizes,
+windows and streams selects, row by row, the same set that launching the
+kernels one by one selects, and attention gives the same bits (a stale
+kernel-node parameter would show here), through the C++ kernels and
+through ctypes; and a graph is built once per stream and kernel
+sequence."""
 
 import pytest
 
@@ -85,6 +87,34 @@ def test_a_sequence_of_calls_matches_launching_one_by_one(binding):
     # and stage kernels' specializations vary with the sizes).
     assert after["launched"] - before["launched"] == 3 * len(cases)
     assert after["instantiated"] - before["instantiated"] <= 3 * len(cases) - 3
+
+
+def test_split_decode_attention_matches_launching_one_by_one(binding):
+    """Decode with few tokens splits each token's indices over blocks and
+    combines them: two kernels, one graph launch per call."""
+    seed = fresh_seed(torch)
+    hisa.set_launch_graphs(True)
+    before = hisa.launch_graph_stats()
+    calls = 0
+    for batch, seq_len, heads, nkv, topk, lse in ((1, 1, 64, 4096, 640, False),
+                                                  (1, 1, 64, 4096, 640, True),
+                                                  (2, 2, 128, 3000, 1152, False),
+                                                  (1, 1, 16, 700, 200, True),
+                                                  (1, 1, 64, 4096, 640, False)):
+        q = torch.randn(batch, seq_len, heads, 512, device="cuda").to(torch.bfloat16)
+        kv = torch.randn(batch, nkv, 512, device="cuda").to(torch.bfloat16)
+        sink = torch.randn(heads, device="cuda")
+        idx = torch.randint(-1, nkv, (batch, seq_len, topk), device="cuda", dtype=torch.int32)
+        graphed = hisa.sparse_attn(q, kv, sink, idx, 0.05, return_lse=lse)
+        direct = one_by_one(hisa.sparse_attn, q, kv, sink, idx, 0.05, return_lse=lse)
+        torch.cuda.synchronize()
+        calls += 1
+        for got, want, what in zip(graphed if lse else (graphed,), direct if lse else (direct,),
+                                   ("o", "lse")):
+            assert_bitwise_equal(torch, got, want, f"sparse_attn {what}",
+                                 f"B={batch} S={seq_len} H={heads} K={topk} seed {seed} "
+                                 f"({binding})")
+    assert hisa.launch_graph_stats()["launched"] - before["launched"] == calls
 
 
 def test_streams_and_reuse_of_the_output():

@@ -251,6 +251,19 @@ int main(int argc, char **argv) {
                           "hisa_sparse_attn");
                   }});
 
+  // hisa_sparse_attn decode, B = 1 (split over blocks + combine: two
+  // kernels, one graph launch).
+  uint64_t splitBytes = 0;
+  check(hisa_sparse_attn_workspace_size(1, 1, attnHeads, topk, &splitBytes),
+        "hisa_sparse_attn_workspace_size");
+  void *splitWorkspace = deviceBuffer(splitBytes);
+  rows.push_back({"hisa_sparse_attn decode B = 1, H = 64, K = 640", 64, [&] {
+                    check(hisa_sparse_attn(qa, kv, sink, idx, o, nullptr, 1, 1,
+                                           attnHeads, nkv, topk, 0.044f,
+                                           splitWorkspace, splitBytes, stream),
+                          "hisa_sparse_attn");
+                  }});
+
   // A V4 layer decode step (CSA, V4-Flash dims, B = 64), eager.
   hisa_v4_config config = hisa::v4::flashConfig(4);
   hisa_v4_weights w = {};

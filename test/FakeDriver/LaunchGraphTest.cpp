@@ -302,6 +302,48 @@ TEST(LaunchGraph, AFailedLaunchReachesTheCaller) {
   hisa::fake_cuda::failLaunchAfter("");
 }
 
+/// A sparse_attn call of `batch` decode tokens (S = 1, H = 64, K = 640,
+/// Nkv = 4096): few tokens split their indices over blocks (two kernels).
+int runSparseAttn(int64_t batch, void *s) {
+  const int64_t heads = 64, topk = 640, nkv = 4096;
+  void *q = deviceBuffer(batch * heads * 512 * 2);
+  void *kv = deviceBuffer(batch * nkv * 512 * 2);
+  auto *sink = static_cast<float *>(deviceBuffer(heads * 4));
+  auto *idx = static_cast<int32_t *>(deviceBuffer(batch * topk * 4));
+  void *o = deviceBuffer(batch * heads * 512 * 2);
+  uint64_t bytes = 0;
+  EXPECT_EQ(hisa_sparse_attn_workspace_size(batch, 1, heads, topk, &bytes),
+            HISA_OK)
+      << hisa_last_error();
+  void *workspace = bytes ? deviceBuffer(bytes) : nullptr;
+  return hisa_sparse_attn(q, kv, sink, idx, o, nullptr, batch, 1, heads, nkv,
+                          topk, 0.044f, workspace, bytes, s);
+}
+
+TEST(LaunchGraph, SplitDecodeAttentionIsOneGraphLaunch) {
+  GraphsSetting on(true);
+  hisa::fake_cuda::resetCalls();
+  int64_t graphLaunches = hisa::fake_cuda::entryPointCalls("cuGraphLaunch");
+  ASSERT_EQ(runSparseAttn(1, stream(0x61)), HISA_OK) << hisa_last_error();
+  std::vector<Call> split = launches();
+  EXPECT_EQ(hisa::fake_cuda::entryPointCalls("cuGraphLaunch") - graphLaunches,
+            1);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0].name, "sparse_attn_ws");
+  EXPECT_EQ(split[1].name, "sparse_attn_combine");
+  for (const Call &launch : split)
+    EXPECT_TRUE(launch.fromGraph) << launch.name;
+  // Enough tokens for one block each: one kernel, launched as before.
+  hisa::fake_cuda::resetCalls();
+  graphLaunches = hisa::fake_cuda::entryPointCalls("cuGraphLaunch");
+  ASSERT_EQ(runSparseAttn(128, stream(0x61)), HISA_OK) << hisa_last_error();
+  std::vector<Call> whole = launches();
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_FALSE(whole[0].fromGraph);
+  EXPECT_EQ(hisa::fake_cuda::entryPointCalls("cuGraphLaunch") - graphLaunches,
+            0);
+}
+
 TEST(LaunchGraph, AScopeLeftWithoutFinishIssuesNothing) {
   hisa::fake_cuda::resetCalls();
   {
