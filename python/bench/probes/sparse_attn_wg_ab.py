@@ -5,7 +5,8 @@ batched decode), beside the sparse_attn operator, in one process on the
 same inputs, every output checked against f32 torch first.
 
     PYTHONPATH=python python3 python/bench/probes/sparse_attn_wg_ab.py \
-        [--kernel sparse_attn_ws] [--ablation] - /tmp/variant.mlir[:PARAM=V,...][@TARGET] ...
+        [--kernel sparse_attn_ws] [--ablation] [--decode] \
+        - /tmp/variant.mlir[:PARAM=V,...][@TARGET] ...
 
 Each variant is FILE[:PARAMS][@TARGET]; FILE "-" is the built-in source;
 TARGET a JIT target string (default sm_90a; e.g. "-@sm_90a,+narrow-indices"
@@ -13,7 +14,7 @@ A/Bs the 32-bit index arithmetic); a file's
 `hisa-variant` lines apply (so kernels-dsl/sparse_attn.mlir gives
 sparse_attn_ws). sparse_attn_ws runs with partial_sums = 1, as the
 operator does. Prints a markdown table (ms, TFLOP/s, time relative to the
-operator). With --ablation a variant whose output is wrong (a kernel with
+operator). --decode times the decode shapes only. With --ablation a variant whose output is wrong (a kernel with
 work removed on purpose, for an upper bound of what that work costs) is
 still timed, its cell marked "wrong".
 """
@@ -46,6 +47,9 @@ def main():
     ablation = args[:1] == ["--ablation"]
     if ablation:
         args = args[1:]
+    decode_only = args[:1] == ["--decode"]
+    if decode_only:
+        args = args[1:]
     variants = []
     for arg in args or ["-"]:
         spec, _, target = arg.partition("@")
@@ -68,6 +72,8 @@ def main():
     for label, b, s, h, k, nkv in SHAPES:
         if b * s < 128:
             continue  # the operator splits few tokens' indices; wg does not
+        if decode_only and label != "decode":
+            continue
         q, kv, sink, idx = make_inputs(b, s, h, k, nkv)
         flops = 4 * b * s * h * k * D
         cells, base = [], None
