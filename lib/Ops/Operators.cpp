@@ -5,6 +5,7 @@
 
 #include "OperatorSupport.h"
 
+#include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/LaunchGraph.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -694,6 +695,8 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
                  float softmaxScale, void *workspace, uint64_t workspaceBytes,
                  void *stream, const LayerRope *layerRope) {
   const char *op = "sparse_attn";
+  // The plan and the launches ask the driver for the context once.
+  CurrentContextScope currentContext;
   if (Error error = checkSparseAttnSizes(op, batch, seqLen, heads, nkv, topk))
     return error;
   if (!std::isfinite(softmaxScale))

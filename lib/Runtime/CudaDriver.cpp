@@ -212,7 +212,30 @@ llvm::Error hisa::runtime::checkCuda(CUresult result, llvm::StringRef call,
 // Contexts, pointers and launches
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// CurrentContextScope's state on this thread: the scopes alive and the
+/// context ensureContext() found inside them (null until asked).
+thread_local int contextScopes = 0;
+thread_local CUcontext scopedContext = nullptr;
+} // namespace
+
+hisa::runtime::CurrentContextScope::CurrentContextScope() { ++contextScopes; }
+
+hisa::runtime::CurrentContextScope::~CurrentContextScope() {
+  if (--contextScopes == 0)
+    scopedContext = nullptr;
+}
+
 llvm::Expected<CUcontext> CudaDriver::ensureContext() {
+  if (contextScopes && scopedContext)
+    return scopedContext;
+  llvm::Expected<CUcontext> context = findOrMakeCurrentContext();
+  if (context && contextScopes)
+    scopedContext = *context;
+  return context;
+}
+
+llvm::Expected<CUcontext> CudaDriver::findOrMakeCurrentContext() {
   CUcontext current = nullptr;
   if (llvm::Error error = checkCuda(ctxGetCurrent(&current), "cuCtxGetCurrent"))
     return error;
@@ -239,6 +262,7 @@ llvm::Expected<CUcontext> CudaDriver::ensureContext() {
 }
 
 llvm::Error CudaDriver::usePrimaryContext(int ordinal) {
+  scopedContext = nullptr; // the thread's context changes
   if (ordinal < 0 || ordinal >= 1024)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -289,17 +289,11 @@ private:
 Expected<const ContextModule *> LoadedKernelImpl::getModule(CudaDriver &driver,
                                                             CUstream stream) {
   // The current context; with none, device 0's primary one made current
-  // (asked once per operator call where its launches are recorded).
-  GraphLaunchScope *scope = activeGraphLaunchScope();
-  CUcontext context = scope ? scope->getContext() : nullptr;
-  if (!context) {
-    Expected<CUcontext> current = driver.ensureContext();
-    if (!current)
-      return current.takeError();
-    context = *current;
-    if (scope)
-      scope->setContext(context);
-  }
+  // (asked once per operator call or layer step: CurrentContextScope).
+  Expected<CUcontext> current = driver.ensureContext();
+  if (!current)
+    return current.takeError();
+  CUcontext context = *current;
   // (A context destroyed and another created at its address would be
   // taken for it: hisa assumes contexts outlive the kernels it loads, as
   // primary contexts, retained by torch or by ensureContext, do.)

@@ -241,10 +241,10 @@ Error GraphLaunchScope::finish() {
   if (!graphs)
     return launchOneByOne(driver, stream, launches);
 
-  if (!context)
-    if (Error error =
-            checkCuda(driver.ctxGetCurrent(&context), "cuCtxGetCurrent"))
-      return error;
+  Expected<CUcontext> current = driver.ensureContext();
+  if (!current)
+    return current.takeError();
+  CUcontext context = *current;
   GraphCache &cache = graphCache();
   std::unique_lock<std::mutex> lock(cache.mutex);
   if (cache.broken) {

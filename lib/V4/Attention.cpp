@@ -678,6 +678,8 @@ Error Attention::forward(const void *x, int64_t seq, void *out, bool decode,
   if (Error error = runtime::checkDevicePointers(op, {{"x", x}, {"out", out}}))
     return error;
   runtime::TrustedPointersScope trustedPointers;
+  // Its ~33 launches ask the driver for the context once.
+  runtime::CurrentContextScope currentContext;
   const Config &c = config_;
   const Weights &w = weights_;
   Buffers &b = *buffers_;

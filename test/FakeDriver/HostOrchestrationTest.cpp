@@ -498,6 +498,10 @@ TEST_P(V4LayerOnFakeDriver, ForwardsAllocateNothingAndJoinTheirBranches) {
   EXPECT_EQ(entriesAfter["cuTensorMapEncodeTiled"] -
                 entriesBefore["cuTensorMapEncodeTiled"],
             0);
+  // And the current context once a step (runtime::CurrentContextScope), not
+  // once a launch.
+  EXPECT_EQ(entriesAfter["cuCtxGetCurrent"] - entriesBefore["cuCtxGetCurrent"],
+            3);
   hisa::fake_cuda::Counters after = hisa::fake_cuda::counters();
   EXPECT_EQ(after.allocations, before.allocations)
       << "prefill or decode allocated device memory";

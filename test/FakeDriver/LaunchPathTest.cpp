@@ -10,6 +10,7 @@
 
 #include "FakeCuda.h"
 
+#include "hisa/Runtime/CudaDriver.h"
 #include "hisa/Runtime/Jit.h"
 #include "hisa/Runtime/hisa_runtime.h"
 
@@ -323,4 +324,42 @@ TEST(LaunchPath, NarrowIndicesKernelsRefuseSizesFromTwoToThe31) {
   std::string message = toString(std::move(error));
   EXPECT_NE(message.find("+narrow-indices"), std::string::npos) << message;
   EXPECT_NE(message.find("'k'"), std::string::npos) << message;
+}
+
+TEST(LaunchPath, CurrentContextScopeAsksTheDriverOnce) {
+  LoadedKernel *kernel = logitsKernel();
+  ASSERT_TRUE(kernel);
+  LogitsBuffers buffers(2, 256);
+  auto asked = [] {
+    return hisa::fake_cuda::entryPointCalls("cuCtxGetCurrent");
+  };
+  // Outside a scope every launch asks.
+  int64_t before = asked();
+  for (int i = 0; i < 3; ++i)
+    ASSERT_FALSE(bool(buffers.launch(*kernel)));
+  EXPECT_EQ(asked() - before, 3);
+  {
+    CurrentContextScope outer;
+    before = asked();
+    for (int i = 0; i < 3; ++i)
+      ASSERT_FALSE(bool(buffers.launch(*kernel)));
+    {
+      CurrentContextScope inner; // nested: the outer scope's answer
+      ASSERT_FALSE(bool(buffers.launch(*kernel)));
+    }
+    ASSERT_FALSE(bool(buffers.launch(*kernel)));
+    EXPECT_EQ(asked() - before, 1);
+    // Making another context current through hisa forgets the answer.
+    auto driver = CudaDriver::get();
+    ASSERT_TRUE(bool(driver));
+    ASSERT_FALSE(bool(driver->usePrimaryContext(0)));
+    before = asked();
+    ASSERT_FALSE(bool(buffers.launch(*kernel)));
+    ASSERT_FALSE(bool(buffers.launch(*kernel)));
+    EXPECT_EQ(asked() - before, 1);
+  }
+  // The scope's answer ends with it.
+  before = asked();
+  ASSERT_FALSE(bool(buffers.launch(*kernel)));
+  EXPECT_EQ(asked() - before, 1);
 }

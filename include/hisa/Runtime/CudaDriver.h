@@ -121,6 +121,8 @@ public:
   /// An existing current context is used as is (torch makes the primary
   /// context of its device current); otherwise the primary context of device
   /// 0 is retained (once per process, never released) and made current.
+  /// Inside a CurrentContextScope the context found first is returned
+  /// again without asking the driver.
   llvm::Expected<CUcontext> ensureContext();
 
   /// Makes the primary context of device `ordinal` current on the calling
@@ -225,6 +227,9 @@ public:
 private:
   CudaDriver() = default;
 
+  /// ensureContext() without CurrentContextScope's answer.
+  llvm::Expected<CUcontext> findOrMakeCurrentContext();
+
   void *library = nullptr; // dlopen handle; deliberately never closed
 
   // The primary context ensureContext() retained, if it had to, and those
@@ -274,6 +279,20 @@ private:
 /// and destruction) then do not invalidate another thread's capture in the
 /// global mode (torch's default). A driver without
 /// cuThreadExchangeStreamCaptureMode leaves the mode alone.
+/// While alive, CudaDriver::ensureContext() on this thread asks the driver
+/// once and then answers the same context (cuCtxGetCurrent costs ~0.3 us on
+/// the GPU machine's host, and every launch asks): for one operator call or
+/// one layer step, inside which nothing changes the thread's context.
+/// usePrimaryContext() forgets the answer. Scopes nest (the outermost one
+/// keeps the answer).
+class CurrentContextScope {
+public:
+  CurrentContextScope();
+  ~CurrentContextScope();
+  CurrentContextScope(const CurrentContextScope &) = delete;
+  CurrentContextScope &operator=(const CurrentContextScope &) = delete;
+};
+
 class RelaxedCaptureScope {
 public:
   explicit RelaxedCaptureScope(const CudaDriver &driver) : driver(driver) {

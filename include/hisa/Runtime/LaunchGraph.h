@@ -21,6 +21,8 @@
 #ifndef HISA_RUNTIME_LAUNCHGRAPH_H
 #define HISA_RUNTIME_LAUNCHGRAPH_H
 
+#include "hisa/Runtime/CudaDriver.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
@@ -64,16 +66,10 @@ public:
   /// reorder it.
   llvm::Error record(RecordedLaunch launch, CUstream launchStream);
 
-  /// The driver context of the scope's launches, once the first launch has
-  /// made one current (null before): the later launches and finish() use
-  /// it instead of asking the driver again (~0.3 us a question on the GPU
-  /// machine's host). Nothing in an operator changes the thread's context.
-  CUcontext getContext() const { return context; }
-  void setContext(CUcontext current) { context = current; }
-
 private:
+  /// The launches and finish() ask the driver for the context once.
+  CurrentContextScope currentContext;
   CUstream stream;
-  CUcontext context = nullptr;
   GraphLaunchScope *previous;
   /// (Inline: an operator's few launches cost no heap allocation.)
   llvm::SmallVector<RecordedLaunch, 4> launches;
