@@ -836,8 +836,10 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   // (layerRope) stay launches of its step's programmatic chain, where the
   // split kernel's start overlaps the previous kernel's end (a graph's
   // first node waits for the stream's earlier work in full).
+  // (Scopes do not nest: inside another operator's scope the two launches
+  // are that scope's.)
   std::optional<runtime::GraphLaunchScope> graph;
-  if (splits > 1 && !layerRope)
+  if (splits > 1 && !layerRope && !runtime::activeGraphLaunchScope())
     graph.emplace(stream);
   if (Error error = runOperator(kernel, params, arguments, stream))
     return error;

@@ -58,6 +58,16 @@ def _op(mutates_args=()):
     return define
 
 
+def _load_cpp_kernels() -> None:
+    """Loads libhisa_torch.so at the first call that reaches a Python kernel
+    of its four ops (a caller of torch.ops.hisa.* or a compiled graph may
+    never call the eager functions, which load it otherwise): later CUDA
+    calls then dispatch to its C++ kernels. This call stays on the checked
+    path (calling the C++ kernel from here could recurse)."""
+    if ops._CPP_KERNELS is None:
+        ops._cpp_kernels()
+
+
 def _check_no_real_tensor(op: str, named) -> None:
     """A fake implementation runs for fake and meta tensors only. A call
     that mixes a meta tensor with real CUDA tensors dispatches to it too
@@ -157,6 +167,7 @@ def _(q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke):
 
 @_op()
 def topk(x: Tensor, k: int, starts: Optional[Tensor] = None, ends: Optional[Tensor] = None) -> Tensor:
+    _load_cpp_kernels()
     return ops._topk_checked(x, k, starts, ends, None, None)
 
 
@@ -193,6 +204,7 @@ def _(q, k, k_scale, topk_block_index, k_block_size, weights, ks, ke, topk_token
 def hisa_indexer(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seqlen_ks: Tensor,
                  cu_seqlen_ke: Tensor, k_block_size: int, block_topk: int,
                  topk_tokens: int) -> Tensor:
+    _load_cpp_kernels()
     return ops._hisa_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
                                      k_block_size, block_topk, topk_tokens, None)
 
@@ -205,6 +217,7 @@ def _(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, k_block_size, block_to
 @_op()
 def flat_indexer(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seqlen_ks: Tensor,
                  cu_seqlen_ke: Tensor, topk_tokens: int) -> Tensor:
+    _load_cpp_kernels()
     return ops._flat_indexer_checked(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke,
                                      topk_tokens, None)
 
@@ -220,6 +233,7 @@ def sparse_attn(q: Tensor, kv: Tensor, attn_sink: Tensor, topk_idxs: Tensor,
     # Without return_lse the kernel computes no lse (the eager call's
     # specialization) and the second output is empty: an op's outputs are
     # fixed by its schema.
+    _load_cpp_kernels()
     result = ops._sparse_attn_checked(q, kv, attn_sink, topk_idxs, softmax_scale, return_lse,
                                       None)
     return result if return_lse else (result, q.new_empty((0,), dtype=torch.float32))

@@ -328,10 +328,13 @@ def check_hisa_indexer_against_torch(torch, out, q, k, k_scale, weights, ks, ke,
 
 
 def assert_bitwise_equal(torch, actual, expected, what, extra=""):
-    """Exact comparison of two float32 tensors through their bit patterns."""
+    """Exact comparison of two tensors (float32, bfloat16, int32 ...) through
+    their bit patterns (an integer view of the element's width, so that the
+    positions reported are the tensor's own)."""
     assert actual.shape == expected.shape, (what, actual.shape, expected.shape)
-    a = actual.view(torch.int32)
-    b = expected.view(torch.int32)
+    bits = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[actual.element_size()]
+    a = actual.view(bits)
+    b = expected.view(bits)
     diff = a != b
     if bool(diff.any()):
         idx = diff.nonzero()[:8].tolist()
