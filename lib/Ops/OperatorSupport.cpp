@@ -75,7 +75,7 @@ LaunchArgument floatScalar(double value) {
 }
 
 Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
-                                              const std::string &params) {
+                                              StringRef params) {
   static std::mutex mutex;
   static StringMap<int64_t> sizes;
   std::string key = (Twine(kernelName) + "/" + params).str();
@@ -95,21 +95,30 @@ Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
   return bytes;
 }
 
-std::string specialization(
+SpecializationText specialization(
     std::initializer_list<std::pair<const char *, int64_t>> entries) {
-  std::string text;
-  text.reserve(16 * entries.size());
+  SpecializationText text;
   for (const auto &[name, value] : entries) {
     if (!text.empty())
       text += ',';
     text += name;
     text += '=';
-    text += std::to_string(value);
+    // Digits backwards into a buffer (int64_t has at most 19 and a sign).
+    char digits[20];
+    char *end = digits + sizeof(digits), *at = end;
+    uint64_t magnitude = value < 0 ? 0 - uint64_t(value) : uint64_t(value);
+    do {
+      *--at = char('0' + magnitude % 10);
+      magnitude /= 10;
+    } while (magnitude);
+    if (value < 0)
+      *--at = '-';
+    text.append(at, end);
   }
   return text;
 }
 
-Error runOperator(const char *kernelName, const std::string &params,
+Error runOperator(const char *kernelName, StringRef params,
                   ArrayRef<LaunchArgument> arguments, void *stream) {
   // Operators call the same few specializations over and over: skip hashing
   // the source for the cache key after the first call.

@@ -11,6 +11,8 @@
 #include "hisa/Runtime/Jit.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -98,17 +100,22 @@ llvm::Expected<int64_t> getPlanningMultiprocessors(PlanFor purpose);
 /// process and specialization, like runOperator's kernels). For a plan that
 /// only a planned size can decide (blocks per SM at the edge).
 llvm::Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
-                                                    const std::string &params);
+                                                    llvm::StringRef params);
 
 /// Compiles (once per process and specialization) and launches a builtin
 /// kernel of kernels-dsl/.
+/// Specialization parameters as text, on the stack: operators build them on
+/// every call (a heap string and its growth were ~20% of a small call's host
+/// code, fake driver).
+using SpecializationText = llvm::SmallString<128>;
+
 /// The specialization parameters "a=1,b=2" of `entries`, in their order:
 /// what runOperator and the JIT take. (formatv's parse of a format string
 /// on every launch cost more host time than the launch's own checks.)
-std::string
+SpecializationText
 specialization(std::initializer_list<std::pair<const char *, int64_t>> entries);
 
-llvm::Error runOperator(const char *kernelName, const std::string &params,
+llvm::Error runOperator(const char *kernelName, llvm::StringRef params,
                         llvm::ArrayRef<runtime::LaunchArgument> arguments,
                         void *stream);
 

@@ -75,8 +75,8 @@ int64_t topkCacheFor(int64_t columns) {
 /// rows of 32768 columns 6.35 -> 2.99 ms, unless there are too few rows to
 /// fill the GPU twice over: then each block keeps its row (decode's 64 rows
 /// of 16388 columns: 26.5 -> 22.3 us).
-Expected<std::string> topkParams(int64_t rows, int64_t columns, bool windowed,
-                                 bool relative) {
+Expected<SpecializationText> topkParams(int64_t rows, int64_t columns,
+                                        bool windowed, bool relative) {
   int64_t cache, candidates, compact, minBlocks, splits = 1;
   // Two blocks per SM; measured at decode's 64 rows only.
   bool fewRows = false, clusterRows = false;
@@ -389,7 +389,8 @@ static Error runTopk(const char *op, const char *kernel, const void *x,
   LaunchArgument arguments[] = {
       tensor(x, {rows, columns}), tensor(windowStarts, {windowed ? rows : 1}),
       tensor(windowEnds, {windowed ? rows : 1}), tensor(out, {rows, k})};
-  Expected<std::string> params = topkParams(rows, columns, windowed, relative);
+  Expected<SpecializationText> params =
+      topkParams(rows, columns, windowed, relative);
   if (!params)
     return params.takeError();
   return runOperator(kernel, *params, arguments, stream);
@@ -819,8 +820,9 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   // A cluster pair finishes the output itself (lse and rotation too).
   bool finishes = splits == 1;
   // (sparse_attn_wg has no cluster or query-norm parameters.)
-  std::string params =
-      flashMlaSchedule ? "" : pair ? "cluster_blocks=2," : "cluster_blocks=1,";
+  SpecializationText params(flashMlaSchedule ? ""
+                            : pair           ? "cluster_blocks=2,"
+                                             : "cluster_blocks=1,");
   params += specialization({{"head_blocks", headBlocks},
                             {"lse", lse && finishes ? 1 : 0},
                             {"partial_sums", finishes ? 1 : 0}});

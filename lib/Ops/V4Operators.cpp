@@ -56,7 +56,7 @@ Error checkCompress(const char *op, const CompressShape &shape) {
   return Error::success();
 }
 
-std::string compressParams(const CompressShape &shape, bool decode) {
+SpecializationText compressParams(const CompressShape &shape, bool decode) {
   return specialization({{"blocks", shape.dim / 64},
                          {"decode", decode ? 1 : 0},
                          {"overlap", shape.overlap ? 1 : 0},
@@ -156,8 +156,8 @@ Error checkLinear(const char *op, int64_t m, int64_t n, int64_t k,
   return checkIndexRange(op, "groups * n", groups * n);
 }
 
-std::string linearParams(const LinearTile &tile, int64_t n, int64_t k,
-                         int64_t groups, int64_t splits) {
+SpecializationText linearParams(const LinearTile &tile, int64_t n, int64_t k,
+                                int64_t groups, int64_t splits) {
   return specialization({{"block_k", tile.blockK},
                          {"block_m", tile.blockM},
                          {"block_n", tile.blockN},
