@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The GPU runs owed since the forty-fourth session, most valuable first, in
+# one call of at most ~10 minutes (each step has its own time limit, and its
+# output is written to $OUT as it finishes, so a run cut short still returns
+# what it did):
+#   1. decode attention A/B: the operator's sparse_attn_ws against the
+#      probes that keep more gathered bytes in flight per SM
+#      (python/bench/probes/sparse_attn_{l2_ahead,decode_n32,decode_n16}.mlir;
+#      docs/performance.md, forty-fifth section), two alternating rounds;
+#   2. the GPU tests written but never run: the lazy backend refused by the
+#      C++ torch kernels, split decode attention as one graph launch (and the
+#      rest of test_torch_cpp.py, test_launch_graphs.py, test_torch_ops.py);
+#   3. host time per Python call (bench_indexer.host_time_rows);
+#   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh).
+#
+#   scripts/gpu-owed.sh LIBRARY [ANCHORS]
+#
+# LIBRARY is the runtime library (.so, or .so.xz to unpack), with the C++
+# torch kernels (libhisa_torch.so and its .torch-version stamp, from
+# scripts/build-torch-ops.sh for the GPU machine's torch) beside it; ANCHORS
+# a copy of ../shared/anchors. HISA_OWED_ONLY="1 3" runs those steps only.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+if [[ $# -lt 1 || ! -f $1 ]]; then
+  echo "gpu-owed.sh: first argument must be the runtime library (.so or .so.xz)" >&2
+  exit 64
+fi
+library=$1
+anchors=${2:-}
+out=${OUT:-/tmp/hisa-out}
+mkdir -p "$out" build/lib
+if [[ $library == *.xz ]]; then
+  xz -dc "$library" > build/lib/libhisa_runtime.so ||
+    { echo "gpu-owed.sh: cannot unpack $library" >&2; exit 1; }
+elif [[ $(realpath "$library") != $(realpath -m build/lib/libhisa_runtime.so) ]]; then
+  cp "$library" build/lib/libhisa_runtime.so || exit 1
+fi
+cp "$(dirname "$library")"/libhisa_torch.so* build/lib/ 2>/dev/null
+
+export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 HISA_TESTS_STRICT=1
+only=${HISA_OWED_ONLY:-1 2 3 4}
+wants() { [[ " $only " == *" $1 "* ]]; }
+nvidia-smi -L
+echo "== gpu-owed.sh, library $(md5sum < build/lib/libhisa_runtime.so | cut -c1-12), $(date -u +%FT%TZ)"
+
+if wants 1; then
+  l2=python/bench/probes/sparse_attn_l2_ahead.mlir
+  n32=python/bench/probes/sparse_attn_decode_n32.mlir
+  n16=python/bench/probes/sparse_attn_decode_n16.mlir
+  round="- $l2:prefetch_ahead=2 $n32 $n32:prefetch_ahead=4 $n16"
+  # shellcheck disable=SC2086
+  HISA_CACHE_DIR=/tmp/hisa-owed-ab timeout 200 python3 \
+    python/bench/probes/sparse_attn_wg_ab.py --kernel sparse_attn_ws --decode \
+    $round $round > "$out/owed-decode-ab.txt" 2>&1
+  echo "== 1. decode A/B (status $?)"; tail -12 "$out/owed-decode-ab.txt"
+fi
+if wants 2; then
+  HISA_CACHE_DIR=/tmp/hisa-owed timeout 150 python3 -m pytest -q \
+    -p no:cacheprovider python/tests/test_torch_cpp.py \
+    python/tests/test_launch_graphs.py python/tests/test_torch_ops.py \
+    > "$out/owed-tests.txt" 2>&1
+  echo "== 2. tests (status $?)"
+  grep -E "passed|failed|FAILED|Error" "$out/owed-tests.txt" | tail -8
+fi
+if wants 3; then
+  HISA_CACHE_DIR=/tmp/hisa-owed timeout 60 python3 -c "
+import sys; sys.path[:0] = ['python', 'python/bench']
+import bench_indexer
+lines, failures = [], []
+bench_indexer.host_time_rows(lines, failures)
+print('\n'.join(lines)); print('failures', failures)" > "$out/owed-host.txt" 2>&1
+  echo "== 3. host time (status $?)"; tail -12 "$out/owed-host.txt"
+fi
+if wants 4 && [[ -n $anchors ]]; then
+  HISA_CARD_ONLY=topk timeout 180 scripts/gpu-card.sh "$anchors" \
+    build/lib/libhisa_runtime.so > "$out/owed-topk.txt" 2>&1
+  echo "== 4. topk card (status $?)"; tail -20 "$out/owed-topk.txt"
+fi
+date -u
