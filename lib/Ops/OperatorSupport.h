@@ -102,8 +102,6 @@ llvm::Expected<int64_t> getPlanningMultiprocessors(PlanFor purpose);
 llvm::Expected<int64_t> getBuiltinKernelSharedBytes(const char *kernelName,
                                                     llvm::StringRef params);
 
-/// Compiles (once per process and specialization) and launches a builtin
-/// kernel of kernels-dsl/.
 /// Specialization parameters as text, on the stack: operators build them on
 /// every call (a heap string and its growth were ~20% of a small call's host
 /// code, fake driver).
@@ -115,6 +113,8 @@ using SpecializationText = llvm::SmallString<128>;
 SpecializationText
 specialization(std::initializer_list<std::pair<const char *, int64_t>> entries);
 
+/// Compiles (once per process and specialization) and launches a builtin
+/// kernel of kernels-dsl/.
 llvm::Error runOperator(const char *kernelName, llvm::StringRef params,
                         llvm::ArrayRef<runtime::LaunchArgument> arguments,
                         void *stream);
