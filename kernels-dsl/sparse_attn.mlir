@@ -17,9 +17,10 @@
 //   1. The token's K indices, made absolute rows of kv [B*Nkv, 512]
 //      (b*Nkv + idx; -1 for padding past K and for indices outside
 //      [0, Nkv)), and the 64 heads' queries, in shared memory.
-//   2. Per tile of 64 indices (pipelined: the next tile's rows are gathered
-//      while this one computes; -1 rows read zeros):
-//      S = Q K^T (wgmma, [64 heads, 64 keys]), scaled into log2 units, -inf
+//   2. Per tile of 2 * key_half indices (64 by default; topk_pad must be a
+//      multiple; pipelined: the next tiles' rows are gathered while this one
+//      computes; -1 rows read zeros):
+//      S = Q K^T (wgmma, [64 heads, 2 * key_half keys]), in log2 units, -inf
 //      where the index is invalid; online softmax with the row maximum and
 //      row sum in registers; P = exp2(S - m) in bf16 through shared memory
 //      (each warpgroup computes half of S's columns but needs all of P);
@@ -75,7 +76,8 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
                          %softmax_scale: f32,
                          %q_eps: f32)
     params {topk_pad = 640, head_blocks = 1, lse = 0, splits = 1,
-            partial_sums = 0, rope = 0, q_norm = 0, cluster_blocks = 1} {
+            partial_sums = 0, rope = 0, q_norm = 0, cluster_blocks = 1,
+            key_half = 32} {
   %tokens = tile.dim %q, 0 : !tile.global<[?, ?, 512], bf16>
   %head_blocks = tile.param "head_blocks" : index
   %splits = tile.param "splits" : index
@@ -83,16 +85,16 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
   %blocks = arith.muli %token_blocks, %splits : index
   tile.launch (%block) in (%blocks) threads 256 cluster "cluster_blocks" {
     %q_s = tile.alloc : !tile.shared<[64, 512], bf16>
-    %kv_s = tile.alloc : !tile.shared<[64, 512], bf16>
+    %kv_s = tile.alloc : !tile.shared<[2*key_half, 512], bf16>
     %staging = tile.alloc : !tile.shared<[64, 512], bf16>
-    %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p_s = tile.alloc : !tile.shared<[64, 2*key_half], bf16>
     %rows = tile.alloc : !tile.shared<[topk_pad], i32>
     // The token's indices as given: converted into %rows, not in place (a
     // [64] loop may run on the row statistics' layout, which gives each
     // element to several threads; copies of an in-place update would race).
     %given_rows = tile.alloc : !tile.shared<[topk_pad], i32>
-    %scores = tile.alloc : !tile.frag<[64, 64], f32>
-    %p = tile.alloc : !tile.frag<[64, 64], bf16>
+    %scores = tile.alloc : !tile.frag<[64, 2*key_half], f32>
+    %p = tile.alloc : !tile.frag<[64, 2*key_half], bf16>
     %acc = tile.alloc : !tile.frag<[64, 512], f32>
     %out = tile.alloc : !tile.frag<[64, 512], bf16>
     // Row statistics (log2 units): running maximum, the previous one, the
@@ -209,9 +211,13 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %partial_sums_param = tile.param "partial_sums" : index
     %per_warpgroup = arith.cmpi ne, %partial_sums_param, %c0 : index
 
-    // 2. Tiles of 64 indices.
+    // 2. Tiles of 2 * key_half indices (64 by default; each warpgroup
+    //    scores key_half of them).
     %pad = tile.param "topk_pad" : index
-    %tiles = arith.divui %pad, %c64 : index
+    %key_half = tile.param "key_half" : index
+    %c2 = arith.constant 2 : index
+    %key_rows = arith.muli %key_half, %c2 : index
+    %tiles = arith.divui %pad, %key_rows : index
     // This block's share of the tiles: all of them, or (split decode) the
     // split's contiguous range.
     %tiles_round = arith.addi %tiles, %splits_in : index
@@ -222,24 +228,24 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
     %tile_end_raw = arith.addi %tile_begin, %per_split : index
     %tile_end = arith.minui %tile_end_raw, %tiles : index
     tile.pipelined %t = %tile_begin to %tile_end step %c1 num_stages = 2 {
-      %first = arith.muli %t, %c64 : index
+      %first = arith.muli %t, %key_rows : index
       tile.copy %kv rows(%rows[%first] : !tile.shared<[topk_pad], i32>) to %kv_s
-          : !tile.global<[?, 512], bf16> to !tile.shared<[64, 512], bf16>
+          : !tile.global<[?, 512], bf16> to !tile.shared<[2*key_half, 512], bf16>
       tile.gemm %q_s, %kv_s, %scores transpose_b clear_accum policy(full_col)
-          : !tile.shared<[64, 512], bf16>, !tile.shared<[64, 512], bf16>
-            -> !tile.frag<[64, 64], f32>
+          : !tile.shared<[64, 512], bf16>, !tile.shared<[2*key_half, 512], bf16>
+            -> !tile.frag<[64, 2*key_half], f32>
       // Scores in log2 units; -inf for invalid indices.
-      tile.parallel (%i, %j) in [64, 64] {
-        %s = tile.load %scores[%i, %j] : !tile.frag<[64, 64], f32>
+      tile.parallel (%i, %j) in [64, 2*key_half] {
+        %s = tile.load %scores[%i, %j] : !tile.frag<[64, 2*key_half], f32>
         %at = arith.addi %first, %j : index
         %row = tile.load %rows[%at] : !tile.shared<[topk_pad], i32>
         %valid = arith.cmpi sge, %row, %c0_i32 : i32
         %scaled = arith.mulf %s, %scale_log2 : f32
         %masked = arith.select %valid, %scaled, %neg_inf : f32
-        tile.store %masked, %scores[%i, %j] : !tile.frag<[64, 64], f32>
+        tile.store %masked, %scores[%i, %j] : !tile.frag<[64, 2*key_half], f32>
       }
       tile.reduce max %scores to %tile_max dim = 1
-          : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+          : !tile.frag<[64, 2*key_half], f32> to !tile.frag<[64], f32>
       // The maximum grows only by more than %max_headroom (from -inf: any
       // finite value); otherwise the factor below is exactly 1.
       tile.parallel (%i) in [64] {
@@ -253,21 +259,21 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         tile.store %old, %prev_max[%i] : !tile.frag<[64], f32>
       }
       // P = exp2(S - m); a maximum of -inf (nothing valid yet) counts as 0.
-      tile.parallel (%i, %j) in [64, 64] {
-        %s = tile.load %scores[%i, %j] : !tile.frag<[64, 64], f32>
+      tile.parallel (%i, %j) in [64, 2*key_half] {
+        %s = tile.load %scores[%i, %j] : !tile.frag<[64, 2*key_half], f32>
         %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
         %none = arith.cmpf oeq, %m, %neg_inf : f32
         %m_safe = arith.select %none, %zero, %m : f32
         %shifted = arith.subf %s, %m_safe : f32
         %e = math.exp2 %shifted : f32
-        tile.store %e, %scores[%i, %j] : !tile.frag<[64, 64], f32>
+        tile.store %e, %scores[%i, %j] : !tile.frag<[64, 2*key_half], f32>
       }
       scf.if %per_warpgroup {
         // Each warpgroup sums its own 32 columns (no cross-warp step).
         %columns = tile.view %scores
-            : !tile.frag<[64, 64], f32> to !tile.frag<[64, 2, 32], f32>
+            : !tile.frag<[64, 2*key_half], f32> to !tile.frag<[64, 2, key_half], f32>
         tile.reduce sum %columns to %tile_parts dim = 2
-            : !tile.frag<[64, 2, 32], f32> to !tile.frag<[64, 2], f32>
+            : !tile.frag<[64, 2, key_half], f32> to !tile.frag<[64, 2], f32>
         tile.parallel (%i) in [64] {
           %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
           %m_old = tile.load %prev_max[%i] : !tile.frag<[64], f32>
@@ -288,7 +294,7 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
         }
       } else {
         tile.reduce sum %scores to %tile_sum dim = 1
-            : !tile.frag<[64, 64], f32> to !tile.frag<[64], f32>
+            : !tile.frag<[64, 2*key_half], f32> to !tile.frag<[64], f32>
         tile.parallel (%i) in [64] {
           %m = tile.load %row_max[%i] : !tile.frag<[64], f32>
           %m_old = tile.load %prev_max[%i] : !tile.frag<[64], f32>
@@ -321,10 +327,10 @@ tile.kernel @sparse_attn(%q: !tile.global<[?, ?, 512], bf16>,
           tile.store %scaled, %acc[%i, %j] : !tile.frag<[64, 512], f32>
         }
       }
-      tile.cast %scores to %p : !tile.frag<[64, 64], f32> to !tile.frag<[64, 64], bf16>
-      tile.copy %p to %p_s : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.cast %scores to %p : !tile.frag<[64, 2*key_half], f32> to !tile.frag<[64, 2*key_half], bf16>
+      tile.copy %p to %p_s : !tile.frag<[64, 2*key_half], bf16> to !tile.shared<[64, 2*key_half], bf16>
       tile.gemm %p_s, %kv_s, %acc policy(full_col)
-          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 512], bf16>
+          : !tile.shared<[64, 2*key_half], bf16>, !tile.shared<[2*key_half, 512], bf16>
             -> !tile.frag<[64, 512], f32>
     }
 
