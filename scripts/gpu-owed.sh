@@ -3,13 +3,13 @@
 # one call of at most ~10 minutes (each step has its own time limit, and its
 # output is written to $OUT as it finishes, so a run cut short still returns
 # what it did):
-#   1. decode attention A/B: the operator's sparse_attn_ws against the
-#      probes that keep more gathered bytes in flight per SM
-#      (python/bench/probes/sparse_attn_{l2_ahead,decode_n32,decode_n16}.mlir;
-#      docs/performance.md, forty-fifth section), two alternating rounds;
-#   2. the GPU tests written but never run: the lazy backend refused by the
-#      C++ torch kernels, split decode attention as one graph launch (and the
-#      rest of test_torch_cpp.py, test_launch_graphs.py, test_torch_ops.py);
+#   1. what bounds decode attention (probes/decode_floor.py: index
+#      patterns, torch's gather; probes/sparse_attn_gather_only.mlir: the
+#      kernel's gathers alone). (Until the forty-sixth session, step 1 was
+#      the A/B of deeper key pipelines, which measured slower:
+#      docs/performance.md.)
+#   2. test_torch_cpp.py, test_launch_graphs.py, test_torch_ops.py (all
+#      passed on an H100 in the forty-sixth session);
 #   3. host time per Python call (bench_indexer.host_time_rows);
 #   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh).
 #
@@ -45,15 +45,17 @@ nvidia-smi -L
 echo "== gpu-owed.sh, library $(md5sum < build/lib/libhisa_runtime.so | cut -c1-12), $(date -u +%FT%TZ)"
 
 if wants 1; then
-  l2=python/bench/probes/sparse_attn_l2_ahead.mlir
-  n32=python/bench/probes/sparse_attn_decode_n32.mlir
-  n16=python/bench/probes/sparse_attn_decode_n16.mlir
-  round="- $l2:prefetch_ahead=2 $n32 $n32:prefetch_ahead=4 $n16"
-  # shellcheck disable=SC2086
-  HISA_CACHE_DIR=/tmp/hisa-owed-ab timeout 200 python3 \
-    python/bench/probes/sparse_attn_wg_ab.py --kernel sparse_attn_ws --decode \
-    $round $round > "$out/owed-decode-ab.txt" 2>&1
-  echo "== 1. decode A/B (status $?)"; tail -12 "$out/owed-decode-ab.txt"
+  # What bounds decode (the forty-sixth session's A/B ruled out the
+  # gathers' latency): index patterns on the operator, torch's gather of the
+  # same rows, and the operator's kernel reduced to its gathers.
+  HISA_CACHE_DIR=/tmp/hisa-owed-ab timeout 120 python3 \
+    python/bench/probes/decode_floor.py > "$out/owed-decode-floor.txt" 2>&1
+  echo "== 1a. decode floor (status $?)"; tail -22 "$out/owed-decode-floor.txt"
+  gather=python/bench/probes/sparse_attn_gather_only.mlir
+  HISA_CACHE_DIR=/tmp/hisa-owed-ab timeout 90 python3 \
+    python/bench/probes/sparse_attn_wg_ab.py --kernel sparse_attn_ws --ablation --decode \
+    - $gather - $gather > "$out/owed-decode-gather-only.txt" 2>&1
+  echo "== 1b. decode gathers only (status $?)"; tail -8 "$out/owed-decode-gather-only.txt"
 fi
 if wants 2; then
   HISA_CACHE_DIR=/tmp/hisa-owed timeout 150 python3 -m pytest -q \
