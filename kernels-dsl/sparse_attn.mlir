@@ -20,7 +20,7 @@
 //   2. Per tile of 2 * key_half indices (64 by default; topk_pad must be a
 //      multiple; pipelined: the next tiles' rows are gathered while this one
 //      computes; -1 rows read zeros). (32-row tiles in 4 stages measured
-//      1.05-1.25x slower at decode, 16-row tiles in 8 stages 1.3-1.9x: more
+//      1.05-1.25x slower at decode, 16-row tiles in 8 stages 1.3-1.8x: more
 //      rows in flight do not pay; docs/performance.md, forty-sixth session.)
 //      S = Q K^T (wgmma, [64 heads, 2 * key_half keys]), in log2 units, -inf
 //      where the index is invalid; online softmax with the row maximum and

@@ -42,7 +42,7 @@ import torch  # noqa: E402
 import hisa  # noqa: E402
 from bench_memory_bound import Timer, copy_bandwidth, l2_bytes  # noqa: E402
 from bench_mqa import bench  # noqa: E402
-from bench_sparse_attn import D, SCALE, check, make_inputs, rotation_sets  # noqa: E402
+from bench_sparse_attn import D, SCALE, check, make_indices, make_inputs, rotation_sets  # noqa: E402
 
 NKV, K = 65536, 640
 SHAPES = [(128, 1, 64), (128, 2, 64), (128, 1, 128), (128, 2, 128)]
@@ -73,7 +73,7 @@ def main():
     for b, s, h in SHAPES:
         q, kv, sink, idx = make_inputs(b, s, h, K, NKV)
         sets = rotation_sets("decode", b, s, K, l2_bytes())
-        idx_sets = [idx] + [make_inputs(b, s, h, K, NKV)[3] for _ in range(sets - 1)]
+        idx_sets = [idx] + [make_indices(b, s, K, NKV) for _ in range(sets - 1)]
         for name, chosen in patterns(b, s, K, idx_sets).items():
             # Check the first set's output before timing.
             o = hisa.sparse_attn(q, kv, sink, chosen[0], SCALE)
