@@ -5,7 +5,8 @@
 # what it did):
 #   1. what bounds decode attention (probes/decode_floor.py: index
 #      patterns, torch's gather; probes/sparse_attn_gather_only.mlir: the
-#      kernel's gathers alone). (Until the forty-sixth session, step 1 was
+#      kernel's gathers alone; probes/sparse_attn_sorted_rows.mlir: each
+#      token's rows sorted in the kernel before its gathers). (Until the forty-sixth session, step 1 was
 #      the A/B of deeper key pipelines, which measured slower:
 #      docs/performance.md.)
 #   2. test_torch_cpp.py, test_launch_graphs.py, test_torch_ops.py (all
@@ -56,6 +57,11 @@ if wants 1; then
     python/bench/probes/sparse_attn_wg_ab.py --kernel sparse_attn_ws --ablation --decode \
     - $gather - $gather > "$out/owed-decode-gather-only.txt" 2>&1
   echo "== 1b. decode gathers only (status $?)"; tail -8 "$out/owed-decode-gather-only.txt"
+  sorted=python/bench/probes/sparse_attn_sorted_rows.mlir
+  HISA_CACHE_DIR=/tmp/hisa-owed-ab timeout 90 python3 \
+    python/bench/probes/sparse_attn_wg_ab.py --kernel sparse_attn_ws --decode \
+    - $sorted - $sorted > "$out/owed-decode-sorted-rows.txt" 2>&1
+  echo "== 1c. decode, rows sorted in the kernel (status $?)"; tail -8 "$out/owed-decode-sorted-rows.txt"
 fi
 if wants 2; then
   HISA_CACHE_DIR=/tmp/hisa-owed timeout 150 python3 -m pytest -q \
