@@ -10,7 +10,8 @@
 #      the A/B of deeper key pipelines, which measured slower:
 #      docs/performance.md.)
 #   2. test_torch_cpp.py, test_launch_graphs.py, test_torch_ops.py (all
-#      passed on an H100 in the forty-sixth session);
+#      passed on an H100 in the forty-sixth session), and the new
+#      test_sparse_attn.py::test_narrower_key_tiles;
 #   3. host time per Python call (bench_indexer.host_time_rows);
 #   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh).
 #
@@ -70,6 +71,11 @@ if wants 2; then
     > "$out/owed-tests.txt" 2>&1
   echo "== 2. tests (status $?)"
   grep -E "passed|failed|FAILED|Error" "$out/owed-tests.txt" | tail -8
+  HISA_CACHE_DIR=/tmp/hisa-owed timeout 90 python3 -m pytest -q \
+    -p no:cacheprovider python/tests/test_sparse_attn.py -k narrower_key_tiles \
+    > "$out/owed-tests-key-tiles.txt" 2>&1
+  echo "== 2b. narrower key tiles (status $?)"
+  grep -E "passed|failed|FAILED|Error" "$out/owed-tests-key-tiles.txt" | tail -4
 fi
 if wants 3; then
   HISA_CACHE_DIR=/tmp/hisa-owed timeout 60 python3 -c "
