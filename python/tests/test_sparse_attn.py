@@ -256,14 +256,7 @@ def test_partial_sums_variant(h, k):
     b, s, nkv = 1, 140, 3000
     q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
     expected = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5)
-    kernel = hisa.jit.get_kernel("sparse_attn", {"topk_pad": -(-k // 64) * 64,
-                                                 "head_blocks": -(-h // 64), "lse": 0,
-                                                 "splits": 1, "partial_sums": 1})
-    o = torch.full_like(q, float("nan"))
-    kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
-                  o.view(b * s, h, D), attn_sink.view(1, h), torch.empty(1, 1, 1, D, device="cuda"),
-                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, D ** -0.5, 0.0)
-    torch.cuda.synchronize()
+    o = run_plain_kernel(q, kv, attn_sink, idx)
     ref_o, _ = reference(q, kv, attn_sink, idx, D ** -0.5)
     error = (o.float() - ref_o).norm() / ref_o.norm()
     assert error < 1e-2, f"relative L2 error {error:.3e}"
@@ -280,21 +273,29 @@ def test_narrower_key_tiles(key_half, h, k):
     b, s, nkv = 2, 37, 3000
     q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
     idx[0, 0] = -1
-    kernel = hisa.jit.get_kernel("sparse_attn", {"topk_pad": -(-k // 64) * 64,
-                                                 "head_blocks": -(-h // 64), "lse": 0,
-                                                 "splits": 1, "partial_sums": 1,
-                                                 "key_half": key_half})
-    o = torch.full_like(q, float("nan"))
-    kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
-                  o.view(b * s, h, D), attn_sink.view(1, h), torch.empty(1, 1, 1, D, device="cuda"),
-                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, D ** -0.5, 0.0)
-    torch.cuda.synchronize()
+    o = run_plain_kernel(q, kv, attn_sink, idx, key_half=key_half)
     ref_o, _ = reference(q, kv, attn_sink, idx, D ** -0.5)
     assert not o.isnan().any()
     assert torch.equal(o[0, 0], torch.zeros_like(o[0, 0]))
     error = (o.float() - ref_o).norm() / ref_o.norm()
     assert error < 1e-2, f"relative L2 error {error:.3e}"
     check_rows(o, ref_o)
+
+
+def run_plain_kernel(q, kv, attn_sink, idx, **params):
+    """kernels-dsl/sparse_attn.mlir (partial_sums = 1, no split, no lse)
+    through the JIT with the operator's arguments, `params` added: o."""
+    b, s, h, _ = q.shape
+    nkv, k = kv.shape[1], idx.shape[2]
+    kernel = hisa.jit.get_kernel("sparse_attn", {"topk_pad": -(-k // 64) * 64,
+                                                 "head_blocks": -(-h // 64), "lse": 0,
+                                                 "splits": 1, "partial_sums": 1, **params})
+    o = torch.full_like(q, float("nan"))
+    kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
+                  o.view(b * s, h, D), attn_sink.view(1, h), torch.empty(1, 1, 1, D, device="cuda"),
+                  torch.empty(1, 1, 1, device="cuda"), *rope_tables_unused(), s, nkv, D ** -0.5, 0.0)
+    torch.cuda.synchronize()
+    return o
 
 
 def rope_tables_unused():
