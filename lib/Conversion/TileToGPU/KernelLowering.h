@@ -340,6 +340,11 @@ public:
   void emitIf(mlir::OpBuilder &b, mlir::Value condition,
               llvm::function_ref<void(mlir::OpBuilder &)> body);
   void barrier(mlir::OpBuilder &b);
+  /// The block's thread index read again, opaquely: LLVM cannot prove it
+  /// equal to the first read, so addresses formed from it are not merged
+  /// with (and kept live from) those formed before (tile.pipelined
+  /// recompute_after).
+  mlir::Value readThreadIdAgain(mlir::OpBuilder &b, mlir::Location loc);
   /// The rendezvous of a warp-specialized launch's two roles: named barrier
   /// 2 over every thread of the block (consumers and producer), each role
   /// at its own instruction, so non-aligned (`barrier.sync`; `bar.sync` and

@@ -291,6 +291,17 @@ Value KernelLowering::getUniformWarpgroupIndex(OpBuilder &b, Location loc) {
   return broadcast;
 }
 
+Value KernelLowering::readThreadIdAgain(OpBuilder &b, Location loc) {
+  // A volatile asm: a second gpu.thread_id would be merged with the first.
+  Value id = LLVM::InlineAsmOp::create(
+                 b, loc, b.getI32Type(), ValueRange(), "mov.u32 $0, %tid.x;",
+                 "=r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+                 LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+                 /*operand_attrs=*/ArrayAttr())
+                 .getResult(0);
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), id);
+}
+
 void KernelLowering::barrier(OpBuilder &b) {
   // Adjacent barriers are redundant.
   Block *block = b.getInsertionBlock();
@@ -470,6 +481,8 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
               // The barrier the body's stores deferred to the loop's end.
               if (deferred)
                 barrier(b);
+              if (loop.getRecomputeAfter() && !warpgroup)
+                threadId = readThreadIdAgain(b, loop.getLoc());
               return success();
             })
             .Case([&](PerWarpgroupOp region) {

@@ -441,6 +441,24 @@ tile.kernel @all_of_fragment() {
 
 // -----
 
+// CHECK-LABEL: tile.kernel @recompute_after
+// CHECK: tile.pipelined %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} num_stages = 2 warp_specialized recompute_after {
+tile.kernel @recompute_after(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 2 warp_specialized recompute_after {
+      %row = arith.muli %t, %c64 : index
+      tile.copy %k[%row, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+    }
+  }
+}
+
+// -----
+
 // CHECK-LABEL: tile.kernel @overlap_gemm
 // CHECK: tile.pipelined %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} num_stages = 3 warp_specialized overlap_gemm {
 tile.kernel @overlap_gemm(%k: !tile.global<[?, 64], bf16>) {

@@ -1312,6 +1312,9 @@ ParseResult PipelinedOp::parse(OpAsmParser &parser, OperationState &result) {
   if (succeeded(parser.parseOptionalKeyword("overlap_gemm")))
     result.addAttribute(getOverlapGemmAttrName(result.name),
                         parser.getBuilder().getUnitAttr());
+  if (succeeded(parser.parseOptionalKeyword("recompute_after")))
+    result.addAttribute(getRecomputeAfterAttrName(result.name),
+                        parser.getBuilder().getUnitAttr());
   if (parser.resolveOperand(lowerBound, indexType, result.operands) ||
       parser.resolveOperand(upperBound, indexType, result.operands) ||
       parser.resolveOperand(step, indexType, result.operands))
@@ -1337,10 +1340,12 @@ void PipelinedOp::print(OpAsmPrinter &p) {
     p << " warp_specialized";
   if (getOverlapGemm())
     p << " overlap_gemm";
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
-                                     {getNumStagesAttrName(),
-                                      getWarpSpecializedAttrName(),
-                                      getOverlapGemmAttrName()});
+  if (getRecomputeAfter())
+    p << " recompute_after";
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(),
+      {getNumStagesAttrName(), getWarpSpecializedAttrName(),
+       getOverlapGemmAttrName(), getRecomputeAfterAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);

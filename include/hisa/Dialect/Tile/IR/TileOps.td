@@ -619,10 +619,20 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
       ...
     }
     ```
+
+    `recompute_after`: the code after the loop computes its thread-dependent
+    addresses again (from a fresh read of the thread index) instead of
+    sharing them with the code before the loop. Sharing keeps those
+    registers live across the loop; where the loop already uses every
+    register (a [64, 512] f32 accumulator at the setmaxnreg limit), ptxas
+    spills them. Recomputing costs instructions after the loop (a few
+    hundred in sparse attention's epilogue), so a loop asks for it only
+    where the spill happens (sparse_attn_ws_recompute, for the V4 layer's
+    normalized queries at H = 128).
   }];
   let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
                        I64Attr:$numStages, UnitAttr:$warp_specialized,
-                       UnitAttr:$overlap_gemm);
+                       UnitAttr:$overlap_gemm, UnitAttr:$recompute_after);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
