@@ -50,16 +50,6 @@
 // faster; split decode keeps the plain kernel):
 // hisa-variant sparse_attn_ws replaces "@sparse_attn(" with "@sparse_attn_ws("
 // hisa-variant sparse_attn_ws replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized {"
-//
-// sparse_attn_ws_recompute: sparse_attn_ws whose epilogue forms its addresses
-// again after the key loop (tile.pipelined recompute_after). With q_norm = 1
-// and head_blocks = 2 (the V4 layer at H = 128), sparse_attn_ws keeps seven
-// of the query norm's shared addresses live across the loop, where the 168
-// registers are all in use, and ptxas spills them (28 bytes); the operator
-// runs this variant there. (Elsewhere recomputing costs ~400 instructions
-// after the loop and saves no spill, so sparse_attn_ws stays as it is.)
-// hisa-variant sparse_attn_ws_recompute replaces "@sparse_attn(" with "@sparse_attn_ws_recompute("
-// hisa-variant sparse_attn_ws_recompute replaces "num_stages = 2 {" with "num_stages = 2 warp_specialized recompute_after {"
 
 func.func private @norm_rope_query_heads(!tile.shared<[64, 512], bf16>,
                                          !tile.frag<[64, 256], bf16>,

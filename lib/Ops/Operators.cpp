@@ -814,14 +814,7 @@ Error sparseAttn(const void *q, const void *kv, const float *attnSink,
   // 70). (Whole head blocks only, like the measured shapes.)
   bool flashMlaSchedule = splits == 1 && !pair && heads >= 64 &&
                           heads % 64 == 0 && tokens >= 1024 && !normalizeQuery;
-  // (The V4 layer's H = 128 with normalized queries, whole: sparse_attn_ws
-  // would spill 28 bytes there, kernels-dsl/sparse_attn.mlir; split and
-  // cluster-pair calls do not spill.)
-  const char *kernel =
-      flashMlaSchedule ? "sparse_attn_wg"
-      : normalizeQuery && headBlocks > 1 && splits == 1 && !pair
-          ? "sparse_attn_ws_recompute"
-          : "sparse_attn_ws";
+  const char *kernel = flashMlaSchedule ? "sparse_attn_wg" : "sparse_attn_ws";
   if (flashMlaSchedule)
     topkPad = (topk + 127) / 128 * 128;
   // A cluster pair finishes the output itself (lse and rotation too).

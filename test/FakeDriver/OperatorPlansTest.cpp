@@ -494,11 +494,7 @@ TEST(OperatorPlans, SparseAttnDoesTheLayersRopeInItsOwnLaunch) {
     EXPECT_FALSE(bool(second)) << llvm::toString(std::move(second));
     return names(launchesOn(stream));
   };
-  // At H = 128 a whole call runs the variant that forms its epilogue's
-  // addresses after the key loop (sparse_attn_ws spills there); a split
-  // call does not spill and keeps sparse_attn_ws.
-  EXPECT_EQ(plan(seqLen, 0),
-            (std::vector<std::string>{"sparse_attn_ws_recompute"}));
+  EXPECT_EQ(plan(seqLen, 0), (std::vector<std::string>{"sparse_attn_ws"}));
   EXPECT_EQ(plan(1, bytes), (std::vector<std::string>{"sparse_attn_ws",
                                                       "sparse_attn_combine"}));
   // A bad eps is refused, naming it.

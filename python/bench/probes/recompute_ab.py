@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""A/B of sparse_attn_ws and sparse_attn_ws_recompute (tile.pipelined
-recompute_after) with the V4 layer's specialization at H = 128 (q_norm = 1,
-rope = 1, head_blocks = 2, lse), where the operator now runs the second:
-does forming the epilogue's addresses after the key loop (no 28-byte spill,
-~420 more SASS instructions after the loop) change the time? Decode (B =
+"""A/B of sparse_attn_ws and the same kernel with tile.pipelined
+recompute_after ("sparse_attn_ws_recompute", made here from
+kernels-dsl/sparse_attn.mlir) with the V4 layer's specialization at H = 128
+(q_norm = 1, rope = 1, head_blocks = 2, lse), where sparse_attn_ws spills 28
+bytes outside its key loop: does forming the epilogue's addresses after the
+loop (no spill, ~420 more SASS instructions after it) change the time? It
+ran 1.011-1.020x slower (H100, docs/performance.md, forty-seventh session),
+so the operator keeps sparse_attn_ws. Decode (B =
 128 tokens) and prefill (S = 4096) shapes, alternating rounds in one process,
 outputs compared bit for bit first.
 
@@ -24,12 +27,27 @@ import torch  # noqa: E402
 
 import hisa  # noqa: E402
 from bench_mqa import bench  # noqa: E402
+from kernel_variants import with_variants  # noqa: E402
 
 D, H = 512, 128
 KERNELS = ("sparse_attn_ws", "sparse_attn_ws_recompute")
 # (label, batch, tokens per batch, K, Nkv)
 SHAPES = [("decode", 128, 1, 1152, 65536), ("decode", 128, 2, 1152, 65536),
           ("prefill", 1, 4096, 1152, 4096)]
+
+
+def sources():
+    """{kernel name: source text} of the two kernels."""
+    path = os.path.join(here, "..", "..", "..", "kernels-dsl", "sparse_attn.mlir")
+    ws = with_variants(open(path).read(), "sparse_attn")["sparse_attn_ws"]
+    old = "num_stages = 2 warp_specialized {"
+    assert old in ws
+    recompute = ws.replace(old, "num_stages = 2 warp_specialized recompute_after {").replace(
+        "@sparse_attn_ws(", "@sparse_attn_ws_recompute(")
+    return {"sparse_attn_ws": ws, "sparse_attn_ws_recompute": recompute}
+
+
+SOURCES = sources()
 
 
 def main():
@@ -46,16 +64,16 @@ def main():
         sink = torch.randn(H, device="cuda")
         idx = torch.randint(0, nkv, (tokens, k), device="cuda").int()
         idx[torch.rand(tokens, k, device="cuda") < 0.02] = -1
-        positions = nkv + 8
+        positions = nkv + s + 8
         angles = torch.arange(positions)[:, None] * torch.exp(
             -torch.arange(32) * (math.log(10000.0) / 32))[None, :]
         cos, sin = angles.cos().float().cuda(), angles.sin().float().cuda()
-        base = torch.randint(0, nkv - s, (b,), dtype=torch.int32, device="cuda")
+        base = torch.randint(0, nkv + 1, (b,), dtype=torch.int32, device="cuda")
         params = {"topk_pad": -(-k // 64) * 64, "head_blocks": 2, "lse": 1,
                   "partial_sums": 1, "rope": 1, "q_norm": 1, "splits": 1}
         calls, outputs = {}, {}
         for name in KERNELS:
-            kernel = hisa.jit.get_kernel(name, params)
+            kernel = hisa.jit.get_kernel(name, params, source=SOURCES[name])
             o = torch.empty_like(q)
             lse = torch.empty(tokens, H, device="cuda")
 

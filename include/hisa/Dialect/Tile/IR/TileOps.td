@@ -625,10 +625,12 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     sharing them with the code before the loop. Sharing keeps those
     registers live across the loop; where the loop already uses every
     register (a [64, 512] f32 accumulator at the setmaxnreg limit), ptxas
-    spills them. Recomputing costs instructions after the loop (a few
-    hundred in sparse attention's epilogue), so a loop asks for it only
-    where the spill happens (sparse_attn_ws_recompute, for the V4 layer's
-    normalized queries at H = 128).
+    spills them. Recomputing costs instructions after the loop (~420 SASS
+    instructions in sparse attention's epilogue), which can cost more than
+    a spill outside the loop: sparse_attn_ws with the V4 layer's query norm
+    at H = 128 loses its 28-byte spill with it but runs 1-2% slower, so no
+    kernel asks for it today. Its use is a spill that ptxas would otherwise
+    place inside a loop.
   }];
   let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
                        I64Attr:$numStages, UnitAttr:$warp_specialized,
