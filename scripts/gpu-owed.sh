@@ -14,6 +14,9 @@
 #      test_sparse_attn.py::test_narrower_key_tiles;
 #   3. host time per Python call (bench_indexer.host_time_rows);
 #   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh).
+# All four ran on H100s in the forty-seventh session (docs/performance.md);
+# what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
+# step 3 for the host time on an H200 host.
 #
 #   scripts/gpu-owed.sh LIBRARY [ANCHORS]
 #
