@@ -71,6 +71,9 @@ def main():
         base = torch.randint(0, nkv + 1, (b,), dtype=torch.int32, device="cuda")
         params = {"topk_pad": -(-k // 64) * 64, "head_blocks": 2, "lse": 1,
                   "partial_sums": 1, "rope": 1, "q_norm": 1, "splits": 1}
+        # (Unused with splits = 1: the split outputs.)
+        unused_part = torch.empty(1, 1, 1, D, device="cuda")
+        unused_lse = torch.empty(1, 1, 1, device="cuda")
         calls, outputs = {}, {}
         for name in KERNELS:
             kernel = hisa.jit.get_kernel(name, params, source=SOURCES[name])
@@ -78,9 +81,7 @@ def main():
             lse = torch.empty(tokens, H, device="cuda")
 
             def call(kernel=kernel, o=o, lse=lse):
-                kernel.launch(q, kv, sink, idx, o, lse,
-                              torch.empty(1, 1, 1, D, device="cuda"),
-                              torch.empty(1, 1, 1, device="cuda"),
+                kernel.launch(q, kv, sink, idx, o, lse, unused_part, unused_lse,
                               cos, sin, base, s, nkv, D ** -0.5, 1e-6)
             call()
             calls[name], outputs[name] = call, (o, lse)
