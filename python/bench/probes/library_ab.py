@@ -2,13 +2,15 @@
 """Two runtime libraries (two builds of hisa) timed against each other on
 the same shapes: prefill sparse attention (the issue's three shapes),
 decode sparse attention (the issue's B = 128 shapes and the split ones),
-top-k, hisa_indexer at M = N = 32768. One library per
+top-k, hisa_indexer at M = N = 32768 and (group indexer131072) 131072. One
+library per
 process (each loads its own HISA_RUNTIME_LIB, with its own JIT cache
 directory); the processes alternate A, B, A, B ... for --rounds rounds
 with the same seeded inputs, and the table shows each shape's median over
 the rounds and B / A. Each child checks that its outputs are finite and
 that its top-k selects the exact values of torch.topk, so a broken build
-does not pass as a fast one.
+does not pass as a fast one; the indexer's selections (as sets per row)
+must be the same in every variant.
 
     PYTHONPATH=python python3 python/bench/probes/library_ab.py \\
         --lib A.so --lib B.so [--rounds 3] [--only decode,topk,indexer]
@@ -45,6 +47,7 @@ CASES = [
     ("topk", "topk [32768, 1024] k=64", (32768, 1024, 64)),
     ("topk", "topk [64, 16384] k=2048", (64, 16384, 2048)),
     ("indexer", "hisa_indexer M=N=32768", (32768,)),
+    ("indexer131072", "hisa_indexer M=N=131072", (131072,)),
 ]
 
 
@@ -58,6 +61,7 @@ def child(groups):
     import bench_sparse_attn as bsa
 
     results = {}
+    checks = {}
     for group, label, args in CASES:
         if group not in groups:
             continue
@@ -101,10 +105,16 @@ def child(groups):
             q, k, k_scale, weights, ks, ke = bench_indexer.inputs(n)
             fn = lambda: hisa.hisa_indexer(q, k, k_scale, weights, ks, ke,  # noqa: E731
                                            k_block_size=128, block_topk=64, topk_tokens=2048)
-            fn()
+            # The selection as a set per row, to compare across variants
+            # (an edit that must not change results, e.g. cache policies).
+            chosen = fn().sort(dim=1).values.long()
+            weight = torch.arange(1, chosen.shape[1] + 1, device=chosen.device)
+            checks[label] = int((chosen * weight).sum().item())
+            del chosen
         results[label] = bench(fn, reps=15, batch=10)
         del fn
         torch.cuda.empty_cache()
+    print("CHECK " + json.dumps(checks))
     print("RESULT " + json.dumps(results))
 
 
@@ -144,6 +154,7 @@ def main(argv=None):
     except ValueError as error:
         parser.error(str(error))
     times = {which: {} for which in range(len(variants))}
+    checks = {}
     for round_index in range(args.rounds):
         for which, (lib, extra) in enumerate(variants):
             env = dict(os.environ, HISA_RUNTIME_LIB=lib,
@@ -157,6 +168,15 @@ def main(argv=None):
                 sys.stderr.write(f"library {args.lib[which]} round {round_index}: failed\n"
                                  f"{proc.stderr[-3000:]}\n")
                 return 1
+            for line in proc.stdout.splitlines():
+                if not line.startswith("CHECK "):
+                    continue
+                for label, value in json.loads(line[len("CHECK "):]).items():
+                    first = checks.setdefault(label, (value, args.lib[which]))
+                    if first[0] != value:
+                        sys.stderr.write(f"{label}: library {args.lib[which]} selected other "
+                                         f"indices than {first[1]}\n")
+                        return 1
             for label, seconds in json.loads(lines[-1][len("RESULT "):]).items():
                 times[which].setdefault(label, []).append(seconds)
     names = [chr(ord("A") + which) for which in range(len(variants))]
