@@ -833,9 +833,10 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
   Value lower = op.getLowerBound(), step = op.getStep();
   Value upper = getEffectiveUpperBound(b, loc, op);
   bool overlap = op.getOverlapGemm();
-  if (overlap && (perCopy || anyCpAsync))
-    return op.emitOpError("overlap_gemm needs copies that are all TMA and no "
-                          "tile.release");
+  if (overlap && perCopy)
+    return op.emitOpError("overlap_gemm needs copies without tile.release "
+                          "(the loop releases a stage when its iteration "
+                          "ends)");
   // overlap_gemm: the consumers' loop is built after the producer's
   // (lowerOverlappedConsumers), here.
   OpBuilder::InsertPoint consumerPoint = b.saveInsertionPoint();
@@ -1094,8 +1095,9 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
 // overlap_gemm: iteration k of the consumers' loop first issues the gemm
 // of iteration k + 1 (its stage waited for, the ops before the gemm cloned
 // for k + 1), runs the rest of the body for k on the accumulators of k
-// while that gemm runs, releases stage k and waits for the gemm (FA3's
-// intra-warpgroup overlap). A prologue runs the first iteration's gemm. The ops
+// while that gemm runs (later gemms of the body among it: their waits
+// retire the gemm issued ahead too), releases stage k and waits for the
+// gemm (FA3's intra-warpgroup overlap). A prologue runs the first iteration's gemm. The ops
 // before the gemm are cloned once more for k, so that what the rest of the
 // body uses of them (row numbers, loaded block indices) is k's. The loop
 // runs two iterations a trip, so that the two accumulators keep their

@@ -2020,6 +2020,54 @@ tile.kernel @overlap_gemm_async(%k: !tile.global<[?, 64], bf16>) {
 
 // -----
 
+// A later gemm (attention's P V) waits for itself, and with it for the gemm
+// issued ahead: it cannot be async.
+tile.kernel @overlap_gemm_later_async(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %out = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %q, %k_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      // expected-error @+1 {{'tile.gemm' op after the first gemm of an overlap_gemm loop cannot be async (the rest of the iteration waits for it, and so for the gemm issued ahead)}}
+      tile.gemm %p_s, %k_s, %out async
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      tile.wait_gemms
+    }
+  }
+}
+
+// -----
+
+tile.kernel @overlap_gemm_later_same_accumulator(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %q, %k_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      // expected-error @+1 {{'tile.gemm' op writes the accumulator of the gemm an overlap_gemm loop issues ahead (the next iteration's gemm is then writing it)}}
+      tile.gemm %p_s, %k_s, %acc
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+    }
+  }
+}
+
+// -----
+
 // Block-wide ops on shared tiles or fragments run their barriers and
 // shuffles with every thread: a parallel body runs per element under a
 // guard some threads skip.

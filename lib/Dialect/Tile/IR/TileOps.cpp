@@ -1371,9 +1371,10 @@ Value hisa::tile::getViewedTile(Value value) {
 }
 
 /// overlap_gemm's conditions: a warp-specialized loop of at least three
-/// stages whose body has one gemm, clear_accum into a fragment, preceded
-/// only by the staged copies and side-effect-free ops or loads (the
-/// lowering issues that part again for the next iteration).
+/// stages whose body's first gemm (the one issued ahead) clears a fragment
+/// and is preceded only by the staged copies and side-effect-free ops or
+/// loads (the lowering issues that part again for the next iteration);
+/// later gemms of the body run in the rest of the iteration, synchronously.
 static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
   if (!op.getWarpSpecialized() || op.getNumStages() < 3)
     return op.emitOpError("overlap_gemm needs warp_specialized and "
@@ -1382,13 +1383,26 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
            << op.getNumStages();
   Block &body = op.getBody().front();
   auto gemms = body.getOps<GemmOp>();
-  if (gemms.empty() || std::next(gemms.begin()) != gemms.end())
-    return op.emitOpError("overlap_gemm needs exactly one tile.gemm directly "
-                          "in the body");
+  if (gemms.empty())
+    return op.emitOpError("overlap_gemm needs a tile.gemm directly in the "
+                          "body (the first one is issued ahead)");
   GemmOp gemm = *gemms.begin();
   if (gemm.getAsync())
     return gemm.emitOpError("in an overlap_gemm loop cannot be async (the "
                             "loop issues it ahead and waits for it itself)");
+  for (GemmOp later : llvm::drop_begin(gemms)) {
+    // Its wait is the one that retires the gemm issued ahead (wgmma groups
+    // complete in order), which the iteration's end relies on.
+    if (later.getAsync())
+      return later.emitOpError("after the first gemm of an overlap_gemm loop "
+                               "cannot be async (the rest of the iteration "
+                               "waits for it, and so for the gemm issued "
+                               "ahead)");
+    if (getViewedTile(later.getC()) == getViewedTile(gemm.getC()))
+      return later.emitOpError("writes the accumulator of the gemm an "
+                               "overlap_gemm loop issues ahead (the next "
+                               "iteration's gemm is then writing it)");
+  }
   if (!gemm.getClearAccum() || !isa<FragmentType>(gemm.getC().getType()))
     return gemm.emitOpError("in an overlap_gemm loop must clear a fragment "
                             "accumulator (clear_accum): the next iteration's "

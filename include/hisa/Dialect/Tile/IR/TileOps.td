@@ -605,13 +605,16 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     producer starts once what it reads is written: the consumers' ops
     between that point and the loop run while the first stages fill.
 
-    `overlap_gemm` (with `warp_specialized`, TMA copies, at least 3
-    stages): the body's one gemm (`clear_accum`, after side-effect-free
-    index arithmetic and loads) of iteration k + 1 is issued before the
-    rest of iteration k runs, so the tensor cores work on the next tile
-    while the consumers compute the epilogue of this one. The accumulator
-    is kept twice in registers; iteration k holds two stages (k and k + 1)
-    while its epilogue runs, hence the third stage:
+    `overlap_gemm` (with `warp_specialized`, copies without `tile.release`,
+    at least 3 stages): the body's first gemm (`clear_accum`, after
+    side-effect-free index arithmetic and loads) of iteration k + 1 is
+    issued before the rest of iteration k runs, so the tensor cores work on
+    the next tile while the consumers compute the epilogue of this one.
+    Later gemms of the body (attention's P V after its scores) run
+    synchronously in that rest; their wait also retires the gemm issued
+    ahead. The first gemm's accumulator is kept twice in registers;
+    iteration k holds two stages (k and k + 1) while its epilogue runs,
+    hence the third stage:
 
     ```mlir
     tile.pipelined %t = %c0 to %ntiles step %c1 num_stages = 3
