@@ -1097,10 +1097,10 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
 // for k + 1), runs the rest of the body for k on the accumulators of k
 // while that gemm runs (later gemms of the body among it: their waits
 // retire the gemm issued ahead too), releases stage k and waits for the
-// gemm (FA3's intra-warpgroup overlap). A prologue runs the first iteration's gemm. The ops
-// before the gemm are cloned once more for k, so that what the rest of the
-// body uses of them (row numbers, loaded block indices) is k's. The loop
-// runs two iterations a trip, so that the two accumulators keep their
+// gemm (FA3's intra-warpgroup overlap). A prologue runs the first iteration's
+// gemm. The ops before the gemm are cloned once more for k, so that what the
+// rest of the body uses of them (row numbers, loaded block indices) is k's. The
+// loop runs two iterations a trip, so that the two accumulators keep their
 // registers (a loop-carried struct that changed registers every iteration
 // would be copied while its wgmma is in flight, and ptxas would serialize
 // the wgmma).
