@@ -2068,6 +2068,30 @@ tile.kernel @overlap_gemm_later_same_accumulator(%k: !tile.global<[?, 64], bf16>
 
 // -----
 
+tile.kernel @overlap_gemm_nested_same_accumulator(%k: !tile.global<[?, 64], bf16>, %flag: i1) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %q = tile.alloc : !tile.shared<[64, 64], bf16>
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    tile.pipelined %t = %c0 to %c4 step %c1 num_stages = 3 warp_specialized overlap_gemm {
+      tile.copy %k[%t, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.gemm %q, %k_s, %acc transpose_b clear_accum
+          : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      scf.if %flag {
+        // expected-error @+1 {{'tile.gemm' op writes the accumulator of the gemm an overlap_gemm loop issues ahead (the next iteration's gemm is then writing it)}}
+        tile.gemm %p_s, %k_s, %acc
+            : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      }
+    }
+  }
+}
+
+// -----
+
 // Block-wide ops on shared tiles or fragments run their barriers and
 // shuffles with every thread: a parallel body runs per element under a
 // guard some threads skip.

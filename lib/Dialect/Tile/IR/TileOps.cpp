@@ -1390,7 +1390,7 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
   if (gemm.getAsync())
     return gemm.emitOpError("in an overlap_gemm loop cannot be async (the "
                             "loop issues it ahead and waits for it itself)");
-  for (GemmOp later : llvm::drop_begin(gemms)) {
+  for (GemmOp later : llvm::drop_begin(gemms))
     // Its wait is the one that retires the gemm issued ahead (wgmma groups
     // complete in order), which the iteration's end relies on.
     if (later.getAsync())
@@ -1398,11 +1398,19 @@ static LogicalResult verifyOverlappedGemm(PipelinedOp op) {
                                "cannot be async (the rest of the iteration "
                                "waits for it, and so for the gemm issued "
                                "ahead)");
-    if (getViewedTile(later.getC()) == getViewedTile(gemm.getC()))
-      return later.emitOpError("writes the accumulator of the gemm an "
-                               "overlap_gemm loop issues ahead (the next "
-                               "iteration's gemm is then writing it)");
-  }
+  // (Gemms nested in the rest of the body too.)
+  WalkResult sameAccumulator = body.walk([&](GemmOp later) {
+    if (later != gemm &&
+        getViewedTile(later.getC()) == getViewedTile(gemm.getC())) {
+      later.emitOpError("writes the accumulator of the gemm an overlap_gemm "
+                        "loop issues ahead (the next iteration's gemm is then "
+                        "writing it)");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (sameAccumulator.wasInterrupted())
+    return failure();
   if (!gemm.getClearAccum() || !isa<FragmentType>(gemm.getC().getType()))
     return gemm.emitOpError("in an overlap_gemm loop must clear a fragment "
                             "accumulator (clear_accum): the next iteration's "
