@@ -286,6 +286,16 @@ public:
                            mlir::Value stage);
   mlir::LogicalResult lowerReduce(ReduceOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerPerWarpgroup(PerWarpgroupOp op, mlir::OpBuilder &b);
+  /// tile.rejoin: the body on the consumers' and the producer's threads,
+  /// after the roles trade registers back (RejoinOp.cpp).
+  mlir::LogicalResult lowerRejoin(RejoinOp op, mlir::OpBuilder &b);
+  /// `value`, computed again where every thread runs (a constant, the block
+  /// index or arithmetic of those that the consumers computed in their
+  /// branch), for tile.rejoin's body; fails on `user` otherwise.
+  mlir::FailureOr<mlir::Value> cloneForRejoin(mlir::OpBuilder &b,
+                                              mlir::Value value,
+                                              mlir::IRMapping &mapping,
+                                              mlir::Operation *user);
   mlir::LogicalResult lowerPick(PickOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerScan(ScanOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerWarpScan(WarpScanOp op, mlir::OpBuilder &b,
@@ -458,6 +468,10 @@ public:
   mlir::Value sharedBase; // memref<?xi8, workgroup>
   /// The consumers' / producer's branches of a warp-specialized launch.
   mlir::scf::IfOp roleSplit;
+  /// The launch's tile.rejoin, kept after roleSplit; and the registers both
+  /// roles go back to before it (0: setmaxnreg never moved any).
+  RejoinOp rejoin;
+  int64_t rejoinRegisters = 0;
   /// The tensor-map parameter each TMA copy (tile.tma) reads through.
   llvm::DenseMap<mlir::Operation *, mlir::Value> tensorMaps;
   /// Stage buffers whose memref is the current iteration's stage (inside

@@ -374,7 +374,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
       return WalkResult::advance();
     tileOps.push_back(op);
     // These lower their own bodies.
-    if (isa<ParallelOp, PipelinedOp, PerWarpgroupOp, AllOfOp>(op))
+    if (isa<ParallelOp, PipelinedOp, PerWarpgroupOp, RejoinOp, AllOfOp>(op))
       return WalkResult::skip();
     return WalkResult::advance();
   });
@@ -488,6 +488,7 @@ LogicalResult KernelLowering::lowerNested(Operation *root,
             .Case([&](PerWarpgroupOp region) {
               return lowerPerWarpgroup(region, b);
             })
+            .Case([&](RejoinOp region) { return lowerRejoin(region, b); })
             .Case([&](ReduceOp reduce) { return lowerReduce(reduce, b); })
             .Case([&](ScanOp scan) { return lowerScan(scan, b); })
             .Case([&](WarpScanOp scan) {
@@ -712,6 +713,11 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
         &op == threadId.getDefiningOp() ||
         (sharedBase && &op == sharedBase.getDefiningOp()))
       continue;
+    // (Both roles run it, after the split.)
+    if (auto found = dyn_cast<RejoinOp>(&op)) {
+      rejoin = found;
+      continue;
+    }
     moved.push_back(&op);
   }
   OpBuilder atEnd(entry.getTerminator());
@@ -722,6 +728,8 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   Block *consumer = roleSplit.thenBlock();
   for (Operation *op : moved)
     op->moveBefore(consumer->getTerminator());
+  if (rejoin)
+    rejoin->moveAfter(roleSplit);
   // The roles meet as early as the producer's inputs allow (the launch's
   // one warp-specialized loop sits directly in its body).
   auto loops = consumer->getOps<PipelinedOp>();
@@ -773,6 +781,9 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   // Nothing to move when the consumers already have what they would get.
   if (consumerRegisters <= entryRegisters)
     return success();
+  // tile.rejoin's body runs on both roles with the same code: each goes back
+  // to the pool's even share first.
+  rejoinRegisters = entryRegisters;
   OpBuilder cb = OpBuilder::atBlockBegin(consumer);
   NVVM::SetMaxRegisterOp::create(cb, loc, consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);

@@ -289,7 +289,7 @@ tile.kernel @yield_in_kernel() {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 32 {
   }
-  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.launch, tile.parallel, tile.pipelined, tile.per_warpgroup, tile.all_of'}}
+  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.launch, tile.parallel, tile.pipelined, tile.per_warpgroup, tile.all_of, tile.rejoin'}}
   tile.yield
 }
 
@@ -2300,6 +2300,52 @@ tile.kernel @constant_index_in_a_branch_dead_for_n_1() params {n = 1} {
     %one = arith.constant 1.0 : f32
     scf.if %two_or_more {
       tile.store %one, %l[%c1] : !tile.local<[n], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @rejoin_not_last(%out: !tile.global<[?], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[256], i32>
+    %zero = arith.constant 0 : i32
+    // expected-error @+1 {{'tile.rejoin' op must be the last op of a tile.launch body}}
+    tile.rejoin {
+      tile.fill %rows, %zero : !tile.shared<[256], i32>, i32
+    }
+    tile.fill %rows, %zero : !tile.shared<[256], i32>, i32
+  }
+}
+
+// -----
+
+tile.kernel @rejoin_fragment(%out: !tile.global<[64], f32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %sums = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    tile.rejoin {
+      // expected-error @+1 {{'tile.copy' op uses a fragment inside tile.rejoin (fragments are laid out over the launch's threads, not the producer's)}}
+      tile.copy %sums to %out[%c0] : !tile.frag<[64], f32> to !tile.global<[64], f32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @rejoin_loaded_outside(%n: !tile.global<[4], i32>, %out: !tile.global<[?], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %c0 = arith.constant 0 : index
+    // expected-note @+1 {{it comes from here}}
+    %count = tile.load %n[%c0] : !tile.global<[4], i32>
+    tile.rejoin {
+      tile.parallel (%i) in [256] {
+        // expected-error @+1 {{'tile.store' op uses a value from before tile.rejoin that the producer warpgroup cannot recompute; compute it inside the body (loads included)}}
+        tile.store %count, %out[%i] : !tile.global<[?], i32>
+      }
     }
   }
 }

@@ -513,3 +513,19 @@ tile.kernel @async_gemms() {
     tile.wait_gemms
   }
 }
+
+// tile.rejoin: the block's threads, a warp-specialized loop's producer
+// included, after the loop.
+// CHECK-LABEL: tile.kernel @rejoin
+// CHECK: tile.rejoin {
+// CHECK: tile.scan sum
+tile.kernel @rejoin(%out: !tile.global<[?], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %rows = tile.alloc : !tile.shared<[256], i32>
+    %prefix = tile.alloc : !tile.shared<[256], i32>
+    tile.rejoin {
+      %total = tile.scan sum %rows to %prefix : !tile.shared<[256], i32> to !tile.shared<[256], i32>
+    }
+  }
+}

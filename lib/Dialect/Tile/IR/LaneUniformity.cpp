@@ -340,7 +340,7 @@ private:
           // Branches between blocks are not followed.
           return !region.getRegion().hasOneBlock();
         })
-        .Case<ParallelOp, PerWarpgroupOp, AllOfOp>(
+        .Case<ParallelOp, PerWarpgroupOp, RejoinOp, AllOfOp>(
             [](Operation *) { return false; })
         // Ops with regions of other kinds (scf.parallel, affine loops ...)
         // may run their regions in some lanes only.
@@ -526,7 +526,7 @@ private:
           for (Block &block : allOf.getPredicate())
             setAll(block.getArguments(), LaneValue::varying());
         })
-        .Case<ParallelOp, PerWarpgroupOp, scf::ExecuteRegionOp>(
+        .Case<ParallelOp, PerWarpgroupOp, RejoinOp, scf::ExecuteRegionOp>(
             [](Operation *) {})
         .Default([&](Operation *other) {
           setAll(other->getResults(), LaneValue::varying());

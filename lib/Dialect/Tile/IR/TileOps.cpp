@@ -1650,6 +1650,73 @@ LogicalResult PerWarpgroupOp::verifyRegions() {
 }
 
 //===----------------------------------------------------------------------===//
+// RejoinOp
+//===----------------------------------------------------------------------===//
+
+/// Whether every thread, the producer warpgroup's included, can compute
+/// `value` where tile.rejoin starts: it comes from outside the launch body,
+/// is the block index, a tile, a constant, a parameter or a tensor's size,
+/// or side-effect-free arithmetic of those. Returns the op that is not.
+int64_t hisa::tile::getMostThreads(LaunchOp launch) {
+  Block &body = launch.getBody().front();
+  bool specialized =
+      llvm::any_of(body.getOps<PipelinedOp>(),
+                   [](PipelinedOp loop) { return loop.getWarpSpecialized(); });
+  bool rejoins = !body.getOps<RejoinOp>().empty();
+  return launch.getThreads() + (specialized && rejoins ? kProducerThreads : 0);
+}
+
+static Operation *findUnrecomputable(Value value, LaunchOp launch) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return nullptr; // the block index, or an argument outside the launch
+  if (!launch->isAncestor(def) || isa<AllocOp, DimOp, ParamOp>(def))
+    return nullptr;
+  if (def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
+      isa<TileDialect>(def->getDialect()))
+    return def;
+  for (Value operand : def->getOperands())
+    if (Operation *bad = findUnrecomputable(operand, launch))
+      return bad;
+  return nullptr;
+}
+
+LogicalResult RejoinOp::verifyRegions() {
+  auto launch = dyn_cast<LaunchOp>((*this)->getParentOp());
+  if (!launch ||
+      (*this)->getNextNode() != launch.getBody().front().getTerminator())
+    return emitOpError("must be the last op of a tile.launch body");
+  WalkResult walk = getBody().walk([&](Operation *op) -> WalkResult {
+    if (isa<PipelinedOp, PerWarpgroupOp, RejoinOp, GemmOp>(op)) {
+      op->emitOpError("is not supported inside tile.rejoin (its body runs "
+                      "once the launch's loop is done, on threads that hold "
+                      "no accumulators)");
+      return WalkResult::interrupt();
+    }
+    for (Value operand : op->getOperands()) {
+      if (isa<FragmentType>(operand.getType())) {
+        op->emitOpError("uses a fragment inside tile.rejoin (fragments are "
+                        "laid out over the launch's threads, not the "
+                        "producer's)");
+        return WalkResult::interrupt();
+      }
+      if (getBody().isAncestor(operand.getParentRegion()))
+        continue;
+      if (Operation *bad = findUnrecomputable(operand, launch)) {
+        InFlightDiagnostic diagnostic =
+            op->emitOpError("uses a value from before tile.rejoin that the "
+                            "producer warpgroup cannot recompute; compute it "
+                            "inside the body (loads included)");
+        diagnostic.attachNote(bad->getLoc()) << "it comes from here";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+//===----------------------------------------------------------------------===//
 // LoadOp, StoreOp
 //===----------------------------------------------------------------------===//
 

@@ -329,7 +329,8 @@ struct TilePlanSharedMemoryPass
     // that stays within warps (its results left in the reduced layout, as
     // a row statistic of a wgmma accumulator) needs none.
     int64_t scratch = 0;
-    int64_t warps = launch.getThreads() / 32;
+    // (With tile.rejoin, the producer's warps too.)
+    int64_t warps = getMostThreads(launch) / 32;
     bool scratchOverflow = false;
     launch.walk([&](ReduceOp reduce) {
       if (staysWithinWarps(reduce))

@@ -73,6 +73,10 @@ mlir::Value getWrittenTile(mlir::Operation *op);
 
 /// The tile `value` is a view of (tile.view chains), or `value` itself.
 mlir::Value getViewedTile(mlir::Value value);
+
+/// The most threads that run ops of `launch` at once: its threads, plus the
+/// producer warpgroup where a tile.rejoin follows a warp-specialized loop.
+int64_t getMostThreads(LaunchOp launch);
 } // namespace hisa::tile
 
 #endif // HISA_DIALECT_TILE_IR_TILEOPS_H

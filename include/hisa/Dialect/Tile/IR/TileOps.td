@@ -228,9 +228,9 @@ def Tile_LaunchOp : Tile_Op<"launch", [
 
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["LaunchOp", "ParallelOp", "PipelinedOp", "PerWarpgroupOp",
-                 "AllOfOp"]>]> {
+                 "AllOfOp", "RejoinOp"]>]> {
   let summary = "Terminates the body of launch, parallel, pipelined, "
-                "per_warpgroup and all_of";
+                "per_warpgroup, rejoin and all_of";
   let description = [{
     In a `tile.all_of` predicate it gives the element's predicate (one
     `i1`); elsewhere it has no operands.
@@ -699,6 +699,45 @@ def Tile_PerWarpgroupOp : Tile_Op<"per_warpgroup", [
   let extraClassDeclaration = [{
     ::mlir::Value getWarpgroup() { return getBody().getArgument(0); }
   }];
+}
+
+def Tile_RejoinOp : Tile_Op<"rejoin", [
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "Code the producer warpgroup runs too, after a warp-specialized loop";
+  let description = [{
+    A warp-specialized `tile.pipelined` adds a producer warpgroup to the
+    launch's threads, which has nothing to do once it has issued the loop's
+    copies. The body of `tile.rejoin` runs on every thread of the block,
+    the producer's 128 included: launch threads + 128 (for example a
+    selection after a logits loop walks its keys with twice the warps).
+    Without a warp-specialized loop in the launch it runs on the launch's
+    threads like the code around it, so one source serves both forms (a
+    `tile.parallel` domain sized for the larger count is correct on
+    either).
+
+    It is the last op of a tile.launch body. Its body may not use
+    fragments (they are laid out over the consumers' threads), and the
+    values it uses from outside must be recomputable by the producer:
+    constants, parameters, `tile.dim`, the block index and arithmetic of
+    those (load what it reads from shared or global memory inside). The
+    block's threads meet at its start, so shared tiles written before it
+    may be read inside. The producer and the consumers trade registers
+    back (setmaxnreg) to an even share of the block's pool first.
+
+    ```mlir
+    tile.pipelined %t = %c0 to %n step %c1 num_stages = 2 warp_specialized {
+      ...
+    }
+    tile.rejoin {
+      tile.parallel (%warp, %lane) in [8, 32] {
+        ...
+      }
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$body attr-dict";
+  let hasRegionVerifier = 1;
 }
 
 def Tile_BarrierOp : Tile_Op<"barrier"> {

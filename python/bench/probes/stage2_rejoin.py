@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Stage 2's selection on eight warps (issue 10): the built-in
+block_sparse_topk_tokens with everything after its logits loop in a
+tile.rejoin, so that the warp-specialized kernel's producer warpgroup,
+idle once the key tiles are issued, walks the keys too (the selection is
+15-17% of stage 2 and its walks are latency-bound per warp:
+docs/performance.md, forty-eighth section). The selection's parallels go
+from [4, 32] to [8, 32] and its strides from 128 to 256 slots; the window
+start and the number of blocks, which the consumers loaded before the
+loop, are loaded again inside (the producer never had them). A/B against
+the operator with stage2_source_ab.py (selections compared as sets per
+row):
+
+    PYTHONPATH=python python3 python/bench/probes/stage2_rejoin.py [--sizes=32768,131072]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+
+SOURCE = os.path.join(here, "..", "..", "..", "kernels-dsl", "block_sparse_topk_tokens.mlir")
+SELECTION = "    // (Cleared only now:"
+END = "  }\n}\n"
+# What the selection reads that the consumers loaded before the loop.
+RELOADS = """      %c0_r = arith.constant 0 : index
+      %c256 = arith.constant 256 : index
+      %valid_blocks_r_i32 = tile.load %block_count[%c0_r] : !tile.shared<[1], i32>
+      %valid_blocks_r = arith.index_cast %valid_blocks_r_i32 : i32 to index
+      %length_r = arith.muli %valid_blocks_r, %kb : index
+      %start_r_i32 = tile.load %ks[%bx] : !tile.global<[?], i32>
+      %start_r = arith.index_cast %start_r_i32 : i32 to index
+"""
+
+
+def rejoined(text):
+    if text.count(SELECTION) != 1 or not text.endswith(END):
+        sys.exit("stage2_rejoin: the kernel changed; update the probe")
+    at = text.index(SELECTION)
+    head, select = text[:at], text[at:-len(END)]
+    for old, new in (("[4, 32]", "[8, 32]"), ("step %c128", "step %c256"),
+                     ("%chunk, %c128", "%chunk, %c256"),
+                     ("%c4_w = arith.constant 4", "%c4_w = arith.constant 8"),
+                     ("%c4_z = arith.constant 4", "%c4_z = arith.constant 8"),
+                     ("[4, 256]", "[8, 256]"), ("[4], i32>", "[8], i32>"),
+                     ("%length", "%length_r"), ("%start", "%start_r")):
+        if old not in select:
+            sys.exit(f"stage2_rejoin: the selection no longer has {old!r}")
+        select = select.replace(old, new)
+    # The allocations of the per-warp histograms and tie counts.
+    for old, new in (("tile.alloc : !tile.shared<[4, 256], i32>",
+                      "tile.alloc : !tile.shared<[8, 256], i32>"),
+                     ("%warp_ties = tile.alloc : !tile.shared<[4], i32>",
+                      "%warp_ties = tile.alloc : !tile.shared<[8], i32>"),
+                     ("%warp_offsets = tile.alloc : !tile.shared<[4], i32>",
+                      "%warp_offsets = tile.alloc : !tile.shared<[8], i32>")):
+        if head.count(old) != 1:
+            sys.exit(f"stage2_rejoin: the kernel no longer has {old!r}")
+        head = head.replace(old, new)
+    body = "".join("  " + line if line.strip() else line for line in select.splitlines(True))
+    return head + "    tile.rejoin {\n" + RELOADS + body + "    }\n" + END
+
+
+def main():
+    text = open(SOURCE).read()
+    path = os.path.join(tempfile.mkdtemp(prefix="stage2_rejoin_"), "stage2_rejoin.mlir")
+    with open(path, "w") as f:
+        f.write(rejoined(text))
+    import stage2_source_ab
+    sizes = [a for a in sys.argv[1:] if a.startswith("--sizes=")]
+    sys.argv = [sys.argv[0], "--kernel", "block_sparse_topk_tokens_ws",
+                path + ":kt=128,min_blocks=3", "-:kt=128,min_blocks=3"] + sizes
+    return stage2_source_ab.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
