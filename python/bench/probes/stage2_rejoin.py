@@ -37,20 +37,28 @@ RELOADS = """      %c0_r = arith.constant 0 : index
 """
 
 
-def rejoined(text):
+def rejoined(text, warps=8):
+    """The kernel with its selection in a tile.rejoin, written for `warps`
+    warps (4: the built-in selection unchanged, on half the threads)."""
     if text.count(SELECTION) != 1 or not text.endswith(END):
         sys.exit("stage2_rejoin: the kernel changed; update the probe")
     at = text.index(SELECTION)
     head, select = text[:at], text[at:-len(END)]
-    for old, new in (("[4, 32]", "[8, 32]"), ("step %c128", "step %c256"),
-                     ("%chunk, %c128", "%chunk, %c256"),
-                     ("%c4_w = arith.constant 4", "%c4_w = arith.constant 8"),
-                     ("%c4_z = arith.constant 4", "%c4_z = arith.constant 8"),
-                     ("[4, 256]", "[8, 256]"), ("[4], i32>", "[8], i32>"),
-                     ("%length", "%length_r"), ("%start", "%start_r")):
+    edits = [("%length", "%length_r"), ("%start", "%start_r")]
+    if warps == 8:
+        edits += [("[4, 32]", "[8, 32]"), ("step %c128", "step %c256"),
+                  ("%chunk, %c128", "%chunk, %c256"),
+                  ("%c4_w = arith.constant 4", "%c4_w = arith.constant 8"),
+                  ("%c4_z = arith.constant 4", "%c4_z = arith.constant 8"),
+                  ("[4, 256]", "[8, 256]"), ("[4], i32>", "[8], i32>")]
+    for old, new in edits:
         if old not in select:
             sys.exit(f"stage2_rejoin: the selection no longer has {old!r}")
         select = select.replace(old, new)
+    if warps != 8:
+        return (head + "    tile.rejoin {\n" + RELOADS
+                + "".join("  " + line if line.strip() else line
+                          for line in select.splitlines(True)) + "    }\n" + END)
     # The allocations of the per-warp histograms and tie counts.
     for old, new in (("tile.alloc : !tile.shared<[4, 256], i32>",
                       "tile.alloc : !tile.shared<[8, 256], i32>"),
@@ -66,14 +74,25 @@ def rejoined(text):
 
 
 def main():
+    """--kernel NAME (default the warp-specialized one) and --warps 4 pass
+    through; the rest are stage2_source_ab.py's sizes."""
+    args = sys.argv[1:]
+    kernel, warps = "block_sparse_topk_tokens_ws", 8
+    if "--kernel" in args:
+        at = args.index("--kernel")
+        kernel = args[at + 1]
+        del args[at:at + 2]
+    if "--warps" in args:
+        at = args.index("--warps")
+        warps = int(args[at + 1])
+        del args[at:at + 2]
     text = open(SOURCE).read()
-    path = os.path.join(tempfile.mkdtemp(prefix="stage2_rejoin_"), "stage2_rejoin.mlir")
+    path = os.path.join(tempfile.mkdtemp(prefix="stage2_rejoin_"), f"stage2_rejoin_{warps}.mlir")
     with open(path, "w") as f:
-        f.write(rejoined(text))
+        f.write(rejoined(text, warps))
     import stage2_source_ab
-    sizes = [a for a in sys.argv[1:] if a.startswith("--sizes=")]
-    sys.argv = [sys.argv[0], "--kernel", "block_sparse_topk_tokens_ws",
-                path + ":kt=128,min_blocks=3", "-:kt=128,min_blocks=3"] + sizes
+    sys.argv = [sys.argv[0], "--kernel", kernel,
+                path + ":kt=128,min_blocks=3", "-:kt=128,min_blocks=3"] + args
     return stage2_source_ab.main()
 
 

@@ -61,8 +61,12 @@ struct TileAssignLayoutsPass
       classes.insert(shapes.size() - 1);
       return shapes.size() - 1;
     };
+    // (tile.rejoin's body runs on the producer warpgroup's threads too.)
+    int64_t rejoinThreads = getMostThreads(launch);
     auto opScope = [&](Operation *op) {
-      return isInPerWarpgroup(op) ? kWarpgroupThreads : launchThreads;
+      if (isInPerWarpgroup(op))
+        return kWarpgroupThreads;
+      return op->getParentOfType<RejoinOp>() ? rejoinThreads : launchThreads;
     };
     DenseMap<Value, int64_t> fragmentScopes;
     auto valueScope = [&](Value value) {
