@@ -117,3 +117,44 @@ def test_flash_attn_ws_matches_the_plain_kernel(causal, s, picked):
         torch.testing.assert_close(outputs[label].float(), outputs["plain"].float(),
                                    rtol=1e-2, atol=1e-2)
     assert torch.equal(operator, outputs[picked])
+
+
+def test_overlap_gemm_with_gathers_and_a_second_gemm():
+    """overlap_gemm over gathered stages, with P V after the scores
+    (Inputs/overlap-gemm-attention.mlir): o = sum over 8 tiles of 32 rows
+    of bf16(Q K_t^T) K_t, -1 rows reading zeros."""
+    seed = fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "overlap-gemm-attention.mlir", "overlap_gemm_attention")
+    q = torch.randn(64, 64, device="cuda").bfloat16()
+    kv = torch.randn(777, 64, device="cuda").bfloat16()
+    idx = torch.randint(0, 777, (256,), device="cuda", dtype=torch.int32)
+    idx[::5] = -1
+    out = torch.full((64, 64), float("nan"), device="cuda")
+    kernel.launch(q, kv, idx, out)
+    torch.cuda.synchronize()
+    rows = torch.where((idx >= 0)[:, None], kv[idx.clamp(min=0).long()],
+                       torch.zeros_like(kv[:1])).float()
+    expected = torch.zeros(64, 64, device="cuda")
+    for t in range(8):
+        tile = rows[t * 32:(t + 1) * 32]
+        p = (q.float() @ tile.T).bfloat16().float()
+        expected += p @ tile
+    assert torch.allclose(out, expected, rtol=2e-2, atol=0.5), (
+        f"seed {seed}: max error {(out - expected).abs().max().item()}")
+
+
+def test_rejoin_runs_on_the_producer_threads_too():
+    """tile.rejoin (Inputs/rejoin.mlir): the consumers leave each key
+    tile's row sums in shared memory; then all 256 threads (the producer
+    warpgroup's included) scan them and store one element each. Exact:
+    the inputs are -1, 0 and 1, so every sum is an integer."""
+    seed = fresh_seed(torch)
+    kernel = lowering_test_kernel(hisa, "rejoin.mlir", "rejoin")
+    q = torch.randint(-1, 2, (64, 64), device="cuda").bfloat16()
+    k = torch.randint(-1, 2, (256, 64), device="cuda").bfloat16()
+    out = torch.full((256,), -12345, device="cuda", dtype=torch.int32)
+    kernel.launch(q, k, out)
+    torch.cuda.synchronize()
+    sums = (k.float() @ q.float().T).sum(dim=1).to(torch.int64)
+    expected = torch.cumsum(sums, 0).to(torch.int32)
+    assert torch.equal(out, expected), f"seed {seed}"
