@@ -1653,10 +1653,6 @@ LogicalResult PerWarpgroupOp::verifyRegions() {
 // RejoinOp
 //===----------------------------------------------------------------------===//
 
-/// Whether every thread, the producer warpgroup's included, can compute
-/// `value` where tile.rejoin starts: it comes from outside the launch body,
-/// is the block index, a tile, a constant, a parameter or a tensor's size,
-/// or side-effect-free arithmetic of those. Returns the op that is not.
 int64_t hisa::tile::getMostThreads(LaunchOp launch) {
   Block &body = launch.getBody().front();
   bool specialized =
@@ -1666,6 +1662,10 @@ int64_t hisa::tile::getMostThreads(LaunchOp launch) {
   return launch.getThreads() + (specialized && rejoins ? kProducerThreads : 0);
 }
 
+/// Whether every thread, the producer warpgroup's included, can compute
+/// `value` where tile.rejoin starts: it comes from outside the launch body,
+/// is the block index, a tile, a constant, a parameter or a tensor's size,
+/// or side-effect-free arithmetic of those. Returns the op that is not.
 static Operation *findUnrecomputable(Value value, LaunchOp launch) {
   Operation *def = value.getDefiningOp();
   if (!def)
