@@ -16,7 +16,9 @@
 #   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh).
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
-# step 3 for the host time on an H200 host.
+# step 3 for the host time on an H200 host. (The forty-eighth session's new
+# GPU tests and their sanitizer runs also passed on H100s only; on an H200,
+# `scripts/gpu-run.sh --sanitize` covers them through sanitize_subset.txt.)
 #
 #   scripts/gpu-owed.sh LIBRARY [ANCHORS]
 #
