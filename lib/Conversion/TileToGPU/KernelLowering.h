@@ -232,9 +232,10 @@ public:
   /// Splits the body of a launch with a warp-specialized loop into the
   /// consumers' branch (the launch's threads) and the producer's.
   mlir::LogicalResult splitRoles(mlir::OpBuilder &b);
-  /// `value` usable in the producer's branch: arithmetic of the consumers'
-  /// branch it depends on is cloned (a value from memory or a tile op is
-  /// refused); `mapping` holds what was cloned so far.
+  /// `value` usable in the producer's branch (or after both, in
+  /// tile.rejoin's body): arithmetic of the consumers' branch it depends on
+  /// is cloned (a value from memory or a tile op is refused); `mapping`
+  /// holds what was cloned so far.
   mlir::FailureOr<mlir::Value> cloneForProducer(mlir::OpBuilder &b,
                                                 mlir::Value value,
                                                 mlir::IRMapping &mapping,
@@ -289,13 +290,6 @@ public:
   /// tile.rejoin: the body on the consumers' and the producer's threads,
   /// after the roles trade registers back (RejoinOp.cpp).
   mlir::LogicalResult lowerRejoin(RejoinOp op, mlir::OpBuilder &b);
-  /// `value`, computed again where every thread runs (a constant, the block
-  /// index or arithmetic of those that the consumers computed in their
-  /// branch), for tile.rejoin's body; fails on `user` otherwise.
-  mlir::FailureOr<mlir::Value> cloneForRejoin(mlir::OpBuilder &b,
-                                              mlir::Value value,
-                                              mlir::IRMapping &mapping,
-                                              mlir::Operation *user);
   mlir::LogicalResult lowerPick(PickOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerScan(ScanOp op, mlir::OpBuilder &b);
   mlir::LogicalResult lowerWarpScan(WarpScanOp op, mlir::OpBuilder &b,
@@ -468,9 +462,8 @@ public:
   mlir::Value sharedBase; // memref<?xi8, workgroup>
   /// The consumers' / producer's branches of a warp-specialized launch.
   mlir::scf::IfOp roleSplit;
-  /// The launch's tile.rejoin, kept after roleSplit; and the registers both
-  /// roles go back to before it (0: setmaxnreg never moved any).
-  RejoinOp rejoin;
+  /// The registers both roles go back to before the launch's tile.rejoin
+  /// (0: setmaxnreg never moved any).
   int64_t rejoinRegisters = 0;
   /// The tensor-map parameter each TMA copy (tile.tma) reads through.
   llvm::DenseMap<mlir::Operation *, mlir::Value> tensorMaps;

@@ -19,31 +19,9 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace hisa::tile;
-
-FailureOr<Value> KernelLowering::cloneForRejoin(OpBuilder &b, Value value,
-                                                IRMapping &mapping,
-                                                Operation *user) {
-  if (Value known = mapping.lookupOrNull(value))
-    return known;
-  if (!roleSplit.getThenRegion().isAncestor(value.getParentRegion()))
-    return value;
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def))
-    return user->emitOpError("needs a value of the consumers' code that the "
-                             "producer warpgroup cannot compute again (from ")
-           << (def ? def->getName().getStringRef()
-                   : StringRef("a block argument"))
-           << "); compute it inside the body";
-  for (Value operand : def->getOperands())
-    if (failed(cloneForRejoin(b, operand, mapping, user)))
-      return failure();
-  Operation *clone = b.clone(*def, mapping);
-  return clone->getResult(cast<OpResult>(value).getResultNumber());
-}
 
 LogicalResult KernelLowering::lowerRejoin(RejoinOp op, OpBuilder &b) {
   Location loc = op.getLoc();
@@ -53,7 +31,7 @@ LogicalResult KernelLowering::lowerRejoin(RejoinOp op, OpBuilder &b) {
   for (Operation &inner : body.getOperations())
     roots.push_back(&inner);
   int64_t extraThreads = 0;
-  if (roleSplit && op == rejoin) {
+  if (roleSplit) {
     extraThreads = kProducerThreads;
     if (rejoinRegisters) {
       OpBuilder consumers(roleSplit.thenBlock()->getTerminator());
@@ -63,12 +41,13 @@ LogicalResult KernelLowering::lowerRejoin(RejoinOp op, OpBuilder &b) {
       NVVM::SetMaxRegisterOp::create(producer, loc, rejoinRegisters,
                                      NVVM::SetMaxRegisterAction::increase);
     }
-    // The consumers' values the body reads, for every thread.
+    // The consumers' values the body reads, for every thread (what the
+    // producer recomputes for its loop bounds, the same way).
     IRMapping mapping;
     WalkResult walk = body.walk([&](Operation *inner) {
       for (OpOperand &operand : inner->getOpOperands()) {
         FailureOr<Value> value =
-            cloneForRejoin(b, operand.get(), mapping, op.getOperation());
+            cloneForProducer(b, operand.get(), mapping, op.getOperation());
         if (failed(value))
           return WalkResult::interrupt();
         operand.set(*value);

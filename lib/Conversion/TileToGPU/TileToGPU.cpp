@@ -701,6 +701,7 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
   // Allocations stay in the entry block (LLVM promotes fragment registers
   // there only) and are lowered first: both roles address the shared tiles.
   SmallVector<Operation *> moved;
+  RejoinOp rejoin; // kept after the split: both roles run it
   for (Operation &op : entry) {
     if (auto alloc = dyn_cast<AllocOp>(&op)) {
       OpBuilder at(alloc);
@@ -713,7 +714,6 @@ LogicalResult KernelLowering::splitRoles(OpBuilder &b) {
         &op == threadId.getDefiningOp() ||
         (sharedBase && &op == sharedBase.getDefiningOp()))
       continue;
-    // (Both roles run it, after the split.)
     if (auto found = dyn_cast<RejoinOp>(&op)) {
       rejoin = found;
       continue;
