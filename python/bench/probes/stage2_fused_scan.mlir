@@ -3,7 +3,8 @@
 // histograms are summed, scanned (a warp scan plus the warps' totals) and
 // the threshold bin found and cleared in two parallels, three barriers a
 // digit instead of six (walk, merge, scan in and out, threshold, and a
-// redundant one before it). A/B against the built-in:
+// redundant one before it), and the histograms' clearing and the state's
+// setting in one parallel. A/B against the built-in:
 //
 //   PYTHONPATH=python python3 python/bench/probes/stage2_source_ab.py \
 //       --kernel block_sparse_topk_tokens_ws -:kt=128 \
@@ -258,7 +259,23 @@ tile.kernel @block_sparse_topk_tokens(
     }
     // (Cleared only now: the histograms then share bytes with the key-tile
     // stages, which lets 128-row tiles fit three blocks per SM.)
-    tile.fill %hist, %zero : !tile.shared<[4, 256], i32>, i32
+    // The histograms cleared and the select's state set in one parallel
+    // (prefix 0, k needed, not done, no slot taken).
+    tile.parallel (%w, %b) in [4, 256] {
+      tile.store %zero, %hist[%w, %b] : !tile.shared<[4, 256], i32>
+      %c8_s = arith.constant 8 : index
+      %state_cell = arith.cmpi ult, %b, %c8_s : index
+      %w_first = arith.cmpi eq, %w, %c0 : index
+      %writes_state = arith.andi %state_cell, %w_first : i1
+      scf.if %writes_state {
+        %c4_s = arith.constant 4 : index
+        %p = arith.divui %b, %c4_s : index
+        %i = arith.remui %b, %c4_s : index
+        %is_needed = arith.cmpi eq, %i, %c1 : index
+        %init = arith.select %is_needed, %k_i32, %zero : i32
+        tile.store %init, %state[%p, %i] : !tile.shared<[2, 4], i32>
+      }
+    }
     tile.parallel (%warp, %lane) in [4, 32] {
       %warp_first = arith.muli %warp, %c32 : index
       %t = arith.addi %warp_first, %lane : index
@@ -272,12 +289,6 @@ tile.kernel @block_sparse_topk_tokens(
           %old = tile.atomic add %one, %hist[%warp, %bin] : !tile.shared<[4, 256], i32>
         }
       } {tile.unroll = 4}
-    }
-    tile.parallel (%p, %i) in [2, 4] {
-      // prefix 0, k needed, not done, no slot taken.
-      %is_needed = arith.cmpi eq, %i, %c1 : index
-      %init = arith.select %is_needed, %k_i32, %zero : i32
-      tile.store %init, %state[%p, %i] : !tile.shared<[2, 4], i32>
     }
 
     // 2. Radix select: per digit, two parallels and three barriers. Thread
