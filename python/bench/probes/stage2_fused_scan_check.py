@@ -8,7 +8,10 @@ warp-specialized kernel (kt = 128 and 64) and the operator on the same
 inputs and requires the same set in every row. Exits nonzero on a
 difference.
 
-    PYTHONPATH=python python3 python/bench/probes/stage2_fused_scan_check.py
+    PYTHONPATH=python python3 python/bench/probes/stage2_fused_scan_check.py [SOURCE]
+
+SOURCE (default: the probe) may be any stage-2 source, e.g. the kernel
+before the change, to compare it with the operator's.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ SOURCE = os.path.join(here, "stage2_fused_scan.mlir")
 
 
 def probe_kernel(kt, t):
-    text = open(SOURCE).read()
+    text = open(sys.argv[1] if len(sys.argv) > 1 else SOURCE).read()
     source = with_variants(text, "block_sparse_topk_tokens")["block_sparse_topk_tokens_ws"]
     return jit.get_kernel("block_sparse_topk_tokens_ws",
                           dict(dim=128, heads=64, kb=128, kt=kt, min_blocks=3, topk=t),
