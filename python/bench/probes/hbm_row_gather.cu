@@ -30,16 +30,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(call)                                                              \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n  in: %s\n",               \
-              cudaGetErrorName(e_), __FILE__, __LINE__,                       \
-              cudaGetErrorString(e_), #call);                                 \
-      exit(1);                                                                \
-    }                                                                         \
-  } while (0)
+#include "probe_common.cuh"
 
 constexpr int kRowBytes = 1024;
 constexpr int kRowWords = kRowBytes / 4;
@@ -53,15 +44,6 @@ constexpr int kThreads = 128;
 constexpr int kPiecesPerThread = kTileBytes / 16 / kThreads;  // 32
 constexpr int kSets = 8;                              // index sets, rotated
 constexpr int kWarm = 2, kRuns = 9;
-
-__host__ __device__ inline uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
 
 /// Word w of cache row r.
 __host__ __device__ inline uint32_t cacheWord(uint64_t row, uint32_t w) {
@@ -89,6 +71,17 @@ __device__ inline uint32_t sharedAddress(const void *p) {
   return uint32_t(__cvta_generic_to_shared(p));
 }
 
+/// The token's row numbers (in its batch's slice) into shared memory.
+__device__ inline void loadRows(int *rows, const int *indices, int token) {
+  for (int i = threadIdx.x; i < kRowsPerToken; i += kThreads)
+    rows[i] = indices[int64_t(token) * kRowsPerToken + i];
+}
+
+/// The first cache row of the token's batch.
+__device__ inline int64_t batchBase(int token, int tokensPerBatch) {
+  return int64_t(token / tokensPerBatch) * kRowsPerBatch;
+}
+
 template <int STAGES>
 __global__ void __launch_bounds__(kThreads, 1)
     gatherCpAsync(const uint8_t *cache, const int *indices, int tokensPerBatch,
@@ -96,9 +89,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(128) uint8_t smem[];
   int *rows = reinterpret_cast<int *>(smem + STAGES * kTileBytes);
   int token = blockIdx.x, t = threadIdx.x;
-  int64_t base = int64_t(token / tokensPerBatch) * kRowsPerBatch;
-  for (int i = t; i < kRowsPerToken; i += kThreads)
-    rows[i] = indices[int64_t(token) * kRowsPerToken + i];
+  int64_t base = batchBase(token, tokensPerBatch);
+  loadRows(rows, indices, token);
   __syncthreads();
   auto issue = [&](int tile) {
     uint8_t *stage = smem + (tile % STAGES) * kTileBytes;
@@ -143,9 +135,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   int *rows = reinterpret_cast<int *>(smem + STAGES * kTileBytes);
   uint64_t *bars = reinterpret_cast<uint64_t *>(rows + kRowsPerToken);
   int token = blockIdx.x, t = threadIdx.x;
-  int64_t base = int64_t(token / tokensPerBatch) * kRowsPerBatch;
-  for (int i = t; i < kRowsPerToken; i += kThreads)
-    rows[i] = indices[int64_t(token) * kRowsPerToken + i];
+  int64_t base = batchBase(token, tokensPerBatch);
+  loadRows(rows, indices, token);
   if (t < STAGES)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
         sharedAddress(&bars[t])));
@@ -190,9 +181,8 @@ __global__ void __launch_bounds__(kThreads, 1)
               uint32_t *sums) {
   __shared__ int rows[kRowsPerToken];
   int token = blockIdx.x, t = threadIdx.x;
-  int64_t base = int64_t(token / tokensPerBatch) * kRowsPerBatch;
-  for (int i = t; i < kRowsPerToken; i += kThreads)
-    rows[i] = indices[int64_t(token) * kRowsPerToken + i];
+  int64_t base = batchBase(token, tokensPerBatch);
+  loadRows(rows, indices, token);
   __syncthreads();
   // Thread t's pieces: rows 2p + t / 64, 16-byte column t % 64.
   uint32_t sum = 0;

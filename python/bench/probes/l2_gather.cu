@@ -40,16 +40,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(call)                                                              \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      fprintf(stderr, "CUDA error %s (%d) at %s:%d: %s\n  in: %s\n",          \
-              cudaGetErrorName(e_), (int)e_, __FILE__, __LINE__,              \
-              cudaGetErrorString(e_), #call);                                 \
-      exit(1);                                                                \
-    }                                                                         \
-  } while (0)
+#include "probe_common.cuh"
 
 constexpr int N_ROWS = 32768;
 constexpr int ROW_BYTES = 128;
@@ -70,14 +61,6 @@ static_assert((NTILES & (NTILES - 1)) == 0, "NTILES must be a power of 2");
 static_assert((T & (T - 1)) == 0, "T must be a power of 2");
 static_assert(CHUNKS_PER_THREAD == 8, "expected 8 x 16 B per thread per tile");
 
-__host__ __device__ __forceinline__ uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
 __host__ __device__ __forceinline__ uint32_t tile_of(uint32_t q, uint32_t t) {
   return hash32(q * (uint32_t)T + t + SEED) & (uint32_t)(NTILES - 1);
 }

@@ -31,16 +31,7 @@
 #include <string>
 #include <vector>
 
-#define CK(call)                                                              \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      fprintf(stderr, "CUDA error %s (%d) at %s:%d: %s\n  in: %s\n",          \
-              cudaGetErrorName(e_), (int)e_, __FILE__, __LINE__,              \
-              cudaGetErrorString(e_), #call);                                 \
-      exit(1);                                                                \
-    }                                                                         \
-  } while (0)
+#include "probe_common.cuh"
 
 constexpr int ROWS = 131072;
 constexpr int COLS = 1024;
