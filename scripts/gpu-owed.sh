@@ -13,7 +13,9 @@
 #      passed on an H100 in the forty-sixth session), and the new
 #      test_sparse_attn.py::test_narrower_key_tiles;
 #   3. host time per Python call (bench_indexer.host_time_rows);
-#   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh).
+#   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh);
+#   5. (fiftieth session, not yet run) probes/hbm_row_gather: random 1 KiB
+#      rows from HBM by gather instruction, if its binary was built.
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
 # step 3 for the host time on an H200 host. (The forty-eighth session's new
@@ -46,7 +48,7 @@ fi
 cp "$(dirname "$library")"/libhisa_torch.so* build/lib/ 2>/dev/null
 
 export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 HISA_TESTS_STRICT=1
-only=${HISA_OWED_ONLY:-1 2 3 4}
+only=${HISA_OWED_ONLY:-1 2 3 4 5}
 wants() { [[ " $only " == *" $1 "* ]]; }
 nvidia-smi -L
 echo "== gpu-owed.sh, library $(md5sum < build/lib/libhisa_runtime.so | cut -c1-12), $(date -u +%FT%TZ)"
@@ -95,5 +97,17 @@ if wants 4 && [[ -n $anchors ]]; then
   HISA_CARD_ONLY=topk timeout 180 scripts/gpu-card.sh "$anchors" \
     build/lib/libhisa_runtime.so > "$out/owed-topk.txt" 2>&1
   echo "== 4. topk card (status $?)"; tail -20 "$out/owed-topk.txt"
+fi
+if wants 5; then
+  # Random 1 KiB rows from HBM by gather instruction (decode H = 64's
+  # bound; python/bench/probes/build.sh builds the binary on the CPU
+  # machine, which has nvcc).
+  probe=python/bench/probes/hbm_row_gather
+  if [[ -x $probe ]]; then
+    timeout 90 "$probe" > "$out/owed-hbm-row-gather.txt" 2>&1
+    echo "== 5. hbm_row_gather (status $?)"; tail -22 "$out/owed-hbm-row-gather.txt"
+  else
+    echo "== 5. skipped: build $probe first (python/bench/probes/build.sh)"
+  fi
 fi
 date -u
