@@ -23,11 +23,11 @@
 //
 // Build (repo root): python/bench/probes/build.sh
 // Run   (repo root): python/bench/probes/hbm_row_gather
-#include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cuda_runtime.h>
 #include <vector>
 
 #include "probe_common.cuh"
@@ -35,14 +35,15 @@
 constexpr int kRowBytes = 1024;
 constexpr int kRowWords = kRowBytes / 4;
 constexpr int kTileRows = 64;
-constexpr int kTileBytes = kTileRows * kRowBytes;     // 64 KiB
-constexpr int kRowsPerToken = 640;                    // K
-constexpr int kTiles = kRowsPerToken / kTileRows;     // 10
-constexpr int64_t kRowsPerBatch = 65536;              // Nkv
-constexpr int kBatches = 128;                         // B
+constexpr int kTileBytes = kTileRows * kRowBytes; // 64 KiB
+constexpr int kRowsPerToken = 640;                // K
+constexpr int kTiles = kRowsPerToken / kTileRows; // 10
+constexpr int64_t kRowsPerBatch = 65536;          // Nkv
+constexpr int kBatches = 128;                     // B
 constexpr int kThreads = 128;
-constexpr int kPiecesPerThread = kTileBytes / 16 / kThreads;  // 32
-constexpr int kSets = 8;                              // index sets, rotated
+constexpr int kPiecesPerRow = kRowBytes / 16;                // 64
+constexpr int kPiecesPerThread = kTileBytes / 16 / kThreads; // 32
+constexpr int kSets = 8; // index sets, rotated
 constexpr int kWarm = 2, kRuns = 9;
 
 /// Word w of cache row r.
@@ -51,8 +52,8 @@ __host__ __device__ inline uint32_t cacheWord(uint64_t row, uint32_t w) {
 }
 
 __global__ void fillCache(uint32_t *cache, uint64_t words) {
-  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
-       i < words; i += uint64_t(gridDim.x) * blockDim.x)
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < words;
+       i += uint64_t(gridDim.x) * blockDim.x)
     cache[i] = cacheWord(i / kRowWords, uint32_t(i % kRowWords));
 }
 
@@ -95,7 +96,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto issue = [&](int tile) {
     uint8_t *stage = smem + (tile % STAGES) * kTileBytes;
     for (int p = 0; p < kPiecesPerThread; ++p) {
-      int piece = t + p * kThreads, r = piece / 64, c = piece % 64;
+      int piece = t + p * kThreads, r = piece / kPiecesPerRow,
+          c = piece % kPiecesPerRow;
       const uint8_t *src =
           cache + (base + rows[tile * kTileRows + r]) * kRowBytes + c * 16;
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
@@ -155,8 +157,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint8_t *src =
           cache + (base + rows[tile * kTileRows + r]) * kRowBytes;
       asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_"
-                   "tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                       sharedAddress(smem + stage * kTileBytes + r * kRowBytes)),
+                   "tx::bytes [%0], [%1], %2, [%3];" ::"r"(sharedAddress(
+                       smem + stage * kTileBytes + r * kRowBytes)),
                    "l"(src), "r"(kRowBytes), "r"(bar));
     }
   };
@@ -184,13 +186,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   int64_t base = batchBase(token, tokensPerBatch);
   loadRows(rows, indices, token);
   __syncthreads();
-  // Thread t's pieces: rows 2p + t / 64, 16-byte column t % 64.
+  // Thread t's pieces: rows 2p + t / kPiecesPerRow, 16-byte column
+  // t % kPiecesPerRow.
   uint32_t sum = 0;
   for (int tile = 0; tile < kTiles; ++tile) {
     uint4 v[kPiecesPerThread];
 #pragma unroll
     for (int p = 0; p < kPiecesPerThread; ++p) {
-      int piece = t + p * kThreads, r = piece / 64, c = piece % 64;
+      int piece = t + p * kThreads, r = piece / kPiecesPerRow,
+          c = piece % kPiecesPerRow;
       v[p] = __ldg(reinterpret_cast<const uint4 *>(
           cache + (base + rows[tile * kTileRows + r]) * kRowBytes + c * 16));
     }
@@ -213,7 +217,7 @@ int main() {
          prop.multiProcessorCount, prop.l2CacheSize >> 20);
 
   uint64_t cacheRows = uint64_t(kBatches) * kRowsPerBatch;
-  uint64_t cacheBytes = cacheRows * kRowBytes;  // 8 GiB
+  uint64_t cacheBytes = cacheRows * kRowBytes; // 8 GiB
   uint8_t *cache;
   CK(cudaMalloc(&cache, cacheBytes));
   fillCache<<<4 * prop.multiProcessorCount, 512>>>(
@@ -266,8 +270,8 @@ int main() {
     // the kernel's).
     std::vector<int> host(size_t(kSets) * tokens * kRowsPerToken);
     for (size_t i = 0; i < host.size(); ++i)
-      host[i] = int(hash32(uint32_t(i) * 7919u + uint32_t(perBatch)) %
-                    kRowsPerBatch);
+      host[i] =
+          int(hash32(uint32_t(i) * 7919u + uint32_t(perBatch)) % kRowsPerBatch);
     int *indices;
     uint32_t *sums;
     CK(cudaMalloc(&indices, host.size() * sizeof(int)));
@@ -280,19 +284,17 @@ int main() {
       uint64_t base = uint64_t(token / perBatch) * kRowsPerBatch;
       for (int tile = 0; tile < kTiles; ++tile)
         for (int t = 0; t < kThreads; ++t) {
-          uint64_t row =
-              base + host[size_t(token) * kRowsPerToken + tile * kTileRows +
-                          t % kTileRows];
-          expected[token] += cacheWord(row, wordOf(t, 0)) +
-                             cacheWord(row, wordOf(t, 1));
+          uint64_t row = base + host[size_t(token) * kRowsPerToken +
+                                     tile * kTileRows + t % kTileRows];
+          expected[token] +=
+              cacheWord(row, wordOf(t, 0)) + cacheWord(row, wordOf(t, 1));
         }
     }
     for (const Variant &v : variants) {
       int shared = v.stages * kTileBytes + kRowsPerToken * 4 + 8 * 4;
       if (v.stages)
-        CK(cudaFuncSetAttribute(v.kernel,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                shared));
+        CK(cudaFuncSetAttribute(
+            v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
       else
         shared = 0;
       CK(cudaMemset(sums, 0, tokens * sizeof(uint32_t)));
@@ -321,8 +323,8 @@ int main() {
       double us = ms[kRuns / 2] * 1e3;
       double bytes = double(tokens) * kRowsPerToken * kRowBytes;
       double gbs = bytes / (us * 1e-6) / 1e9;
-      printf("| %s | %d x %d | %.1f | %.0f | %.0f%% | %s |\n", v.name,
-             kBatches, perBatch, us, gbs, 100.0 * gbs / copyGBs,
+      printf("| %s | %d x %d | %.1f | %.0f | %.0f%% | %s |\n", v.name, kBatches,
+             perBatch, us, gbs, 100.0 * gbs / copyGBs,
              ok ? (v.checked ? "ok" : "ran") : "FAIL");
     }
     CK(cudaFree(indices));

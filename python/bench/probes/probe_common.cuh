@@ -4,20 +4,20 @@
 #ifndef HISA_PROBES_PROBE_COMMON_CUH
 #define HISA_PROBES_PROBE_COMMON_CUH
 
-#include <cuda_runtime.h>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cuda_runtime.h>
 
-#define CK(call)                                                              \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      fprintf(stderr, "CUDA error %s (%d) at %s:%d: %s\n  in: %s\n",          \
-              cudaGetErrorName(e_), (int)e_, __FILE__, __LINE__,              \
-              cudaGetErrorString(e_), #call);                                 \
-      exit(1);                                                                \
-    }                                                                         \
+#define CK(call)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "CUDA error %s (%d) at %s:%d: %s\n  in: %s\n",           \
+              cudaGetErrorName(e_), (int)e_, __FILE__, __LINE__,               \
+              cudaGetErrorString(e_), #call);                                  \
+      exit(1);                                                                 \
+    }                                                                          \
   } while (0)
 
 __host__ __device__ __forceinline__ uint32_t hash32(uint32_t x) {
