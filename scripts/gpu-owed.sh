@@ -14,8 +14,9 @@
 #      test_sparse_attn.py::test_narrower_key_tiles;
 #   3. host time per Python call (bench_indexer.host_time_rows);
 #   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh);
-#   5. (fiftieth session, not yet run) probes/hbm_row_gather: random 1 KiB
-#      rows from HBM by gather instruction, if its binary was built.
+#   5. probes/hbm_row_gather: random 1 KiB rows from HBM by gather
+#      instruction, if its binary was built (ran on H100s in the
+#      fifty-first session).
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
 # step 3 for the host time on an H200 host. (The forty-eighth session's new
@@ -105,7 +106,7 @@ if wants 5; then
   probe=python/bench/probes/hbm_row_gather
   if [[ -x $probe ]]; then
     timeout 90 "$probe" > "$out/owed-hbm-row-gather.txt" 2>&1
-    echo "== 5. hbm_row_gather (status $?)"; tail -22 "$out/owed-hbm-row-gather.txt"
+    echo "== 5. hbm_row_gather (status $?)"; tail -26 "$out/owed-hbm-row-gather.txt"
   else
     echo "== 5. skipped: build $probe first (python/bench/probes/build.sh)"
   fi
