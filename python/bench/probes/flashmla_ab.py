@@ -17,6 +17,11 @@ target a hand-written kernel of the same design reaches on this GPU.
 
     python/bench/probes/flashmla_build.sh FLASHMLA_CSRC   # on the CPU machine
     PYTHONPATH=python python3 python/bench/probes/flashmla_ab.py [--lib PATH] [--rounds 3]
+
+`--profile S,H,K` only launches each kernel three times on that shape
+(after the check), for a profiler: ncu --kernel-name regex:sparse_attn_wg
+(hisa's operator kernel at these shapes) or regex:sparse_attn_fwd_kernel
+(FlashMLA's).
 """
 
 from __future__ import annotations
@@ -53,7 +58,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lib", default=os.path.join(here, "libflashmla_prefill.so"))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", metavar="S,H,K",
+                        help="launch each kernel three times on this shape only")
     args = parser.parse_args(argv)
+    shapes = SHAPES
+    if args.profile:
+        shapes = [tuple(int(v) for v in args.profile.split(","))]
     fn = load(args.lib)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"== flashmla_ab on {torch.cuda.get_device_name(0)}")
@@ -61,7 +71,7 @@ def main(argv=None):
           " hisa TFLOP/s | FlashMLA TFLOP/s | errors (hisa, FlashMLA) |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     failures = 0
-    for s, h, k in SHAPES:
+    for s, h, k in shapes:
         q, kv, sink, idx = make_inputs(1, s, h, k, None)
         out = torch.empty(1, s, h, D, device="cuda", dtype=torch.bfloat16)
         lse = torch.empty(s, h, device="cuda")
@@ -84,6 +94,14 @@ def main(argv=None):
         torch.cuda.synchronize()
         ok = all(e < 1e-2 for e in errs)   # False for NaN
         failures += 0 if ok else 1
+        if args.profile:
+            for call in (operator, flashmla):
+                for _ in range(3):
+                    call()
+            torch.cuda.synchronize()
+            print(f"| {s} | {h} | {k} | launched for the profiler | errors "
+                  f"{errs[0]:.1e}, {errs[1]:.1e}{'' if ok else ' FAILED'} |")
+            continue
         times = {"hisa": [], "pdl_off": [], "flashmla": []}
         for _ in range(args.rounds):
             times["hisa"].append(bench(operator))

@@ -5,7 +5,7 @@ batched decode), beside the sparse_attn operator, in one process on the
 same inputs, every output checked against f32 torch first.
 
     PYTHONPATH=python python3 python/bench/probes/sparse_attn_wg_ab.py \
-        [--kernel sparse_attn_ws] [--ablation] [--decode] \
+        [--kernel sparse_attn_ws] [--ablation] [--decode | --prefill] \
         - /tmp/variant.mlir[:PARAM=V,...][@TARGET] ...
 
 Each variant is FILE[:PARAMS][@TARGET]; FILE "-" is the built-in source;
@@ -14,7 +14,8 @@ A/Bs the 32-bit index arithmetic); a file's
 `hisa-variant` lines apply (so kernels-dsl/sparse_attn.mlir gives
 sparse_attn_ws). sparse_attn_ws runs with partial_sums = 1, as the
 operator does. Prints a markdown table (ms, TFLOP/s, time relative to the
-operator). --decode times the decode shapes only. With --ablation a variant whose output is wrong (a kernel with
+operator). --decode times the decode shapes only, --prefill the prefill
+shapes only. With --ablation a variant whose output is wrong (a kernel with
 work removed on purpose, for an upper bound of what that work costs) is
 still timed, its cell marked "wrong".
 """
@@ -50,6 +51,9 @@ def main():
     decode_only = args[:1] == ["--decode"]
     if decode_only:
         args = args[1:]
+    prefill_only = args[:1] == ["--prefill"]
+    if prefill_only:
+        args = args[1:]
     variants = []
     for arg in args or ["-"]:
         spec, _, target = arg.partition("@")
@@ -72,7 +76,7 @@ def main():
     for label, b, s, h, k, nkv in SHAPES:
         if b * s < 128:
             continue  # the operator splits few tokens' indices; wg does not
-        if decode_only and label != "decode":
+        if decode_only and label != "decode" or prefill_only and label != "prefill":
             continue
         q, kv, sink, idx = make_inputs(b, s, h, k, nkv)
         flops = 4 * b * s * h * k * D
