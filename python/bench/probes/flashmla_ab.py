@@ -58,10 +58,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lib", default=os.path.join(here, "libflashmla_prefill.so"))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shapes", metavar="S,H,K;...",
+                        help="these shapes instead of the issue's three (e.g. a K sweep)")
     parser.add_argument("--profile", metavar="S,H,K",
                         help="launch each kernel three times on this shape only")
     args = parser.parse_args(argv)
     shapes = SHAPES
+    if args.shapes:
+        shapes = [tuple(int(v) for v in item.split(",")) for item in args.shapes.split(";")]
     if args.profile:
         shapes = [tuple(int(v) for v in args.profile.split(","))]
     fn = load(args.lib)
