@@ -20,6 +20,9 @@ PTX_EDIT, a list of (separated by "," or "+"):
           before their hand-over (bar.arrive) are dropped: timing only.
   readfence the fence before waiting on a named barrier of both warpgroups
           (the reader's side of a hand-over): timing only.
+  allfences every fence.proxy.async of the kernel dropped (fifty-first
+          session: the upper bound of what they cost; racy, timing only).
+  allwgbar every warpgroup barrier (bar.sync %r, 128) dropped (the same).
   latewait the consumers' waits for the two late KV halves (kv1_lo, kv0_hi)
           become no-ops: the upper bound of their refill latency's cost
           (wrong results; timing only, e.g. probes/library_ab.py, which
@@ -32,7 +35,8 @@ import os
 import re
 import sys
 
-EDITS = {"dedupe", "publish", "gemm", "readfence", "maxpub", "latewait"}
+EDITS = {"dedupe", "publish", "gemm", "readfence", "maxpub", "latewait", "allfences",
+         "allwgbar"}
 FENCE = "fence.proxy.async.shared::cta;"
 WG_BARRIER = re.compile(r"^bar\.sync\s+%r\d+, 128;$")
 
@@ -48,6 +52,10 @@ def edit(lines, edits):
     text = [lines[i].strip() for i in index]
     drop = set()
     for k, t in enumerate(text):
+        if "allfences" in edits and t == FENCE:
+            drop.add(index[k])
+        if "allwgbar" in edits and WG_BARRIER.match(t):
+            drop.add(index[k])
         if "dedupe" in edits and t == FENCE and k > 0 and text[k - 1] == FENCE:
             drop.add(index[k])
         if ("publish" in edits and WG_BARRIER.match(t) and k > 0 and k + 2 < len(text)
