@@ -13,7 +13,9 @@
 # and logs go to ${OUT:-/tmp/hisa-out}/card-*. Prints the GPU's name first:
 # the issues' targets are stated for an H200, and a card from another GPU
 # says so in its header line. HISA_CARD_ONLY=indexer, topk or sparse_attn
-# runs one of the three.
+# runs one of the three. HISA_FLASHMLA_LIB=libflashmla_prefill.so (built by
+# python/bench/probes/flashmla_build.sh) adds DeepSeek's FlashMLA sparse
+# prefill to bench_sparse_attn.py's prefill rows.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
@@ -71,8 +73,10 @@ if [[ -z $only || $only == topk ]]; then
 fi
 if [[ -z $only || $only == sparse_attn ]]; then
   echo "== bench_sparse_attn.py"
+  flashmla=()
+  [[ -n ${HISA_FLASHMLA_LIB:-} ]] && flashmla=(--flashmla "$(realpath "$HISA_FLASHMLA_LIB")")
   python3 python/bench/bench_sparse_attn.py --out "$out/card-bench_sparse_attn.md" \
-    --anchors "$anchors/tilelang_examples" --anchor-shapes issue 2>&1 |
+    --anchors "$anchors/tilelang_examples" --anchor-shapes issue "${flashmla[@]}" 2>&1 |
     tee "$out/card-bench_sparse_attn.log"
   r=${PIPESTATUS[0]}; [[ $r != 0 ]] && rc=$r
 fi

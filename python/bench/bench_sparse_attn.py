@@ -32,7 +32,12 @@ anchors that fail to load are named on stderr and in the table and make
 the exit status 1; the rows measured before a late error are still printed.
 
     PYTHONPATH=python python3 python/bench/bench_sparse_attn.py --out t.md \\
-        [--anchors DIR_WITH_tilelang_examples] [--anchor-shapes all|issue|0,1,...]
+        [--anchors DIR_WITH_tilelang_examples] [--anchor-shapes all|issue|0,1,...] \\
+        [--flashmla libflashmla_prefill.so]
+
+--flashmla adds DeepSeek's FlashMLA sm90 sparse prefill (d_qk = 512, the
+same operation; the strongest hand-written kernel of this design) on the
+prefill shapes, checked like the others; its "vs TileLang" cell is its own.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
+import flashmla  # noqa: E402
 import hisa  # noqa: E402
 from bench_memory_bound import (  # noqa: E402
     Timer, copy_bandwidth, describe, emit_table, fmt_row, l2_bytes, load_anchor, release)
@@ -258,6 +264,10 @@ def main(argv=None):
                              "the plain (not warp-specialized) sparse_attn where it would not "
                              "split, partial_sums=0, sparse_attn_wg, and the other flash_attn "
                              "kernel")
+    parser.add_argument("--flashmla", metavar="LIB",
+                        help="also time DeepSeek's FlashMLA sm90 sparse prefill "
+                             "(libflashmla_prefill.so from probes/flashmla_build.sh) on the "
+                             "prefill shapes it takes (B = 1, H a multiple of 64, K of 128)")
     parser.add_argument("--anchor-shapes", default="all",
                         help="the SHAPES the anchor runs on: all (default), issue (the "
                              f"issue's shapes {','.join(map(str, ISSUE_SHAPES))}) or "
@@ -280,6 +290,14 @@ def main(argv=None):
             traceback.print_exc()
             anchor_note = f"TileLang anchors failed to load: {describe(exc)}"
             print(f"bench_sparse_attn: FAILED {anchor_note}", file=sys.stderr)
+    args.flashmla_prefill = args.flashmla_note = None
+    if args.flashmla:
+        try:
+            args.flashmla_prefill = flashmla.load(args.flashmla)
+        except Exception as exc:  # an error of the run, named in the table
+            traceback.print_exc()
+            args.flashmla_note = f"FlashMLA failed to load: {describe(exc)}"
+            print(f"bench_sparse_attn: FAILED {args.flashmla_note}", file=sys.stderr)
     lines, errors = [], 0
     # Whatever raises below, the rows measured so far are printed (finally).
     try:
@@ -341,6 +359,9 @@ def measure(args, anchor, anchor_note, anchor_shapes, lines):
     elif not args.anchors:
         lines += ["", "No --anchors: no TileLang rows; the TileLang parts of the targets are "
                       "not evaluated."]
+    if getattr(args, "flashmla_note", None):
+        lines += ["", f"**{args.flashmla_note}**: no FlashMLA rows."]
+        errors += 1
     missing = [i for i in ISSUE_SHAPES if i not in anchor_shapes]
     if anchor is not None and missing:
         note = ("TileLang NOT run on issue shapes "
@@ -421,6 +442,11 @@ def sparse_shape_rows(args, anchor, anchor_shapes, shape_index, lines, gemm_rate
                  {"topk_pad": -(-k // 128) * 128})):
             impls.append(impl(name, lambda qi, ii, kernel_name=kernel_name, extra=extra:
                               kernel_variant(qi, kv, sink, ii, kernel_name, extra)))
+    if getattr(args, "flashmla_prefill", None) and label == "prefill" \
+            and flashmla.supports(b, h, k):
+        prefill = args.flashmla_prefill
+        impls.append(impl("FlashMLA sparse prefill (sm90, reference)",
+                          lambda qi, ii: lambda: prefill(qi, kv, sink, ii, SCALE)))
     anchor_expected = bool(args.anchors) and shape_index in anchor_shapes
     if anchor is not None and shape_index in anchor_shapes:
         try:

@@ -27,7 +27,6 @@ target a hand-written kernel of the same design reaches on this GPU.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import statistics
 import sys
@@ -39,19 +38,11 @@ sys.path.insert(0, os.path.join(here, ".."))
 import torch  # noqa: E402
 
 import hisa  # noqa: E402
+import flashmla  # noqa: E402
 from bench_mqa import bench, without_pdl  # noqa: E402
 from bench_sparse_attn import D, SCALE, make_inputs, reference, relative_error  # noqa: E402
 
 SHAPES = [(4096, 64, 640), (8192, 128, 1152), (4096, 128, 2048)]
-
-
-def load(path):
-    lib = ctypes.CDLL(path)
-    fn = lib.flashmla_sparse_prefill
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p] * 7 + [ctypes.c_int] * 4 + [
-        ctypes.c_float, ctypes.c_int, ctypes.c_void_p]
-    return fn
 
 
 def main(argv=None):
@@ -68,8 +59,7 @@ def main(argv=None):
         shapes = [tuple(int(v) for v in item.split(",")) for item in args.shapes.split(";")]
     if args.profile:
         shapes = [tuple(int(v) for v in args.profile.split(","))]
-    fn = load(args.lib)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    prefill = flashmla.load(args.lib)
     print(f"== flashmla_ab on {torch.cuda.get_device_name(0)}")
     print("| S | H | K | hisa (ms) | hisa, PDL off | FlashMLA (ms) | FlashMLA / hisa time |"
           " hisa TFLOP/s | FlashMLA TFLOP/s | errors (hisa, FlashMLA) |")
@@ -77,29 +67,21 @@ def main(argv=None):
     failures = 0
     for s, h, k in shapes:
         q, kv, sink, idx = make_inputs(1, s, h, k, None)
-        out = torch.empty(1, s, h, D, device="cuda", dtype=torch.bfloat16)
-        lse = torch.empty(s, h, device="cuda")
-        max_logits = torch.empty(s, h, device="cuda")
-        stream = torch.cuda.current_stream().cuda_stream
+        out = torch.empty_like(q)
 
-        def flashmla():
-            status = fn(q.data_ptr(), kv.data_ptr(), idx.data_ptr(), sink.data_ptr(),
-                        out.data_ptr(), max_logits.data_ptr(), lse.data_ptr(),
-                        s, kv.shape[1], h, k, SCALE, sms, stream)
-            if status:
-                raise RuntimeError(f"flashmla_sparse_prefill returned {status}")
-            return out
+        def flashmla_call():
+            return prefill(q, kv, sink, idx, SCALE, out)
 
         def operator():
             return hisa.sparse_attn(q, kv, sink, idx, SCALE)
 
         expected = reference(q, kv, sink, idx)
-        errs = [relative_error(expected, operator()), relative_error(expected, flashmla())]
+        errs = [relative_error(expected, operator()), relative_error(expected, flashmla_call())]
         torch.cuda.synchronize()
         ok = all(e < 1e-2 for e in errs)   # False for NaN
         failures += 0 if ok else 1
         if args.profile:
-            for call in (operator, flashmla):
+            for call in (operator, flashmla_call):
                 for _ in range(3):
                     call()
             torch.cuda.synchronize()
@@ -109,7 +91,7 @@ def main(argv=None):
         times = {"hisa": [], "pdl_off": [], "flashmla": []}
         for _ in range(args.rounds):
             times["hisa"].append(bench(operator))
-            times["flashmla"].append(bench(flashmla))
+            times["flashmla"].append(bench(flashmla_call))
             times["pdl_off"].append(bench(without_pdl(operator)))
         t = {name: statistics.median(v) for name, v in times.items()}
         flops = 4 * s * h * k * D
@@ -117,7 +99,7 @@ def main(argv=None):
               f"{t['flashmla'] * 1e3:.3f} | {t['flashmla'] / t['hisa']:.3f} | "
               f"{flops / t['hisa'] / 1e12:.0f} | {flops / t['flashmla'] / 1e12:.0f} | "
               f"{errs[0]:.1e}, {errs[1]:.1e}{'' if ok else ' FAILED'} |", flush=True)
-        del q, kv, sink, idx, out, lse, max_logits, expected
+        del q, kv, sink, idx, out, expected
         torch.cuda.empty_cache()
     return 1 if failures else 0
 
