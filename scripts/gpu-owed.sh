@@ -16,7 +16,12 @@
 #   4. with ANCHORS: bench_topk.py against TileLang (scripts/gpu-card.sh);
 #   5. probes/hbm_row_gather: random 1 KiB rows from HBM by gather
 #      instruction, if its binary was built (ran on H100s in the
-#      fifty-first session).
+#      fifty-first session);
+#   6. (fifty-first session; runs before step 1) prefill against
+#      FlashMLA: sparse_attn_wg without any fence or warpgroup barrier
+#      (upper bound, timing only), and probes/flashmla_ab.py if
+#      libflashmla_prefill.so was built (HISA_FLASHMLA_LIB or the probes
+#      folder).
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
 # step 3 for the host time on an H200 host. (The forty-eighth session's new
@@ -49,11 +54,33 @@ fi
 cp "$(dirname "$library")"/libhisa_torch.so* build/lib/ 2>/dev/null
 
 export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 HISA_TESTS_STRICT=1
-only=${HISA_OWED_ONLY:-1 2 3 4 5}
+only=${HISA_OWED_ONLY:-1 2 3 4 5 6}
 wants() { [[ " $only " == *" $1 "* ]]; }
 nvidia-smi -L
 echo "== gpu-owed.sh, library $(md5sum < build/lib/libhisa_runtime.so | cut -c1-12), $(date -u +%FT%TZ)"
 
+if wants 6; then
+  # Prefill against FlashMLA (docs/proposals/sparse-attn-flashmla-gap.md):
+  # the upper bound of what sparse_attn_wg's fences and warpgroup barriers
+  # cost together (deleted from its PTX: racy, timing only), then FlashMLA
+  # beside hisa if libflashmla_prefill.so was built
+  # (python/bench/probes/flashmla_build.sh on the CPU machine).
+  lib=$(realpath build/lib/libhisa_runtime.so)
+  w=$root/python/bench/probes/ptxas_sparse_attn_wg_fences.py
+  REAL_PTXAS=${REAL_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)} \
+    timeout 240 python3 python/bench/probes/library_ab.py --only prefill --rounds 2 \
+    --lib "$lib" --lib "$lib,HISA_PTXAS=$w,PTX_EDIT=allfences+allwgbar,HISA_AB_UNCHECKED=1" \
+    > "$out/owed-allfences.txt" 2>&1
+  echo "== 6a. fences and warpgroup barriers, upper bound (status $?)"; tail -6 "$out/owed-allfences.txt"
+  fla=${HISA_FLASHMLA_LIB:-python/bench/probes/libflashmla_prefill.so}
+  if [[ -f $fla ]]; then
+    HISA_CACHE_DIR=/tmp/hisa-owed timeout 150 python3 python/bench/probes/flashmla_ab.py \
+      --lib "$fla" > "$out/owed-flashmla.txt" 2>&1
+    echo "== 6b. FlashMLA beside hisa (status $?)"; tail -5 "$out/owed-flashmla.txt"
+  else
+    echo "== 6b. skipped: build $fla first (python/bench/probes/flashmla_build.sh)"
+  fi
+fi
 if wants 1; then
   # What bounds decode (the forty-sixth session's A/B ruled out the
   # gathers' latency): index patterns on the operator, torch's gather of the
