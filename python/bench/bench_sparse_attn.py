@@ -359,7 +359,7 @@ def measure(args, anchor, anchor_note, anchor_shapes, lines):
     elif not args.anchors:
         lines += ["", "No --anchors: no TileLang rows; the TileLang parts of the targets are "
                       "not evaluated."]
-    if getattr(args, "flashmla_note", None):
+    if args.flashmla_note:
         lines += ["", f"**{args.flashmla_note}**: no FlashMLA rows."]
         errors += 1
     missing = [i for i in ISSUE_SHAPES if i not in anchor_shapes]
@@ -442,8 +442,7 @@ def sparse_shape_rows(args, anchor, anchor_shapes, shape_index, lines, gemm_rate
                  {"topk_pad": -(-k // 128) * 128})):
             impls.append(impl(name, lambda qi, ii, kernel_name=kernel_name, extra=extra:
                               kernel_variant(qi, kv, sink, ii, kernel_name, extra)))
-    if getattr(args, "flashmla_prefill", None) and label == "prefill" \
-            and flashmla.supports(b, h, k):
+    if args.flashmla_prefill and label == "prefill" and flashmla.supports(b, h, k):
         prefill = args.flashmla_prefill
         impls.append(impl("FlashMLA sparse prefill (sm90, reference)",
                           lambda qi, ii: lambda: prefill(qi, kv, sink, ii, SCALE)))
