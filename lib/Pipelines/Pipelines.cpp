@@ -109,6 +109,8 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   device.addPass(createConvertNVVMToLLVMPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
+  // Last: the lowerings' fences are all there and the blocks merged.
+  device.addPass(createTileElideProxyFences());
   device.addPass(createReconcileUnrealizedCastsPass());
 }
 

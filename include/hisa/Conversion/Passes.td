@@ -147,6 +147,34 @@ def TileExternDynamicSharedMemory
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TileElideProxyFences
+    : Pass<"tile-elide-proxy-fences", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Drops async-proxy fences that order nothing new";
+  let description = [{
+    Runs last on the LLVM form of each kernel. The op lowerings fence their
+    own shared-memory writes for the async proxy (wgmma, TMA) before each
+    hand-over, gemm and named barrier, since none of them sees what the
+    others did: in FlashMLA's attention schedule that is ~12 fences a
+    consumer warp and iteration where 2-4 would do, and each
+    `fence.proxy.async.shared::cta` costs a MEMBAR and five more
+    shared-memory-pipe instructions in SASS.
+
+    A thread's fence orders its own earlier generic-proxy accesses of
+    shared memory (and what it acquired from cp.async through an mbarrier
+    wait) before its later async-proxy accesses. A fence reached, on every
+    path through the control-flow graph, with no such access since an
+    earlier fence orders nothing that fence did not: it is erased. Shared
+    loads and stores (also through generic pointers that are not private
+    allocas), mbarrier waits, cp.async, calls and any inline PTX or NVVM op
+    not known to leave shared memory alone count as accesses; barriers,
+    wgmma, mbarrier arrivals and pure ops do not (the lowerings fence on
+    the writers' side before every barrier, which this pass keeps).
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"
+  ];
+}
+
 def TileLowerSCFToCFBottomUp
     : Pass<"tile-lower-scf-to-cf-bottom-up", "::mlir::gpu::GPUModuleOp"> {
   let summary = "SCF to control flow, last op of a block first (linear time)";

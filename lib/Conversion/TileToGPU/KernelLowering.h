@@ -216,8 +216,9 @@ public:
                                                     mlir::Operation *user,
                                                     mlir::Value tile);
   /// Waits for copy `copy`'s data unless this thread did already in this
-  /// iteration.
-  void awaitCopy(mlir::OpBuilder &b, mlir::Value copy);
+  /// iteration: `forReading` (then fenced for wgmma if cp.async filled it)
+  /// or only to release the buffer.
+  void awaitCopy(mlir::OpBuilder &b, mlir::Value copy, bool forReading = true);
   /// Releases copy `copy`'s buffer (after waiting for it) unless this
   /// thread did already in this iteration.
   void releaseCopy(mlir::OpBuilder &b, mlir::Value copy);

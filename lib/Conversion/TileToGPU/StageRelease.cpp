@@ -136,7 +136,7 @@ static void setMaskBit(OpBuilder &b, Location loc, Value maskMemref,
       b, loc, arith::OrIOp::create(b, loc, read.mask, read.bit), maskMemref);
 }
 
-void KernelLowering::awaitCopy(OpBuilder &b, Value copy) {
+void KernelLowering::awaitCopy(OpBuilder &b, Value copy, bool forReading) {
   ReleasedCopies &released = *releasedCopies;
   Location loc = func.getLoc();
   std::optional<int64_t> known = getConstantIntValue(copy);
@@ -150,8 +150,10 @@ void KernelLowering::awaitCopy(OpBuilder &b, Value copy) {
                                  /*empty=*/false, released.copyStages),
                  selectByCopy(waiting, copy, released.parityOf));
     // cp.async pieces are written through the generic proxy; wgmma reads
-    // them through the async one.
-    if (released.anyCpAsync)
+    // them through the async one. (A warpgroup that releases a buffer it
+    // did not read waits only to arrive in the right phase: it reads
+    // nothing, so there is nothing to fence.)
+    if (released.anyCpAsync && forReading)
       fenceSharedForAsyncProxy(waiting);
     setMaskBit(waiting, loc, released.waitedMask, waited);
   });
@@ -160,7 +162,7 @@ void KernelLowering::awaitCopy(OpBuilder &b, Value copy) {
 void KernelLowering::releaseCopy(OpBuilder &b, Value copy) {
   ReleasedCopies &released = *releasedCopies;
   Location loc = func.getLoc();
-  awaitCopy(b, copy);
+  awaitCopy(b, copy, /*forReading=*/false);
   MaskBit held = readMaskBit(b, loc, released.releasedMask, copy);
   emitIf(b, held.clear, [&](OpBuilder &releasing) {
     // Once all of a warp's lanes are done with the buffer.

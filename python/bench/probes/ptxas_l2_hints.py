@@ -21,6 +21,9 @@ entry's exact name, ACCESS one of
   st   st.global stores (outputs)
 and PRIORITY `last` or `first`, e.g.
   L2_HINTS="block_sparse_topk_tokens_ws:tma=last+ld=first+st=first"
+For cp and ld, PRIORITY may also be `256` (the `.L2::256B` prefetch size
+alone: on a miss L2 fetches the 256-byte block, as FlashMLA's gathers ask)
+or `last256` / `first256` (both), e.g. L2_HINTS="sparse_attn_ws:cp=256".
 ("+" keeps the value whole in probes/library_ab.py's LIB,NAME=VALUE list.)
 Prints what it edited to stderr (and appends it to $PTX_EDIT_LOG if set).
 """
@@ -31,6 +34,10 @@ import sys
 
 ACCESSES = {"tma", "cp", "ld", "st"}
 POLICY = {"last": "%hisa_l2_last", "first": "%hisa_l2_first"}
+# PRIORITY -> (policy or None, with the 256-byte prefetch size).
+PRIORITIES = {"last": ("last", False), "first": ("first", False), "256": (None, True),
+              "last256": ("last", True), "first256": ("first", True)}
+PREFETCHABLE = {"cp", "ld"}
 
 TMA = re.compile(r"^(\s*(?:@!?%p\d+\s+)?cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
                  r"\.tile\.mbarrier::complete_tx::bytes)( .*);$")
@@ -49,10 +56,12 @@ def parse(spec):
         choice = {}
         for pair in filter(None, re.split(r"[,+]", rest)):
             access, _, priority = pair.partition("=")
-            if access not in ACCESSES or priority not in POLICY:
+            if (access not in ACCESSES or priority not in PRIORITIES
+                    or (PRIORITIES[priority][1] and access not in PREFETCHABLE)):
                 raise SystemExit(f"ptxas_l2_hints: '{pair}': accesses {sorted(ACCESSES)}, "
-                                 f"priorities {sorted(POLICY)}")
-            choice[access] = priority
+                                 f"priorities {sorted(PRIORITIES)} (256-byte prefetch: "
+                                 f"{sorted(PREFETCHABLE)} only)")
+            choice[access] = PRIORITIES[priority]
         kernels[name] = choice
     return kernels
 
@@ -75,7 +84,7 @@ def edit(lines, kernels):
         body = i + 1
         while lines[body].strip().startswith((".reg", ".shared", ".local")):
             body += 1
-        used = sorted(set(choice.values()))
+        used = sorted({p for p, _ in choice.values() if p})
         lines[body:body] = (
             [f"\t.reg .b64 {POLICY[p]};" for p in used]
             + [f"\tcreatepolicy.fractional.L2::evict_{p}.b64 {POLICY[p]}, 1.0;" for p in used])
@@ -84,16 +93,17 @@ def edit(lines, kernels):
         while i < len(lines) and depth > 0:
             line = lines[i]
             depth += line.count("{") - line.count("}")
-            for access, pattern, hint in (("tma", TMA, ".L2::cache_hint"),
-                                          ("cp", CP, ".L2::cache_hint"),
-                                          ("ld", LD, ".L2::cache_hint"),
-                                          ("st", ST, ".L2::cache_hint")):
+            for access, pattern in (("tma", TMA), ("cp", CP), ("ld", LD), ("st", ST)):
                 if access not in choice:
                     continue
                 found = pattern.match(line)
                 if found:
-                    lines[i] = (f"{found.group(1)}{hint}{found.group(2)}, "
-                                f"{POLICY[choice[access]]};")
+                    policy, prefetch = choice[access]
+                    # PTX's order: .L2::cache_hint, then .L2::256B; the
+                    # policy operand last.
+                    qualifiers = (".L2::cache_hint" if policy else "") + (".L2::256B" if prefetch else "")
+                    operand = f", {POLICY[policy]}" if policy else ""
+                    lines[i] = f"{found.group(1)}{qualifiers}{found.group(2)}{operand};"
                     count[access] += 1
                     break
             i += 1
