@@ -231,7 +231,60 @@ static bool onlyStagedWritesBefore(Block &block, GemmOp gemm, bool topLevel) {
   return false;
 }
 
+/// The shared tiles `tile` may be: the allocation behind its views, or
+/// each candidate of a tile.pick.
+static void collectTileRoots(Value tile, llvm::SmallPtrSetImpl<Value> &roots) {
+  tile = getViewedTile(tile);
+  if (auto pick = tile.getDefiningOp<PickOp>()) {
+    for (Value candidate : pick.getTiles())
+      collectTileRoots(candidate, roots);
+    return;
+  }
+  roots.insert(tile);
+}
+
+/// Whether nothing in the warp-specialized `loop`'s body but its staged
+/// copies writes a shared operand of `gemm`. The gemm then reads only tiles
+/// written before the loop, which the consumers fenced for the async proxy
+/// before their rendezvous, and the stages of staged copies, which each
+/// thread waits for (and fences, when cp.async filled them) before its
+/// first read in the iteration: a fence and barrier of its own would order
+/// nothing more. (Writes by another warpgroup in the loop, such as P handed
+/// over through a named barrier, keep the gemm's own fence and barrier.)
+static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm) {
+  if (!loop.getWarpSpecialized())
+    return false;
+  llvm::SmallPtrSet<Value, 4> operands;
+  for (Value operand : {gemm.getA(), Value(gemm.getB())})
+    if (isa<SharedType>(operand.getType()))
+      collectTileRoots(operand, operands);
+  Block &body = loop.getBody().front();
+  WalkResult walk = body.walk([&](Operation *op) {
+    if (op->getBlock() == &body && isStagedCopy(*op))
+      return WalkResult::advance();
+    if (Value written = getWrittenTile(op)) {
+      if (!isa<SharedType>(written.getType()))
+        return WalkResult::advance();
+      llvm::SmallPtrSet<Value, 4> writtenRoots;
+      collectTileRoots(written, writtenRoots);
+      bool overlaps = llvm::any_of(
+          writtenRoots, [&](Value root) { return operands.contains(root); });
+      return overlaps ? WalkResult::interrupt() : WalkResult::advance();
+    }
+    // Ops that write no tile (containers are walked into).
+    if (isa<GemmOp, LoadOp, BarrierOp, WaitGemmsOp, ReleaseOp, AllOfOp,
+            PickOp, AllocOp, DimOp, ParamOp, PerWarpgroupOp, ParallelOp,
+            YieldOp, scf::IfOp, scf::ForOp, scf::YieldOp>(op) ||
+        isMemoryEffectFree(op))
+      return WalkResult::advance();
+    return WalkResult::interrupt(); // not known: keep the fence and barrier
+  });
+  return !walk.wasInterrupted();
+}
+
 bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
+  if (readsOnlySettledTiles(loop, gemm))
+    return true;
   if (loop.getNumStages() < 2)
     return false;
   return onlyStagedWritesBefore(loop.getBody().front(), gemm,

@@ -37,7 +37,11 @@ struct ElementContext {
 /// Whether `gemm` sits in the body of the multi-stage `loop` after nothing
 /// that writes shared memory (only staged copies, which become cp.async
 /// waited for at the top of the iteration, scalar math and loads): the fence
-/// and barrier at the top of each iteration then serve the gemm too.
+/// and barrier at the top of each iteration then serve the gemm too. Also
+/// when `loop` is warp-specialized and nothing in its body but the staged
+/// copies writes the gemm's shared operands (tiles written before the loop,
+/// published before the consumers' rendezvous, and stages each thread
+/// waits for itself).
 bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm);
 
 /// Whether `perWarpgroup` sits in the body of the warp-specialized `loop`
