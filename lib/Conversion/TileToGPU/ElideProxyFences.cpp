@@ -75,11 +75,11 @@ bool mayAddressSharedMemory(Value address) {
 /// mbarrier waits included, counts as an access.
 bool isInertPtxOpcode(StringRef opcode) {
   static constexpr StringLiteral kInert[] = {
-      "wgmma.",         "bar.sync",     "bar.arrive",  "barrier.sync",
-      "barrier.arrive", "barrier.cta.", "mov.",        "setp.",
-      "selp.",          "bra",          "elect.",      "setmaxnreg.",
-      "createpolicy.",  "shfl.",        "vote.",       "griddepcontrol.",
-      "cvt.",           "add.",         "sub.",        "mul.",
+      "wgmma.",         "bar.sync",     "bar.arrive",     "barrier.sync",
+      "barrier.arrive", "barrier.cta.", "mov.",           "setp.",
+      "selp.",          "bra",          "elect.",         "setmaxnreg.",
+      "createpolicy.",  "shfl.",        "vote.",          "griddepcontrol.",
+      "cvt.",           "add.",         "sub.",           "mul.",
       "and.",           "or.",          "mbarrier.arrive"};
   if (opcode.starts_with("mbarrier.arrive") &&
       opcode.contains(".shared::cluster"))
@@ -144,10 +144,9 @@ FenceEffect classify(Operation *op) {
   // warp collectives (NVVM declares no effects for the latter).
   if (isa<NVVM::BarrierOp, NVVM::Barrier0Op, NVVM::BarrierArriveOp,
           NVVM::SyncWarpOp, NVVM::ShflOp, NVVM::VoteSyncOp,
-          NVVM::WgmmaFenceAlignedOp,
-          NVVM::WgmmaGroupSyncAlignedOp, NVVM::WgmmaWaitGroupSyncOp,
-          NVVM::MBarrierArriveOp, NVVM::SetMaxRegisterOp,
-          NVVM::GriddepcontrolOp>(op))
+          NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
+          NVVM::WgmmaWaitGroupSyncOp, NVVM::MBarrierArriveOp,
+          NVVM::SetMaxRegisterOp, NVVM::GriddepcontrolOp>(op))
     return FenceEffect::None;
   if (op->getNumRegions() == 0 && isMemoryEffectFree(op))
     return FenceEffect::None;

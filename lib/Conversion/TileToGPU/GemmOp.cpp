@@ -272,9 +272,9 @@ static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm) {
       return overlaps ? WalkResult::interrupt() : WalkResult::advance();
     }
     // Ops that write no tile (containers are walked into).
-    if (isa<GemmOp, LoadOp, BarrierOp, WaitGemmsOp, ReleaseOp, AllOfOp,
-            PickOp, AllocOp, DimOp, ParamOp, PerWarpgroupOp, ParallelOp,
-            YieldOp, scf::IfOp, scf::ForOp, scf::YieldOp>(op) ||
+    if (isa<GemmOp, LoadOp, BarrierOp, WaitGemmsOp, ReleaseOp, AllOfOp, PickOp,
+            AllocOp, DimOp, ParamOp, PerWarpgroupOp, ParallelOp, YieldOp,
+            scf::IfOp, scf::ForOp, scf::YieldOp>(op) ||
         isMemoryEffectFree(op))
       return WalkResult::advance();
     return WalkResult::interrupt(); // not known: keep the fence and barrier
