@@ -251,7 +251,31 @@ static void collectTileRoots(Value tile, llvm::SmallPtrSetImpl<Value> &roots) {
 /// first read in the iteration: a fence and barrier of its own would order
 /// nothing more. (Writes by another warpgroup in the loop, such as P handed
 /// over through a named barrier, keep the gemm's own fence and barrier.)
-static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm) {
+/// Whether every warpgroup that may run `gemm` never runs `writer`, or
+/// writes none of the gemm's operands there (both in `perWarpgroup`'s body).
+static bool writtenOnlyByOtherWarpgroups(GemmOp gemm, Operation *writer,
+                                         Value written,
+                                         PerWarpgroupOp perWarpgroup,
+                                         int64_t warpgroups) {
+  for (int64_t index = 0; index < warpgroups; ++index) {
+    if (!mayRunInWarpgroup(gemm, perWarpgroup, index) ||
+        !mayRunInWarpgroup(writer, perWarpgroup, index))
+      continue;
+    SmallVector<Value> writtenTiles, readTiles;
+    collectTilesForWarpgroup(written, perWarpgroup, index, writtenTiles);
+    for (Value operand : {gemm.getA(), Value(gemm.getB())})
+      if (isa<SharedType>(operand.getType()))
+        collectTilesForWarpgroup(operand, perWarpgroup, index, readTiles);
+    for (Value tile : writtenTiles)
+      for (Value read : readTiles)
+        if (mayShareBytes(tile, read))
+          return false;
+  }
+  return warpgroups > 0;
+}
+
+static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm,
+                                  int64_t warpgroups) {
   if (!loop.getWarpSpecialized())
     return false;
   llvm::SmallPtrSet<Value, 4> operands;
@@ -269,6 +293,11 @@ static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm) {
       collectTileRoots(written, writtenRoots);
       bool overlaps = llvm::any_of(
           writtenRoots, [&](Value root) { return operands.contains(root); });
+      auto perWarpgroup = gemm->getParentOfType<PerWarpgroupOp>();
+      if (overlaps && perWarpgroup && perWarpgroup->isAncestor(op) &&
+          writtenOnlyByOtherWarpgroups(gemm, op, written, perWarpgroup,
+                                       warpgroups))
+        overlaps = false;
       return overlaps ? WalkResult::interrupt() : WalkResult::advance();
     }
     // Ops that write no tile (containers are walked into).
@@ -282,8 +311,9 @@ static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm) {
   return !walk.wasInterrupted();
 }
 
-bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm) {
-  if (readsOnlySettledTiles(loop, gemm))
+bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm,
+                                    int64_t warpgroups) {
+  if (readsOnlySettledTiles(loop, gemm, warpgroups))
     return true;
   if (loop.getNumStages() < 2)
     return false;

@@ -42,7 +42,28 @@ struct ElementContext {
 /// copies writes the gemm's shared operands (tiles written before the loop,
 /// published before the consumers' rendezvous, and stages each thread
 /// waits for itself).
-bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm);
+/// `warpgroups`: the consumers' warpgroup count, when known (a gemm in a
+/// tile.per_warpgroup body then ignores writes that its own warpgroup never
+/// runs: another warpgroup's, ordered by the kernel's named barriers).
+bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm, int64_t warpgroups = 0);
+
+/// `value` for warpgroup `index` of `perWarpgroup`, folded from constants
+/// and the warpgroup index; null if it depends on anything else.
+mlir::Attribute evaluateForWarpgroup(mlir::Value value,
+                                     PerWarpgroupOp perWarpgroup,
+                                     int64_t index);
+
+/// Whether warpgroup `index` may run `op`, nested in `perWarpgroup`'s body
+/// (false where an enclosing scf.if of the body takes the other branch for
+/// that index).
+bool mayRunInWarpgroup(mlir::Operation *op, PerWarpgroupOp perWarpgroup,
+                       int64_t index);
+
+/// The shared tiles `tile` may be in warpgroup `index` of `perWarpgroup`:
+/// a tile.pick by a value known for that index chooses one candidate.
+void collectTilesForWarpgroup(mlir::Value tile, PerWarpgroupOp perWarpgroup,
+                              int64_t index,
+                              llvm::SmallVectorImpl<mlir::Value> &tiles);
 
 /// Whether `perWarpgroup` sits in the body of the warp-specialized `loop`
 /// after nothing but staged copies and ops that leave shared memory as it
@@ -411,6 +432,15 @@ public:
   /// The tile.per_warpgroup ops of warp-specialized loop bodies that
   /// isFencedByPipeline, marked before the bodies are lowered.
   llvm::SmallPtrSet<mlir::Operation *, 4> fencedWarpgroups;
+  /// Fragment-to-shared copies of tile.per_warpgroup bodies whose
+  /// destination no other op that their own warpgroup runs accesses
+  /// (decided per warpgroup index before the body is lowered): a hand-over
+  /// to another warpgroup, which the kernel's named barriers order. They
+  /// need no warpgroup barrier before or after their stores.
+  llvm::SmallPtrSet<mlir::Operation *, 4> handOverCopies;
+  /// Adds the copies of `perWarpgroup`'s body that are hand-overs for
+  /// every one of `warpgroups` warpgroup indices to handOverCopies.
+  void markHandOverCopies(PerWarpgroupOp perWarpgroup, int64_t warpgroups);
   /// Bytes of the reduction scratch each warpgroup owns inside a
   /// tile.per_warpgroup body: the plan's scratch split evenly between the
   /// warpgroups, the same for every reduction so that the warpgroups'

@@ -336,7 +336,10 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
 
   // (A copy joined to the previous one continues its chain and barriers.)
   if (!joinedCopies.contains(op)) {
-    if (toShared && needsLeadingBarrier(op, /*inWarpgroup=*/bool(warpgroup)))
+    // (A hand-over to another warpgroup is ordered by the kernel's named
+    // barriers: no thread of this warpgroup reads the destination.)
+    if (toShared && !handOverCopies.contains(op) &&
+        needsLeadingBarrier(op, /*inWarpgroup=*/bool(warpgroup)))
       barrier(b); // earlier readers of the destination are done
     copyChain.clear();
   }
@@ -412,7 +415,8 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       if (AllocOp alloc = getRootAlloc(window);
           alloc && alloc->hasAttr("tile.swizzle") && hasWgmma(chip))
         fenceSharedForAsyncProxy(b);
-      barrier(b);
+      if (!handOverCopies.contains(op))
+        barrier(b);
     }
     return success();
   }

@@ -24,6 +24,118 @@
 using namespace mlir;
 using namespace hisa::tile;
 
+static Attribute evaluateForWarpgroup(Value value, PerWarpgroupOp perWarpgroup,
+                                      int64_t index, int depth) {
+  if (value == perWarpgroup.getWarpgroup())
+    return IntegerAttr::get(IndexType::get(value.getContext()), index);
+  Attribute constant;
+  if (matchPattern(value, m_Constant(&constant)))
+    return constant;
+  Operation *def = value.getDefiningOp();
+  if (!def || depth > 8 || def->getNumRegions() != 0 ||
+      !perWarpgroup->isAncestor(def) || !isMemoryEffectFree(def))
+    return Attribute();
+  SmallVector<Attribute> operands;
+  for (Value operand : def->getOperands())
+    operands.push_back(
+        evaluateForWarpgroup(operand, perWarpgroup, index, depth + 1));
+  SmallVector<OpFoldResult> results;
+  if (failed(def->fold(operands, results)) || results.size() != 1)
+    return Attribute();
+  if (auto attr = dyn_cast<Attribute>(results.front()))
+    return attr;
+  return evaluateForWarpgroup(cast<Value>(results.front()), perWarpgroup, index,
+                              depth + 1);
+}
+
+Attribute hisa::tile::evaluateForWarpgroup(Value value,
+                                           PerWarpgroupOp perWarpgroup,
+                                           int64_t index) {
+  return ::evaluateForWarpgroup(value, perWarpgroup, index, /*depth=*/0);
+}
+
+bool hisa::tile::mayRunInWarpgroup(Operation *op, PerWarpgroupOp perWarpgroup,
+                                   int64_t index) {
+  for (Operation *inner = op; inner != perWarpgroup.getOperation();
+       inner = inner->getParentOp()) {
+    auto branch = dyn_cast<scf::IfOp>(inner->getParentOp());
+    if (!branch)
+      continue;
+    auto condition = dyn_cast_or_null<IntegerAttr>(
+        evaluateForWarpgroup(branch.getCondition(), perWarpgroup, index));
+    if (!condition)
+      continue;
+    bool inThen = inner->getParentRegion() == &branch.getThenRegion();
+    if (inThen != (condition.getValue() != 0))
+      return false;
+  }
+  return true;
+}
+
+void hisa::tile::collectTilesForWarpgroup(Value tile,
+                                          PerWarpgroupOp perWarpgroup,
+                                          int64_t index,
+                                          SmallVectorImpl<Value> &tiles) {
+  tile = getViewedTile(tile);
+  auto pick = tile.getDefiningOp<PickOp>();
+  if (!pick) {
+    tiles.push_back(tile);
+    return;
+  }
+  auto chosen = dyn_cast_or_null<IntegerAttr>(
+      evaluateForWarpgroup(pick.getIndex(), perWarpgroup, index));
+  if (!chosen) {
+    for (Value candidate : pick.getTiles())
+      collectTilesForWarpgroup(candidate, perWarpgroup, index, tiles);
+    return;
+  }
+  int64_t last = int64_t(pick.getTiles().size()) - 1;
+  int64_t at = std::min<int64_t>(chosen.getValue().getZExtValue(), last);
+  collectTilesForWarpgroup(pick.getTiles()[at], perWarpgroup, index, tiles);
+}
+
+void KernelLowering::markHandOverCopies(PerWarpgroupOp perWarpgroup,
+                                        int64_t warpgroups) {
+  Block &body = perWarpgroup.getBody().front();
+  // Every shared-tile operand in the kernel (none lowered yet): (op, tile).
+  SmallVector<std::pair<Operation *, Value>> accesses;
+  func->walk([&](Operation *op) {
+    for (Value operand : op->getOperands())
+      if (isa<SharedType>(operand.getType()) && !isa<PickOp, ViewOp>(op))
+        accesses.push_back({op, operand});
+  });
+  body.walk([&](CopyOp copy) {
+    if (!isa<FragmentType>(copy.getSource().getType()) ||
+        !isa<SharedType>(copy.getDest().getType()))
+      return;
+    for (int64_t index = 0; index < warpgroups; ++index) {
+      if (!mayRunInWarpgroup(copy, perWarpgroup, index))
+        continue;
+      SmallVector<Value> written;
+      collectTilesForWarpgroup(copy.getDest(), perWarpgroup, index, written);
+      for (auto [op, operand] : accesses) {
+        if (op == copy.getOperation())
+          continue;
+        bool inBody = perWarpgroup->isAncestor(op);
+        // Outside the body any access counts (nothing here orders it);
+        // inside, one its own warpgroup may run.
+        if (inBody && !mayRunInWarpgroup(op, perWarpgroup, index))
+          continue;
+        SmallVector<Value> touched;
+        if (inBody)
+          collectTilesForWarpgroup(operand, perWarpgroup, index, touched);
+        else
+          touched.push_back(operand);
+        for (Value tile : touched)
+          for (Value destination : written)
+            if (mayShareBytes(tile, destination))
+              return;
+      }
+    }
+    handOverCopies.insert(copy);
+  });
+}
+
 LogicalResult KernelLowering::lowerPerWarpgroup(PerWarpgroupOp op,
                                                 OpBuilder &b) {
   if (warpgroup)

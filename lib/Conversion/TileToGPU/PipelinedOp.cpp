@@ -91,7 +91,9 @@ static Value getEffectiveUpperBound(OpBuilder &b, Location loc,
 
 void KernelLowering::markGemmsFencedByPipeline(PipelinedOp loop) {
   loop.getBody().walk([&](GemmOp gemm) {
-    if (isFencedByPipeline(loop, gemm))
+    // (The warpgroup count is the launch's only outside tile.per_warpgroup.)
+    if (isFencedByPipeline(loop, gemm,
+                           warpgroup ? 0 : threads / kWarpgroupThreads))
       fencedGemms.insert(gemm);
   });
 }

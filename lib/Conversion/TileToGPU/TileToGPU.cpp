@@ -563,6 +563,11 @@ LogicalResult KernelLowering::run() {
           [](PipelinedOp loop) { return loop.getWarpSpecialized(); }) &&
       failed(splitRoles(b)))
     return failure();
+  // Before any op is lowered, while every access of a shared tile is still
+  // a tile op: the copies that hand a tile to another warpgroup.
+  func.walk([&](PerWarpgroupOp perWarpgroup) {
+    markHandOverCopies(perWarpgroup, threads / kWarpgroupThreads);
+  });
   // Allocations first: their storage goes to the entry block, where LLVM
   // promotes the per-value allocas to registers.
   SmallVector<Operation *> roots;
