@@ -89,8 +89,10 @@ void hisa::tile::collectTilesForWarpgroup(Value tile,
       collectTilesForWarpgroup(candidate, perWarpgroup, index, tiles);
     return;
   }
-  int64_t last = int64_t(pick.getTiles().size()) - 1;
-  int64_t at = std::min<int64_t>(chosen.getValue().getZExtValue(), last);
+  // (As the lowering's compare chain: any index past the end, a negative
+  // one read as unsigned too, takes the last.)
+  uint64_t last = pick.getTiles().size() - 1;
+  uint64_t at = std::min<uint64_t>(chosen.getValue().getLimitedValue(), last);
   collectTilesForWarpgroup(pick.getTiles()[at], perWarpgroup, index, tiles);
 }
 

@@ -94,3 +94,34 @@ tile.kernel @own_p(%q: !tile.global<[64, 64], bf16>,
     }
   }
 }
+
+// -----
+// (hisa-fuzz seed 20261254: a pick index that folds to a negative number
+// for a warpgroup crashed the per-warpgroup analysis; as the lowering does,
+// it takes the last tile.)
+tile.kernel @negative_pick(%k: !tile.global<[?, 64], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %k_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p0_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p1_s = tile.alloc : !tile.shared<[64, 64], bf16>
+    %p = tile.alloc : !tile.frag<[64, 64], bf16>
+    %acc = tile.alloc : !tile.frag<[64, 64], f32>
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    tile.pipelined %t = %c0 to %c8 step %c1 num_stages = 2 warp_specialized {
+      %row = arith.muli %t, %c64 : index
+      tile.copy %k[%row, %c0] to %k_s : !tile.global<[?, 64], bf16> to !tile.shared<[64, 64], bf16>
+      tile.per_warpgroup (%wg) unsynchronized {
+        %mine = tile.pick %wg [%p0_s, %p1_s] : !tile.shared<[64, 64], bf16>
+        tile.copy %p to %mine : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
+        %low = arith.constant -2147483648 : index
+        %partner = arith.subi %low, %wg : index
+        %theirs = tile.pick %partner [%p0_s, %p1_s] : !tile.shared<[64, 64], bf16>
+        tile.gemm %theirs, %k_s, %acc
+            : !tile.shared<[64, 64], bf16>, !tile.shared<[64, 64], bf16> -> !tile.frag<[64, 64], f32>
+      }
+    }
+  }
+}
