@@ -182,10 +182,54 @@ static bool writesNoSharedMemory(PerWarpgroupOp perWarpgroup) {
   });
 }
 
+/// Whether every shared-memory write in `perWarpgroup`'s body either fences
+/// itself for the async proxy (a fragment copied into a swizzled tile, a
+/// wgmma operand, fences its stores) or goes to a tile that no gemm of the
+/// kernel reads (row statistics handed between warpgroups): a named
+/// barrier in the body then has nothing to fence for another warpgroup's
+/// wgmma.
+static bool writesNothingUnfencedForGemms(PerWarpgroupOp perWarpgroup) {
+  Operation *kernel = perWarpgroup;
+  while (Operation *parent = kernel->getParentOp()) {
+    if (isa<ModuleOp, gpu::GPUModuleOp>(parent))
+      break;
+    kernel = parent;
+  }
+  SmallVector<Value> gemmOperands;
+  kernel->walk([&](GemmOp gemm) {
+    for (Value operand : {gemm.getA(), Value(gemm.getB())})
+      if (isa<SharedType>(operand.getType()))
+        gemmOperands.push_back(operand);
+  });
+  WalkResult walk = perWarpgroup.getBody().walk([&](Operation *op) {
+    Value written = getWrittenTile(op);
+    if (!written) {
+      bool writesNothing =
+          isa<GemmOp, LoadOp, BarrierOp, WaitGemmsOp, ReleaseOp, AllOfOp,
+              PickOp, AllocOp, DimOp, ParamOp, ParallelOp, YieldOp, scf::IfOp,
+              scf::ForOp, scf::YieldOp>(op) ||
+          isMemoryEffectFree(op);
+      return writesNothing ? WalkResult::advance() : WalkResult::interrupt();
+    }
+    if (!isa<SharedType>(written.getType()))
+      return WalkResult::advance();
+    auto copy = dyn_cast<CopyOp>(op);
+    AllocOp alloc = getRootAlloc(written);
+    if (copy && isa<FragmentType>(copy.getSource().getType()) && alloc &&
+        alloc->hasAttr("tile.swizzle"))
+      return WalkResult::advance();
+    bool readByGemm = llvm::any_of(gemmOperands, [&](Value operand) {
+      return mayShareBytes(operand, written);
+    });
+    return readByGemm ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
 bool hisa::tile::isFencedByPipeline(PipelinedOp loop,
                                     PerWarpgroupOp perWarpgroup) {
   if (perWarpgroup->getParentOp() != loop ||
-      !writesNoSharedMemory(perWarpgroup))
+      !writesNothingUnfencedForGemms(perWarpgroup))
     return false;
   for (Operation &op : loop.getBody().front()) {
     if (&op == perWarpgroup.getOperation())

@@ -67,11 +67,12 @@ void collectTilesForWarpgroup(mlir::Value tile, PerWarpgroupOp perWarpgroup,
 
 /// Whether `perWarpgroup` sits in the body of the warp-specialized `loop`
 /// after nothing but staged copies and ops that leave shared memory as it
-/// is, and its own body writes no shared memory (gemms write registers;
-/// loads, barriers, waits and register math write nothing): its threads
-/// then have no generic-proxy stores that the consumers' fence before the
-/// loop did not publish, and its named barriers need no fence of their own
-/// for another warpgroup's wgmma.
+/// is, and its own body writes no tile a gemm reads except through copies
+/// that fence themselves (a fragment copied into a swizzled tile; gemms
+/// write registers; loads, barriers, waits and register math write
+/// nothing): its threads then have no generic-proxy stores for wgmma that
+/// the consumers' fence before the loop or their own fence did not
+/// publish, and its named barriers need no fence of their own.
 bool isFencedByPipeline(PipelinedOp loop, PerWarpgroupOp perWarpgroup);
 
 /// The copies a pipelined loop stages (global to shared, at the top level
