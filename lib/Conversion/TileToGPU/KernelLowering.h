@@ -65,6 +65,10 @@ void collectTilesForWarpgroup(mlir::Value tile, PerWarpgroupOp perWarpgroup,
                               int64_t index,
                               llvm::SmallVectorImpl<mlir::Value> &tiles);
 
+/// The unit attribute on a fragment-to-shared copy that hands its tile to
+/// another warpgroup (KernelLowering::markHandOverCopies).
+inline constexpr llvm::StringLiteral kHandOverAttr = "tile.hand_over";
+
 /// Whether `perWarpgroup` sits in the body of the warp-specialized `loop`
 /// after nothing but staged copies and ops that leave shared memory as it
 /// is, and its own body writes no tile a gemm reads except through copies
@@ -433,14 +437,13 @@ public:
   /// The tile.per_warpgroup ops of warp-specialized loop bodies that
   /// isFencedByPipeline, marked before the bodies are lowered.
   llvm::SmallPtrSet<mlir::Operation *, 4> fencedWarpgroups;
-  /// Fragment-to-shared copies of tile.per_warpgroup bodies whose
-  /// destination no other op that their own warpgroup runs accesses
-  /// (decided per warpgroup index before the body is lowered): a hand-over
-  /// to another warpgroup, which the kernel's named barriers order. They
-  /// need no warpgroup barrier before or after their stores.
-  llvm::SmallPtrSet<mlir::Operation *, 4> handOverCopies;
-  /// Adds the copies of `perWarpgroup`'s body that are hand-overs for
-  /// every one of `warpgroups` warpgroup indices to handOverCopies.
+  /// Marks with kHandOverAttr the fragment-to-shared copies of
+  /// `perWarpgroup`'s body whose destination no other op that their own
+  /// warpgroup runs accesses, for every one of `warpgroups` warpgroup
+  /// indices (decided before the body is lowered): a hand-over to another
+  /// warpgroup, which the kernel's named barriers order. They need no
+  /// warpgroup barrier before or after their stores (and so end with none:
+  /// mayRaceWithEarlierReads).
   void markHandOverCopies(PerWarpgroupOp perWarpgroup, int64_t warpgroups);
   /// Bytes of the reduction scratch each warpgroup owns inside a
   /// tile.per_warpgroup body: the plan's scratch split evenly between the

@@ -338,7 +338,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
   if (!joinedCopies.contains(op)) {
     // (A hand-over to another warpgroup is ordered by the kernel's named
     // barriers: no thread of this warpgroup reads the destination.)
-    if (toShared && !handOverCopies.contains(op) &&
+    if (toShared && !op->hasAttr(kHandOverAttr) &&
         needsLeadingBarrier(op, /*inWarpgroup=*/bool(warpgroup)))
       barrier(b); // earlier readers of the destination are done
     copyChain.clear();
@@ -415,7 +415,7 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       if (AllocOp alloc = getRootAlloc(window);
           alloc && alloc->hasAttr("tile.swizzle") && hasWgmma(chip))
         fenceSharedForAsyncProxy(b);
-      if (!handOverCopies.contains(op))
+      if (!op->hasAttr(kHandOverAttr))
         barrier(b);
     }
     return success();

@@ -296,10 +296,12 @@ bool hisa::tile::mayRaceWithEarlierReads(
     if (auto parallel = dyn_cast<ParallelOp>(candidate))
       return !getWrittenSharedTiles(parallel).empty() &&
              !defersTrailingBarrier(parallel);
-    // (Not a pipelined loop's own copies: staged, they end with none.)
+    // (Not a pipelined loop's own copies: staged, they end with none; nor
+    // a hand-over to another warpgroup.)
     if (auto copy = dyn_cast<CopyOp>(candidate))
       return isa<SharedType>(copy.getDest().getType()) &&
-             !isa<PipelinedOp>(copy->getParentOp());
+             !isa<PipelinedOp>(copy->getParentOp()) &&
+             !copy->hasAttr(kHandOverAttr);
     if (auto cast = dyn_cast<CastOp>(candidate))
       return isa<SharedType>(cast.getDest().getType());
     if (auto fill = dyn_cast<FillOp>(candidate))

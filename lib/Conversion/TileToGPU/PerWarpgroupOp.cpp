@@ -134,7 +134,7 @@ void KernelLowering::markHandOverCopies(PerWarpgroupOp perWarpgroup,
               return;
       }
     }
-    handOverCopies.insert(copy);
+    copy->setAttr(kHandOverAttr, UnitAttr::get(copy.getContext()));
   });
 }
 
