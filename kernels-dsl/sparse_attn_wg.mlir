@@ -213,14 +213,8 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         tile.parallel (%i) in [64] {
           %mine = tile.load %stat[%i] : !tile.frag<[64], f32>
           %old = tile.load %row_max[%i] : !tile.frag<[64], f32>
-          // (Only wg 1 reads max0: wg 0's copy into it is then a hand-over
-          // that needs no warpgroup barriers.)
-          %base = scf.if %is_first -> (f32) {
-            scf.yield %old : f32
-          } else {
-            %other = tile.load %max0[%i] : !tile.shared<[64], f32>
-            scf.yield %other : f32
-          }
+          %other = tile.load %max0[%i] : !tile.shared<[64], f32>
+          %base = arith.select %is_first, %old, %other : f32
           %candidate = arith.maximumf %base, %mine : f32
           %gap = arith.subf %candidate, %base : f32
           %grow = arith.cmpf ogt, %gap, %max_headroom : f32

@@ -58,16 +58,22 @@ LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   // Features given in chip= ("sm_90a,+narrow-indices") travel on.
   if (target.narrowIndices)
     lowering.features.push_back("+narrow-indices");
+  if (target.elideSync)
+    lowering.features.push_back("+elide-sync");
   buildTileLoweringPipeline(pm, lowering);
   return success();
 }
 
 void hisa::buildTileLoweringPipeline(OpPassManager &pm,
                                      const TileToNVVMOptions &options) {
+  TargetSpec spec;
+  std::string ignored; // (buildTileToNVVMPipeline has checked the options)
+  bool known = getTarget(options, spec, ignored);
   ConvertTileToGPUOptions convert;
   convert.chip = options.chip;
   convert.maxUnrolledOps = options.maxUnrolledOps;
   convert.fpContract = options.fpContract;
+  convert.elideSync = known && spec.elideSync;
   pm.addPass(createConvertTileToGPU(convert));
   // Fragment registers stay one alloca per value here: LLVM's SROA/mem2reg
   // (in the PTX translation's -O3 pipeline) promotes them in near-linear
@@ -85,9 +91,7 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
-  TargetSpec spec;
-  std::string ignored; // (buildTileToNVVMPipeline has checked the options)
-  if (getTarget(options, spec, ignored) && spec.narrowIndices) {
+  if (known && spec.narrowIndices) {
     device.addPass(createTileBoundDims());
     device.addPass(createTileNarrowIndexArithmetic());
     device.addPass(createCanonicalizerPass());
@@ -110,7 +114,8 @@ void hisa::buildTileLoweringPipeline(OpPassManager &pm,
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   // Last: the lowerings' fences are all there and the blocks merged.
-  device.addPass(createTileElideProxyFences());
+  if (known && spec.elideSync)
+    device.addPass(createTileElideProxyFences());
   device.addPass(createReconcileUnrealizedCastsPass());
 }
 

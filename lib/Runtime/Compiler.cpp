@@ -657,8 +657,10 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
 
   TileToNVVMOptions options;
   options.chip = target.str();
+  if (spec.elideSync)
+    options.features.push_back("+elide-sync");
   if (spec.narrowIndices) {
-    options.features = {"+narrow-indices"};
+    options.features.push_back("+narrow-indices");
     // The kernel assumes every run-time size below 2^31: launches check.
     metadata.int32Sizes = true;
   }

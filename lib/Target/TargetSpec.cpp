@@ -9,7 +9,8 @@
 using namespace hisa;
 
 llvm::StringRef hisa::getKnownTargetFeatures() {
-  return "+tma, -tma, +narrow-indices, -narrow-indices";
+  return "+tma, -tma, +narrow-indices, -narrow-indices, +elide-sync, "
+         "-elide-sync";
 }
 
 llvm::StringRef hisa::getSupportedChips() {
@@ -35,6 +36,10 @@ bool hisa::applyTargetFeatures(llvm::ArrayRef<std::string> features,
     }
     if (feature == "+narrow-indices" || feature == "-narrow-indices") {
       spec.narrowIndices = feature == "+narrow-indices";
+      continue;
+    }
+    if (feature == "+elide-sync" || feature == "-elide-sync") {
+      spec.elideSync = feature == "+elide-sync";
       continue;
     }
     error = ("unknown feature '" + feature + "'" +

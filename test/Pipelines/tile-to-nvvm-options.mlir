@@ -34,8 +34,8 @@
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NO-TMA-NOT: cp.async.bulk.tensor
 // NO-TMA: nvvm.cp.async.shared.global
-// UNKNOWN: tile-to-nvvm: unknown feature '-wgmma' (known: +tma, -tma, +narrow-indices, -narrow-indices)
-// PTX: tile-to-nvvm: unknown feature '+ptx80' (known: +tma, -tma, +narrow-indices, -narrow-indices)
+// UNKNOWN: tile-to-nvvm: unknown feature '-wgmma' (known: +tma, -tma, +narrow-indices, -narrow-indices, +elide-sync, -elide-sync)
+// PTX: tile-to-nvvm: unknown feature '+ptx80' (known: +tma, -tma, +narrow-indices, -narrow-indices, +elide-sync, -elide-sync)
 // CHIP: tile-to-nvvm: invalid target 'gfx90a' (expected a chip such as sm_90a, optionally with features: sm_90a,-tma)
 // OLD: no such option tma
 // PTX-NO-TMA: .target sm_90a

@@ -85,7 +85,7 @@ TEST(Jit, RefusesUnknownTargetFeatures) {
   std::string message = compileError("sm_90a,-wgmma");
   EXPECT_NE(message.find("unknown feature '-wgmma' in target "
                          "'sm_90a,-wgmma' (known: +tma, -tma, +narrow-indices, "
-                         "-narrow-indices)"),
+                         "-narrow-indices, +elide-sync, -elide-sync)"),
             std::string::npos)
       << message;
   message = compileError("gfx90a");

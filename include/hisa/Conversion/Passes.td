@@ -81,6 +81,12 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     becomes one fused multiply-add (e.g. `ReLU(x) * w` summed over heads).
   }];
   let options = [
+    Option<"elideSync", "elide-sync", "bool", /*default=*/"false",
+           "Drop warpgroup barriers, gemm fences and barriers, and "
+           "named-barrier fences that the kernel's own synchronization "
+           "makes redundant (hand-overs between warpgroups, operands "
+           "only staged copies or another warpgroup write); off until "
+           "GPU-checked">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "Target SM; tensor-core gemm (wgmma) needs sm_90a">,
     Option<"maxUnrolledOps", "max-unrolled-ops", "int64_t",

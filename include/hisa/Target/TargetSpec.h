@@ -25,10 +25,16 @@ struct TargetSpec {
   /// range allows (tile-bound-dims + int-range narrowing); the kernels then
   /// refuse sizes from 2^31 on at launch. Off by default (not yet measured).
   bool narrowIndices = false;
+  /// Drop the synchronization that the kernel's own named barriers and
+  /// stage waits already give (tile-elide-proxy-fences, gemms on settled
+  /// or other warpgroups' operands, hand-overs between warpgroups: the
+  /// fifty-second session). Off by default until GPU-checked (racecheck,
+  /// the GPU tests) and timed.
+  bool elideSync = false;
 };
 
 /// The features every spelling accepts, for messages: "+tma, -tma,
-/// +narrow-indices, -narrow-indices".
+/// +narrow-indices, -narrow-indices, +elide-sync, -elide-sync".
 llvm::StringRef getKnownTargetFeatures();
 
 /// Whether the lowering can target `chip`: sm_80, sm_86, sm_87, sm_89, sm_90

@@ -227,9 +227,11 @@ static bool writesNothingUnfencedForGemms(PerWarpgroupOp perWarpgroup) {
 }
 
 bool hisa::tile::isFencedByPipeline(PipelinedOp loop,
-                                    PerWarpgroupOp perWarpgroup) {
+                                    PerWarpgroupOp perWarpgroup,
+                                    bool selfFencedWrites) {
   if (perWarpgroup->getParentOp() != loop ||
-      !writesNothingUnfencedForGemms(perWarpgroup))
+      !(selfFencedWrites ? writesNothingUnfencedForGemms(perWarpgroup)
+                         : writesNoSharedMemory(perWarpgroup)))
     return false;
   for (Operation &op : loop.getBody().front()) {
     if (&op == perWarpgroup.getOperation())
@@ -356,8 +358,9 @@ static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm,
 }
 
 bool hisa::tile::isFencedByPipeline(PipelinedOp loop, GemmOp gemm,
-                                    int64_t warpgroups) {
-  if (readsOnlySettledTiles(loop, gemm, warpgroups))
+                                    std::optional<int64_t> settledWarpgroups) {
+  if (settledWarpgroups &&
+      readsOnlySettledTiles(loop, gemm, *settledWarpgroups))
     return true;
   if (loop.getNumStages() < 2)
     return false;

@@ -42,10 +42,12 @@ struct ElementContext {
 /// copies writes the gemm's shared operands (tiles written before the loop,
 /// published before the consumers' rendezvous, and stages each thread
 /// waits for itself).
-/// `warpgroups`: the consumers' warpgroup count, when known (a gemm in a
+/// `settledWarpgroups` (elide-sync only; nullopt leaves the rule out): the
+/// consumers' warpgroup count, or 0 when not known (a gemm in a
 /// tile.per_warpgroup body then ignores writes that its own warpgroup never
 /// runs: another warpgroup's, ordered by the kernel's named barriers).
-bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm, int64_t warpgroups = 0);
+bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm,
+                        std::optional<int64_t> settledWarpgroups = {});
 
 /// `value` for warpgroup `index` of `perWarpgroup`, folded from constants
 /// and the warpgroup index; null if it depends on anything else.
@@ -76,8 +78,11 @@ inline constexpr llvm::StringLiteral kHandOverAttr = "tile.hand_over";
 /// write registers; loads, barriers, waits and register math write
 /// nothing): its threads then have no generic-proxy stores for wgmma that
 /// the consumers' fence before the loop or their own fence did not
-/// publish, and its named barriers need no fence of their own.
-bool isFencedByPipeline(PipelinedOp loop, PerWarpgroupOp perWarpgroup);
+/// publish, and its named barriers need no fence of their own. (Without
+/// `selfFencedWrites`, elide-sync's rule, the body may write no shared
+/// memory at all.)
+bool isFencedByPipeline(PipelinedOp loop, PerWarpgroupOp perWarpgroup,
+                        bool selfFencedWrites = false);
 
 /// The copies a pipelined loop stages (global to shared, at the top level
 /// of its body; none when it stages nothing), in body order.
@@ -424,6 +429,10 @@ public:
 
   LaunchOp launch;
   mlir::gpu::GPUFuncOp func;
+  /// convert-tile-to-gpu's elide-sync: the synchronization rules of the
+  /// fifty-second session (hand-overs, settled gemm operands, fences of
+  /// releases and named barriers), off until GPU-checked.
+  bool elideSync = false;
   int64_t threads;
   std::string chip;
   mlir::Value threadId;

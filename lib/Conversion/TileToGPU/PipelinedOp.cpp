@@ -92,8 +92,10 @@ static Value getEffectiveUpperBound(OpBuilder &b, Location loc,
 void KernelLowering::markGemmsFencedByPipeline(PipelinedOp loop) {
   loop.getBody().walk([&](GemmOp gemm) {
     // (The warpgroup count is the launch's only outside tile.per_warpgroup.)
-    if (isFencedByPipeline(loop, gemm,
-                           warpgroup ? 0 : threads / kWarpgroupThreads))
+    std::optional<int64_t> settledWarpgroups;
+    if (elideSync)
+      settledWarpgroups = warpgroup ? 0 : threads / kWarpgroupThreads;
+    if (isFencedByPipeline(loop, gemm, settledWarpgroups))
       fencedGemms.insert(gemm);
   });
 }
@@ -905,7 +907,7 @@ LogicalResult KernelLowering::lowerWarpSpecialized(PipelinedOp op,
     }
     // (The consumers fenced what they wrote before the loop, above.)
     for (auto region : op.getBody().front().getOps<PerWarpgroupOp>())
-      if (isFencedByPipeline(op, region))
+      if (isFencedByPipeline(op, region, /*selfFencedWrites=*/elideSync))
         fencedWarpgroups.insert(region);
     for (auto [c, copy] : llvm::enumerate(producers)) {
       Value tile = copy.getDest();

@@ -153,7 +153,7 @@ void KernelLowering::awaitCopy(OpBuilder &b, Value copy, bool forReading) {
     // them through the async one. (A warpgroup that releases a buffer it
     // did not read waits only to arrive in the right phase: it reads
     // nothing, so there is nothing to fence.)
-    if (released.anyCpAsync && forReading)
+    if (released.anyCpAsync && (forReading || !elideSync))
       fenceSharedForAsyncProxy(waiting);
     setMaskBit(waiting, loc, released.waitedMask, waited);
   });

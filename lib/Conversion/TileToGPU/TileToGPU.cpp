@@ -565,9 +565,10 @@ LogicalResult KernelLowering::run() {
     return failure();
   // Before any op is lowered, while every access of a shared tile is still
   // a tile op: the copies that hand a tile to another warpgroup.
-  func.walk([&](PerWarpgroupOp perWarpgroup) {
-    markHandOverCopies(perWarpgroup, threads / kWarpgroupThreads);
-  });
+  if (elideSync)
+    func.walk([&](PerWarpgroupOp perWarpgroup) {
+      markHandOverCopies(perWarpgroup, threads / kWarpgroupThreads);
+    });
   // Allocations first: their storage goes to the entry block, where LLVM
   // promotes the per-value allocas to registers.
   SmallVector<Operation *> roots;
@@ -814,7 +815,7 @@ MemRefType getGlobalMemRefType(GlobalType type) {
 }
 
 LogicalResult convertKernel(KernelOp kernel, StringRef chip,
-                            int64_t maxUnrolledOps) {
+                            int64_t maxUnrolledOps, bool elideSync) {
   LaunchOp launch = kernel.getLaunch();
   Location loc = kernel.getLoc();
   for (Type type : kernel.getArgumentTypes())
@@ -873,6 +874,7 @@ LogicalResult convertKernel(KernelOp kernel, StringRef chip,
   // need it) through a cast from the memref argument; the lowering then uses
   // the memref.
   KernelLowering lowering(launch, func, chip);
+  lowering.elideSync = elideSync;
   for (auto [copy, map] : mapOfCopy)
     lowering.tensorMaps[copy] =
         entry.getArgument(kernel.getNumArguments() + map);
@@ -946,7 +948,7 @@ struct ConvertTileToGPUPass
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(module.getContext()));
     for (KernelOp kernel : kernels)
-      if (failed(convertKernel(kernel, chip, maxUnrolledOps)))
+      if (failed(convertKernel(kernel, chip, maxUnrolledOps, elideSync)))
         return signalPassFailure();
     if (fpContract)
       allowContraction(module);

@@ -1,7 +1,7 @@
 // Probe variant of kernels-dsl/sparse_attn_wg.mlir (fifty-second session):
 // the heads' sinks loaded before the key loop into a register row slice,
 // so that their global load is off the epilogue's chain (timed by
-// sparse_attn_wg_ab.py against the built-in source).
+// sparse_attn_wg_ab.py against the built-in source; not yet run).
 
 // DeepSeek-V4 sparse attention (KERNELS.md "DeepSeek-V4 sparse attention"),
 // the same operation as sparse_attn.mlir, with a schedule in which the two
@@ -229,14 +229,8 @@ tile.kernel @sparse_attn_wg(%q: !tile.global<[?, ?, 512], bf16>,
         tile.parallel (%i) in [64] {
           %mine = tile.load %stat[%i] : !tile.frag<[64], f32>
           %old = tile.load %row_max[%i] : !tile.frag<[64], f32>
-          // (Only wg 1 reads max0: wg 0's copy into it is then a hand-over
-          // that needs no warpgroup barriers.)
-          %base = scf.if %is_first -> (f32) {
-            scf.yield %old : f32
-          } else {
-            %other = tile.load %max0[%i] : !tile.shared<[64], f32>
-            scf.yield %other : f32
-          }
+          %other = tile.load %max0[%i] : !tile.shared<[64], f32>
+          %base = arith.select %is_first, %old, %other : f32
           %candidate = arith.maximumf %base, %mine : f32
           %gap = arith.subf %candidate, %base : f32
           %grow = arith.cmpf ogt, %gap, %max_headroom : f32

@@ -13,7 +13,7 @@
 // bytes over 128 threads = 130 bytes per thread; local 2 x i32.
 // CHECK: kernel @k threads=128 shared=8192B (declared: 2 tiles, 8704B) fragment=130B/thread local=8B/thread
 // UNBOUND: error: 'tile.alloc' op has a shape with parameter names; run tile-bind-params before tile-report-resources
-// FEATURE: error: tile-report-resources: unknown feature '-wgmma' (known: +tma, -tma, +narrow-indices, -narrow-indices)
+// FEATURE: error: tile-report-resources: unknown feature '-wgmma' (known: +tma, -tma, +narrow-indices, -narrow-indices, +elide-sync, -elide-sync)
 // GEMM: kernel @fp8_gemm threads=256 shared=196672B (declared: 2 tiles, 49152B)
 // GEMM-PLANNED: tile.shared_bytes = 196672
 // GEMM-NO-TMA: kernel @fp8_gemm threads=256 shared=196608B (declared: 2 tiles, 49152B)
