@@ -14,7 +14,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace hisa {
 #define GEN_PASS_DEF_TILEELIDEPROXYFENCES
@@ -84,9 +84,8 @@ bool isInertPtxOpcode(StringRef opcode) {
   if (opcode.starts_with("mbarrier.arrive") &&
       opcode.contains(".shared::cluster"))
     return false; // (remote arrivals: keep them conservative)
-  return llvm::any_of(kInert, [&](StringRef inert) {
-    return opcode == inert || opcode.starts_with(inert);
-  });
+  return llvm::any_of(
+      kInert, [&](StringRef inert) { return opcode.starts_with(inert); });
 }
 
 FenceEffect classifyInlinePtx(LLVM::InlineAsmOp op) {
@@ -119,18 +118,16 @@ FenceEffect classify(Operation *op) {
   }
   if (isa<LLVM::AllocaOp>(op)) // private memory
     return FenceEffect::None;
-  if (auto load = dyn_cast<LLVM::LoadOp>(op))
-    return mayAddressSharedMemory(load.getAddr()) ? FenceEffect::Access
-                                                  : FenceEffect::None;
-  if (auto store = dyn_cast<LLVM::StoreOp>(op))
-    return mayAddressSharedMemory(store.getAddr()) ? FenceEffect::Access
-                                                   : FenceEffect::None;
-  if (auto rmw = dyn_cast<LLVM::AtomicRMWOp>(op))
-    return mayAddressSharedMemory(rmw.getPtr()) ? FenceEffect::Access
-                                                : FenceEffect::None;
-  if (auto cmpxchg = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
-    return mayAddressSharedMemory(cmpxchg.getPtr()) ? FenceEffect::Access
-                                                    : FenceEffect::None;
+  Value address =
+      llvm::TypeSwitch<Operation *, Value>(op)
+          .Case([](LLVM::LoadOp load) { return load.getAddr(); })
+          .Case([](LLVM::StoreOp store) { return store.getAddr(); })
+          .Case([](LLVM::AtomicRMWOp rmw) { return rmw.getPtr(); })
+          .Case([](LLVM::AtomicCmpXchgOp cmpxchg) { return cmpxchg.getPtr(); })
+          .Default([](Operation *) { return Value(); });
+  if (address)
+    return mayAddressSharedMemory(address) ? FenceEffect::Access
+                                           : FenceEffect::None;
   if (auto asmOp = dyn_cast<LLVM::InlineAsmOp>(op))
     return classifyInlinePtx(asmOp);
   if (auto intrinsic = dyn_cast<LLVM::CallIntrinsicOp>(op)) {

@@ -182,6 +182,16 @@ static bool writesNoSharedMemory(PerWarpgroupOp perWarpgroup) {
   });
 }
 
+/// Whether `op`, which names no written tile (getWrittenTile), writes none:
+/// reads, gemms (into registers), synchronization, containers (whose ops
+/// are walked on their own) and side-effect-free ops.
+static bool writesNoTile(Operation *op) {
+  return isa<GemmOp, LoadOp, BarrierOp, WaitGemmsOp, ReleaseOp, AllOfOp, PickOp,
+             AllocOp, DimOp, ParamOp, PerWarpgroupOp, ParallelOp, YieldOp,
+             scf::IfOp, scf::ForOp, scf::YieldOp>(op) ||
+         isMemoryEffectFree(op);
+}
+
 /// Whether every shared-memory write in `perWarpgroup`'s body either fences
 /// itself for the async proxy (a fragment copied into a swizzled tile, a
 /// wgmma operand, fences its stores) or goes to a tile that no gemm of the
@@ -203,14 +213,8 @@ static bool writesNothingUnfencedForGemms(PerWarpgroupOp perWarpgroup) {
   });
   WalkResult walk = perWarpgroup.getBody().walk([&](Operation *op) {
     Value written = getWrittenTile(op);
-    if (!written) {
-      bool writesNothing =
-          isa<GemmOp, LoadOp, BarrierOp, WaitGemmsOp, ReleaseOp, AllOfOp,
-              PickOp, AllocOp, DimOp, ParamOp, ParallelOp, YieldOp, scf::IfOp,
-              scf::ForOp, scf::YieldOp>(op) ||
-          isMemoryEffectFree(op);
-      return writesNothing ? WalkResult::advance() : WalkResult::interrupt();
-    }
+    if (!written)
+      return writesNoTile(op) ? WalkResult::advance() : WalkResult::interrupt();
     if (!isa<SharedType>(written.getType()))
       return WalkResult::advance();
     auto copy = dyn_cast<CopyOp>(op);
@@ -289,14 +293,6 @@ static void collectTileRoots(Value tile, llvm::SmallPtrSetImpl<Value> &roots) {
   roots.insert(tile);
 }
 
-/// Whether nothing in the warp-specialized `loop`'s body but its staged
-/// copies writes a shared operand of `gemm`. The gemm then reads only tiles
-/// written before the loop, which the consumers fenced for the async proxy
-/// before their rendezvous, and the stages of staged copies, which each
-/// thread waits for (and fences, when cp.async filled them) before its
-/// first read in the iteration: a fence and barrier of its own would order
-/// nothing more. (Writes by another warpgroup in the loop, such as P handed
-/// over through a named barrier, keep the gemm's own fence and barrier.)
 /// Whether every warpgroup that may run `gemm` never runs `writer`, or
 /// writes none of the gemm's operands there (both in `perWarpgroup`'s body).
 static bool writtenOnlyByOtherWarpgroups(GemmOp gemm, Operation *writer,
@@ -320,10 +316,20 @@ static bool writtenOnlyByOtherWarpgroups(GemmOp gemm, Operation *writer,
   return warpgroups > 0;
 }
 
+/// Whether nothing in the warp-specialized `loop`'s body but its staged
+/// copies, or (for a gemm in tile.per_warpgroup, `warpgroups` known)
+/// another warpgroup, writes a shared operand of `gemm`. The gemm then
+/// reads only tiles written before the loop, which the consumers fenced for
+/// the async proxy before their rendezvous, stages of staged copies, which
+/// each thread waits for (and fences, when cp.async filled them) before
+/// its first read in the iteration, and tiles the writing warpgroup fenced
+/// and handed over through a named barrier: a fence and barrier of its own
+/// would order nothing more.
 static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm,
                                   int64_t warpgroups) {
   if (!loop.getWarpSpecialized())
     return false;
+  auto perWarpgroup = gemm->getParentOfType<PerWarpgroupOp>();
   llvm::SmallPtrSet<Value, 4> operands;
   for (Value operand : {gemm.getA(), Value(gemm.getB())})
     if (isa<SharedType>(operand.getType()))
@@ -339,20 +345,14 @@ static bool readsOnlySettledTiles(PipelinedOp loop, GemmOp gemm,
       collectTileRoots(written, writtenRoots);
       bool overlaps = llvm::any_of(
           writtenRoots, [&](Value root) { return operands.contains(root); });
-      auto perWarpgroup = gemm->getParentOfType<PerWarpgroupOp>();
       if (overlaps && perWarpgroup && perWarpgroup->isAncestor(op) &&
           writtenOnlyByOtherWarpgroups(gemm, op, written, perWarpgroup,
                                        warpgroups))
         overlaps = false;
       return overlaps ? WalkResult::interrupt() : WalkResult::advance();
     }
-    // Ops that write no tile (containers are walked into).
-    if (isa<GemmOp, LoadOp, BarrierOp, WaitGemmsOp, ReleaseOp, AllOfOp, PickOp,
-            AllocOp, DimOp, ParamOp, PerWarpgroupOp, ParallelOp, YieldOp,
-            scf::IfOp, scf::ForOp, scf::YieldOp>(op) ||
-        isMemoryEffectFree(op))
-      return WalkResult::advance();
-    return WalkResult::interrupt(); // not known: keep the fence and barrier
+    // (Not known to write nothing: keep the fence and barrier.)
+    return writesNoTile(op) ? WalkResult::advance() : WalkResult::interrupt();
   });
   return !walk.wasInterrupted();
 }

@@ -37,15 +37,14 @@ struct ElementContext {
 /// Whether `gemm` sits in the body of the multi-stage `loop` after nothing
 /// that writes shared memory (only staged copies, which become cp.async
 /// waited for at the top of the iteration, scalar math and loads): the fence
-/// and barrier at the top of each iteration then serve the gemm too. Also
-/// when `loop` is warp-specialized and nothing in its body but the staged
-/// copies writes the gemm's shared operands (tiles written before the loop,
-/// published before the consumers' rendezvous, and stages each thread
-/// waits for itself).
-/// `settledWarpgroups` (elide-sync only; nullopt leaves the rule out): the
-/// consumers' warpgroup count, or 0 when not known (a gemm in a
-/// tile.per_warpgroup body then ignores writes that its own warpgroup never
-/// runs: another warpgroup's, ordered by the kernel's named barriers).
+/// and barrier at the top of each iteration then serve the gemm too. With
+/// `settledWarpgroups` (elide-sync's rule; nullopt leaves it out), also when
+/// `loop` is warp-specialized and nothing in its body but the staged copies
+/// writes the gemm's shared operands (tiles written before the loop,
+/// published before the consumers' rendezvous, and stages each thread waits
+/// for itself); given the consumers' warpgroup count (0: not known), a gemm
+/// in tile.per_warpgroup also ignores writes that its own warpgroup never
+/// runs (another warpgroup's, ordered by the kernel's named barriers).
 bool isFencedByPipeline(PipelinedOp loop, GemmOp gemm,
                         std::optional<int64_t> settledWarpgroups = {});
 
