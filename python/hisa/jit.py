@@ -12,6 +12,7 @@ torch's CUDA context current and launch on torch's current stream.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from typing import Any, Mapping, NamedTuple, Optional
 
@@ -37,7 +38,10 @@ __all__ = [
     "version",
 ]
 
-DEFAULT_TARGET = "sm_90a"
+# HISA_ELIDE_SYNC=1 adds the fifty-second session's synchronization rules
+# (+elide-sync), as the C++ operators do, so that the GPU tests and the
+# sanitizer runs check them before they are on by default.
+DEFAULT_TARGET = "sm_90a,+elide-sync" if os.environ.get("HISA_ELIDE_SYNC") == "1" else "sm_90a"
 _PATH_CAPACITY = 4096
 
 
