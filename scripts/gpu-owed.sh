@@ -22,6 +22,14 @@
 #      (upper bound, timing only), and probes/flashmla_ab.py if
 #      libflashmla_prefill.so was built (HISA_FLASHMLA_LIB or the probes
 #      folder).
+#   7. (fifty-third session; runs first) the +elide-sync rules, before they
+#      are on by default: racecheck and synccheck of
+#      python/tests/sanitize_elide_sync.txt and the whole GPU suite with
+#      HISA_ELIDE_SYNC=1, then sparse_attn_wg_ab.py twice (the built-in
+#      source without and with +elide-sync, and the hand-over and
+#      sinks-first probes with it). If all pass and it is not slower:
+#      `git apply docs/proposals/elide-sync-default.patch`, rebuild, and
+#      the sparse_attn card (scripts/gpu-card.sh) on an H200.
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
 # step 3 for the host time on an H200 host. (The forty-eighth session's new
@@ -54,11 +62,33 @@ fi
 cp "$(dirname "$library")"/libhisa_torch.so* build/lib/ 2>/dev/null
 
 export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 HISA_TESTS_STRICT=1
-only=${HISA_OWED_ONLY:-1 2 3 4 5 6}
+only=${HISA_OWED_ONLY:-1 2 3 4 5 6 7}
 wants() { [[ " $only " == *" $1 "* ]]; }
 nvidia-smi -L
 echo "== gpu-owed.sh, library $(md5sum < build/lib/libhisa_runtime.so | cut -c1-12), $(date -u +%FT%TZ)"
 
+if wants 7; then
+  # The fifty-second session's synchronization rules (+elide-sync, off by
+  # default until this passes): the sanitizers on the kernels they change,
+  # the whole GPU suite with them, and their timing on prefill.
+  HISA_ELIDE_SYNC=1 HISA_SANITIZE_SUBSET=$root/python/tests/sanitize_elide_sync.txt \
+    HISA_SANITIZE_TOOLS="racecheck synccheck" HISA_SANITIZE_BUDGET=170 HISA_SANITIZE_TIMEOUT=90 \
+    OUT=$out/owed-elide-sanitize timeout 185 scripts/gpu-run.sh --sanitize \
+    > "$out/owed-elide-sanitize.txt" 2>&1
+  echo "== 7a. +elide-sync under racecheck and synccheck (status $?)"
+  tail -8 "$out/owed-elide-sanitize.txt"
+  HISA_ELIDE_SYNC=1 HISA_GPU_RUN_BENCH=0 HISA_GPU_RUN_JOBS=6 OUT=$out/owed-elide-tests \
+    timeout 180 scripts/gpu-run.sh > "$out/owed-elide-tests.txt" 2>&1
+  echo "== 7b. the GPU suite with +elide-sync (status $?)"; tail -8 "$out/owed-elide-tests.txt"
+  p=python/bench/probes
+  for round in 1 2; do
+    HISA_CACHE_DIR=/tmp/hisa-owed-elide timeout 110 python3 $p/sparse_attn_wg_ab.py --prefill \
+      - "-@sm_90a,+elide-sync" "$p/sparse_attn_wg_handover.mlir@sm_90a,+elide-sync" \
+      "$p/sparse_attn_wg_sink_first.mlir@sm_90a,+elide-sync" > "$out/owed-elide-ab$round.txt" 2>&1
+    echo "== 7c. prefill with +elide-sync, round $round (status $?)"
+    tail -5 "$out/owed-elide-ab$round.txt"
+  done
+fi
 if wants 6; then
   # Prefill against FlashMLA (docs/proposals/sparse-attn-flashmla-gap.md):
   # the upper bound of what sparse_attn_wg's fences and warpgroup barriers

@@ -58,8 +58,8 @@ LogicalResult hisa::buildTileToNVVMPipeline(OpPassManager &pm,
   // Features given in chip= ("sm_90a,+narrow-indices") travel on.
   if (target.narrowIndices)
     lowering.features.push_back("+narrow-indices");
-  if (target.elideSync)
-    lowering.features.push_back("+elide-sync");
+  lowering.features.push_back(target.elideSync ? "+elide-sync"
+                                               : "-elide-sync");
   buildTileLoweringPipeline(pm, lowering);
   return success();
 }

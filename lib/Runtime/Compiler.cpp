@@ -657,8 +657,7 @@ hisa::runtime::compileKernel(StringRef source, StringRef kernelName,
 
   TileToNVVMOptions options;
   options.chip = target.str();
-  if (spec.elideSync)
-    options.features.push_back("+elide-sync");
+  options.features.push_back(spec.elideSync ? "+elide-sync" : "-elide-sync");
   if (spec.narrowIndices) {
     options.features.push_back("+narrow-indices");
     // The kernel assumes every run-time size below 2^31: launches check.
