@@ -38,6 +38,15 @@
 // warpgroups stored their halves; q_eps is not read: there is no q_norm
 // here, and the operator uses sparse_attn_ws when it is asked for);
 // topk_pad must be a multiple of 128.
+//
+// sparse_attn_wg_handover (fifty-third session; not yet GPU-run, so not the
+// operator's): warpgroup 0 does not load max0 only to select it away, so
+// that its copy into max0 is read by warpgroup 1 alone, a hand-over that
+// needs no warpgroup barriers with the +elide-sync target feature (static
+// barriers 32 -> 19 beside +elide-sync's other rules).
+// hisa-variant sparse_attn_wg_handover replaces "@sparse_attn_wg(" with "@sparse_attn_wg_handover("
+// hisa-variant sparse_attn_wg_handover replaces "          %other = tile.load %max0[%i] : !tile.shared<[64], f32>" with ""
+// hisa-variant sparse_attn_wg_handover replaces "%base = arith.select %is_first, %old, %other : f32" with "%base = scf.if %is_first -> (f32) { scf.yield %old : f32 } else { %other = tile.load %max0[%i] : !tile.shared<[64], f32> scf.yield %other : f32 }"
 
 func.func private @rope_inverse_64_heads(!tile.global<[?, ?, 512], bf16>,
                                          !tile.global<[?, 32], f32>,

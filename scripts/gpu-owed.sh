@@ -26,8 +26,8 @@
 #      are on by default: racecheck and synccheck of
 #      python/tests/sanitize_elide_sync.txt and the whole GPU suite with
 #      HISA_ELIDE_SYNC=1, then sparse_attn_wg_ab.py twice (the built-in
-#      source without and with +elide-sync, and the hand-over and
-#      sinks-first probes with it). If all pass and it is not slower:
+#      source without and with +elide-sync, the sinks-first probe and
+#      kernels-dsl's sparse_attn_wg_handover variant with it). If all pass and it is not slower:
 #      `git apply docs/proposals/elide-sync-default.patch`, rebuild, and
 #      the sparse_attn card (scripts/gpu-card.sh) on an H200.
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
@@ -82,11 +82,17 @@ if wants 7; then
   echo "== 7b. the GPU suite with +elide-sync (status $?)"; tail -8 "$out/owed-elide-tests.txt"
   p=python/bench/probes
   for round in 1 2; do
-    HISA_CACHE_DIR=/tmp/hisa-owed-elide timeout 110 python3 $p/sparse_attn_wg_ab.py --prefill \
-      - "-@sm_90a,+elide-sync" "$p/sparse_attn_wg_handover.mlir@sm_90a,+elide-sync" \
-      "$p/sparse_attn_wg_sink_first.mlir@sm_90a,+elide-sync" > "$out/owed-elide-ab$round.txt" 2>&1
+    HISA_CACHE_DIR=/tmp/hisa-owed-elide timeout 80 python3 $p/sparse_attn_wg_ab.py --prefill \
+      - "-@sm_90a,+elide-sync" "$p/sparse_attn_wg_sink_first.mlir@sm_90a,+elide-sync" \
+      > "$out/owed-elide-ab$round.txt" 2>&1
     echo "== 7c. prefill with +elide-sync, round $round (status $?)"
     tail -5 "$out/owed-elide-ab$round.txt"
+    # kernels-dsl's hand-over variant (its "operator" column is the same).
+    HISA_CACHE_DIR=/tmp/hisa-owed-elide timeout 60 python3 $p/sparse_attn_wg_ab.py \
+      --kernel sparse_attn_wg_handover --prefill "-@sm_90a,+elide-sync" - \
+      > "$out/owed-elide-handover$round.txt" 2>&1
+    echo "== 7d. sparse_attn_wg_handover, round $round (status $?)"
+    tail -5 "$out/owed-elide-handover$round.txt"
   done
 fi
 if wants 6; then

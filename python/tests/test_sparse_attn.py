@@ -305,14 +305,16 @@ def rope_tables_unused():
             torch.zeros(1, dtype=torch.int32, device="cuda"))
 
 
-def run_wg_kernel(q, kv, attn_sink, idx, scale=D ** -0.5):
+def run_wg_kernel(q, kv, attn_sink, idx, scale=D ** -0.5, name="sparse_attn_wg",
+                  target=hisa.jit.DEFAULT_TARGET):
     """kernels-dsl/sparse_attn_wg.mlir (the warpgroups' own keys, FlashMLA's
-    schedule) through the JIT with the operator's arguments: o and lse."""
+    schedule; or its variant `name`) through the JIT with the operator's
+    arguments, compiled for `target`: o and lse."""
     b, s, h, _ = q.shape
     nkv, k = kv.shape[1], idx.shape[2]
-    kernel = hisa.jit.get_kernel("sparse_attn_wg", {"topk_pad": -(-k // 128) * 128,
-                                                    "head_blocks": -(-h // 64), "lse": 1,
-                                                    "splits": 1})
+    kernel = hisa.jit.get_kernel(name, {"topk_pad": -(-k // 128) * 128,
+                                        "head_blocks": -(-h // 64), "lse": 1, "splits": 1},
+                                 target=target)
     o = torch.full_like(q, float("nan"))
     lse = torch.full((b * s, h), float("nan"), device="cuda")
     kernel.launch(q.view(b * s, h, D), kv.view(b * nkv, D), attn_sink, idx.view(b * s, k),
@@ -335,13 +337,30 @@ def run_wg_kernel(q, kv, attn_sink, idx, scale=D ** -0.5):
 def test_warpgroup_schedule_variant(b, s, h, nkv, k):
     # sparse_attn_wg: each consumer warpgroup its own 64 keys per iteration,
     # buffers released copy by copy, named-barrier hand-overs.
+    check_warpgroup_schedule(b, s, h, nkv, k)
+
+
+@pytest.mark.parametrize("name,target", [("sparse_attn_wg", "sm_90a,+elide-sync"),
+                                         ("sparse_attn_wg_handover", "sm_90a"),
+                                         ("sparse_attn_wg_handover", "sm_90a,+elide-sync")])
+@pytest.mark.parametrize("b,s,h,nkv,k", [(2, 9, 64, 300, 100), (1, 7, 32, 50, 129),
+                                         (1, 16, 128, 4096, 1152), (1, 200, 64, 5000, 640)])
+def test_warpgroup_schedule_with_fewer_barriers(name, target, b, s, h, nkv, k):
+    # The fifty-second session's synchronization rules (+elide-sync: gemms
+    # and named barriers without fences of their own, hand-overs without
+    # warpgroup barriers) and the hand-over variant (warpgroup 0 never
+    # reads max0), explicitly until +elide-sync is the default.
+    check_warpgroup_schedule(b, s, h, nkv, k, name=name, target=target)
+
+
+def check_warpgroup_schedule(b, s, h, nkv, k, **kernel):
     fresh_seed(torch)
     q, kv, attn_sink, idx = inputs(b, s, h, nkv, k)
     idx[0, 0] = -1                                 # no valid index: o = 0
     if s > 2:
         idx[0, 1] = 7                              # one row repeated
         idx[0, 2, : k // 2] = -1                   # the first keys invalid
-    o, lse = run_wg_kernel(q, kv, attn_sink, idx)
+    o, lse = run_wg_kernel(q, kv, attn_sink, idx, **kernel)
     ref_o, ref_lse = reference(q, kv, attn_sink, idx, D ** -0.5)
     assert not torch.isnan(o).any(), "NaN in o"
     error = (o.float() - ref_o).norm() / ref_o.norm().clamp(min=1e-30)
@@ -384,10 +403,23 @@ def growing_inputs(b, s, h, k, step):
 def test_row_maxima_that_grow_late(path, b, s, h, k, step):
     # Lazy rescaling: a stale maximum (P up to 2^8), rescales in some warps
     # and not in others, and (step 3) maxima that move every few tiles.
+    check_growing_maxima(path, b, s, h, k, step)
+
+
+@pytest.mark.parametrize("step", [3.0, 12.0])
+@pytest.mark.parametrize("name,target", [("sparse_attn_wg", "sm_90a,+elide-sync"),
+                                         ("sparse_attn_wg_handover", "sm_90a,+elide-sync")])
+def test_row_maxima_that_grow_late_with_fewer_barriers(name, target, step):
+    # As above, for the maxima's hand-over between the warpgroups without
+    # warpgroup barriers (test_warpgroup_schedule_with_fewer_barriers).
+    check_growing_maxima("wg", 1, 8, 128, 1152, step, name=name, target=target)
+
+
+def check_growing_maxima(path, b, s, h, k, step, **kernel):
     fresh_seed(torch)
     q, kv, attn_sink, idx = growing_inputs(b, s, h, k, step)
     if path == "wg":
-        o, lse = run_wg_kernel(q, kv, attn_sink, idx)
+        o, lse = run_wg_kernel(q, kv, attn_sink, idx, **kernel)
     else:
         o, lse = hisa.sparse_attn(q, kv, attn_sink, idx, D ** -0.5, return_lse=True)
         torch.cuda.synchronize()

@@ -151,6 +151,12 @@ static cl::opt<std::string> runtimeLibOpt(
     cl::desc("libhisa_runtime.so for the jit mode (default: "
              "../lib/libhisa_runtime.so next to this executable)"),
     cl::init(""));
+static cl::opt<std::string> featuresOpt(
+    "features",
+    cl::desc("Target features every lowering input gets unless it mutated "
+             "its own (e.g. +elide-sync: a campaign over rules that are off "
+             "by default)"),
+    cl::init(""));
 static cl::opt<std::string>
     replayOpt("replay",
               cl::desc("Run one file (with --replay-mode, "
@@ -1017,7 +1023,8 @@ std::string mutateBindings(StringRef text, Mutator &mutator, Rng &rng) {
     add("features=" +
         rng.pick(splitWords("-tma -tma -tma +tma -tma,+tma +ptx80 garbage "
                             "+narrow-indices +narrow-indices,-tma "
-                            "-narrow-indices")));
+                            "-narrow-indices +elide-sync +elide-sync "
+                            "+elide-sync,-tma -elide-sync")));
   if (rng.chance(3))
     add("opt-level=" + rng.pick(splitWords("0 1 2 -1 99")));
   return options;
@@ -1079,6 +1086,14 @@ Input generateInput(const Corpus &corpus, const std::vector<Mode> &modes,
     input.origin += " " + mutator.mutate(input.text, lowering);
   if (input.mode == Mode::Params || input.mode == Mode::PTX)
     input.options = mutateBindings(input.text, mutator, rng);
+  // (After the draws above, so that a campaign's inputs are the same with
+  // and without --features but for them.)
+  if (!featuresOpt.empty() && input.mode != Mode::Parse &&
+      input.mode != Mode::JIT &&
+      !StringRef(input.options).contains("features=") &&
+      !StringRef(input.options).contains("chip=sm_90a,"))
+    input.options += (input.options.empty() ? "features=" : " features=") +
+                     featuresOpt.getValue();
   if (input.mode == Mode::JIT) {
     // The JIT's own spellings: "heads=32,dim=64" and "sm_90a,-tma".
     input.options = "params=" + mutateParamList(input.text, mutator, rng);

@@ -83,7 +83,7 @@ def main():
         cells, base = [], None
         calls = [lambda: hisa.sparse_attn(q, kv, sink, idx, SCALE)]
         for _, params, source, target in variants:
-            pad = 128 if kernel == "sparse_attn_wg" else 64
+            pad = 128 if kernel.startswith("sparse_attn_wg") else 64
             extra = {"topk_pad": -(-k // pad) * pad, **params}
             calls.append(kernel_variant(q, kv, sink, idx, kernel, extra, source, target))
         for call in calls:
