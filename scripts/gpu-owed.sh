@@ -72,6 +72,20 @@ if wants 7; then
   # default until this passes): the sanitizers on the kernels they change,
   # the whole GPU suite with them, and their timing on prefill.
   step7_start=$SECONDS
+  # First: does racecheck take bar.arrive -> bar.sync as ordering (PTX
+  # 9.7.15.1 says it orders the arriving thread's earlier accesses)? The
+  # textbook hand-over in plain CUDA, without (0) and with a membar.cta
+  # before each arrive (1) or a warpgroup bar.sync after the writes (2).
+  probe=python/bench/probes/handover_racecheck
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [[ -x $probe && -n $cs ]]; then
+    for mode in 0 1 2; do
+      timeout 60 "$cs" --tool racecheck --racecheck-report hazard --print-limit 2 "$probe" "$mode" \
+        > "$out/owed-elide-probe$mode.txt" 2>&1
+      echo "== 7-. handover_racecheck mode $mode (status $?)"
+      grep -E "mode|hazard|SUMMARY" "$out/owed-elide-probe$mode.txt" | head -4
+    done
+  fi
   HISA_ELIDE_SYNC=1 HISA_SANITIZE_SUBSET=$root/python/tests/sanitize_elide_sync.txt \
     HISA_SANITIZE_TOOLS="racecheck synccheck" HISA_SANITIZE_BUDGET=170 HISA_SANITIZE_TIMEOUT=90 \
     OUT=$out/owed-elide-sanitize timeout 185 scripts/gpu-run.sh --sanitize \

@@ -6,6 +6,6 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-for probe in write_pattern l2_gather hbm_row_gather; do
+for probe in write_pattern l2_gather hbm_row_gather handover_racecheck; do
   "$nvcc" -O3 -arch=sm_90a -o "$here/$probe" "$here/$probe.cu"
 done
