@@ -30,6 +30,13 @@
 #      kernels-dsl's sparse_attn_wg_handover variant with it). If all pass and it is not slower:
 #      `git apply docs/proposals/elide-sync-default.patch`, rebuild, and
 #      the sparse_attn card (scripts/gpu-card.sh) on an H200.
+#   8. (fifty-fourth session; runs right after 7) a candidate library built
+#      with a not-yet-landed compiler change (HISA_CANDIDATE_LIB, .so or
+#      .so.xz with its libhisa_torch.so beside it; first:
+#      docs/proposals/picked-staging-swizzle.patch): the sparse attention
+#      tests that launch sparse_attn_wg, sparse_attn_ws and the epilogue
+#      variants with it, then probes/library_ab.py on prefill, LIBRARY
+#      against the candidate, two rounds.
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
 # step 3 for the host time on an H200 host. (The forty-eighth session's new
@@ -62,7 +69,7 @@ fi
 cp "$(dirname "$library")"/libhisa_torch.so* build/lib/ 2>/dev/null
 
 export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 HISA_TESTS_STRICT=1
-only=${HISA_OWED_ONLY:-1 2 3 4 5 6 7}
+only=${HISA_OWED_ONLY:-1 2 3 4 5 6 7 8}
 wants() { [[ " $only " == *" $1 "* ]]; }
 nvidia-smi -L
 echo "== gpu-owed.sh, library $(md5sum < build/lib/libhisa_runtime.so | cut -c1-12), $(date -u +%FT%TZ)"
@@ -114,6 +121,28 @@ if wants 7; then
     echo "== 7d. sparse_attn_wg_handover, round $round (status $?)"
     tail -5 "$out/owed-elide-handover$round.txt"
   done
+fi
+if wants 8 && [[ -n ${HISA_CANDIDATE_LIB:-} ]]; then
+  # A candidate library (header, step 8): correct first, then timed against
+  # LIBRARY in alternating processes.
+  candidate_dir=$(mktemp -d /tmp/hisa-candidate.XXXXXX)
+  if [[ $HISA_CANDIDATE_LIB == *.xz ]]; then
+    xz -dc "$HISA_CANDIDATE_LIB" > "$candidate_dir/libhisa_runtime.so"
+  else
+    cp "$HISA_CANDIDATE_LIB" "$candidate_dir/libhisa_runtime.so"
+  fi
+  cp "$(dirname "$HISA_CANDIDATE_LIB")"/libhisa_torch.so* "$candidate_dir"/ 2>/dev/null
+  HISA_RUNTIME_LIB=$candidate_dir/libhisa_runtime.so HISA_CACHE_DIR=$candidate_dir/cache \
+    timeout 150 python3 -m pytest -q -p no:cacheprovider python/tests/test_sparse_attn.py \
+    -k "prefill_runs_flashmla or warpgroup_schedule or row_maxima_that_grow_late or inverse_rope_in_the_epilogue or decode_shapes or random" \
+    > "$out/owed-candidate-tests.txt" 2>&1
+  echo "== 8a. the candidate's sparse attention tests (status $?)"
+  tail -4 "$out/owed-candidate-tests.txt"
+  timeout 170 python3 python/bench/probes/library_ab.py --only prefill,decode --rounds 2 \
+    --lib "$(realpath build/lib/libhisa_runtime.so)" --lib "$candidate_dir/libhisa_runtime.so" \
+    > "$out/owed-candidate-ab.txt" 2>&1
+  echo "== 8b. LIBRARY (A) against the candidate (B) (status $?)"
+  tail -12 "$out/owed-candidate-ab.txt"
 fi
 if wants 6; then
   # Prefill against FlashMLA (docs/proposals/sparse-attn-flashmla-gap.md):
