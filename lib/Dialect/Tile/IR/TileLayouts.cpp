@@ -56,6 +56,20 @@ FragmentLayoutAttr VectorLayout::toAttr(MLIRContext *context) const {
   return FragmentLayoutAttr::get(context, threads, getValuesPerThread(), map);
 }
 
+SmallVector<int64_t>
+hisa::tile::getFragmentCoordinates(FragmentLayoutAttr layout, int64_t thread,
+                                   int64_t value) {
+  MLIRContext *context = layout.getContext();
+  SmallVector<Attribute> operands = {
+      IntegerAttr::get(IndexType::get(context), thread),
+      IntegerAttr::get(IndexType::get(context), value)};
+  SmallVector<Attribute> results;
+  if (failed(layout.getMap().constantFold(operands, results)))
+    return {};
+  return llvm::map_to_vector(
+      results, [](Attribute a) { return cast<IntegerAttr>(a).getInt(); });
+}
+
 VectorLayout VectorLayout::fromAttr(FragmentLayoutAttr attr,
                                     ArrayRef<int64_t> shape) {
   for (int64_t vector = 1; vector <= attr.getValues(); vector *= 2) {
@@ -70,16 +84,8 @@ VectorLayout VectorLayout::fromAttr(FragmentLayoutAttr attr,
   // Runs: values v..v+r-1 (v a multiple of r) at consecutive innermost
   // coordinates in every thread, as the column pairs of a wgmma
   // accumulator; copies move a run with one vector access.
-  MLIRContext *context = attr.getContext();
   auto at = [&](int64_t t, int64_t v) {
-    SmallVector<Attribute> operands = {
-        IntegerAttr::get(IndexType::get(context), t),
-        IntegerAttr::get(IndexType::get(context), v)};
-    SmallVector<Attribute> results;
-    if (failed(attr.getMap().constantFold(operands, results)))
-      results.clear();
-    return llvm::map_to_vector(
-        results, [](Attribute a) { return cast<IntegerAttr>(a).getInt(); });
+    return getFragmentCoordinates(attr, t, v);
   };
   auto isRun = [&](int64_t run) {
     if (attr.getValues() % run != 0)

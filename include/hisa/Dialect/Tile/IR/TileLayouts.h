@@ -49,6 +49,12 @@ struct VectorLayout {
                                llvm::ArrayRef<int64_t> shape);
 };
 
+/// The coordinates `layout` gives value `value` of thread `thread` (its map
+/// folded at those constants); empty if the map does not fold.
+llvm::SmallVector<int64_t> getFragmentCoordinates(FragmentLayoutAttr layout,
+                                                  int64_t thread,
+                                                  int64_t value);
+
 /// How one tile.gemm is split over the warpgroups of a block: each
 /// warpgroup computes a [rowsPerGroup, colsPerGroup] piece of C, the pieces
 /// laid side by side along M (splitN false) or along N (splitN true).

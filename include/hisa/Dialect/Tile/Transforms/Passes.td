@@ -131,6 +131,31 @@ def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
   ];
 }
 
+def TileReportBankConflicts
+    : Pass<"tile-report-bank-conflicts", "::mlir::ModuleOp"> {
+  let summary = "Reports shared-memory bank conflicts of fragment copies";
+  let description = [{
+    For every whole-tile `tile.copy` between a fragment and a shared tile
+    (after `tile-assign-layouts`, which fixes both layouts: the fragment's
+    threads and values, the shared tile's swizzle), counts the shared-memory
+    wavefronts of each warp instruction the lowering issues for it: the
+    pieces each lane moves (the fragment's runs, at most 16 bytes per
+    instruction), the banks their 4-byte words fall in (32 banks), a bank
+    taking as many wavefronts as distinct words land in it. A copy whose
+    instructions need more wavefronts than their bytes do (one per 128
+    distinct bytes) gets a remark at its location:
+
+    ```
+    remark: fragment stores into '!tile.shared<[64, 256], bf16>': 8.0
+    wavefronts per warp instruction, 1.0 without bank conflicts (64
+    instructions per warp)
+    ```
+
+    The IR is not changed. Window copies, gathers and element-wise
+    accesses are not counted.
+  }];
+}
+
 def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
   let summary = "Decides which thread holds which element of every fragment";
   let description = [{
