@@ -32,7 +32,8 @@
 #      the sparse_attn card (scripts/gpu-card.sh) on an H200.
 #   8. (fifty-fourth session; runs right after 7) a candidate library built
 #      with a not-yet-landed compiler change (HISA_CANDIDATE_LIB, .so or
-#      .so.xz with its libhisa_torch.so beside it; first:
+#      .so.xz with its libhisa_torch.so beside it, from
+#      scripts/build-candidate.sh; first:
 #      docs/proposals/picked-staging-swizzle.patch): the sparse attention
 #      tests that launch sparse_attn_wg, sparse_attn_ws and the epilogue
 #      variants with it, then probes/library_ab.py on prefill, LIBRARY
