@@ -238,6 +238,22 @@ bool hisa::tile::guardsOwnSharedWrites(CopyOp op) {
   return !mayBeReadAsynchronously(op, op.getDest());
 }
 
+/// Whether a tile.gemm reads `alloc`'s tile (directly, or through a
+/// tile.pick or tile.view): through the async proxy, so the generic proxy's
+/// stores into it need a fence first.
+static bool isReadByGemm(AllocOp alloc) {
+  SmallVector<Value> tiles = {alloc.getResult()};
+  while (!tiles.empty()) {
+    for (Operation *user : tiles.pop_back_val().getUsers()) {
+      if (isa<GemmOp>(user))
+        return true;
+      if (isa<PickOp, ViewOp>(user))
+        tiles.push_back(user->getResult(0));
+    }
+  }
+  return false;
+}
+
 /// Whether a copy into shared memory must first wait for slower threads'
 /// reads of its destination. A fragment stored into shared memory (P of
 /// attention) waits only where the backward scan finds an earlier reader
@@ -412,8 +428,9 @@ LogicalResult KernelLowering::lowerCopy(CopyOp op, OpBuilder &b) {
       // A wgmma operand (P of attention) is read through the async proxy,
       // also by threads that a named barrier hands it to: the writers fence
       // their generic-proxy stores.
-      if (AllocOp alloc = getRootAlloc(window);
-          alloc && alloc->hasAttr("tile.swizzle") && hasWgmma(chip))
+      // (A swizzled staging tile of an epilogue is not read by wgmma.)
+      if (hasWgmma(chip) &&
+          llvm::any_of(getPossibleAllocs(window), isReadByGemm))
         fenceSharedForAsyncProxy(b);
       if (!op->hasAttr(kHandOverAttr))
         barrier(b);

@@ -3,11 +3,13 @@
 // A staging tile (swizzled by tile-assign-layouts) keeps 16-byte pieces
 // whole: an f32 fragment whose shape it shares with a bf16 one has 8-value
 // (32-byte) runs, stored into the tile as two 16-byte pieces each, through
-// the swizzled (1-D) view; the copy out reads 16-byte pieces too.
+// the swizzled (1-D) view; the copy out reads 16-byte pieces too. No
+// wgmma reads the tile, so its stores need no async-proxy fence.
 // CHECK-LABEL: gpu.func @staged_f32
 // CHECK-NOT: vector<8xf32>, {{.*}}workgroup
 // CHECK: vector.store {{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK-NOT: vector<8xf32>, {{.*}}workgroup
+// CHECK-NOT: nvvm.fence.proxy
 // CHECK: gpu.barrier
 // CHECK: vector.load {{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 tile.kernel @staged_f32(%y: !tile.global<[64, 64], f32>, %z: !tile.global<[64, 64], bf16>) {

@@ -7,6 +7,7 @@
 
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace hisa::tile {
@@ -29,6 +30,21 @@ std::optional<std::pair<Value, OperandRange>> getElementAccess(Operation *op) {
   if (auto store = dyn_cast<StoreOp>(op))
     return std::make_pair(store.getDest(), store.getIndices());
   return std::nullopt;
+}
+
+/// The swizzle wgmma and TMA read a 2-d shared tile of this shape in: rows
+/// (the contiguous dimension) of one 32- or 64-byte atom, or panels of 128
+/// bytes; 0 for other row sizes.
+int64_t getSwizzleBytes(SharedType shared) {
+  std::optional<SmallVector<int64_t>> shape =
+      shared.getTileShape().getStaticSizes();
+  if (!shape || shape->size() != 2)
+    return 0;
+  int64_t rowBytes =
+      (*shape)[1] * shared.getElementType().getIntOrFloatBitWidth() / 8;
+  if (rowBytes == 32 || rowBytes == 64)
+    return rowBytes;
+  return rowBytes % 128 == 0 ? 128 : 0;
 }
 
 struct TileAssignLayoutsPass
@@ -291,9 +307,7 @@ struct TileAssignLayoutsPass
         // 128-byte panels (see sharedIndices in the lowering).
         int64_t rowBytes =
             (*shape)[1] * shared.getElementType().getIntOrFloatBitWidth() / 8;
-        int64_t swizzle = rowBytes == 32 || rowBytes == 64 ? rowBytes
-                          : rowBytes % 128 == 0            ? 128
-                                                           : 0;
+        int64_t swizzle = getSwizzleBytes(shared);
         if (!swizzle)
           return gemm.emitOpError("needs operand rows (the contiguous "
                                   "dimension) of 32, 64 or a multiple of 128 "
@@ -321,50 +335,72 @@ struct TileAssignLayoutsPass
     // operand of its shape: the fragment's 4-byte pieces of 8 rows then
     // land in different banks (a plain layout of 512-byte rows puts them in
     // the same 4 banks, 8-way conflicts), and the 16-byte pieces the copy
-    // out reads stay whole. Copies address it through the swizzle.
+    // out reads stay whole. Copies address it through the swizzle. A
+    // tile.pick among staging tiles (one per warpgroup) counts as its
+    // candidates' use; the lowering addresses a pick through its first
+    // candidate's swizzle, so a pick's candidates are swizzled together or
+    // not at all.
+    std::function<bool(Value, bool &)> usedByWholeCopiesOnly =
+        [&](Value tile, bool &fromFragment) {
+          for (OpOperand &use : tile.getUses()) {
+            Operation *user = use.getOwner();
+            if (auto pick = dyn_cast<PickOp>(user)) {
+              if (use.get() == pick.getIndex() ||
+                  !usedByWholeCopiesOnly(pick.getResult(), fromFragment))
+                return false;
+              continue;
+            }
+            // Every use a whole-tile copy to or from a fragment or global
+            // memory: the paths that address the tile through its swizzle
+            // (a window into it, a local tile or another shared tile on the
+            // other side would index it as a plain array).
+            auto copy = dyn_cast<CopyOp>(user);
+            if (!copy || copy.getRowIndices())
+              return false;
+            bool isSource = copy.getSource() == tile;
+            Type other = isSource ? copy.getDest().getType()
+                                  : copy.getSource().getType();
+            bool windowed = isSource ? !copy.getSourceOffsets().empty()
+                                     : !copy.getDestOffsets().empty();
+            if (windowed || !isa<FragmentType, GlobalType>(other))
+              return false;
+            fromFragment |= !isSource && isa<FragmentType>(other);
+          }
+          return true;
+        };
+    llvm::SmallSetVector<Operation *, 8> staging;
     launch.walk([&](AllocOp alloc) {
       auto shared = dyn_cast<SharedType>(alloc.getType());
       if (!shared || alloc->hasAttr("tile.swizzle"))
         return;
       std::optional<SmallVector<int64_t>> shape =
           shared.getTileShape().getStaticSizes();
-      if (!shape || shape->size() != 2)
+      if (!shape || shape->size() != 2 || (*shape)[0] % 8 != 0)
         return;
-      // Every use a whole-tile copy to or from a fragment or global memory:
-      // the paths that address the tile through its swizzle (a window into
-      // it, a local tile or another shared tile on the other side would
-      // index it as a plain array).
-      bool fromFragment = false, onlyWholeCopies = true;
-      for (Operation *user : alloc->getUsers()) {
-        auto copy = dyn_cast<CopyOp>(user);
-        if (!copy || copy.getRowIndices()) {
-          onlyWholeCopies = false;
-          break;
-        }
-        bool isSource = copy.getSource() == alloc.getResult();
-        Type other =
-            isSource ? copy.getDest().getType() : copy.getSource().getType();
-        bool windowed = isSource ? !copy.getSourceOffsets().empty()
-                                 : !copy.getDestOffsets().empty();
-        if (windowed || !isa<FragmentType, GlobalType>(other)) {
-          onlyWholeCopies = false;
-          break;
-        }
-        fromFragment |= !isSource && isa<FragmentType>(other);
-      }
-      if (!onlyWholeCopies || !fromFragment)
-        return;
-      int64_t rowBytes =
-          (*shape)[1] * shared.getElementType().getIntOrFloatBitWidth() / 8;
-      int64_t swizzle = rowBytes == 32 || rowBytes == 64 ? rowBytes
-                        : rowBytes % 128 == 0            ? 128
-                                                         : 0;
-      if (!swizzle || (*shape)[0] % 8 != 0)
-        return;
-      alloc->setAttr(
-          "tile.swizzle",
-          IntegerAttr::get(IntegerType::get(launch.getContext(), 64), swizzle));
+      bool fromFragment = false;
+      if (usedByWholeCopiesOnly(alloc.getResult(), fromFragment) &&
+          fromFragment && getSwizzleBytes(shared) != 0)
+        staging.insert(alloc);
     });
+    // Drop the candidates of picks that also choose a plain tile.
+    for (bool changed = true; changed;) {
+      changed = false;
+      launch.walk([&](PickOp pick) {
+        SmallVector<AllocOp> allocs = getPossibleAllocs(pick.getResult());
+        bool mixed = llvm::any_of(allocs, [&](AllocOp alloc) {
+          return !staging.contains(alloc) && !alloc->hasAttr("tile.swizzle");
+        });
+        if (!mixed)
+          return;
+        for (AllocOp alloc : allocs)
+          changed |= staging.remove(alloc);
+      });
+    }
+    for (Operation *alloc : staging)
+      alloc->setAttr("tile.swizzle",
+                     IntegerAttr::get(IntegerType::get(launch.getContext(), 64),
+                                      getSwizzleBytes(cast<SharedType>(
+                                          alloc->getResult(0).getType()))));
     // Views and reductions of fixed fragments: a view re-indexes its
     // source's registers (the view's layout is the source's map,
     // re-delinearized for the new shape); a reduction leaves its results

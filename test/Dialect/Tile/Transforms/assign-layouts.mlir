@@ -428,3 +428,45 @@ tile.kernel @staging(%y: !tile.global<[64, 128], bf16>, %z: !tile.global<[64], f
     tile.copy %half to %windowed : !tile.frag<[64, 64], bf16> to !tile.shared<[64, 64], bf16>
   }
 }
+
+// -----
+
+// Staging tiles picked per warpgroup (sparse_attn_wg's epilogue): a pick
+// whose every use is a whole-tile copy counts as its candidates' use, so
+// both are swizzled. A pick that also chooses a tile that a parallel reads
+// leaves all its candidates plain (the lowering addresses a pick through
+// its first candidate's swizzle).
+// CHECK-LABEL: tile.kernel @picked_staging
+// CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[64, 256], bf16>
+// CHECK: tile.alloc {tile.swizzle = 128 : i64} : !tile.shared<[64, 256], bf16>
+// CHECK: tile.alloc : !tile.shared<[64, 128], bf16>
+// CHECK: tile.alloc : !tile.shared<[64, 128], bf16>
+tile.kernel @picked_staging(%y: !tile.global<[64, 512], bf16>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 256 {
+    %lo = tile.alloc : !tile.shared<[64, 256], bf16>
+    %hi = tile.alloc : !tile.shared<[64, 256], bf16>
+    %plain_lo = tile.alloc : !tile.shared<[64, 128], bf16>
+    %plain_hi = tile.alloc : !tile.shared<[64, 128], bf16>
+    %f = tile.alloc : !tile.frag<[64, 256], bf16>
+    %g = tile.alloc : !tile.frag<[64, 128], bf16>
+    %sums = tile.alloc : !tile.frag<[64], f32>
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : bf16
+    tile.per_warpgroup (%wg) {
+      tile.fill %f, %one : !tile.frag<[64, 256], bf16>, bf16
+      %staging = tile.pick %wg [%lo, %hi] : !tile.shared<[64, 256], bf16>
+      tile.copy %f to %staging : !tile.frag<[64, 256], bf16> to !tile.shared<[64, 256], bf16>
+      tile.copy %staging to %y[%c0, %c0] : !tile.shared<[64, 256], bf16> to !tile.global<[64, 512], bf16>
+      tile.fill %g, %one : !tile.frag<[64, 128], bf16>, bf16
+      %other = tile.pick %wg [%plain_lo, %plain_hi] : !tile.shared<[64, 128], bf16>
+      tile.copy %g to %other : !tile.frag<[64, 128], bf16> to !tile.shared<[64, 128], bf16>
+      tile.copy %other to %y[%c0, %c0] : !tile.shared<[64, 128], bf16> to !tile.global<[64, 512], bf16>
+      tile.parallel (%i) in [64] {
+        %v = tile.load %plain_hi[%i, %c0] : !tile.shared<[64, 128], bf16>
+        %w = arith.extf %v : bf16 to f32
+        tile.store %w, %sums[%i] : !tile.frag<[64], f32>
+      }
+    }
+  }
+}
