@@ -1,10 +1,13 @@
-//===- ReportBankConflicts.cpp - Bank conflicts of fragment copies --------===//
+//===- ReportBankConflicts.cpp - Shared-memory bank conflicts -------------===//
 //
 // Counts the shared-memory wavefronts of the warp instructions that a
-// whole-tile copy between a fragment and a shared tile lowers to, from the
-// fragment's layout and the shared tile's swizzle, and reports the copies
+// whole-tile copy between a fragment and a shared tile lowers to (from the
+// fragment's layout and the shared tile's swizzle), and those of element
+// loads and stores of shared tiles in tile.parallel bodies (from the
+// parallel's layout and the indices' arithmetic), and reports the accesses
 // whose instructions conflict on banks (sparse_attn_wg's unswizzled output
-// staging cost 8 wavefronts per store, fifty-fourth session).
+// staging cost 8 wavefronts per store and 3-8% of prefill: fifty-fourth and
+// fifty-fifth sessions).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +15,13 @@
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace hisa::tile {
@@ -52,6 +60,155 @@ int64_t getSharedByteOffset(ArrayRef<int64_t> coords, ArrayRef<int64_t> shape,
   return offset ^ (((offset >> 7) & (swizzle / 16 - 1)) << 4);
 }
 
+/// The value of index expression `value` at one iteration of `parallel`
+/// (its induction variables `ivs`), from the integer arithmetic in its body
+/// and constants (a loop's induction variable at its first iteration);
+/// nullopt for anything else (a value loaded, or from outside the parallel
+/// and not a constant).
+std::optional<int64_t> evaluateIndex(Value value, ParallelOp parallel,
+                                     ArrayRef<int64_t> ivs, int depth = 0) {
+  if (depth > 32)
+    return std::nullopt;
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    if (argument.getOwner() == &parallel.getBody().front() &&
+        argument.getArgNumber() < ivs.size())
+      return ivs[argument.getArgNumber()];
+    // A loop inside the body, at its first iteration: a loop whose bounds
+    // and step every lane shares keeps the lanes' pattern on every
+    // iteration.
+    auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
+    if (loop && argument == loop.getInductionVar() &&
+        parallel->isProperAncestor(loop))
+      return evaluateIndex(loop.getLowerBound(), parallel, ivs, depth + 1);
+    return std::nullopt;
+  }
+  Operation *op = value.getDefiningOp();
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant)))
+    return constant.getSExtValue();
+  if (!op || !parallel->isProperAncestor(op))
+    return std::nullopt;
+  auto operand = [&](unsigned i) {
+    return evaluateIndex(op->getOperand(i), parallel, ivs, depth + 1);
+  };
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+          arith::ExtUIOp, arith::TruncIOp>(op))
+    return operand(0);
+  if (op->getNumOperands() != 2)
+    return std::nullopt;
+  std::optional<int64_t> lhs = operand(0), rhs = operand(1);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  int64_t a = *lhs, b = *rhs;
+  return llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
+      .Case<arith::AddIOp>([&](auto) { return a + b; })
+      .Case<arith::SubIOp>([&](auto) { return a - b; })
+      .Case<arith::MulIOp>([&](auto) { return a * b; })
+      .Case<arith::DivUIOp, arith::DivSIOp, arith::FloorDivSIOp>(
+          [&](auto) -> std::optional<int64_t> {
+            if (b <= 0 || a < 0)
+              return std::nullopt;
+            return a / b;
+          })
+      .Case<arith::RemUIOp, arith::RemSIOp>(
+          [&](auto) -> std::optional<int64_t> {
+            if (b <= 0 || a < 0)
+              return std::nullopt;
+            return a % b;
+          })
+      .Case<arith::AndIOp>([&](auto) { return a & b; })
+      .Case<arith::OrIOp>([&](auto) { return a | b; })
+      .Case<arith::XOrIOp>([&](auto) { return a ^ b; })
+      .Case<arith::ShLIOp>([&](auto) -> std::optional<int64_t> {
+        if (b < 0 || b > 62)
+          return std::nullopt;
+        return a << b;
+      })
+      .Case<arith::ShRUIOp, arith::ShRSIOp>(
+          [&](auto) -> std::optional<int64_t> {
+            if (b < 0 || b > 62 || a < 0)
+              return std::nullopt;
+            return a >> b;
+          })
+      .Case<arith::MinSIOp, arith::MinUIOp>(
+          [&](auto) { return std::min(a, b); })
+      .Case<arith::MaxSIOp, arith::MaxUIOp>(
+          [&](auto) { return std::max(a, b); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The wavefronts of every warp instruction an access issues over a
+/// layout's threads and values, against the fewest their bytes need.
+struct WavefrontTotals {
+  int64_t instructions = 0;
+  int64_t wavefronts = 0;
+  int64_t ideal = 0;
+};
+
+/// Counts one warp instruction per `valueStep` values of `layout` and per
+/// warp, each lane moving `bytes` from the byte offset `offsetOf(thread,
+/// value)` gives (nullopt: the lane has nothing there). A bank takes as
+/// many wavefronts as distinct 4-byte words land in it; lanes on one word
+/// share it (a broadcast). Failure when `offsetOf` fails for any lane.
+FailureOr<WavefrontTotals> countWavefronts(
+    FragmentLayoutAttr layout, int64_t valueStep, int64_t bytes,
+    function_ref<FailureOr<std::optional<int64_t>>(int64_t, int64_t)>
+        offsetOf) {
+  WavefrontTotals totals;
+  int64_t warps = llvm::divideCeil(layout.getThreads(), kWarpSize);
+  for (int64_t value = 0; value < layout.getValues(); value += valueStep) {
+    for (int64_t warp = 0; warp < warps; ++warp) {
+      DenseMap<int64_t, DenseSet<int64_t>> wordsOfBank;
+      DenseSet<int64_t> words;
+      for (int64_t lane = 0; lane < kWarpSize; ++lane) {
+        int64_t thread = warp * kWarpSize + lane;
+        if (thread >= layout.getThreads())
+          break;
+        FailureOr<std::optional<int64_t>> first = offsetOf(thread, value);
+        if (failed(first))
+          return failure();
+        if (!*first)
+          continue;
+        for (int64_t word = **first / 4; word <= (**first + bytes - 1) / 4;
+             ++word) {
+          wordsOfBank[word % kBanks].insert(word);
+          words.insert(word);
+        }
+      }
+      if (words.empty())
+        continue;
+      int64_t most = 0;
+      for (auto &entry : wordsOfBank)
+        most = std::max<int64_t>(most, entry.second.size());
+      ++totals.instructions;
+      totals.wavefronts += most;
+      totals.ideal +=
+          llvm::divideCeil(static_cast<int64_t>(words.size()), kBanks);
+    }
+  }
+  return totals;
+}
+
+/// The shared tile's swizzle in bytes (0: plain), or failure for a
+/// swizzled tile that is not 2-d (not modelled).
+FailureOr<int64_t> getModelledSwizzle(AllocOp alloc, size_t rank) {
+  int64_t swizzle = 0;
+  if (auto attr = alloc->getAttrOfType<IntegerAttr>("tile.swizzle"))
+    swizzle = attr.getInt();
+  if (swizzle && rank != 2)
+    return failure();
+  return swizzle;
+}
+
+/// "N.N wavefronts per warp instruction, M.M without bank conflicts".
+std::string describe(const WavefrontTotals &totals) {
+  return llvm::formatv("{0:F1} wavefronts per warp instruction, {1:F1} "
+                       "without bank conflicts",
+                       double(totals.wavefronts) / totals.instructions,
+                       double(totals.ideal) / totals.instructions)
+      .str();
+}
+
 struct TileReportBankConflictsPass
     : public hisa::tile::impl::TileReportBankConflictsBase<
           TileReportBankConflictsPass> {
@@ -80,6 +237,76 @@ struct TileReportBankConflictsPass
         return;
       report(copy, fragment, sharedType, *shape, alloc, stores);
     });
+    getOperation().walk([&](ParallelOp parallel) {
+      if (!parallel.getLayout())
+        return;
+      std::optional<SmallVector<int64_t>> domain =
+          parallel.getDomain().getStaticSizes();
+      if (!domain)
+        return;
+      parallel.getBody().walk([&](Operation *op) {
+        if (auto load = dyn_cast<LoadOp>(op); load && !load.getPeer())
+          reportElementAccess(parallel, *domain, op, load.getSource(),
+                              load.getIndices(), /*stores=*/false);
+        else if (auto store = dyn_cast<StoreOp>(op))
+          reportElementAccess(parallel, *domain, op, store.getDest(),
+                              store.getIndices(), /*stores=*/true);
+      });
+    });
+  }
+
+  /// An element load or store of a shared tile in a parallel's body: one
+  /// warp instruction per value of the parallel's layout, its lanes at the
+  /// elements their iterations' indices name. Only accesses whose indices
+  /// follow from the induction variables and constants are counted.
+  void reportElementAccess(ParallelOp parallel, ArrayRef<int64_t> domain,
+                           Operation *access, Value tile, ValueRange indices,
+                           bool stores) {
+    auto sharedType = dyn_cast<SharedType>(tile.getType());
+    AllocOp alloc = getRootAlloc(tile);
+    if (!sharedType || !alloc || !sharedType.getElementType().isIntOrFloat())
+      return;
+    std::optional<SmallVector<int64_t>> shape =
+        sharedType.getTileShape().getStaticSizes();
+    if (!shape || shape->size() != indices.size() || shape->empty())
+      return;
+    int64_t elementBytes = std::max<int64_t>(
+        1, sharedType.getElementType().getIntOrFloatBitWidth() / 8);
+    FailureOr<int64_t> swizzle = getModelledSwizzle(alloc, shape->size());
+    if (failed(swizzle))
+      return;
+    auto offsetOf = [&](int64_t thread,
+                        int64_t value) -> FailureOr<std::optional<int64_t>> {
+      SmallVector<int64_t> ivs =
+          getFragmentCoordinates(*parallel.getLayout(), thread, value);
+      if (ivs.size() != domain.size())
+        return failure();
+      for (auto [iv, extent] : llvm::zip(ivs, domain))
+        if (iv < 0 || iv >= extent)
+          return std::optional<int64_t>(); // past the domain's end
+      SmallVector<int64_t> coords;
+      for (Value index : indices) {
+        std::optional<int64_t> coord = evaluateIndex(index, parallel, ivs);
+        if (!coord)
+          return failure(); // not modelled: no report for this access
+        coords.push_back(*coord);
+      }
+      for (auto [coord, size] : llvm::zip(coords, *shape))
+        if (coord < 0 || coord >= size)
+          return std::optional<int64_t>();
+      return std::optional<int64_t>(
+          getSharedByteOffset(coords, *shape, elementBytes, *swizzle));
+    };
+    FailureOr<WavefrontTotals> totals = countWavefronts(
+        *parallel.getLayout(), /*valueStep=*/1, elementBytes, offsetOf);
+    if (failed(totals) || !totals->instructions ||
+        totals->wavefronts <= totals->ideal)
+      return;
+    access->emitRemark() << "element "
+                         << (stores ? "stores into " : "loads from ")
+                         << sharedType
+                         << " in a parallel: " << describe(*totals) << " ("
+                         << totals->instructions << " warp instructions)";
   }
 
   void report(CopyOp copy, FragmentType fragment, SharedType sharedType,
@@ -87,10 +314,8 @@ struct TileReportBankConflictsPass
     FragmentLayoutAttr layout = fragment.getLayout();
     int64_t elementBytes = std::max<int64_t>(
         1, sharedType.getElementType().getIntOrFloatBitWidth() / 8);
-    int64_t swizzle = 0;
-    if (auto attr = alloc->getAttrOfType<IntegerAttr>("tile.swizzle"))
-      swizzle = attr.getInt();
-    if (swizzle && shape.size() != 2)
+    FailureOr<int64_t> swizzle = getModelledSwizzle(alloc, shape.size());
+    if (failed(swizzle))
       return;
     // The lowering's piece per access: the fragment's runs, of at most 16
     // bytes (a swizzled tile's limit, and the widest shared-memory access a
@@ -98,48 +323,25 @@ struct TileReportBankConflictsPass
     int64_t vector = VectorLayout::fromAttr(layout, shape).vector;
     while (vector > 1 && vector * elementBytes > 16)
       vector /= 2;
-    int64_t warps = std::max<int64_t>(1, layout.getThreads() / kWarpSize);
-    int64_t instructions = 0, wavefronts = 0, ideal = 0;
-    for (int64_t value = 0; value < layout.getValues(); value += vector) {
-      for (int64_t warp = 0; warp < warps; ++warp) {
-        DenseMap<int64_t, DenseSet<int64_t>> wordsOfBank;
-        DenseSet<int64_t> words;
-        for (int64_t lane = 0; lane < kWarpSize; ++lane) {
-          int64_t thread = warp * kWarpSize + lane;
-          if (thread >= layout.getThreads())
-            break;
-          SmallVector<int64_t> coords =
-              getFragmentCoordinates(layout, thread, value);
-          if (coords.size() != shape.size() || coords[0] >= shape[0])
-            continue; // past the tile's end: not stored
-          int64_t first =
-              getSharedByteOffset(coords, shape, elementBytes, swizzle);
-          int64_t last = first + vector * elementBytes - 1;
-          for (int64_t word = first / 4; word <= last / 4; ++word) {
-            wordsOfBank[word % kBanks].insert(word);
-            words.insert(word);
-          }
-        }
-        if (words.empty())
-          continue;
-        int64_t most = 0;
-        for (auto &entry : wordsOfBank)
-          most = std::max<int64_t>(most, entry.second.size());
-        ++instructions;
-        wavefronts += most;
-        ideal += llvm::divideCeil(static_cast<int64_t>(words.size()), kBanks);
-      }
-    }
-    if (!instructions || wavefronts <= ideal)
+    auto offsetOf = [&](int64_t thread,
+                        int64_t value) -> FailureOr<std::optional<int64_t>> {
+      SmallVector<int64_t> coords =
+          getFragmentCoordinates(layout, thread, value);
+      if (coords.size() != shape.size() || coords[0] >= shape[0])
+        return std::optional<int64_t>(); // past the tile's end: not moved
+      return std::optional<int64_t>(
+          getSharedByteOffset(coords, shape, elementBytes, *swizzle));
+    };
+    FailureOr<WavefrontTotals> totals =
+        countWavefronts(layout, vector, vector * elementBytes, offsetOf);
+    if (failed(totals) || !totals->instructions ||
+        totals->wavefronts <= totals->ideal)
       return;
+    int64_t warps = std::max<int64_t>(1, layout.getThreads() / kWarpSize);
     copy.emitRemark() << "fragment "
                       << (stores ? "stores into " : "loads from ") << sharedType
-                      << ": "
-                      << llvm::formatv("{0:F1}",
-                                       double(wavefronts) / instructions)
-                      << " wavefronts per warp instruction, "
-                      << llvm::formatv("{0:F1}", double(ideal) / instructions)
-                      << " without bank conflicts (" << instructions / warps
+                      << ": " << describe(*totals) << " ("
+                      << totals->instructions / warps
                       << " instructions per warp)";
   }
 };

@@ -22,3 +22,39 @@ tile.kernel @staging_banks(%y: !tile.global<[64, 256], bf16>) {
     tile.copy %rows to %row : !tile.shared<[128, 32], f32> to !tile.frag<[128, 32], f32, #tile.frag_layout<threads = 128, values = 32, map = (d0, d1) -> (d0, d1)>>
   }
 }
+
+// Element accesses in a parallel: one warp instruction per value of the
+// parallel's layout. Each lane summing 8 consecutive histogram bins reads
+// with a stride of 8 words (8 lanes a bank, 8 wavefronts; counted at the
+// loop's first iteration); rows padded to a stride of 9 words spread the
+// lanes over all banks; the lanes' own bins (consecutive words) and an
+// index loaded from memory (not modelled) get no remark.
+tile.kernel @parallel_banks(%y: !tile.global<[4], i32>) {
+  %c1 = arith.constant 1 : index
+  tile.launch (%bx) in (%c1) threads 128 {
+    %hist = tile.alloc : !tile.shared<[4, 256], i32>
+    %padded = tile.alloc : !tile.shared<[4, 288], i32>
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c9 = arith.constant 9 : index
+    %zero = arith.constant 0 : i32
+    tile.parallel (%w, %lane) in [4, 32] attributes {layout = #tile.frag_layout<threads = 128, values = 1, map = (d0, d1) -> (d1 * 4 + d0 floordiv 32, d0 mod 32)>} {
+      %first = arith.muli %lane, %c8 : index
+      %first_padded = arith.muli %lane, %c9 : index
+      %sum = scf.for %j = %c0 to %c8 step %c1 iter_args(%s = %zero) -> (i32) {
+        %b = arith.addi %first, %j : index
+        // expected-remark @below {{element loads from '!tile.shared<[4, 256], i32>' in a parallel: 8.0 wavefronts per warp instruction, 1.0 without bank conflicts (4 warp instructions)}}
+        %part = tile.load %hist[%w, %b] : !tile.shared<[4, 256], i32>
+        %b_padded = arith.addi %first_padded, %j : index
+        %part_padded = tile.load %padded[%w, %b_padded] : !tile.shared<[4, 288], i32>
+        %both = arith.addi %part, %part_padded : i32
+        %more = arith.addi %s, %both : i32
+        scf.yield %more : i32
+      }
+      tile.store %sum, %hist[%w, %lane] : !tile.shared<[4, 256], i32>
+      %loaded = tile.load %hist[%w, %lane] : !tile.shared<[4, 256], i32>
+      %at = arith.index_cast %loaded : i32 to index
+      tile.store %zero, %hist[%w, %at] : !tile.shared<[4, 256], i32>
+    }
+  }
+}

@@ -133,7 +133,8 @@ def TileReportResources : Pass<"tile-report-resources", "::mlir::ModuleOp"> {
 
 def TileReportBankConflicts
     : Pass<"tile-report-bank-conflicts", "::mlir::ModuleOp"> {
-  let summary = "Reports shared-memory bank conflicts of fragment copies";
+  let summary = "Reports shared-memory bank conflicts of fragment copies "
+                "and of element accesses in parallels";
   let description = [{
     For every whole-tile `tile.copy` between a fragment and a shared tile
     (after `tile-assign-layouts`, which fixes both layouts: the fragment's
@@ -151,8 +152,24 @@ def TileReportBankConflicts
     instructions per warp)
     ```
 
-    The IR is not changed. Window copies, gathers and element-wise
-    accesses are not counted.
+    Element loads and stores of a shared tile in a `tile.parallel` body
+    are counted the same way, one warp instruction per value of the
+    parallel's layout, each lane at the element its iteration's indices
+    name, when those indices follow from the induction variables, integer
+    arithmetic and constants (a loop inside the body at its first
+    iteration; an index loaded from memory or computed outside the
+    parallel is not modelled, and the access is skipped):
+
+    ```
+    remark: element loads from '!tile.shared<[4, 256], i32>' in a
+    parallel: 8.0 wavefronts per warp instruction, 1.0 without bank
+    conflicts (4 warp instructions)
+    ```
+
+    Each element is counted as its own access, as the lowering emits it;
+    where LLVM merges a run into a wider access the real count may be
+    lower. The IR is not changed. Window copies, gathers and peer loads
+    are not counted.
   }];
 }
 
