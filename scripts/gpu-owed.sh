@@ -38,7 +38,9 @@
 #      landed in the fifty-fifth session): the sparse attention
 #      tests that launch sparse_attn_wg, sparse_attn_ws and the epilogue
 #      variants with it, then probes/library_ab.py on prefill, LIBRARY
-#      against the candidate, two rounds.
+#      against the candidate, two rounds. HISA_CANDIDATE_TESTS (pytest
+#      files), HISA_CANDIDATE_FILTER (-k) and HISA_CANDIDATE_AB
+#      (library_ab.py's groups) choose other tests and rows.
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
 # step 3 for the host time on an H200 host. (The forty-eighth session's new
@@ -134,13 +136,18 @@ if wants 8 && [[ -n ${HISA_CANDIDATE_LIB:-} ]]; then
     cp "$HISA_CANDIDATE_LIB" "$candidate_dir/libhisa_runtime.so"
   fi
   cp "$(dirname "$HISA_CANDIDATE_LIB")"/libhisa_torch.so* "$candidate_dir"/ 2>/dev/null
+  # HISA_CANDIDATE_TESTS: pytest arguments (default the sparse attention
+  # tests of sparse_attn_wg, sparse_attn_ws and the epilogue variants);
+  # HISA_CANDIDATE_AB: library_ab.py's groups (default prefill,decode).
+  read -r -a candidate_tests <<< "${HISA_CANDIDATE_TESTS:-python/tests/test_sparse_attn.py}"
+  candidate_filter=${HISA_CANDIDATE_FILTER:-prefill_runs_flashmla or warpgroup_schedule or row_maxima_that_grow_late or inverse_rope_in_the_epilogue or decode_shapes or random}
   HISA_RUNTIME_LIB=$candidate_dir/libhisa_runtime.so HISA_CACHE_DIR=$candidate_dir/cache \
-    timeout 150 python3 -m pytest -q -p no:cacheprovider python/tests/test_sparse_attn.py \
-    -k "prefill_runs_flashmla or warpgroup_schedule or row_maxima_that_grow_late or inverse_rope_in_the_epilogue or decode_shapes or random" \
+    timeout "${HISA_CANDIDATE_TEST_TIMEOUT:-150}" python3 -m pytest -q -p no:cacheprovider \
+    "${candidate_tests[@]}" -k "$candidate_filter" \
     > "$out/owed-candidate-tests.txt" 2>&1
-  echo "== 8a. the candidate's sparse attention tests (status $?)"
+  echo "== 8a. the candidate's tests: ${candidate_tests[*]} -k '$candidate_filter' (status $?)"
   tail -4 "$out/owed-candidate-tests.txt"
-  timeout 170 python3 python/bench/probes/library_ab.py --only prefill,decode --rounds 2 \
+  timeout 170 python3 python/bench/probes/library_ab.py --only "${HISA_CANDIDATE_AB:-prefill,decode}" --rounds 2 \
     --lib "$(realpath build/lib/libhisa_runtime.so)" --lib "$candidate_dir/libhisa_runtime.so" \
     > "$out/owed-candidate-ab.txt" 2>&1
   echo "== 8b. LIBRARY (A) against the candidate (B) (status $?)"
