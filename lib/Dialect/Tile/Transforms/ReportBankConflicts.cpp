@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace hisa::tile {
 #define GEN_PASS_DEF_TILEREPORTBANKCONFLICTS
@@ -101,9 +102,24 @@ std::optional<int64_t> evaluateIndex(Value value, ParallelOp parallel,
     return std::nullopt;
   int64_t a = *lhs, b = *rhs;
   return llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
-      .Case<arith::AddIOp>([&](auto) { return a + b; })
-      .Case<arith::SubIOp>([&](auto) { return a - b; })
-      .Case<arith::MulIOp>([&](auto) { return a * b; })
+      .Case<arith::AddIOp>([&](auto) -> std::optional<int64_t> {
+        int64_t sum;
+        if (llvm::AddOverflow(a, b, sum))
+          return std::nullopt;
+        return sum;
+      })
+      .Case<arith::SubIOp>([&](auto) -> std::optional<int64_t> {
+        int64_t difference;
+        if (llvm::SubOverflow(a, b, difference))
+          return std::nullopt;
+        return difference;
+      })
+      .Case<arith::MulIOp>([&](auto) -> std::optional<int64_t> {
+        int64_t product;
+        if (llvm::MulOverflow(a, b, product))
+          return std::nullopt;
+        return product;
+      })
       .Case<arith::DivUIOp, arith::DivSIOp, arith::FloorDivSIOp>(
           [&](auto) -> std::optional<int64_t> {
             if (b <= 0 || a < 0)
@@ -120,7 +136,7 @@ std::optional<int64_t> evaluateIndex(Value value, ParallelOp parallel,
       .Case<arith::OrIOp>([&](auto) { return a | b; })
       .Case<arith::XOrIOp>([&](auto) { return a ^ b; })
       .Case<arith::ShLIOp>([&](auto) -> std::optional<int64_t> {
-        if (b < 0 || b > 62)
+        if (a < 0 || b < 0 || b > 62 || a > (INT64_MAX >> b))
           return std::nullopt;
         return a << b;
       })

@@ -27,8 +27,9 @@ tile.kernel @staging_banks(%y: !tile.global<[64, 256], bf16>) {
 // parallel's layout. Each lane summing 8 consecutive histogram bins reads
 // with a stride of 8 words (8 lanes a bank, 8 wavefronts; counted at the
 // loop's first iteration); rows padded to a stride of 9 words spread the
-// lanes over all banks; the lanes' own bins (consecutive words) and an
-// index loaded from memory (not modelled) get no remark.
+// lanes over all banks; the lanes' own bins (consecutive words), an index
+// loaded from memory and one whose arithmetic overflows (not modelled) get
+// no remark.
 tile.kernel @parallel_banks(%y: !tile.global<[4], i32>) {
   %c1 = arith.constant 1 : index
   tile.launch (%bx) in (%c1) threads 128 {
@@ -52,6 +53,10 @@ tile.kernel @parallel_banks(%y: !tile.global<[4], i32>) {
         scf.yield %more : i32
       }
       tile.store %sum, %hist[%w, %lane] : !tile.shared<[4, 256], i32>
+      // An index whose arithmetic overflows is not modelled either.
+      %huge = arith.constant 9223372036854775807 : index
+      %overflowing = arith.muli %lane, %huge : index
+      tile.store %zero, %hist[%w, %overflowing] : !tile.shared<[4, 256], i32>
       %loaded = tile.load %hist[%w, %lane] : !tile.shared<[4, 256], i32>
       %at = arith.index_cast %loaded : i32 to index
       tile.store %zero, %hist[%w, %at] : !tile.shared<[4, 256], i32>
