@@ -91,8 +91,10 @@ static cl::opt<std::string>
                       "params (tile-to-nvvm with mutated bindings), ptx "
                       "(params + PTX serialization), jit "
                       "(hisa_kernel_compile of the runtime library: "
-                      "mutated parameters and target, ptxas); 'mix' = all "
-                      "but jit"),
+                      "mutated parameters and target, ptxas), report (the "
+                      "analysis passes: inline, bind defaults, layouts, "
+                      "tile-report-bank-conflicts, tile-report-resources); "
+                      "'mix' = all but jit"),
              cl::init("mix"));
 static cl::opt<double> timeoutOpt("timeout",
                                   cl::desc("CPU seconds per input (hang)"),
@@ -203,7 +205,7 @@ std::string randomChip(Rng &rng) {
   return chip;
 }
 
-enum class Mode { Parse, NVVM, Params, PTX, JIT };
+enum class Mode { Parse, NVVM, Params, PTX, JIT, Report };
 
 StringRef modeName(Mode mode) {
   switch (mode) {
@@ -217,6 +219,8 @@ StringRef modeName(Mode mode) {
     return "ptx";
   case Mode::JIT:
     return "jit";
+  case Mode::Report:
+    return "report";
   }
   return "?";
 }
@@ -228,8 +232,15 @@ std::optional<Mode> parseMode(StringRef name) {
       .Case("params", Mode::Params)
       .Case("ptx", Mode::PTX)
       .Case("jit", Mode::JIT)
+      .Case("report", Mode::Report)
       .Default(std::nullopt);
 }
+
+/// Report mode's passes: what a user runs to ask where a kernel's
+/// shared-memory banks conflict and what it uses.
+constexpr const char *kReportPipeline =
+    "tile-inline-functions,tile-bind-params,tile-assign-layouts,"
+    "tile-report-bank-conflicts,tile-report-resources";
 
 struct Input {
   std::string text;
@@ -1038,9 +1049,9 @@ std::vector<Mode> campaignModes() {
     name = name.trim();
     if (name == "mix") {
       // Weighted: PTX serialization is the slowest and deepest.
-      for (Mode mode :
-           {Mode::Parse, Mode::Parse, Mode::Parse, Mode::NVVM, Mode::NVVM,
-            Mode::NVVM, Mode::Params, Mode::Params, Mode::Params, Mode::PTX})
+      for (Mode mode : {Mode::Parse, Mode::Parse, Mode::Parse, Mode::NVVM,
+                        Mode::NVVM, Mode::NVVM, Mode::Params, Mode::Params,
+                        Mode::Params, Mode::PTX, Mode::Report})
         modes.push_back(mode);
       continue;
     }
@@ -1089,7 +1100,7 @@ Input generateInput(const Corpus &corpus, const std::vector<Mode> &modes,
   // (After the draws above, so that a campaign's inputs are the same with
   // and without --features but for them.)
   if (!featuresOpt.empty() && input.mode != Mode::Parse &&
-      input.mode != Mode::JIT &&
+      input.mode != Mode::JIT && input.mode != Mode::Report &&
       !StringRef(input.options).contains("features=") &&
       !StringRef(input.options).contains("chip=sm_90a,"))
     input.options += (input.options.empty() ? "features=" : " features=") +
@@ -1327,8 +1338,10 @@ bool loadRuntime() {
     setPhase("pipeline");
     PassManager pm(&context);
     pm.addInstrumentation(std::make_unique<PhaseTracker>());
-    std::string pipeline = "tile-to-nvvm";
-    if (!input.options.empty())
+    std::string pipeline = input.mode == Mode::Report
+                               ? std::string(kReportPipeline)
+                               : "tile-to-nvvm";
+    if (input.mode != Mode::Report && !input.options.empty())
       pipeline += "{" + input.options + "}";
     std::string pipelineErrors;
     llvm::raw_string_ostream errorStream(pipelineErrors);
@@ -1806,6 +1819,9 @@ std::string reproduceCommand(const Input &input, StringRef file) {
     return "hisa-fuzz --replay=" + file.str() +
            " --replay-mode=jit --replay-options=" + shellQuote(input.options);
   std::string command = "hisa-opt " + file.str();
+  if (input.mode == Mode::Report)
+    return command + " --pass-pipeline='builtin.module(" +
+           std::string(kReportPipeline) + ")' -o /dev/null";
   if (input.mode != Mode::Parse) {
     command += " --tile-to-nvvm";
     if (!input.options.empty())
