@@ -40,7 +40,8 @@
 #      variants with it, then probes/library_ab.py on prefill, LIBRARY
 #      against the candidate, two rounds. HISA_CANDIDATE_TESTS (pytest
 #      files), HISA_CANDIDATE_FILTER (-k) and HISA_CANDIDATE_AB
-#      (library_ab.py's groups) choose other tests and rows.
+#      (library_ab.py's groups; HISA_CANDIDATE_AB_TIMEOUT, default 170 s)
+#      choose other tests and rows.
 # All four ran on H100s in the forty-seventh session (docs/performance.md);
 # what stays owed is an H200: scripts/gpu-card.sh ANCHORS for the card, and
 # step 3 for the host time on an H200 host. (The forty-eighth session's new
@@ -147,7 +148,7 @@ if wants 8 && [[ -n ${HISA_CANDIDATE_LIB:-} ]]; then
     > "$out/owed-candidate-tests.txt" 2>&1
   echo "== 8a. the candidate's tests: ${candidate_tests[*]} -k '$candidate_filter' (status $?)"
   tail -4 "$out/owed-candidate-tests.txt"
-  timeout 170 python3 python/bench/probes/library_ab.py --only "${HISA_CANDIDATE_AB:-prefill,decode}" --rounds 2 \
+  timeout "${HISA_CANDIDATE_AB_TIMEOUT:-170}" python3 python/bench/probes/library_ab.py --only "${HISA_CANDIDATE_AB:-prefill,decode}" --rounds 2 \
     --lib "$(realpath build/lib/libhisa_runtime.so)" --lib "$candidate_dir/libhisa_runtime.so" \
     > "$out/owed-candidate-ab.txt" 2>&1
   echo "== 8b. LIBRARY (A) against the candidate (B) (status $?)"
