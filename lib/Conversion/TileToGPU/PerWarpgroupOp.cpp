@@ -24,34 +24,18 @@
 using namespace mlir;
 using namespace hisa::tile;
 
-static Attribute evaluateForWarpgroup(Value value, PerWarpgroupOp perWarpgroup,
-                                      int64_t index, int depth) {
-  if (value == perWarpgroup.getWarpgroup())
-    return IntegerAttr::get(IndexType::get(value.getContext()), index);
-  Attribute constant;
-  if (matchPattern(value, m_Constant(&constant)))
-    return constant;
-  Operation *def = value.getDefiningOp();
-  if (!def || depth > 8 || def->getNumRegions() != 0 ||
-      !perWarpgroup->isAncestor(def) || !isMemoryEffectFree(def))
-    return Attribute();
-  SmallVector<Attribute> operands;
-  for (Value operand : def->getOperands())
-    operands.push_back(
-        evaluateForWarpgroup(operand, perWarpgroup, index, depth + 1));
-  SmallVector<OpFoldResult> results;
-  if (failed(def->fold(operands, results)) || results.size() != 1)
-    return Attribute();
-  if (auto attr = dyn_cast<Attribute>(results.front()))
-    return attr;
-  return evaluateForWarpgroup(cast<Value>(results.front()), perWarpgroup, index,
-                              depth + 1);
-}
-
 Attribute hisa::tile::evaluateForWarpgroup(Value value,
                                            PerWarpgroupOp perWarpgroup,
                                            int64_t index) {
-  return ::evaluateForWarpgroup(value, perWarpgroup, index, /*depth=*/0);
+  Value warpgroup = perWarpgroup.getWarpgroup();
+  return evaluateByFolding(
+      value, perWarpgroup,
+      [&](Value known) -> Attribute {
+        if (known != warpgroup)
+          return {};
+        return IntegerAttr::get(IndexType::get(known.getContext()), index);
+      },
+      /*maxDepth=*/8);
 }
 
 bool hisa::tile::mayRunInWarpgroup(Operation *op, PerWarpgroupOp perWarpgroup,

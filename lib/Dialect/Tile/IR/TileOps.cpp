@@ -630,6 +630,37 @@ LogicalResult LaunchOp::verifyRegions() {
 // AllocOp, ViewOp
 //===----------------------------------------------------------------------===//
 
+static Attribute evaluateByFolding(Value value, Operation *scope,
+                                   function_ref<Attribute(Value)> known,
+                                   int depth, int maxDepth) {
+  if (Attribute given = known(value))
+    return given;
+  Attribute constant;
+  if (matchPattern(value, m_Constant(&constant)))
+    return constant;
+  Operation *def = value.getDefiningOp();
+  if (!def || depth > maxDepth || def->getNumRegions() != 0 ||
+      !scope->isAncestor(def) || !isMemoryEffectFree(def))
+    return Attribute();
+  SmallVector<Attribute> operands;
+  for (Value operand : def->getOperands())
+    operands.push_back(
+        evaluateByFolding(operand, scope, known, depth + 1, maxDepth));
+  SmallVector<OpFoldResult> results;
+  if (failed(def->fold(operands, results)) || results.size() != 1)
+    return Attribute();
+  if (auto attr = dyn_cast<Attribute>(results.front()))
+    return attr;
+  return evaluateByFolding(cast<Value>(results.front()), scope, known,
+                           depth + 1, maxDepth);
+}
+
+Attribute hisa::tile::evaluateByFolding(Value value, Operation *scope,
+                                        function_ref<Attribute(Value)> known,
+                                        int maxDepth) {
+  return ::evaluateByFolding(value, scope, known, /*depth=*/0, maxDepth);
+}
+
 AllocOp hisa::tile::getRootAlloc(Value tile) {
   if (auto pick = tile.getDefiningOp<PickOp>())
     return pick.getTiles().front().getDefiningOp<AllocOp>();

@@ -15,15 +15,11 @@
 #include "hisa/Dialect/Tile/IR/TileOps.h"
 #include "hisa/Dialect/Tile/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MathExtras.h"
 
 namespace hisa::tile {
 #define GEN_PASS_DEF_TILEREPORTBANKCONFLICTS
@@ -62,95 +58,33 @@ int64_t getSharedByteOffset(ArrayRef<int64_t> coords, ArrayRef<int64_t> shape,
 }
 
 /// The value of index expression `value` at one iteration of `parallel`
-/// (its induction variables `ivs`), from the integer arithmetic in its body
-/// and constants (a loop's induction variable at its first iteration);
-/// nullopt for anything else (a value loaded, or from outside the parallel
-/// and not a constant).
+/// (its induction variables `ivs`), folded from constants and the integer
+/// arithmetic in its body (a loop's induction variable at its first
+/// iteration: a loop whose bounds and step every lane shares keeps the
+/// lanes' pattern on every iteration); nullopt for anything else (a value
+/// loaded, or from outside the parallel and not a constant).
 std::optional<int64_t> evaluateIndex(Value value, ParallelOp parallel,
-                                     ArrayRef<int64_t> ivs, int depth = 0) {
-  if (depth > 32)
-    return std::nullopt;
-  if (auto argument = dyn_cast<BlockArgument>(value)) {
-    if (argument.getOwner() == &parallel.getBody().front() &&
-        argument.getArgNumber() < ivs.size())
-      return ivs[argument.getArgNumber()];
-    // A loop inside the body, at its first iteration: a loop whose bounds
-    // and step every lane shares keeps the lanes' pattern on every
-    // iteration.
+                                     ArrayRef<int64_t> ivs) {
+  Block &body = parallel.getBody().front();
+  std::function<Attribute(Value)> known = [&](Value given) -> Attribute {
+    auto argument = dyn_cast<BlockArgument>(given);
+    if (!argument)
+      return {};
+    if (argument.getOwner() == &body && argument.getArgNumber() < ivs.size())
+      return IntegerAttr::get(IndexType::get(given.getContext()),
+                              ivs[argument.getArgNumber()]);
     auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
     if (loop && argument == loop.getInductionVar() &&
         parallel->isProperAncestor(loop))
-      return evaluateIndex(loop.getLowerBound(), parallel, ivs, depth + 1);
-    return std::nullopt;
-  }
-  Operation *op = value.getDefiningOp();
-  APInt constant;
-  if (matchPattern(value, m_ConstantInt(&constant)))
-    return constant.getSExtValue();
-  if (!op || !parallel->isProperAncestor(op))
-    return std::nullopt;
-  auto operand = [&](unsigned i) {
-    return evaluateIndex(op->getOperand(i), parallel, ivs, depth + 1);
+      return evaluateByFolding(loop.getLowerBound(), parallel, known,
+                               /*maxDepth=*/32);
+    return {};
   };
-  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-          arith::ExtUIOp, arith::TruncIOp>(op))
-    return operand(0);
-  if (op->getNumOperands() != 2)
+  auto folded = dyn_cast_or_null<IntegerAttr>(
+      evaluateByFolding(value, parallel, known, /*maxDepth=*/32));
+  if (!folded)
     return std::nullopt;
-  std::optional<int64_t> lhs = operand(0), rhs = operand(1);
-  if (!lhs || !rhs)
-    return std::nullopt;
-  int64_t a = *lhs, b = *rhs;
-  return llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
-      .Case<arith::AddIOp>([&](auto) -> std::optional<int64_t> {
-        int64_t sum;
-        if (llvm::AddOverflow(a, b, sum))
-          return std::nullopt;
-        return sum;
-      })
-      .Case<arith::SubIOp>([&](auto) -> std::optional<int64_t> {
-        int64_t difference;
-        if (llvm::SubOverflow(a, b, difference))
-          return std::nullopt;
-        return difference;
-      })
-      .Case<arith::MulIOp>([&](auto) -> std::optional<int64_t> {
-        int64_t product;
-        if (llvm::MulOverflow(a, b, product))
-          return std::nullopt;
-        return product;
-      })
-      .Case<arith::DivUIOp, arith::DivSIOp, arith::FloorDivSIOp>(
-          [&](auto) -> std::optional<int64_t> {
-            if (b <= 0 || a < 0)
-              return std::nullopt;
-            return a / b;
-          })
-      .Case<arith::RemUIOp, arith::RemSIOp>(
-          [&](auto) -> std::optional<int64_t> {
-            if (b <= 0 || a < 0)
-              return std::nullopt;
-            return a % b;
-          })
-      .Case<arith::AndIOp>([&](auto) { return a & b; })
-      .Case<arith::OrIOp>([&](auto) { return a | b; })
-      .Case<arith::XOrIOp>([&](auto) { return a ^ b; })
-      .Case<arith::ShLIOp>([&](auto) -> std::optional<int64_t> {
-        if (a < 0 || b < 0 || b > 62 || a > (INT64_MAX >> b))
-          return std::nullopt;
-        return a << b;
-      })
-      .Case<arith::ShRUIOp, arith::ShRSIOp>(
-          [&](auto) -> std::optional<int64_t> {
-            if (b < 0 || b > 62 || a < 0)
-              return std::nullopt;
-            return a >> b;
-          })
-      .Case<arith::MinSIOp, arith::MinUIOp>(
-          [&](auto) { return std::min(a, b); })
-      .Case<arith::MaxSIOp, arith::MaxUIOp>(
-          [&](auto) { return std::max(a, b); })
-      .Default([](Operation *) { return std::nullopt; });
+  return folded.getValue().getSExtValue();
 }
 
 /// The wavefronts of every warp instruction an access issues over a

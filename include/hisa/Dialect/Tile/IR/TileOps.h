@@ -27,6 +27,15 @@ namespace hisa::tile {
 /// host, besides integer constants, casts, tile.param and tile.dim.
 llvm::ArrayRef<llvm::StringRef> getGridBinaryOpNames();
 
+/// `value` folded from constants and the values `known` gives (null where
+/// it gives none) through the side-effect-free, region-free ops inside
+/// `scope`, each by its own fold; null if it depends on anything else or
+/// needs more than `maxDepth` ops.
+mlir::Attribute
+evaluateByFolding(mlir::Value value, mlir::Operation *scope,
+                  llvm::function_ref<mlir::Attribute(mlir::Value)> known,
+                  int maxDepth);
+
 /// The tile.alloc behind a shared tile value: the value's own, or for a
 /// tile.pick the first candidate's (all have its type and layout); null
 /// for anything else.
